@@ -1,0 +1,290 @@
+//! Local etcd, nats-server and redis-server, started on free loopback ports inside the run's temp
+//! dir and stopped when dropped: at the end of a run, on error, on Ctrl-C (the run returns and drops
+//! them) and on panic (unwinding drops them). Each child also gets `PDEATHSIG`, so a killed recorder
+//! takes its services with it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a local service could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The program is not installed.
+    #[error(
+        "`{program}` was not found on PATH: install the Debian packages `etcd-server nats-server \
+         redis-server` (apt-get install etcd-server nats-server redis-server), or run \
+         `docker compose up -d` and pass the endpoints (--etcd, --nats, --redis)"
+    )]
+    MissingBinary {
+        /// The program looked for.
+        program: &'static str,
+    },
+    /// The program started but never answered its health check.
+    #[error("`{program}` did not become ready within {secs} s (its log: {log})")]
+    NotReady {
+        /// The program.
+        program: &'static str,
+        /// How long we waited.
+        secs: u64,
+        /// Where its output went.
+        log: String,
+    },
+    /// The program exited during start-up.
+    #[error("`{program}` exited during start-up with {status} (its log: {log})")]
+    Exited {
+        /// The program.
+        program: &'static str,
+        /// Its exit status.
+        status: String,
+        /// Where its output went.
+        log: String,
+    },
+    /// Anything else the operating system refused.
+    #[error("starting `{program}`: {source}")]
+    Io {
+        /// The program.
+        program: &'static str,
+        /// The reason.
+        source: std::io::Error,
+    },
+}
+
+/// Which kind of service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceKind {
+    /// etcd, single member.
+    Etcd,
+    /// nats-server with JetStream on a file store.
+    Nats,
+    /// redis-server without persistence.
+    Redis,
+}
+
+impl ServiceKind {
+    /// The program's name on PATH.
+    pub fn program(self) -> &'static str {
+        match self {
+            ServiceKind::Etcd => "etcd",
+            ServiceKind::Nats => "nats-server",
+            ServiceKind::Redis => "redis-server",
+        }
+    }
+}
+
+/// One running local service. Dropping it kills the process.
+#[derive(Debug)]
+pub struct LocalService {
+    kind: ServiceKind,
+    dir: PathBuf,
+    client_port: u16,
+    /// A second port: etcd's peer port, nats' monitoring port.
+    aux_port: u16,
+    child: Option<Child>,
+}
+
+impl LocalService {
+    /// Starts `kind` with its data under `dir` (created if missing) and waits until it answers.
+    pub fn start(kind: ServiceKind, dir: &Path) -> Result<Self, ServiceError> {
+        let mut service = LocalService {
+            kind,
+            dir: dir.to_path_buf(),
+            client_port: free_port(kind)?,
+            aux_port: free_port(kind)?,
+            child: None,
+        };
+        service.launch()?;
+        Ok(service)
+    }
+
+    /// The URL clients connect to.
+    pub fn url(&self) -> String {
+        match self.kind {
+            ServiceKind::Etcd => format!("http://127.0.0.1:{}", self.client_port),
+            ServiceKind::Nats => format!("nats://127.0.0.1:{}", self.client_port),
+            ServiceKind::Redis => format!("redis://127.0.0.1:{}", self.client_port),
+        }
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Kills the process with SIGKILL (the data dir is kept) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the process and starts it again on the same ports with the same data dir.
+    pub fn restart(&mut self) -> Result<(), ServiceError> {
+        self.kill();
+        self.launch()
+    }
+
+    fn launch(&mut self) -> Result<(), ServiceError> {
+        let program = self.kind.program();
+        let data = self.dir.join(program);
+        std::fs::create_dir_all(&data).map_err(|source| ServiceError::Io { program, source })?;
+        let log_path = self.dir.join(format!("{program}.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|source| ServiceError::Io { program, source })?;
+        let log_err = log.try_clone().map_err(|source| ServiceError::Io { program, source })?;
+        let mut command = Command::new(program);
+        command
+            .args(self.args(&data))
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let child = command.spawn().map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => ServiceError::MissingBinary { program },
+            _ => ServiceError::Io { program, source },
+        })?;
+        self.child = Some(child);
+        self.wait_ready(&log_path)
+    }
+
+    fn args(&self, data: &Path) -> Vec<String> {
+        let (p, a) = (self.client_port, self.aux_port);
+        let data = data.display().to_string();
+        match self.kind {
+            ServiceKind::Etcd => vec![
+                "--name=outbox-trace".into(),
+                format!("--data-dir={data}"),
+                format!("--listen-client-urls=http://127.0.0.1:{p}"),
+                format!("--advertise-client-urls=http://127.0.0.1:{p}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{a}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{a}"),
+                format!("--initial-cluster=outbox-trace=http://127.0.0.1:{a}"),
+                "--logger=zap".into(),
+                "--log-level=error".into(),
+            ],
+            ServiceKind::Nats => vec![
+                "-js".into(),
+                "-sd".into(),
+                data,
+                "-a".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                p.to_string(),
+                "-m".into(),
+                a.to_string(),
+            ],
+            ServiceKind::Redis => vec![
+                "--bind".into(),
+                "127.0.0.1".into(),
+                "--port".into(),
+                p.to_string(),
+                "--save".into(),
+                String::new(),
+                "--appendonly".into(),
+                "no".into(),
+                "--dir".into(),
+                data,
+            ],
+        }
+    }
+
+    fn wait_ready(&mut self, log: &Path) -> Result<(), ServiceError> {
+        let program = self.kind.program();
+        let limit = Duration::from_secs(30);
+        let started = Instant::now();
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.child = None;
+                    return Err(ServiceError::Exited {
+                        program,
+                        status: status.to_string(),
+                        log: log.display().to_string(),
+                    });
+                }
+            }
+            if self.healthy() {
+                return Ok(());
+            }
+            if started.elapsed() > limit {
+                self.kill();
+                return Err(ServiceError::NotReady {
+                    program,
+                    secs: limit.as_secs(),
+                    log: log.display().to_string(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn healthy(&self) -> bool {
+        match self.kind {
+            ServiceKind::Etcd => http_get(self.client_port, "/health")
+                .is_some_and(|body| body.contains("\"health\":\"true\"")),
+            ServiceKind::Nats => http_get(self.aux_port, "/healthz?js-enabled-only=true")
+                .is_some_and(|body| body.starts_with("HTTP/1.1 200") || body.starts_with("HTTP/1.0 200")),
+            ServiceKind::Redis => redis_ping(self.client_port),
+        }
+    }
+}
+
+impl Drop for LocalService {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port(kind: ServiceKind) -> Result<u16, ServiceError> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| ServiceError::Io {
+        program: kind.program(),
+        source,
+    })?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|source| ServiceError::Io {
+            program: kind.program(),
+            source,
+        })
+}
+
+fn connect(port: u16) -> Option<TcpStream> {
+    let stream =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    Some(stream)
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = connect(port)?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut body = String::new();
+    stream.read_to_string(&mut body).ok()?;
+    Some(body)
+}
+
+fn redis_ping(port: u16) -> bool {
+    let Some(mut stream) = connect(port) else {
+        return false;
+    };
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}

@@ -1,0 +1,79 @@
+//! Why a trace could not be written or read.
+
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong with a trace file. Each message fits on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The file could not be opened, created or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// The bytes are not a readable Parquet file (not Parquet at all, truncated, or corrupt).
+    #[error("not a readable Parquet file: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Arrow could not build or convert a batch.
+    #[error("bad column data: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// The file declares a schema version this reader does not know.
+    #[error("schema version `{0}` is not supported (this reader reads outbox-trace/1)")]
+    SchemaVersion(String),
+    /// A required column is absent.
+    #[error("required column `{0}` is missing")]
+    MissingColumn(&'static str),
+    /// A column has a type the contract does not allow.
+    #[error("column `{column}` has type {found}, expected {expected}")]
+    WrongType {
+        /// The column.
+        column: &'static str,
+        /// What the file holds.
+        found: String,
+        /// What the contract says.
+        expected: &'static str,
+    },
+    /// A value does not fit the contract's type (a negative `seq`, say).
+    #[error("column `{column}` holds a value that does not fit {expected}: {reason}")]
+    OutOfRange {
+        /// The column.
+        column: &'static str,
+        /// What the contract says.
+        expected: &'static str,
+        /// Arrow's explanation.
+        reason: String,
+    },
+    /// A column that must not be null has a null.
+    #[error("column `{column}` must not be null but has {nulls} null value(s)")]
+    NullInRequired {
+        /// The column.
+        column: &'static str,
+        /// How many nulls were found in the offending batch.
+        nulls: usize,
+    },
+    /// Two rows of one run share a `seq`.
+    #[error("run `{run_id}` repeats seq {seq}")]
+    DuplicateSeq {
+        /// The run.
+        run_id: String,
+        /// The repeated value.
+        seq: u64,
+    },
+    /// A `detail` value, or the run metadata, is not valid JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The file holds no rows.
+    #[error("the file holds no events")]
+    Empty,
+}
+
+impl TraceError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

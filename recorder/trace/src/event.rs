@@ -1,0 +1,103 @@
+//! One row of a trace: what an actor did, with the identities the invariants need.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Kind;
+
+/// One event, exactly the columns of `outbox-trace/1`.
+///
+/// Optional fields are `None` where the kind does not use them; [`Kind::required_fields`] says which
+/// ones a kind needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// One recording.
+    pub run_id: String,
+    /// The scenario within the run; the analyzer checks each `(run_id, scenario)` on its own.
+    pub scenario: String,
+    /// Strictly increasing within a run: the order in which the recorder received the event.
+    pub seq: u64,
+    /// Nanoseconds since the run started, from a monotonic clock shared by all actors.
+    pub ts_ns: i64,
+    /// `etcd-jetstream`, `sqlite-redis`, or another producer's name.
+    pub backend: String,
+    /// Who did it: `api`, `relay`, `worker`, `faults`, `recorder`, `observer`, maybe with a suffix.
+    pub actor: String,
+    /// 0 for an actor's first life; +1 after every crash and restart.
+    pub incarnation: u32,
+    /// What happened.
+    pub kind: Kind,
+    /// The business entity.
+    pub task_id: Option<String>,
+    /// The stable identity of the published event, the same on every copy and delivery.
+    pub event_id: Option<String>,
+    /// Ordering group.
+    pub aggregate_id: Option<String>,
+    /// Position inside the aggregate, assigned at commit.
+    pub aggregate_seq: Option<u64>,
+    /// Publish attempt (1-based) or broker delivery count (1-based).
+    pub attempt: Option<u32>,
+    /// The broker's position for this copy.
+    pub broker_seq: Option<u64>,
+    /// The store transaction this event reports; equal values were committed atomically together.
+    pub store_rev: Option<i64>,
+    /// The size of the effect.
+    pub amount: Option<i64>,
+    /// The effect counter's value right after this commit.
+    pub counter: Option<i64>,
+    /// A JSON object with anything else.
+    pub detail: Option<String>,
+}
+
+impl Event {
+    /// An event with every optional field empty.
+    pub fn new(kind: Kind) -> Self {
+        Event {
+            run_id: String::new(),
+            scenario: String::new(),
+            seq: 0,
+            ts_ns: 0,
+            backend: String::new(),
+            actor: String::new(),
+            incarnation: 0,
+            kind,
+            task_id: None,
+            event_id: None,
+            aggregate_id: None,
+            aggregate_seq: None,
+            attempt: None,
+            broker_seq: None,
+            store_rev: None,
+            amount: None,
+            counter: None,
+            detail: None,
+        }
+    }
+
+    /// The `detail` column parsed as JSON (`Null` when absent or not JSON).
+    pub fn detail_json(&self) -> serde_json::Value {
+        self.detail
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The required fields of this event's kind that are missing.
+    pub fn missing_fields(&self) -> Vec<crate::Field> {
+        use crate::Field::*;
+        self.kind
+            .required_fields()
+            .iter()
+            .copied()
+            .filter(|f| match f {
+                TaskId => self.task_id.is_none(),
+                EventId => self.event_id.is_none(),
+                StoreRev => self.store_rev.is_none(),
+                Attempt => self.attempt.is_none(),
+                BrokerSeq => self.broker_seq.is_none(),
+                Amount => self.amount.is_none(),
+                Counter => self.counter.is_none(),
+                Detail => self.detail.is_none(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,20 @@
+//! The `outbox-trace/1` contract as a crate: the event kinds, the Arrow schema, a Parquet writer
+//! and a validating reader.
+//!
+//! A trace is a Parquet file with one row per event. The recorder writes it; the analyzer, and anyone
+//! who wants their own outbox implementation checked, reads it. This crate links no network client,
+//! so the analyzer stays small.
+#![deny(missing_docs)]
+
+mod error;
+mod event;
+mod kind;
+mod reader;
+pub mod schema;
+mod writer;
+
+pub use error::TraceError;
+pub use event::Event;
+pub use kind::{Field, Kind, UnknownKind};
+pub use reader::{batch_events, read_trace, FileInfo, SeqCheck, Trace, TraceFile};
+pub use writer::{to_batch, TraceWriter};

@@ -1,0 +1,320 @@
+//! Reading any `outbox-trace/1` Parquet file: the recorder's own, or one written by pyarrow, DuckDB
+//! or pandas. Columns are validated and normalised to the canonical types batch by batch, so a large
+//! file streams in bounded memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+
+use crate::schema::{schema, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
+use crate::{Event, Kind, TraceError};
+
+/// Rows per batch handed out by [`TraceFile::batches`].
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// What the file says about itself, learned before any row is read.
+#[derive(Debug, Clone, Default)]
+pub struct FileInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// False when the file carries no `outbox_trace.schema_version` key (read as version 1).
+    pub version_declared: bool,
+    /// The recorder's configuration (`outbox_trace.run`), if present.
+    pub run_json: Option<String>,
+    /// Number of rows.
+    pub rows: u64,
+    /// Columns the contract does not define (ignored).
+    pub extra_columns: Vec<String>,
+}
+
+/// An opened and validated trace file.
+pub struct TraceFile {
+    info: FileInfo,
+    reader: ParquetRecordBatchReader,
+    /// For each canonical column, its index in the projected batches.
+    order: Vec<usize>,
+}
+
+impl TraceFile {
+    /// Opens `path` and checks the metadata and the columns against the contract.
+    pub fn open(path: &Path) -> Result<Self, TraceError> {
+        let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+        let meta = builder.metadata().file_metadata().clone();
+        let kv = |key: &str| {
+            meta.key_value_metadata()
+                .and_then(|kvs| kvs.iter().find(|kv| kv.key == key))
+                .and_then(|kv| kv.value.clone())
+        };
+        let version = kv(META_SCHEMA_VERSION);
+        let run_json = kv(META_RUN);
+        if let Some(v) = &version {
+            if v.trim() != SCHEMA_VERSION {
+                return Err(TraceError::SchemaVersion(v.clone()));
+            }
+        }
+        let rows = u64::try_from(meta.num_rows()).unwrap_or(0);
+        if rows == 0 {
+            return Err(TraceError::Empty);
+        }
+        let file_schema = builder.schema().clone();
+        let mut roots = Vec::with_capacity(COLUMNS.len());
+        for column in COLUMNS {
+            let (index, field) = file_schema
+                .column_with_name(column.name)
+                .ok_or(TraceError::MissingColumn(column.name))?;
+            check_type(column.name, column.data_type, field.data_type())?;
+            roots.push(index);
+        }
+        let extra_columns = file_schema
+            .fields()
+            .iter()
+            .filter(|f| !COLUMNS.iter().any(|c| c.name == f.name()))
+            .map(|f| f.name().clone())
+            .collect();
+        // Projected batches keep file order; remember where each canonical column lands.
+        let mut sorted = roots.clone();
+        sorted.sort_unstable();
+        let order = roots
+            .iter()
+            .map(|r| sorted.binary_search(r).expect("present"))
+            .collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), sorted);
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()?;
+        Ok(TraceFile {
+            info: FileInfo {
+                path: path.to_path_buf(),
+                version_declared: version.is_some(),
+                run_json,
+                rows,
+                extra_columns,
+            },
+            reader,
+            order,
+        })
+    }
+
+    /// What the file says about itself.
+    pub fn info(&self) -> &FileInfo {
+        &self.info
+    }
+
+    /// The rows, as batches in the canonical schema with required columns free of nulls.
+    pub fn batches(self) -> impl Iterator<Item = Result<RecordBatch, TraceError>> {
+        let order = self.order;
+        self.reader
+            .map(move |batch| normalise(&batch?, &order))
+    }
+
+    /// Reads every row into events, skipping (and counting) kinds this contract does not define,
+    /// and rejecting a `seq` repeated within a run.
+    pub fn read_all(self) -> Result<Trace, TraceError> {
+        let info = self.info.clone();
+        let mut events = Vec::with_capacity(usize::try_from(info.rows).unwrap_or(0));
+        let mut unknown_kinds = BTreeMap::new();
+        let mut seqs = SeqCheck::default();
+        for batch in self.batches() {
+            let batch = batch?;
+            for event in batch_events(&batch, &mut unknown_kinds) {
+                seqs.push(&event.run_id, event.seq);
+                events.push(event);
+            }
+        }
+        seqs.finish()?;
+        Ok(Trace {
+            info,
+            events,
+            unknown_kinds,
+        })
+    }
+}
+
+/// A whole trace in memory.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// What the file said about itself.
+    pub info: FileInfo,
+    /// The events of known kinds, in file order.
+    pub events: Vec<Event>,
+    /// Kinds the contract does not define, with how many rows had each (ignored).
+    pub unknown_kinds: BTreeMap<String, u64>,
+}
+
+/// Opens and reads a whole trace file.
+pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
+    TraceFile::open(path)?.read_all()
+}
+
+fn check_type(column: &'static str, want: ColumnType, found: &DataType) -> Result<(), TraceError> {
+    let ok = match want {
+        ColumnType::Utf8 => is_string(found),
+        ColumnType::UInt64 | ColumnType::UInt32 | ColumnType::Int64 => found.is_integer(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(TraceError::WrongType {
+            column,
+            found: found.to_string(),
+            expected: expected_name(want),
+        })
+    }
+}
+
+fn is_string(t: &DataType) -> bool {
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, value) => is_string(value),
+        _ => false,
+    }
+}
+
+fn expected_name(t: ColumnType) -> &'static str {
+    match t {
+        ColumnType::Utf8 => "a string (Utf8)",
+        ColumnType::UInt64 => "an integer that fits UInt64",
+        ColumnType::UInt32 => "an integer that fits UInt32",
+        ColumnType::Int64 => "an integer that fits Int64",
+    }
+}
+
+fn normalise(batch: &RecordBatch, order: &[usize]) -> Result<RecordBatch, TraceError> {
+    let strict = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(COLUMNS.len());
+    for (column, &at) in COLUMNS.iter().zip(order) {
+        let array = batch.column(at);
+        let target = column.data_type.arrow();
+        let array = if array.data_type() == &target {
+            array.clone()
+        } else {
+            cast_with_options(array, &target, &strict).map_err(|e| TraceError::OutOfRange {
+                column: column.name,
+                expected: expected_name(column.data_type),
+                reason: e.to_string(),
+            })?
+        };
+        if !column.nullable && array.null_count() > 0 {
+            return Err(TraceError::NullInRequired {
+                column: column.name,
+                nulls: array.null_count(),
+            });
+        }
+        columns.push(array);
+    }
+    Ok(RecordBatch::try_new(schema(), columns)?)
+}
+
+/// Converts a canonical batch to events; unknown kinds are counted in `unknown` and skipped.
+pub fn batch_events(batch: &RecordBatch, unknown: &mut BTreeMap<String, u64>) -> Vec<Event> {
+    let s = |i: usize| batch.column(i).as_string::<i32>();
+    let u64c = |i: usize| batch.column(i).as_primitive::<UInt64Type>();
+    let u32c = |i: usize| batch.column(i).as_primitive::<UInt32Type>();
+    let i64c = |i: usize| batch.column(i).as_primitive::<Int64Type>();
+    let (run_id, scenario, seq, ts, backend, actor, inc, kind) =
+        (s(0), s(1), u64c(2), i64c(3), s(4), s(5), u32c(6), s(7));
+    let (task, event, agg, agg_seq, attempt, broker, rev, amount, counter, detail) = (
+        s(8),
+        s(9),
+        s(10),
+        u64c(11),
+        u32c(12),
+        u64c(13),
+        i64c(14),
+        i64c(15),
+        i64c(16),
+        s(17),
+    );
+    let opt_s = |a: &arrow_array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let kind_name = kind.value(i);
+        let Ok(k) = kind_name.parse::<Kind>() else {
+            *unknown.entry(kind_name.to_string()).or_default() += 1;
+            continue;
+        };
+        out.push(Event {
+            run_id: run_id.value(i).to_string(),
+            scenario: scenario.value(i).to_string(),
+            seq: seq.value(i),
+            ts_ns: ts.value(i),
+            backend: backend.value(i).to_string(),
+            actor: actor.value(i).to_string(),
+            incarnation: inc.value(i),
+            kind: k,
+            task_id: opt_s(task, i),
+            event_id: opt_s(event, i),
+            aggregate_id: opt_s(agg, i),
+            aggregate_seq: agg_seq.is_valid(i).then(|| agg_seq.value(i)),
+            attempt: attempt.is_valid(i).then(|| attempt.value(i)),
+            broker_seq: broker.is_valid(i).then(|| broker.value(i)),
+            store_rev: rev.is_valid(i).then(|| rev.value(i)),
+            amount: amount.is_valid(i).then(|| amount.value(i)),
+            counter: counter.is_valid(i).then(|| counter.value(i)),
+            detail: opt_s(detail, i),
+        });
+    }
+    out
+}
+
+/// Detects a `seq` repeated within a run, in linear time when rows come in `seq` order (as the
+/// recorder writes them) and by sorting otherwise.
+#[derive(Debug, Default)]
+pub struct SeqCheck {
+    runs: HashMap<String, RunSeqs>,
+}
+
+#[derive(Debug, Default)]
+struct RunSeqs {
+    last: Option<u64>,
+    sorted: bool,
+    seqs: Vec<u64>,
+}
+
+impl SeqCheck {
+    /// Records one row's `(run_id, seq)`.
+    pub fn push(&mut self, run_id: &str, seq: u64) {
+        let run = match self.runs.get_mut(run_id) {
+            Some(run) => run,
+            None => self.runs.entry(run_id.to_string()).or_insert(RunSeqs {
+                sorted: true,
+                ..Default::default()
+            }),
+        };
+        if run.sorted {
+            match run.last {
+                Some(last) if seq <= last => run.sorted = false,
+                _ => {}
+            }
+            run.last = Some(seq);
+        }
+        run.seqs.push(seq);
+    }
+
+    /// Fails on the first repeated `seq`.
+    pub fn finish(self) -> Result<(), TraceError> {
+        for (run_id, mut run) in self.runs {
+            if run.sorted {
+                continue;
+            }
+            run.seqs.sort_unstable();
+            if let Some(w) = run.seqs.windows(2).find(|w| w[0] == w[1]) {
+                return Err(TraceError::DuplicateSeq { run_id, seq: w[0] });
+            }
+        }
+        Ok(())
+    }
+}

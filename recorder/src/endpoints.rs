@@ -31,7 +31,10 @@ impl Endpoint {
         };
         let url = url::Url::parse(raw).map_err(|e| bad(e.to_string()))?;
         if !schemes.contains(&url.scheme()) {
-            return Err(bad(format!("the scheme must be one of {}", schemes.join(", "))));
+            return Err(bad(format!(
+                "the scheme must be one of {}",
+                schemes.join(", ")
+            )));
         }
         if url.host_str().is_none() {
             return Err(bad("no host".into()));
@@ -115,7 +118,12 @@ mod tests {
 
     #[test]
     fn credentials_never_show() {
-        let e = Endpoint::parse("etcd", "http://alice:s3cret@10.0.0.1:2379", &["http", "https"]).unwrap();
+        let e = Endpoint::parse(
+            "etcd",
+            "http://alice:s3cret@10.0.0.1:2379",
+            &["http", "https"],
+        )
+        .unwrap();
         assert_eq!(e.to_string(), "http://***@10.0.0.1:2379/");
         assert!(!format!("{e:?}").contains("s3cret"));
         assert_eq!(e.credentials(), Some(("alice".into(), "s3cret".into())));

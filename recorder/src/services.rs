@@ -138,7 +138,9 @@ impl LocalService {
             .append(true)
             .open(&log_path)
             .map_err(|source| ServiceError::Io { program, source })?;
-        let log_err = log.try_clone().map_err(|source| ServiceError::Io { program, source })?;
+        let log_err = log
+            .try_clone()
+            .map_err(|source| ServiceError::Io { program, source })?;
         let mut command = Command::new(program);
         command
             .args(self.args(&data))
@@ -237,7 +239,9 @@ impl LocalService {
             ServiceKind::Etcd => http_get(self.client_port, "/health")
                 .is_some_and(|body| body.contains("\"health\":\"true\"")),
             ServiceKind::Nats => http_get(self.aux_port, "/healthz?js-enabled-only=true")
-                .is_some_and(|body| body.starts_with("HTTP/1.1 200") || body.starts_with("HTTP/1.0 200")),
+                .is_some_and(|body| {
+                    body.starts_with("HTTP/1.1 200") || body.starts_with("HTTP/1.0 200")
+                }),
             ServiceKind::Redis => redis_ping(self.client_port),
         }
     }
@@ -265,8 +269,11 @@ fn free_port(kind: ServiceKind) -> Result<u16, ServiceError> {
 
 fn connect(port: u16) -> Option<TcpStream> {
     let stream =
-        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200))
+            .ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .ok()?;
     Some(stream)
 }
 

@@ -113,8 +113,7 @@ impl TraceFile {
     /// The rows, as batches in the canonical schema with required columns free of nulls.
     pub fn batches(self) -> impl Iterator<Item = Result<RecordBatch, TraceError>> {
         let order = self.order;
-        self.reader
-            .map(move |batch| normalise(&batch?, &order))
+        self.reader.map(move |batch| normalise(&batch?, &order))
     }
 
     /// Reads every row into events, skipping (and counting) kinds this contract does not define,
@@ -238,7 +237,8 @@ pub fn batch_events(batch: &RecordBatch, unknown: &mut BTreeMap<String, u64>) ->
         i64c(16),
         s(17),
     );
-    let opt_s = |a: &arrow_array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
+    let opt_s =
+        |a: &arrow_array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
     let mut out = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
         let kind_name = kind.value(i);

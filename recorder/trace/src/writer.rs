@@ -43,7 +43,9 @@ impl<W: Write + Send> TraceWriter<W> {
             metadata.push(KeyValue::new(META_RUN.to_string(), run.to_string()));
         }
         let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level")))
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(3).expect("valid level"),
+            ))
             .set_dictionary_enabled(true)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_key_value_metadata(Some(metadata))

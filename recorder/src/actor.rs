@@ -1,0 +1,201 @@
+//! The actor side of the recorder: one OS process per actor life (API, relay, worker).
+//!
+//! The recorder starts `recorder actor`, writes an [`ActorSpec`] as one JSON line to its standard
+//! input and keeps the pipe open; the process reports every step as a JSON [`Line`] on its standard
+//! output. Closing standard input asks it to stop (so a dying recorder takes its actors with it). A
+//! crash point is a real `exit`, after the crash line was flushed.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use outbox_trace::{Event, Kind};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::backend::etcd_jetstream::EtcdJetStream;
+use crate::backend::{BackendKind, Connection};
+use crate::clock::RunClock;
+use crate::faults::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
+use crate::protocol::{self, Intent, Protocol, TaskSpec, Timing};
+
+/// The roles an actor process can play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Creates the scenario's tasks, then exits.
+    Api,
+    /// Publishes pending outbox records until told to stop.
+    Relay,
+    /// Consumes and commits effects until told to stop.
+    Worker,
+}
+
+impl Role {
+    /// The actor name prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Api => "api",
+            Role::Relay => "relay",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+/// Everything one actor life needs, sent over its standard input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActorSpec {
+    /// What to do.
+    pub role: Role,
+    /// Which life this is.
+    pub incarnation: u32,
+    /// The run's clock.
+    pub clock: RunClock,
+    /// Where the services are.
+    pub connection: Connection,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// Faults armed in this life.
+    pub plan: FaultPlan,
+    /// Timing knobs.
+    pub timing: Timing,
+    /// The tasks to create (API only).
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// One line an actor writes to its standard output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "line", content = "body", rename_all = "kebab-case")]
+pub enum Line {
+    /// A protocol step (identity columns are filled in by the recorder).
+    Event(Event),
+    /// A fault of the plan fired and is spent.
+    Fired(Fault),
+}
+
+/// What a running actor uses to report, to hit crash points and to notice it should stop.
+pub struct ActorCtx {
+    clock: RunClock,
+    /// Faults armed in this life.
+    pub plan: FaultPlan,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// Timing knobs.
+    pub timing: Timing,
+    stop: Arc<AtomicBool>,
+}
+
+impl ActorCtx {
+    /// Reports one step.
+    pub fn emit(&self, mut event: Event) {
+        event.ts_ns = self.clock.now();
+        write_line(&Line::Event(event));
+    }
+
+    /// Reports that a fault fired.
+    pub fn fired(&mut self, fault: Fault) {
+        self.plan.disarm(&fault);
+        write_line(&Line::Fired(fault));
+    }
+
+    /// Dies here if a crash is armed at `point`.
+    pub fn crash_point(&mut self, point: CrashPoint, about: Option<&Intent>) {
+        if !self.plan.crashes_at(point) {
+            return;
+        }
+        let mut event = match about {
+            Some(intent) => protocol::intent_event(Kind::Crash, intent),
+            None => Event::new(Kind::Crash),
+        };
+        event.detail = Some(json!({ "point": point.name() }).to_string());
+        self.emit(event);
+        self.fired(Fault::Crash { point });
+        std::process::exit(CRASH_EXIT_CODE);
+    }
+
+    /// True once the recorder closed our standard input.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+fn write_line(line: &Line) {
+    let mut text = serde_json::to_string(line).expect("lines serialise");
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    // If the recorder is gone there is nobody to report to: stop.
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        std::process::exit(CRASH_EXIT_CODE);
+    }
+}
+
+/// Runs one actor life: reads the spec, connects, plays the role, and returns the exit code.
+pub fn main() -> i32 {
+    let mut first = String::new();
+    let stdin = std::io::stdin();
+    if stdin.lock().read_line(&mut first).is_err() || first.trim().is_empty() {
+        eprintln!("recorder actor: expected an actor spec on standard input (this command is started by `recorder run`)");
+        return 2;
+    }
+    let spec: ActorSpec = match serde_json::from_str(&first) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("recorder actor: unreadable actor spec: {e}");
+            return 2;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let mut ctx = ActorCtx {
+        clock: spec.clock,
+        plan: spec.plan.clone(),
+        protocol: spec.protocol,
+        timing: spec.timing,
+        stop,
+    };
+    match runtime.block_on(play(&spec, &mut ctx)) {
+        Ok(()) => 0,
+        Err(e) => {
+            let mut event = Event::new(Kind::Crash);
+            event.detail = Some(json!({ "point": "error", "error": format!("{e:#}") }).to_string());
+            ctx.emit(event);
+            eprintln!(
+                "recorder actor {}#{}: {e:#}",
+                spec.role.name(),
+                spec.incarnation
+            );
+            CRASH_EXIT_CODE
+        }
+    }
+}
+
+async fn play(spec: &ActorSpec, ctx: &mut ActorCtx) -> anyhow::Result<()> {
+    if spec.incarnation > 0 {
+        ctx.emit(Event::new(Kind::Restart));
+    }
+    match spec.connection.kind {
+        BackendKind::EtcdJetstream => {
+            let backend = EtcdJetStream::connect(&spec.connection, spec.timing).await?;
+            match spec.role {
+                Role::Api => protocol::api::create_all(ctx, &backend, &spec.tasks).await,
+                Role::Relay => protocol::relay::run(ctx, &backend, &backend).await,
+                Role::Worker => protocol::worker::run(ctx, &backend, &backend).await,
+            }
+        }
+    }
+}

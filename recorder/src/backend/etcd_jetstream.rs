@@ -1,0 +1,547 @@
+//! The store in etcd and the broker in NATS JetStream (the lab 03 stack).
+//!
+//! Keys of one scenario, under its prefix:
+//! `task/{task_id}`, `idem/{key}`, `outbox/pending/{event_id}`, `outbox/published/{event_id}`,
+//! `dedup/{event_id}`, `result/{task_id}`, `counter`.
+//! An outbox record's create revision is its `aggregate_seq`: etcd assigns it at commit and it grows
+//! with commit order, so pending records read by create revision come out in per-aggregate order.
+
+use std::future::IntoFuture;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, stream};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KvClient, LeaseClient, PutOptions, SortOrder, SortTarget, Txn,
+    TxnOp, TxnOpResponse,
+};
+use futures::StreamExt;
+use serde_json::json;
+
+use super::{BackendError, Broker, Connection, Control, Delivery, Progress, Store};
+use crate::protocol::{
+    CommitRules, Committed, Created, Intent, Published, Snapshot, TaskSpec, Timing,
+};
+
+/// The header that carries the stable event id on every copy.
+pub const EVENT_ID_HEADER: &str = "Outbox-Event-Id";
+
+/// A connection to one scenario's etcd keys and JetStream stream.
+pub struct EtcdJetStream {
+    kv: KvClient,
+    leases: LeaseClient,
+    prefix: String,
+    nats: async_nats::Client,
+    js: jetstream::Context,
+    stream: String,
+    subject: String,
+    consumer_name: String,
+    consumer: tokio::sync::OnceCell<consumer::PullConsumer>,
+    ack_wait: Duration,
+    timing: Timing,
+}
+
+impl EtcdJetStream {
+    /// Connects to both services and checks that each answers.
+    pub async fn connect(conn: &Connection, timing: Timing) -> Result<Self, BackendError> {
+        let etcd_unreachable = |reason: String| BackendError::Unreachable {
+            service: "etcd",
+            endpoint: conn.store.redacted(),
+            reason,
+        };
+        let mut options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(3))
+            .with_timeout(Duration::from_secs(10));
+        if let Some((user, password)) = conn.store.credentials() {
+            options = options.with_user(user, password);
+        }
+        let scheme = if conn.store.secret_url().starts_with("https") {
+            "https"
+        } else {
+            "http"
+        };
+        let client = etcd_client::Client::connect(
+            [format!("{scheme}://{}", conn.store.host_port())],
+            Some(options),
+        )
+        .await
+        .map_err(|e| etcd_unreachable(one_line(&e)))?;
+        let mut kv = client.kv_client();
+        kv.get("/outbox-trace/.ping", None)
+            .await
+            .map_err(|e| etcd_unreachable(one_line(&e)))?;
+
+        let mut nats_options = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(3))
+            .max_reconnects(None);
+        if let Some((user, password)) = conn.broker.credentials() {
+            nats_options = if password.is_empty() {
+                nats_options.token(user)
+            } else {
+                nats_options.user_and_password(user, password)
+            };
+        }
+        let nats = nats_options
+            .connect(conn.broker.host_port())
+            .await
+            .map_err(|e| BackendError::Unreachable {
+                service: "nats",
+                endpoint: conn.broker.redacted(),
+                reason: one_line(&e),
+            })?;
+        let js = jetstream::new(nats.clone());
+        Ok(EtcdJetStream {
+            kv,
+            leases: client.lease_client(),
+            prefix: conn.namespace.prefix.clone(),
+            nats,
+            js,
+            stream: conn.namespace.stream.clone(),
+            subject: conn.namespace.subject.clone(),
+            consumer_name: conn.namespace.consumer.clone(),
+            consumer: tokio::sync::OnceCell::new(),
+            ack_wait: conn.ack_wait,
+            timing,
+        })
+    }
+
+    fn key(&self, rest: &str) -> String {
+        format!("{}{rest}", self.prefix)
+    }
+
+    async fn consumer(&self) -> Result<&consumer::PullConsumer, BackendError> {
+        self.consumer
+            .get_or_try_init(|| async {
+                let stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
+                stream
+                    .get_consumer::<consumer::pull::Config>(&self.consumer_name)
+                    .await
+                    .map_err(broker)
+            })
+            .await
+    }
+
+    async fn count(&self, rest: &str) -> Result<u64, BackendError> {
+        let resp = self
+            .kv
+            .clone()
+            .get(
+                self.key(rest),
+                Some(GetOptions::new().with_prefix().with_count_only()),
+            )
+            .await
+            .map_err(store)?;
+        Ok(u64::try_from(resp.count()).unwrap_or(0))
+    }
+
+    async fn counter(&self) -> Result<i64, BackendError> {
+        let resp = self
+            .kv
+            .clone()
+            .get(self.key("counter"), None)
+            .await
+            .map_err(store)?;
+        Ok(resp
+            .kvs()
+            .first()
+            .map(|kv| parse_i64(kv.value()))
+            .unwrap_or(0))
+    }
+}
+
+impl Store for EtcdJetStream {
+    async fn create(&self, task: &TaskSpec, with_intent: bool) -> Result<Created, BackendError> {
+        let idem = self.key(&format!("idem/{}", task.idempotency_key));
+        let mut ops = vec![
+            TxnOp::put(
+                self.key(&format!("task/{}", task.task_id)),
+                task_json(task, "accepted"),
+                None,
+            ),
+            TxnOp::put(idem.clone(), task.task_id.clone(), None),
+        ];
+        if with_intent {
+            ops.push(self.put_pending(task));
+        }
+        let txn = Txn::new()
+            .when([Compare::version(idem.clone(), CompareOp::Equal, 0)])
+            .and_then(ops)
+            .or_else([TxnOp::get(idem, None)]);
+        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
+        let store_rev = revision(resp.header());
+        if resp.succeeded() {
+            return Ok(Created::Accepted {
+                store_rev,
+                aggregate_seq: with_intent.then_some(store_rev as u64),
+            });
+        }
+        let task_id = first_get(resp.op_responses())
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_else(|| task.task_id.clone());
+        Ok(Created::Existing { task_id })
+    }
+
+    async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError> {
+        let resp = self
+            .kv
+            .clone()
+            .txn(Txn::new().and_then([self.put_pending(task)]))
+            .await
+            .map_err(store)?;
+        let rev = revision(resp.header());
+        Ok((rev, rev as u64))
+    }
+
+    async fn pending(&self, limit: usize) -> Result<Vec<Intent>, BackendError> {
+        let options = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(limit as i64);
+        let resp = self
+            .kv
+            .clone()
+            .get(self.key("outbox/pending/"), Some(options))
+            .await
+            .map_err(store)?;
+        resp.kvs()
+            .iter()
+            .map(|kv| {
+                let mut intent: Intent = serde_json::from_slice(kv.value())
+                    .map_err(|e| BackendError::Store(format!("unreadable outbox record: {e}")))?;
+                intent.aggregate_seq = kv.create_revision() as u64;
+                intent.revision = kv.mod_revision();
+                Ok(intent)
+            })
+            .collect()
+    }
+
+    async fn mark_published(&self, intent: &Intent) -> Result<Option<i64>, BackendError> {
+        let pending = self.key(&format!("outbox/pending/{}", intent.event_id));
+        let published = self.key(&format!("outbox/published/{}", intent.event_id));
+        let body = serde_json::to_vec(intent).expect("intent serialises");
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                pending.clone(),
+                CompareOp::Equal,
+                intent.revision,
+            )])
+            .and_then([
+                TxnOp::delete(pending, None),
+                TxnOp::put(published, body, None),
+            ]);
+        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
+        Ok(resp.succeeded().then(|| revision(resp.header())))
+    }
+
+    async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError> {
+        let txn = Txn::new().and_then([
+            TxnOp::get(self.key(&format!("dedup/{event_id}")), None),
+            TxnOp::get(self.key("counter"), None),
+        ]);
+        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
+        let mut gets = resp.op_responses().into_iter().filter_map(|r| match r {
+            TxnOpResponse::Get(g) => Some(g),
+            _ => None,
+        });
+        let dedup = gets
+            .next()
+            .ok_or_else(|| BackendError::Store("short txn reply".into()))?;
+        let counter = gets
+            .next()
+            .ok_or_else(|| BackendError::Store("short txn reply".into()))?;
+        let (value, rev) = counter
+            .kvs()
+            .first()
+            .map(|kv| (parse_i64(kv.value()), kv.mod_revision()))
+            .unwrap_or((0, 0));
+        Ok(Snapshot {
+            dedup_present: !dedup.kvs().is_empty(),
+            counter: value,
+            counter_rev: rev,
+        })
+    }
+
+    async fn commit(
+        &self,
+        intent: &Intent,
+        read: &Snapshot,
+        rules: CommitRules,
+    ) -> Result<Committed, BackendError> {
+        let dedup = self.key(&format!("dedup/{}", intent.event_id));
+        let counter_key = self.key("counter");
+        let mut compares = Vec::new();
+        if rules.require_new_key {
+            compares.push(Compare::version(dedup.clone(), CompareOp::Equal, 0));
+        }
+        if rules.guard_counter {
+            compares.push(Compare::mod_revision(
+                counter_key.clone(),
+                CompareOp::Equal,
+                read.counter_rev,
+            ));
+        }
+        let dedup_options = match rules.dedup_ttl {
+            Some(ttl) => {
+                let lease = self
+                    .leases
+                    .clone()
+                    .grant(ttl.as_secs().max(1) as i64, None)
+                    .await
+                    .map_err(store)?;
+                Some(PutOptions::new().with_lease(lease.id()))
+            }
+            None => None,
+        };
+        let counter = read.counter + intent.amount;
+        let task = TaskSpec {
+            task_id: intent.task_id.clone(),
+            idempotency_key: String::new(),
+            amount: intent.amount,
+            aggregate_id: intent.aggregate_id.clone(),
+        };
+        let txn = Txn::new()
+            .when(compares)
+            .and_then([
+                TxnOp::put(dedup.clone(), intent.task_id.clone(), dedup_options),
+                TxnOp::put(
+                    self.key(&format!("result/{}", intent.task_id)),
+                    json!({"event_id": intent.event_id, "amount": intent.amount}).to_string(),
+                    None,
+                ),
+                TxnOp::put(
+                    self.key(&format!("task/{}", intent.task_id)),
+                    task_json(&task, "done"),
+                    None,
+                ),
+                TxnOp::put(counter_key, counter.to_string(), None),
+            ])
+            .or_else([TxnOp::get(dedup, None)]);
+        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
+        if resp.succeeded() {
+            return Ok(Committed::Applied {
+                store_rev: revision(resp.header()),
+                counter,
+            });
+        }
+        Ok(match first_get(resp.op_responses()) {
+            Some(_) => Committed::Duplicate,
+            None => Committed::Conflict,
+        })
+    }
+}
+
+impl EtcdJetStream {
+    fn put_pending(&self, task: &TaskSpec) -> TxnOp {
+        let intent = Intent {
+            event_id: task.event_id(),
+            task_id: task.task_id.clone(),
+            aggregate_id: task.aggregate_id.clone(),
+            aggregate_seq: 0,
+            amount: task.amount,
+            revision: 0,
+        };
+        TxnOp::put(
+            self.key(&format!("outbox/pending/{}", intent.event_id)),
+            serde_json::to_vec(&intent).expect("intent serialises"),
+            None,
+        )
+    }
+}
+
+impl Broker for EtcdJetStream {
+    type Handle = jetstream::Message;
+
+    async fn publish(&self, intent: &Intent, lose_ack: bool, msg_id: bool) -> Published {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(EVENT_ID_HEADER, intent.event_id.as_str());
+        if msg_id {
+            headers.insert("Nats-Msg-Id", intent.event_id.as_str());
+        }
+        let payload: bytes::Bytes = serde_json::to_vec(intent)
+            .expect("intent serialises")
+            .into();
+        let wait = self.timing.publish_timeout;
+        if lose_ack {
+            // A reply inbox nobody subscribes to: the stream stores the copy, the ACK goes nowhere.
+            let nowhere = format!("_INBOX.outbox-trace.lost.{}", intent.event_id);
+            let sent = self
+                .nats
+                .publish_with_reply_and_headers(self.subject.clone(), nowhere, headers, payload)
+                .await;
+            if let Err(e) = sent {
+                return Published::Failed {
+                    reason: one_line(&e),
+                };
+            }
+            let _ = self.nats.flush().await;
+            tokio::time::sleep(wait).await;
+            return Published::Unacked {
+                reason: format!("no publish ACK within {} ms", wait.as_millis()),
+            };
+        }
+        let future = match self
+            .js
+            .publish_with_headers(self.subject.clone(), headers, payload)
+            .await
+        {
+            Ok(f) => f,
+            Err(e) => {
+                return Published::Failed {
+                    reason: one_line(&e),
+                }
+            }
+        };
+        match tokio::time::timeout(wait, future.into_future()).await {
+            Ok(Ok(ack)) => Published::Acked {
+                broker_seq: ack.sequence,
+                duplicate: ack.duplicate,
+            },
+            Ok(Err(e)) => Published::Unacked {
+                reason: one_line(&e),
+            },
+            Err(_) => Published::Unacked {
+                reason: format!("no publish ACK within {} ms", wait.as_millis()),
+            },
+        }
+    }
+
+    async fn fetch(&self) -> Result<Vec<Delivery<Self::Handle>>, BackendError> {
+        let consumer = self.consumer().await?;
+        let mut batch = consumer
+            .fetch()
+            .max_messages(self.timing.fetch_batch)
+            .expires(self.timing.fetch_wait)
+            .messages()
+            .await
+            .map_err(broker)?;
+        let mut out = Vec::new();
+        while let Some(message) = batch.next().await {
+            let message = message.map_err(broker)?;
+            let (count, broker_seq) = {
+                let info = message.info().map_err(broker)?;
+                (
+                    u32::try_from(info.delivered).unwrap_or(u32::MAX),
+                    info.stream_sequence,
+                )
+            };
+            let intent: Intent = serde_json::from_slice(&message.payload).map_err(|e| {
+                BackendError::Broker(format!("unreadable message at seq {broker_seq}: {e}"))
+            })?;
+            out.push(Delivery {
+                intent,
+                count,
+                broker_seq,
+                handle: message,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, delivery: &Delivery<Self::Handle>) -> Result<(), BackendError> {
+        delivery.handle.double_ack().await.map_err(broker)
+    }
+}
+
+impl Control for EtcdJetStream {
+    async fn setup(&self) -> Result<(), BackendError> {
+        let stream = self
+            .js
+            .create_stream(stream::Config {
+                name: self.stream.clone(),
+                subjects: vec![self.subject.clone()],
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .map_err(broker)?;
+        stream
+            .create_consumer(consumer::pull::Config {
+                durable_name: Some(self.consumer_name.clone()),
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: self.ack_wait,
+                ..Default::default()
+            })
+            .await
+            .map_err(broker)?;
+        Ok(())
+    }
+
+    async fn progress(&self) -> Result<Progress, BackendError> {
+        let mut consumer = self.consumer().await?.clone();
+        let info = consumer.info().await.map_err(broker)?;
+        Ok(Progress {
+            outbox_pending: self.count("outbox/pending/").await?,
+            broker_pending: info.num_pending + info.num_ack_pending as u64,
+        })
+    }
+
+    async fn observe(&self) -> Result<serde_json::Value, BackendError> {
+        let mut stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
+        let stream_messages = stream.info().await.map_err(broker)?.state.messages;
+        let tasks = self
+            .kv
+            .clone()
+            .get(self.key("task/"), Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(store)?;
+        let tasks_done = tasks
+            .kvs()
+            .iter()
+            .filter(|kv| {
+                serde_json::from_slice::<serde_json::Value>(kv.value())
+                    .map(|v| v["status"] == "done")
+                    .unwrap_or(false)
+            })
+            .count();
+        Ok(json!({
+            "stream_messages": stream_messages,
+            "counter": self.counter().await?,
+            "results": self.count("result/").await?,
+            "dedup_keys": self.count("dedup/").await?,
+            "outbox_pending": self.count("outbox/pending/").await?,
+            "outbox_published": self.count("outbox/published/").await?,
+            "tasks": tasks.kvs().len(),
+            "tasks_done": tasks_done,
+        }))
+    }
+}
+
+fn task_json(task: &TaskSpec, status: &str) -> String {
+    json!({
+        "task_id": task.task_id,
+        "event_id": task.event_id(),
+        "amount": task.amount,
+        "aggregate_id": task.aggregate_id,
+        "status": status,
+    })
+    .to_string()
+}
+
+fn revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
+    header.map(|h| h.revision()).unwrap_or_default()
+}
+
+fn first_get(responses: Vec<TxnOpResponse>) -> Option<Vec<u8>> {
+    responses.into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.value().to_vec()),
+        _ => None,
+    })
+}
+
+fn parse_i64(bytes: &[u8]) -> i64 {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+fn store(e: etcd_client::Error) -> BackendError {
+    BackendError::Store(one_line(&e))
+}
+
+fn broker(e: impl std::fmt::Display) -> BackendError {
+    BackendError::Broker(one_line(&e))
+}

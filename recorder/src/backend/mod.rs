@@ -1,0 +1,169 @@
+//! The store and broker operations the protocol needs, one implementation per backend.
+//!
+//! The protocol ([`crate::protocol`]) is written against these traits; a backend supplies the
+//! transactions and the messaging, nothing else. [`Control`] is what the recorder itself needs
+//! around a scenario: create the namespace, watch for quiet, and read the ground truth back.
+
+pub mod etcd_jetstream;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::endpoints::Endpoint;
+use crate::protocol::{CommitRules, Committed, Created, Intent, Published, Snapshot, TaskSpec};
+
+/// Why a backend operation failed. Each message fits on one line and never holds credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// A service could not be reached.
+    #[error("cannot reach {service} at {endpoint}: {reason}")]
+    Unreachable {
+        /// Which service.
+        service: &'static str,
+        /// Where (redacted).
+        endpoint: String,
+        /// Why.
+        reason: String,
+    },
+    /// The store refused or failed an operation.
+    #[error("store: {0}")]
+    Store(String),
+    /// The broker refused or failed an operation.
+    #[error("broker: {0}")]
+    Broker(String),
+}
+
+/// The name of a backend as written in the trace's `backend` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    /// etcd for the store, NATS JetStream for the broker.
+    EtcdJetstream,
+}
+
+impl BackendKind {
+    /// The trace's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::EtcdJetstream => "etcd-jetstream",
+        }
+    }
+}
+
+/// Where one scenario lives inside the shared services, so scenarios never see each other.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Namespace {
+    /// Key prefix in the store.
+    pub prefix: String,
+    /// Stream (or list) name.
+    pub stream: String,
+    /// Subject published to.
+    pub subject: String,
+    /// Durable consumer name.
+    pub consumer: String,
+}
+
+impl Namespace {
+    /// The namespace of `scenario` in run `run_id`.
+    pub fn new(run_id: &str, scenario: &str) -> Self {
+        let token: String = format!("{run_id}_{scenario}")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        Namespace {
+            prefix: format!("/outbox-trace/{run_id}/{scenario}/"),
+            stream: format!("OT_{token}"),
+            subject: format!("outbox-trace.{token}.tasks"),
+            consumer: "worker".to_string(),
+        }
+    }
+}
+
+/// Everything an actor needs to connect: endpoints (with credentials, passed only over a pipe) and
+/// the namespace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Connection {
+    /// Which backend.
+    pub kind: BackendKind,
+    /// The store's endpoint.
+    pub store: Endpoint,
+    /// The broker's endpoint.
+    pub broker: Endpoint,
+    /// The scenario's namespace.
+    pub namespace: Namespace,
+    /// The consumer's AckWait.
+    pub ack_wait: Duration,
+}
+
+/// One delivery of one copy.
+#[derive(Debug)]
+pub struct Delivery<H> {
+    /// The event it carries.
+    pub intent: Intent,
+    /// The broker's delivery count (1 on the first delivery).
+    pub count: u32,
+    /// The copy's position.
+    pub broker_seq: u64,
+    /// What the broker needs to ACK it.
+    pub handle: H,
+}
+
+/// The store's side of the protocol.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    /// Writes the task and its idempotency key, and the outbox record too when `with_intent`,
+    /// in one transaction, unless the key exists.
+    async fn create(&self, task: &TaskSpec, with_intent: bool) -> Result<Created, BackendError>;
+    /// Writes the outbox record alone (the broken `split-outbox` path). Returns `(store_rev,
+    /// aggregate_seq)`.
+    async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError>;
+    /// Pending outbox records, in per-aggregate order, at most `limit`.
+    async fn pending(&self, limit: usize) -> Result<Vec<Intent>, BackendError>;
+    /// Marks the record published if it is still the revision read; `None` if it changed.
+    async fn mark_published(&self, intent: &Intent) -> Result<Option<i64>, BackendError>;
+    /// Reads the dedup key and the counter together.
+    async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError>;
+    /// Commits dedup key + result + completed task + counter in one transaction.
+    async fn commit(
+        &self,
+        intent: &Intent,
+        read: &Snapshot,
+        rules: CommitRules,
+    ) -> Result<Committed, BackendError>;
+}
+
+/// The broker's side of the protocol.
+#[allow(async_fn_in_trait)]
+pub trait Broker {
+    /// What an ACK needs.
+    type Handle;
+    /// Publishes one copy. `lose_ack` sends it with a reply address nobody reads; `msg_id` turns
+    /// on broker-side duplicate suppression.
+    async fn publish(&self, intent: &Intent, lose_ack: bool, msg_id: bool) -> Published;
+    /// The next deliveries, waiting a little when there are none.
+    async fn fetch(&self) -> Result<Vec<Delivery<Self::Handle>>, BackendError>;
+    /// ACKs a delivery, waiting for the broker to confirm it.
+    async fn ack(&self, delivery: &Delivery<Self::Handle>) -> Result<(), BackendError>;
+}
+
+/// How far a scenario has got, from the services themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    /// Outbox records not marked published.
+    pub outbox_pending: u64,
+    /// Copies not yet delivered plus copies delivered and not ACKed.
+    pub broker_pending: u64,
+}
+
+/// The recorder's own view of a scenario's services.
+#[allow(async_fn_in_trait)]
+pub trait Control {
+    /// Creates the stream and consumer (or lists) of the namespace.
+    async fn setup(&self) -> Result<(), BackendError>;
+    /// Reads the progress.
+    async fn progress(&self) -> Result<Progress, BackendError>;
+    /// Reads the ground truth back: stream messages, counter, results, dedup keys, pending outbox
+    /// records, tasks.
+    async fn observe(&self) -> Result<serde_json::Value, BackendError>;
+}

@@ -1,0 +1,169 @@
+//! The command line: argument definitions, and their resolution into a validated [`RunConfig`]
+//! before any work starts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::backend::BackendKind;
+use crate::endpoints::{BadEndpoint, Endpoint};
+use crate::protocol::{Protocol, Timing};
+use crate::run::RunConfig;
+use crate::scenario::ScenarioName;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    every scenario ran and recovered
+  1    the run failed (an error is printed)
+  2    bad command line
+  3    the run finished but a scenario never became quiet (run_end.recovered is false)
+  4    a service is missing or unreachable
+  130  interrupted (Ctrl-C); what was recorded is kept";
+
+/// Records the transactional-outbox protocol against real services, with real faults.
+#[derive(Debug, Parser)]
+#[command(name = "recorder", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios and write an outbox-trace/1 Parquet file.
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+    /// List the scenarios, protocol variants and crash points.
+    List,
+    /// One actor life; started by `recorder run`, reads its spec on standard input.
+    #[command(hide = true)]
+    Actor,
+}
+
+/// Arguments of `recorder run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Store and broker to run against.
+    #[arg(long, value_enum, default_value = "etcd-jetstream")]
+    pub backend: BackendKind,
+    /// Scenario to run (repeatable), or `all`.
+    #[arg(long, default_value = "all", value_parser = parse_scenario_arg)]
+    pub scenario: Vec<ScenarioArg>,
+    /// Protocol variant: the reference, or a deliberately broken one.
+    #[arg(long, value_enum, default_value = "reference")]
+    pub protocol: Protocol,
+    /// The trace file to write.
+    #[arg(long, default_value = "traces/run.parquet")]
+    pub out: PathBuf,
+    /// Also write the lab's JSON (per scenario: stream messages, publishes, deliveries,
+    /// redeliveries, suppressions, counter, results) here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Use this etcd (http://[user:password@]host:port) instead of starting one.
+    #[arg(long, env = "OUTBOX_TRACE_ETCD")]
+    pub etcd: Option<String>,
+    /// Use this NATS server (nats://[user:password@|token@]host:port) instead of starting one.
+    #[arg(long, env = "OUTBOX_TRACE_NATS")]
+    pub nats: Option<String>,
+    /// The consumer's AckWait, e.g. `2s` or `1500ms`.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub ack_wait: Duration,
+    /// How long the relay waits for a publish ACK.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub publish_timeout: Duration,
+    /// How long one scenario may take to become quiet before it ends unrecovered.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `all` or one scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScenarioArg {
+    /// Every scenario.
+    All,
+    /// One.
+    One(ScenarioName),
+}
+
+fn parse_scenario_arg(s: &str) -> Result<ScenarioArg, String> {
+    if s == "all" {
+        return Ok(ScenarioArg::All);
+    }
+    ScenarioName::ALL
+        .iter()
+        .find(|n| n.as_str() == s)
+        .map(|n| ScenarioArg::One(*n))
+        .ok_or_else(|| {
+            let names: Vec<&str> = ScenarioName::ALL.iter().map(|n| n.as_str()).collect();
+            format!("unknown scenario `{s}`; expected all, {}", names.join(", "))
+        })
+}
+
+/// Parses `2s`, `1500ms`, `1m` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (number, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (try 2s or 500ms)"))?;
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s or m)")),
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs < 86_400.0) {
+        return Err(format!("`{s}` is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl RunArgs {
+    /// Resolves the arguments into a run configuration.
+    pub fn resolve(&self) -> Result<RunConfig, BadEndpoint> {
+        let mut scenarios = Vec::new();
+        for arg in &self.scenario {
+            match arg {
+                ScenarioArg::All => scenarios.extend(ScenarioName::ALL),
+                ScenarioArg::One(n) => scenarios.push(*n),
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        scenarios.retain(|s| seen.insert(*s));
+        let etcd = self
+            .etcd
+            .as_deref()
+            .map(|u| Endpoint::parse("etcd", u, &["http", "https"]))
+            .transpose()?;
+        let nats = self
+            .nats
+            .as_deref()
+            .map(|u| Endpoint::parse("nats", u, &["nats", "tls"]))
+            .transpose()?;
+        Ok(RunConfig {
+            backend: self.backend,
+            scenarios,
+            protocol: self.protocol,
+            out: self.out.clone(),
+            report: self.report.clone(),
+            etcd,
+            nats,
+            timing: Timing {
+                ack_wait: self.ack_wait,
+                publish_timeout: self.publish_timeout,
+                ..Timing::default()
+            },
+            deadline: self.deadline,
+            progress: !self.quiet,
+        })
+    }
+}

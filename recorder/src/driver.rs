@@ -1,0 +1,221 @@
+//! Running one scenario: start the actors, restart the ones that crash, wait until the services are
+//! quiet, read the ground truth back, and close the scenario with `run_end`.
+//!
+//! "Quiet" is read from the services, not guessed from time: the API finished, every actor is alive,
+//! no outbox record is pending and the broker has nothing undelivered or unACKed, three checks in a
+//! row. A scenario that does not get there before its deadline ends with `recovered: false`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use outbox_trace::{Event, Kind};
+use serde_json::json;
+
+use crate::actor::{ActorSpec, Role};
+use crate::backend::etcd_jetstream::EtcdJetStream;
+use crate::backend::{Connection, Control};
+use crate::clock::RunClock;
+use crate::faults::{FaultPlan, CRASH_EXIT_CODE};
+use crate::journal::Recorder;
+use crate::protocol::{Protocol, Timing};
+use crate::scenario::Scenario;
+use crate::supervisor::ActorProcess;
+
+/// How often the driver looks at its actors and the services.
+const TICK: Duration = Duration::from_millis(100);
+/// Consecutive quiet checks that end a scenario.
+const QUIET_CHECKS: u32 = 3;
+/// Restarts of one actor after which the scenario gives up.
+const MAX_RESTARTS: u32 = 20;
+
+/// What a scenario run shares with the rest of the run.
+pub struct ScenarioEnv<'a> {
+    /// The run's clock.
+    pub clock: RunClock,
+    /// Where events go.
+    pub recorder: &'a Recorder,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// Timing knobs (AckWait already adjusted for the variant).
+    pub timing: Timing,
+    /// How long a scenario may take to become quiet.
+    pub deadline: Duration,
+    /// Set by Ctrl-C.
+    pub interrupted: &'a Arc<AtomicBool>,
+}
+
+struct Slot {
+    role: Role,
+    actor: String,
+    plan: FaultPlan,
+    incarnation: u32,
+    restarts: u32,
+    process: Option<ActorProcess>,
+    finished: bool,
+}
+
+/// Runs one scenario to its `run_end`. Returns whether it recovered.
+pub async fn run_scenario(
+    env: &ScenarioEnv<'_>,
+    scenario: &Scenario,
+    connection: &Connection,
+) -> anyhow::Result<bool> {
+    let name = scenario.name.as_str();
+    let control = EtcdJetStream::connect(connection, env.timing).await?;
+    control
+        .setup()
+        .await
+        .with_context(|| format!("setting up scenario {name}"))?;
+    let own = |kind: Kind, actor: &str, detail: serde_json::Value| {
+        let mut event = Event::new(kind);
+        event.ts_ns = env.clock.now();
+        event.scenario = name.to_string();
+        event.actor = actor.to_string();
+        event.detail = Some(detail.to_string());
+        event
+    };
+    env.recorder
+        .record(own(
+            Kind::RunStart,
+            "recorder",
+            json!({
+                "protocol": env.protocol.name(),
+                "ack_wait_ms": env.timing.ack_wait.as_millis() as u64,
+                "workers": scenario.workers,
+                "tasks": scenario.tasks.len(),
+                "faults": { "api": scenario.api, "relay": scenario.relay, "worker": scenario.worker },
+                "counter_start": 0,
+            }),
+        ))
+        .await?;
+
+    let mut slots = vec![
+        slot(Role::Api, "api".into(), &scenario.api),
+        slot(Role::Relay, "relay".into(), &scenario.relay),
+    ];
+    for i in 1..=scenario.workers {
+        let actor = if scenario.workers == 1 {
+            "worker".to_string()
+        } else {
+            format!("worker-{i}")
+        };
+        slots.push(slot(Role::Worker, actor, &scenario.worker));
+    }
+    let spec = |s: &Slot| ActorSpec {
+        role: s.role,
+        incarnation: s.incarnation,
+        clock: env.clock,
+        connection: connection.clone(),
+        protocol: env.protocol,
+        plan: s.plan.clone(),
+        timing: env.timing,
+        tasks: if s.role == Role::Api {
+            scenario.tasks.clone()
+        } else {
+            Vec::new()
+        },
+    };
+    for s in &mut slots {
+        s.process =
+            Some(ActorProcess::spawn(&spec(s), &s.actor, name, env.recorder.clone()).await?);
+    }
+
+    let started = Instant::now();
+    let mut quiet = 0;
+    let mut end_reason = "quiet";
+    let recovered = loop {
+        if env.interrupted.load(Ordering::Relaxed) {
+            end_reason = "interrupted";
+            break false;
+        }
+        if started.elapsed() > env.deadline {
+            end_reason = "deadline";
+            break false;
+        }
+        let mut all_alive = true;
+        for s in &mut slots {
+            let Some(process) = s.process.as_mut() else {
+                continue;
+            };
+            let Some(status) = process.try_exit()? else {
+                continue;
+            };
+            let process = s.process.take().expect("present");
+            let report = process.collect().await?;
+            for fault in &report.fired {
+                s.plan.disarm(fault);
+            }
+            if s.role == Role::Api && status.success() {
+                s.finished = true;
+                continue;
+            }
+            if !report.crash_reported {
+                let mut crash = own(
+                    Kind::Crash,
+                    &s.actor,
+                    json!({ "point": "exit", "status": status.to_string() }),
+                );
+                crash.incarnation = s.incarnation;
+                env.recorder.record(crash).await?;
+            }
+            if status.code() != Some(CRASH_EXIT_CODE) && s.restarts == 0 {
+                tracing::warn!("{}#{} exited with {status}", s.actor, s.incarnation);
+            }
+            s.restarts += 1;
+            if s.restarts > MAX_RESTARTS {
+                anyhow::bail!(
+                    "{} kept dying ({} restarts) in scenario {name}; see its errors above",
+                    s.actor,
+                    MAX_RESTARTS
+                );
+            }
+            s.incarnation += 1;
+            s.process =
+                Some(ActorProcess::spawn(&spec(s), &s.actor, name, env.recorder.clone()).await?);
+            all_alive = false;
+        }
+        let api_done = slots.iter().any(|s| s.role == Role::Api && s.finished);
+        let progress = control.progress().await?;
+        if all_alive && api_done && progress.outbox_pending == 0 && progress.broker_pending == 0 {
+            quiet += 1;
+            if quiet >= QUIET_CHECKS {
+                break true;
+            }
+        } else {
+            quiet = 0;
+        }
+        tokio::time::sleep(TICK).await;
+    };
+
+    for s in &mut slots {
+        if let Some(process) = s.process.take() {
+            process.stop(Duration::from_secs(5)).await?;
+        }
+    }
+    let observed = control.observe().await?;
+    env.recorder
+        .record(own(Kind::Observed, "observer", observed))
+        .await?;
+    env.recorder
+        .record(own(
+            Kind::RunEnd,
+            "recorder",
+            json!({ "recovered": recovered, "reason": end_reason }),
+        ))
+        .await?;
+    Ok(recovered)
+}
+
+fn slot(role: Role, actor: String, faults: &[crate::faults::Fault]) -> Slot {
+    Slot {
+        role,
+        actor,
+        plan: FaultPlan::new(faults.to_vec()),
+        incarnation: 0,
+        restarts: 0,
+        process: None,
+        finished: false,
+    }
+}

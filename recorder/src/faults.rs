@@ -1,0 +1,121 @@
+//! Named crash points and the plan that arms them.
+//!
+//! A crash point sits in a gap between two protocol steps. It is named by the gap, not by the
+//! steps' order, so a broken protocol that swaps the steps crashes in the same gap: in the
+//! reference relay `before-publish` comes before everything, in `mark-before-publish` it falls
+//! between the mark and the publish, which is exactly the window that loses the event.
+//!
+//! Faults are armed only from the recorder's command line and reach an actor process through its
+//! standard input: no network port exposes them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Exit code of an actor process that died at a crash point.
+pub const CRASH_EXIT_CODE: i32 = 86;
+
+/// A named place in the protocol where an actor process can die.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CrashPoint {
+    /// The API wrote the task (and, in the reference, its outbox record), not yet the reply; in
+    /// `split-outbox` the outbox record is not written yet.
+    #[serde(rename = "api:between-task-and-outbox")]
+    ApiBetweenTaskAndOutbox,
+    /// The relay is about to send the first copy of an event.
+    #[serde(rename = "relay:before-publish")]
+    RelayBeforePublish,
+    /// The relay did the first of publish and mark, not the second.
+    #[serde(rename = "relay:between-publish-and-mark")]
+    RelayBetweenPublishAndMark,
+    /// The worker did the first of commit and ACK, not the second.
+    #[serde(rename = "worker:between-commit-and-ack")]
+    WorkerBetweenCommitAndAck,
+}
+
+impl CrashPoint {
+    /// The point's name, as written to `detail.point` of a `crash` event.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashPoint::ApiBetweenTaskAndOutbox => "api:between-task-and-outbox",
+            CrashPoint::RelayBeforePublish => "relay:before-publish",
+            CrashPoint::RelayBetweenPublishAndMark => "relay:between-publish-and-mark",
+            CrashPoint::WorkerBetweenCommitAndAck => "worker:between-commit-and-ack",
+        }
+    }
+}
+
+impl fmt::Display for CrashPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One injected fault. Each fires once per scenario: after it fired, the next incarnation of the
+/// actor is started without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "fault")]
+pub enum Fault {
+    /// Exit the process the first time the point is reached.
+    Crash {
+        /// Where.
+        point: CrashPoint,
+    },
+    /// Send the first publish with a reply inbox nobody listens on: the broker stores the copy and
+    /// the relay never sees the ACK.
+    LosePublishAck,
+    /// Pause between reading the counter and committing, on every delivery, so that concurrent
+    /// workers overlap (never "fires": it stays for every incarnation).
+    StallBeforeCommit {
+        /// How long.
+        millis: u64,
+    },
+}
+
+impl Fault {
+    /// Whether the fault is spent once it fired.
+    pub fn once(&self) -> bool {
+        !matches!(self, Fault::StallBeforeCommit { .. })
+    }
+}
+
+/// The faults armed in one actor incarnation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultPlan {
+    /// Armed faults.
+    pub faults: Vec<Fault>,
+}
+
+impl FaultPlan {
+    /// A plan with these faults.
+    pub fn new(faults: Vec<Fault>) -> Self {
+        FaultPlan { faults }
+    }
+
+    /// Whether a crash at `point` is armed.
+    pub fn crashes_at(&self, point: CrashPoint) -> bool {
+        self.faults.contains(&Fault::Crash { point })
+    }
+
+    /// Disarms a fault that fired (no-op for faults that are not spent).
+    pub fn disarm(&mut self, fault: &Fault) {
+        if fault.once() {
+            self.faults.retain(|f| f != fault);
+        }
+    }
+
+    /// Takes the lost-publish-ACK fault if armed.
+    pub fn take_lose_publish_ack(&mut self) -> bool {
+        let armed = self.faults.contains(&Fault::LosePublishAck);
+        self.disarm(&Fault::LosePublishAck);
+        armed
+    }
+
+    /// The stall before a commit, if armed.
+    pub fn stall_before_commit(&self) -> Option<std::time::Duration> {
+        self.faults.iter().find_map(|f| match f {
+            Fault::StallBeforeCommit { millis } => Some(std::time::Duration::from_millis(*millis)),
+            _ => None,
+        })
+    }
+}

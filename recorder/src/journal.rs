@@ -1,0 +1,248 @@
+//! The single writer of trace events.
+//!
+//! Every event of a run, from every actor process and from the recorder itself, goes through one
+//! bounded queue to one task, which assigns `seq` in arrival order. A full queue makes senders wait:
+//! nothing is dropped. The task closes a Parquet segment at least once a second
+//! (`<out>.parts/seg-NNNNNN.parquet`), so if the recorder itself is killed, everything recorded up
+//! to about a second before is on disk in readable files; at the end the segments are joined into
+//! `<out>` and removed. A run that finds segments left over from a killed run joins them into
+//! `<out-stem>.interrupted.parquet` first.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use outbox_trace::{Event, Kind, TraceFile, TraceWriter};
+use tokio::sync::mpsc;
+
+/// How often a segment is closed while events flow.
+const SEGMENT_INTERVAL: Duration = Duration::from_secs(1);
+/// Rows that close a segment early.
+const SEGMENT_ROWS: usize = 256 * 1024;
+/// Queue capacity between senders and the writer.
+const QUEUE: usize = 64 * 1024;
+
+/// Per-scenario counts kept while events pass, for progress and the summary.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Rows per kind.
+    pub kinds: BTreeMap<Kind, u64>,
+    /// The last `observed` detail.
+    pub observed: Option<serde_json::Value>,
+    /// `run_end.recovered`.
+    pub recovered: Option<bool>,
+    /// First and last `ts_ns`.
+    pub span_ns: (i64, i64),
+}
+
+impl Tally {
+    /// Rows of one kind.
+    pub fn count(&self, kind: Kind) -> u64 {
+        self.kinds.get(&kind).copied().unwrap_or(0)
+    }
+}
+
+/// Tallies by scenario, in the order scenarios started.
+pub type Tallies = Arc<Mutex<Vec<(String, Tally)>>>;
+
+/// A handle to send events; cheap to clone.
+#[derive(Clone)]
+pub struct Recorder {
+    tx: mpsc::Sender<Event>,
+}
+
+impl Recorder {
+    /// Queues one event, waiting if the queue is full. Fails only if the writer died.
+    pub async fn record(&self, event: Event) -> anyhow::Result<()> {
+        self.tx
+            .send(event)
+            .await
+            .map_err(|_| anyhow::anyhow!("the trace writer stopped; see the error above"))
+    }
+}
+
+/// The writer task and its output.
+pub struct Journal {
+    task: tokio::task::JoinHandle<anyhow::Result<u64>>,
+    out: PathBuf,
+    tallies: Tallies,
+}
+
+impl Journal {
+    /// Starts the writer for `out`. `run_json` is stored as the file's `outbox_trace.run`.
+    pub fn start(
+        out: &Path,
+        run_id: &str,
+        backend: &str,
+        run_json: String,
+    ) -> anyhow::Result<(Journal, Recorder)> {
+        let parts = parts_dir(out);
+        std::fs::create_dir_all(&parts).with_context(|| format!("creating {}", parts.display()))?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let tallies: Tallies = Arc::default();
+        let writer = Writer {
+            parts,
+            run_id: run_id.to_string(),
+            backend: backend.to_string(),
+            run_json,
+            segment: 0,
+            buffer: Vec::new(),
+            seq: 0,
+            tallies: tallies.clone(),
+        };
+        let task = tokio::spawn(writer.run(rx));
+        Ok((
+            Journal {
+                task,
+                out: out.to_path_buf(),
+                tallies,
+            },
+            Recorder { tx },
+        ))
+    }
+
+    /// Live tallies.
+    pub fn tallies(&self) -> Tallies {
+        self.tallies.clone()
+    }
+
+    /// Waits for every sender to be dropped, then joins the segments into the output file.
+    /// Returns the number of events written.
+    pub async fn finish(self) -> anyhow::Result<u64> {
+        let rows = self.task.await.context("the trace writer panicked")??;
+        join_segments(&parts_dir(&self.out), &self.out)?;
+        Ok(rows)
+    }
+}
+
+/// Joins segments left by a killed run into `<stem>.interrupted.parquet`; returns its path.
+pub fn salvage(out: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let parts = parts_dir(out);
+    if !parts.is_dir() {
+        return Ok(None);
+    }
+    let target = out.with_extension("interrupted.parquet");
+    if segments(&parts)?.is_empty() {
+        std::fs::remove_dir_all(&parts).ok();
+        return Ok(None);
+    }
+    join_segments(&parts, &target)?;
+    Ok(Some(target))
+}
+
+fn parts_dir(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".parts");
+    out.with_file_name(name)
+}
+
+fn segments(parts: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(parts)
+        .with_context(|| format!("reading {}", parts.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn join_segments(parts: &Path, out: &Path) -> anyhow::Result<()> {
+    let files = segments(parts)?;
+    let tmp = out.with_extension("parquet.tmp");
+    let run_json = match files.first() {
+        Some(first) => TraceFile::open(first)
+            .with_context(|| format!("reading {}", first.display()))?
+            .info()
+            .run_json
+            .clone(),
+        None => None,
+    };
+    let mut writer = TraceWriter::create(&tmp, run_json.as_deref())?;
+    for file in &files {
+        let segment =
+            TraceFile::open(file).with_context(|| format!("reading {}", file.display()))?;
+        for batch in segment.batches() {
+            writer.write_batch(&batch?)?;
+        }
+    }
+    writer.finish()?;
+    std::fs::rename(&tmp, out).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::remove_dir_all(parts).ok();
+    Ok(())
+}
+
+struct Writer {
+    parts: PathBuf,
+    run_id: String,
+    backend: String,
+    run_json: String,
+    segment: u32,
+    buffer: Vec<Event>,
+    seq: u64,
+    tallies: Tallies,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::Receiver<Event>) -> anyhow::Result<u64> {
+        let mut last_flush = Instant::now();
+        loop {
+            let wait = SEGMENT_INTERVAL.saturating_sub(last_flush.elapsed());
+            match tokio::time::timeout(wait, rx.recv()).await {
+                Ok(Some(event)) => self.accept(event),
+                Ok(None) => break,
+                Err(_) => {}
+            }
+            if self.buffer.len() >= SEGMENT_ROWS || last_flush.elapsed() >= SEGMENT_INTERVAL {
+                self.flush()?;
+                last_flush = Instant::now();
+            }
+        }
+        self.flush()?;
+        Ok(self.seq)
+    }
+
+    fn accept(&mut self, mut event: Event) {
+        self.seq += 1;
+        event.seq = self.seq;
+        event.run_id.clone_from(&self.run_id);
+        event.backend.clone_from(&self.backend);
+        let mut tallies = self.tallies.lock().expect("tally lock");
+        let index = match tallies.iter().position(|(s, _)| *s == event.scenario) {
+            Some(i) => i,
+            None => {
+                tallies.push((event.scenario.clone(), Tally::default()));
+                tallies.len() - 1
+            }
+        };
+        let tally = &mut tallies[index].1;
+        *tally.kinds.entry(event.kind).or_default() += 1;
+        if tally.kinds.len() == 1 && tally.kinds.values().sum::<u64>() == 1 {
+            tally.span_ns.0 = event.ts_ns;
+        }
+        tally.span_ns.1 = event.ts_ns;
+        match event.kind {
+            Kind::Observed => tally.observed = Some(event.detail_json()),
+            Kind::RunEnd => tally.recovered = event.detail_json()["recovered"].as_bool(),
+            _ => {}
+        }
+        drop(tallies);
+        self.buffer.push(event);
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        self.segment += 1;
+        let path = self.parts.join(format!("seg-{:06}.parquet", self.segment));
+        let tmp = path.with_extension("tmp");
+        let mut writer = TraceWriter::create(&tmp, Some(&self.run_json))?;
+        writer.write(&self.buffer)?;
+        writer.finish()?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        self.buffer.clear();
+        Ok(())
+    }
+}

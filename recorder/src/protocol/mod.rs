@@ -1,0 +1,248 @@
+//! The outbox protocol, written once: the API's create, the relay and the worker, each a sequence of
+//! steps over a [`Store`](crate::backend::Store) and a [`Broker`](crate::backend::Broker). Every
+//! backend runs this same code; every broken variant is a switch in it, not a copy of it.
+
+pub mod api;
+pub mod relay;
+pub mod worker;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which protocol to run: the reference, or one deliberately broken variant that a checker must
+/// catch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// The correct protocol.
+    Reference,
+    /// The worker ACKs, then commits: a crash between loses the task.
+    AckBeforeCommit,
+    /// The worker never checks the dedup key: a second copy or a redelivery applies again.
+    NoDedup,
+    /// Task and outbox record in two transactions: a crash between loses the intent.
+    SplitOutbox,
+    /// The relay marks, then publishes: a crash between loses the event.
+    MarkBeforePublish,
+    /// The counter is written without its revision guard: concurrent workers lose an update.
+    UnguardedCounter,
+    /// Dedup keys live on a lease shorter than AckWait: the redelivery finds none.
+    DedupExpiry,
+    /// Relies on the broker's duplicate window (`Nats-Msg-Id`) instead of the consumer's dedup key.
+    BrokerDedup,
+}
+
+impl Protocol {
+    /// The variant's command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Reference => "reference",
+            Protocol::AckBeforeCommit => "ack-before-commit",
+            Protocol::NoDedup => "no-dedup",
+            Protocol::SplitOutbox => "split-outbox",
+            Protocol::MarkBeforePublish => "mark-before-publish",
+            Protocol::UnguardedCounter => "unguarded-counter",
+            Protocol::DedupExpiry => "dedup-expiry",
+            Protocol::BrokerDedup => "broker-dedup",
+        }
+    }
+
+    /// The API writes the task and its outbox record in one transaction.
+    pub fn atomic_intent(self) -> bool {
+        self != Protocol::SplitOutbox
+    }
+
+    /// The relay publishes before it marks.
+    pub fn publish_then_mark(self) -> bool {
+        self != Protocol::MarkBeforePublish
+    }
+
+    /// The worker commits before it ACKs.
+    pub fn commit_then_ack(self) -> bool {
+        self != Protocol::AckBeforeCommit
+    }
+
+    /// The worker consults the dedup key before applying the effect.
+    pub fn checks_dedup(self) -> bool {
+        !matches!(self, Protocol::NoDedup | Protocol::BrokerDedup)
+    }
+
+    /// The counter write is guarded by the revision read.
+    pub fn guards_counter(self) -> bool {
+        self != Protocol::UnguardedCounter
+    }
+
+    /// How long a dedup key lives (`None`: for the whole run).
+    pub fn dedup_ttl(self) -> Option<Duration> {
+        (self == Protocol::DedupExpiry).then_some(Duration::from_secs(1))
+    }
+
+    /// The relay sets the broker's message id, turning on broker-side duplicate suppression.
+    pub fn broker_msg_id(self) -> bool {
+        self == Protocol::BrokerDedup
+    }
+
+    /// The shortest AckWait under which this variant's flaw shows (a dedup lease must expire before
+    /// the redelivery).
+    pub fn min_ack_wait(self) -> Duration {
+        match self {
+            Protocol::DedupExpiry => Duration::from_secs(4),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// A task the API is asked to create.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// The business entity's id.
+    pub task_id: String,
+    /// The client's idempotency key: creating twice with one key yields one task.
+    pub idempotency_key: String,
+    /// The effect's size: the counter grows by this much, once.
+    pub amount: i64,
+    /// The ordering group of the task's event.
+    pub aggregate_id: String,
+}
+
+impl TaskSpec {
+    /// The stable id of the event this task publishes: the same on every copy and delivery.
+    pub fn event_id(&self) -> String {
+        format!("evt-{}", self.task_id)
+    }
+}
+
+/// An outbox record as the relay reads it, and the message body the broker carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    /// The event's stable id.
+    pub event_id: String,
+    /// The task it completes.
+    pub task_id: String,
+    /// Ordering group.
+    pub aggregate_id: String,
+    /// Position in the group, assigned by the store at commit.
+    #[serde(default)]
+    pub aggregate_seq: u64,
+    /// The effect's size.
+    pub amount: i64,
+    /// The record's revision when read, for the mark's guard (not part of the message).
+    #[serde(skip)]
+    pub revision: i64,
+}
+
+/// What the store answered to a create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new task; `store_rev` is the transaction that wrote it.
+    Accepted {
+        /// The transaction.
+        store_rev: i64,
+        /// The aggregate position assigned at commit (when the intent was written with it).
+        aggregate_seq: Option<u64>,
+    },
+    /// The idempotency key already existed: this is the task created before.
+    Existing {
+        /// The existing task.
+        task_id: String,
+    },
+}
+
+/// What the broker answered to a publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    /// The broker's ACK arrived with the copy's position.
+    Acked {
+        /// The copy's position (stream sequence, list position).
+        broker_seq: u64,
+        /// The broker said the copy was a duplicate it dropped (broker-side dedup).
+        duplicate: bool,
+    },
+    /// No ACK arrived in time; the broker may or may not hold the copy.
+    Unacked {
+        /// Why.
+        reason: String,
+    },
+    /// The broker refused or was unreachable.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What the worker read before deciding: the dedup key and the counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The event's dedup key exists.
+    pub dedup_present: bool,
+    /// The counter's value.
+    pub counter: i64,
+    /// The counter's revision (0 when it does not exist yet).
+    pub counter_rev: i64,
+}
+
+/// How the worker's commit is guarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitRules {
+    /// Require the dedup key to be absent.
+    pub require_new_key: bool,
+    /// Require the counter's revision to be the one read.
+    pub guard_counter: bool,
+    /// Put the dedup key on a lease of this length.
+    pub dedup_ttl: Option<Duration>,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Committed {
+    /// Dedup key, result, completed task and counter written in one transaction.
+    Applied {
+        /// The transaction.
+        store_rev: i64,
+        /// The counter after it.
+        counter: i64,
+    },
+    /// The dedup key was there: nothing applied.
+    Duplicate,
+    /// The counter moved since it was read: retry.
+    Conflict,
+}
+
+/// Timing knobs shared by the actors.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Timing {
+    /// The consumer's AckWait.
+    pub ack_wait: Duration,
+    /// How long the relay waits for a publish ACK.
+    pub publish_timeout: Duration,
+    /// Pause between relay passes that found nothing to do.
+    pub relay_idle: Duration,
+    /// How long one fetch waits for messages.
+    pub fetch_wait: Duration,
+    /// Messages fetched at once.
+    pub fetch_batch: usize,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            ack_wait: Duration::from_secs(2),
+            publish_timeout: Duration::from_millis(500),
+            relay_idle: Duration::from_millis(50),
+            fetch_wait: Duration::from_millis(300),
+            fetch_batch: 1,
+        }
+    }
+}
+
+/// An event about one outbox record: its ids and its place in the aggregate filled in.
+pub fn intent_event(kind: outbox_trace::Kind, intent: &Intent) -> outbox_trace::Event {
+    let mut event = outbox_trace::Event::new(kind);
+    event.event_id = Some(intent.event_id.clone());
+    event.task_id = Some(intent.task_id.clone());
+    event.aggregate_id = Some(intent.aggregate_id.clone());
+    event.aggregate_seq = (intent.aggregate_seq > 0).then_some(intent.aggregate_seq);
+    event.amount = Some(intent.amount);
+    event
+}

@@ -1,0 +1,179 @@
+//! A whole recording: services up (ours or the user's), every scenario in turn, the trace joined,
+//! the summary and the lab's JSON written, services down.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::backend::{BackendKind, Connection, Namespace};
+use crate::clock::RunClock;
+use crate::driver::{run_scenario, ScenarioEnv};
+use crate::endpoints::Endpoint;
+use crate::journal::{salvage, Journal};
+use crate::protocol::{Protocol, Timing};
+use crate::scenario::ScenarioName;
+use crate::services::{LocalService, ServiceKind};
+use crate::summary::{lab_json, print_summary};
+
+/// A validated run configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Which backend.
+    pub backend: BackendKind,
+    /// Scenarios, in order.
+    pub scenarios: Vec<ScenarioName>,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// The trace file.
+    pub out: PathBuf,
+    /// Where to write the lab's JSON, if anywhere.
+    pub report: Option<PathBuf>,
+    /// The user's etcd, or `None` to start our own.
+    pub etcd: Option<Endpoint>,
+    /// The user's NATS, or `None` to start our own.
+    pub nats: Option<Endpoint>,
+    /// Timing knobs.
+    pub timing: Timing,
+    /// How long one scenario may take to become quiet.
+    pub deadline: Duration,
+    /// Print a live progress line.
+    pub progress: bool,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Events written.
+    pub events: u64,
+    /// Scenarios that did not recover.
+    pub unrecovered: Vec<String>,
+    /// True if Ctrl-C cut the run short.
+    pub interrupted: bool,
+}
+
+/// Runs every scenario of `config`. `interrupted` is set by a Ctrl-C handler.
+pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Result<RunOutcome> {
+    if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    if let Some(saved) = salvage(&config.out)? {
+        eprintln!(
+            "recorder: joined the segments of an interrupted run into {}",
+            saved.display()
+        );
+    }
+    let workdir = tempfile::Builder::new().prefix("outbox-trace-").tempdir()?;
+    // Our own services live as long as this function: dropped on return, error or panic.
+    let mut own = Vec::new();
+    let etcd = match &config.etcd {
+        Some(e) => e.clone(),
+        None => {
+            let s = LocalService::start(ServiceKind::Etcd, workdir.path())?;
+            let url = Endpoint::local(s.url());
+            own.push(s);
+            url
+        }
+    };
+    let nats = match &config.nats {
+        Some(e) => e.clone(),
+        None => {
+            let s = LocalService::start(ServiceKind::Nats, workdir.path())?;
+            let url = Endpoint::local(s.url());
+            own.push(s);
+            url
+        }
+    };
+
+    let run_id = new_run_id();
+    let ack_wait = config.timing.ack_wait.max(config.protocol.min_ack_wait());
+    let timing = Timing {
+        ack_wait,
+        ..config.timing
+    };
+    let run_json = json!({
+        "recorder": env!("CARGO_PKG_VERSION"),
+        "backend": config.backend.name(),
+        "protocol": config.protocol.name(),
+        "scenarios": config.scenarios.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "endpoints": {
+            "etcd": if config.etcd.is_some() { etcd.redacted() } else { "local".to_string() },
+            "nats": if config.nats.is_some() { nats.redacted() } else { "local".to_string() },
+        },
+        "ack_wait_ms": ack_wait.as_millis() as u64,
+        "publish_timeout_ms": timing.publish_timeout.as_millis() as u64,
+    })
+    .to_string();
+    let (journal, recorder) =
+        Journal::start(&config.out, &run_id, config.backend.name(), run_json)?;
+    let tallies = journal.tallies();
+    let clock = RunClock::start();
+    let env = ScenarioEnv {
+        clock,
+        recorder: &recorder,
+        protocol: config.protocol,
+        timing,
+        deadline: config.deadline,
+        interrupted: &interrupted,
+    };
+    let mut unrecovered = Vec::new();
+    let mut failure = None;
+    for (i, name) in config.scenarios.iter().enumerate() {
+        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        if config.progress {
+            eprintln!(
+                "[{}/{}] {} ...",
+                i + 1,
+                config.scenarios.len(),
+                name.as_str()
+            );
+        }
+        let connection = Connection {
+            kind: config.backend,
+            store: etcd.clone(),
+            broker: nats.clone(),
+            namespace: Namespace::new(&run_id, name.as_str()),
+            ack_wait,
+        };
+        match run_scenario(&env, &name.scenario(), &connection).await {
+            Ok(true) => {}
+            Ok(false) => unrecovered.push(name.as_str().to_string()),
+            Err(e) => {
+                failure = Some(e.context(format!("scenario {}", name.as_str())));
+                break;
+            }
+        }
+    }
+    drop(env);
+    drop(recorder);
+    let events = journal.finish().await?;
+    drop(own);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let tallies = tallies.lock().expect("tally lock").clone();
+    print_summary(&run_id, config, &tallies, events);
+    if let Some(path) = &config.report {
+        let body = serde_json::to_string_pretty(&lab_json(&run_id, config, &tallies))?;
+        std::fs::write(path, body + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(RunOutcome {
+        events,
+        unrecovered,
+        interrupted: interrupted.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
+fn new_run_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let salt = (now.subsec_nanos() ^ std::process::id().rotate_left(16)) & 0xffff;
+    format!("run-{}-{salt:04x}", now.as_secs())
+}

@@ -1,0 +1,122 @@
+//! Starting actor processes and carrying their reports into the journal.
+//!
+//! Each actor life is `recorder actor` as a child process. Its spec goes in over standard input,
+//! which stays open until the recorder asks it to stop; its steps come back on standard output and
+//! are recorded with the actor's name, incarnation and scenario filled in by the recorder, so an
+//! actor cannot misreport who it is.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::task::JoinHandle;
+
+use crate::actor::{ActorSpec, Line};
+use crate::faults::Fault;
+use crate::journal::Recorder;
+
+/// What an actor life reported besides its events.
+#[derive(Debug, Default)]
+pub struct LifeReport {
+    /// Faults that fired (and are spent).
+    pub fired: Vec<Fault>,
+    /// The life reported its own crash.
+    pub crash_reported: bool,
+}
+
+/// One running actor life.
+pub struct ActorProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    pump: JoinHandle<anyhow::Result<LifeReport>>,
+    /// `api`, `relay`, `worker-2`, ...
+    pub actor: String,
+    /// Which life.
+    pub incarnation: u32,
+}
+
+impl ActorProcess {
+    /// Starts one life of `actor` in `scenario`.
+    pub async fn spawn(
+        spec: &ActorSpec,
+        actor: &str,
+        scenario: &str,
+        recorder: Recorder,
+    ) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe().context("locating the recorder binary")?;
+        let mut child = Command::new(exe)
+            .arg("actor")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting actor {actor}"))?;
+        let mut stdin = child.stdin.take().context("actor stdin")?;
+        let mut line = serde_json::to_string(spec)?;
+        line.push('\n');
+        stdin
+            .write_all(line.as_bytes())
+            .await
+            .context("sending the actor its spec")?;
+        stdin.flush().await?;
+        let stdout = child.stdout.take().context("actor stdout")?;
+        let name = actor.to_string();
+        let scenario = scenario.to_string();
+        let incarnation = spec.incarnation;
+        let pump = tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            let mut report = LifeReport::default();
+            while let Some(text) = lines.next_line().await? {
+                let parsed: Line = serde_json::from_str(&text).with_context(|| {
+                    format!("actor {name}#{incarnation} wrote an unreadable line: {text:.200}")
+                })?;
+                match parsed {
+                    Line::Event(mut event) => {
+                        if event.kind == outbox_trace::Kind::Crash {
+                            report.crash_reported = true;
+                        }
+                        event.scenario.clone_from(&scenario);
+                        event.actor.clone_from(&name);
+                        event.incarnation = incarnation;
+                        recorder.record(event).await?;
+                    }
+                    Line::Fired(fault) => report.fired.push(fault),
+                }
+            }
+            Ok(report)
+        });
+        Ok(ActorProcess {
+            child,
+            stdin: Some(stdin),
+            pump,
+            actor: actor.to_string(),
+            incarnation,
+        })
+    }
+
+    /// The exit status if the process has ended.
+    pub fn try_exit(&mut self) -> anyhow::Result<Option<std::process::ExitStatus>> {
+        Ok(self.child.try_wait()?)
+    }
+
+    /// After the process ended: waits until all its output is recorded.
+    pub async fn collect(self) -> anyhow::Result<LifeReport> {
+        self.pump.await.context("actor output reader panicked")?
+    }
+
+    /// Asks the process to stop (closes its standard input), kills it if it does not within
+    /// `grace`, and waits until all its output is recorded.
+    pub async fn stop(mut self, grace: Duration) -> anyhow::Result<LifeReport> {
+        drop(self.stdin.take());
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+        self.collect().await
+    }
+}

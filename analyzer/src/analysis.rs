@@ -1,0 +1,100 @@
+//! From paths to a report: load every file, check every `(run_id, scenario)`, and combine the
+//! verdicts. Everything here is data; `crate::output` renders it.
+
+use std::path::PathBuf;
+
+use crate::check::{check_all, Outcome, Verdict};
+use crate::counts::Counts;
+use crate::load::{FileError, Loaded};
+
+/// The verdict on a scenario or on the whole check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RunVerdict {
+    /// Every invariant passed.
+    Valid,
+    /// No invariant failed, but at least one could not be decided.
+    Unknown,
+    /// At least one invariant failed.
+    Invalid,
+}
+
+impl RunVerdict {
+    /// `valid`, `invalid` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunVerdict::Valid => "valid",
+            RunVerdict::Invalid => "invalid",
+            RunVerdict::Unknown => "unknown",
+        }
+    }
+
+    /// The combined verdict of invariant outcomes.
+    pub fn of(outcomes: &[Outcome]) -> Self {
+        outcomes
+            .iter()
+            .map(|o| match o.verdict {
+                Verdict::Pass => RunVerdict::Valid,
+                Verdict::Unknown => RunVerdict::Unknown,
+                Verdict::Fail => RunVerdict::Invalid,
+            })
+            .max()
+            .unwrap_or(RunVerdict::Valid)
+    }
+}
+
+/// The checks of one `(run_id, scenario)`.
+#[derive(Debug)]
+pub struct ScenarioReport {
+    /// Index into [`Loaded::histories`].
+    pub history: usize,
+    /// One outcome per invariant, in the contract's order.
+    pub outcomes: Vec<Outcome>,
+    /// The summary counts.
+    pub counts: Counts,
+    /// The combined verdict.
+    pub verdict: RunVerdict,
+}
+
+/// Everything `analyzer check` found.
+#[derive(Debug)]
+pub struct Report {
+    /// The loaded files and histories.
+    pub loaded: Loaded,
+    /// One report per history, in the same order.
+    pub scenarios: Vec<ScenarioReport>,
+    /// The combined verdict over all scenarios.
+    pub verdict: RunVerdict,
+}
+
+/// Loads `paths` and checks every scenario. Fails on the first file that breaks the contract.
+pub fn analyse(paths: &[PathBuf]) -> Result<Report, FileError> {
+    let mut loaded = Loaded::default();
+    for path in paths {
+        loaded.load(path)?;
+    }
+    let scenarios: Vec<ScenarioReport> = loaded
+        .histories
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let outcomes = check_all(h);
+            ScenarioReport {
+                history: i,
+                verdict: RunVerdict::of(&outcomes),
+                counts: Counts::of(h),
+                outcomes,
+            }
+        })
+        .collect();
+    let verdict = scenarios
+        .iter()
+        .map(|s| s.verdict)
+        .max()
+        // Nothing to check is not a pass.
+        .unwrap_or(RunVerdict::Unknown);
+    Ok(Report {
+        loaded,
+        scenarios,
+        verdict,
+    })
+}

@@ -1,0 +1,67 @@
+//! `aggregate-order`: per `aggregate_id`, the events' first `publish_attempt`s (by `seq`) go out in
+//! ascending `aggregate_seq`. The aggregate fields come from the publish row, or else from the
+//! event's `intent_recorded` / `task_accepted` row.
+
+use outbox_trace::Kind;
+
+use super::{earliest, Finding, Invariant, Outcome, Reason, Violation};
+use crate::history::History;
+use crate::intern::{FastMap, FastState, Id};
+
+/// Decides `aggregate-order`.
+pub fn check(h: &History) -> Outcome {
+    let mut from_intent: FastMap<Id, (Id, u64)> = FastMap::default();
+    let mut seen: std::collections::HashSet<Id, FastState> = Default::default();
+    let mut first_publishes: Vec<usize> = Vec::new();
+    for (at, r) in h.rows.iter().enumerate() {
+        let Some(e) = r.event else { continue };
+        match r.kind {
+            Kind::IntentRecorded | Kind::TaskAccepted => {
+                if let (Some(a), Some(s)) = (r.aggregate, r.aggregate_seq()) {
+                    from_intent.entry(e).or_insert((a, s));
+                }
+            }
+            Kind::PublishAttempt if seen.insert(e) => first_publishes.push(at),
+            _ => {}
+        }
+    }
+    // Per aggregate: the highest aggregate_seq published so far, and by which row.
+    let mut highest: FastMap<Id, (u64, usize)> = FastMap::default();
+    let mut any = false;
+    let mut found = Vec::new();
+    for at in first_publishes {
+        let r = &h.rows[at];
+        let info = match (r.aggregate, r.aggregate_seq()) {
+            (Some(a), Some(s)) => Some((a, s)),
+            _ => r.event.and_then(|e| from_intent.get(&e).copied()),
+        };
+        let Some((aggregate, seq)) = info else {
+            continue;
+        };
+        any = true;
+        match highest.get(&aggregate).copied() {
+            Some((top, earlier)) if seq < top => {
+                let finding = Finding::AggregateOutOfOrder {
+                    aggregate,
+                    earlier,
+                    earlier_seq: top,
+                    later: at,
+                    later_seq: seq,
+                };
+                found.push((
+                    at,
+                    Violation::new(r.event, r.task, finding, vec![earlier, at]),
+                ));
+            }
+            Some((top, _)) if seq == top => {}
+            _ => {
+                highest.insert(aggregate, (seq, at));
+            }
+        }
+    }
+    if !any {
+        return Outcome::pass(Invariant::AggregateOrder, Some(Reason::NoAggregateInfo));
+    }
+    let (kept, more) = earliest(found);
+    Outcome::judge(Invariant::AggregateOrder, kept, more, None)
+}

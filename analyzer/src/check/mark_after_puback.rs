@@ -1,0 +1,41 @@
+//! `mark-after-puback`: every `outbox_marked` has an earlier (lower `seq`) `publish_acked` of the
+//! same `event_id`. Marking first means a crash or a lost publish drops the event for good.
+
+use outbox_trace::{Field, Kind};
+
+use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
+use crate::history::History;
+use crate::intern::{FastMap, Id};
+
+/// Decides `mark-after-puback`.
+pub fn check(h: &History) -> Outcome {
+    let mut skips = Skips::default();
+    let mut first_puback: FastMap<Id, usize> = FastMap::default();
+    for (at, r) in h.rows.iter().enumerate() {
+        if r.kind == Kind::PublishAcked {
+            if let Some(e) = r.event {
+                first_puback.entry(e).or_insert(at);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for (at, r) in h.rows.iter().enumerate() {
+        if r.kind != Kind::OutboxMarked || !skips.usable(r, &[Field::EventId]) {
+            continue;
+        }
+        let Some(e) = r.event else { continue };
+        let puback = first_puback.get(&e).copied();
+        if puback.is_some_and(|p| p < at) {
+            continue;
+        }
+        let mut witness = vec![at];
+        witness.extend(puback);
+        let finding = Finding::MarkBeforePuback {
+            mark: at,
+            later_puback: puback,
+        };
+        found.push((at, Violation::new(Some(e), r.task, finding, witness)));
+    }
+    let (kept, more) = earliest(found);
+    Outcome::judge(Invariant::MarkAfterPuback, kept, more, skips.reason())
+}

@@ -1,0 +1,85 @@
+//! `no-lost-task` (liveness): when the scenario's `run_end` says `recovered: true`, every task of a
+//! `task_accepted` has an `effect_committed`. Without a `run_end`, or when the run did not recover,
+//! the verdict is unknown: a run that never recovered proves nothing either way.
+//!
+//! Tasks with more than one effect are `single-effect`'s business; here only tasks with none are
+//! violations.
+
+use outbox_trace::{Field, Kind};
+
+use super::{earliest, last_detail, Finding, Invariant, Outcome, Reason, Skips, Violation};
+use crate::history::History;
+use crate::intern::{FastMap, Id};
+
+/// Decides `no-lost-task`.
+pub fn check(h: &History) -> Outcome {
+    let Some((_, detail)) = last_detail(h, Kind::RunEnd) else {
+        return Outcome::unknown(Invariant::NoLostTask, Reason::NoRunEnd);
+    };
+    match detail.get("recovered") {
+        Some(serde_json::Value::Bool(true)) => {}
+        Some(serde_json::Value::Bool(false)) => {
+            return Outcome::unknown(Invariant::NoLostTask, Reason::NotRecovered)
+        }
+        _ => return Outcome::unknown(Invariant::NoLostTask, Reason::RecoveredMissing),
+    }
+    let mut skips = Skips::default();
+    // Per task: its first acceptance and whether an effect was seen.
+    let mut tasks: FastMap<Id, (usize, bool)> = FastMap::default();
+    for (at, r) in h.rows.iter().enumerate() {
+        match r.kind {
+            Kind::TaskAccepted if skips.usable(r, &[Field::TaskId]) => {
+                if let Some(t) = r.task {
+                    tasks.entry(t).or_insert((at, false));
+                }
+            }
+            Kind::EffectCommitted if skips.usable(r, &[Field::TaskId]) => {
+                if let Some(t) = r.task {
+                    tasks.entry(t).or_insert((at, true)).1 = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    let found = tasks
+        .iter()
+        .filter(|(_, (_, done))| !done)
+        .map(|(&t, &(at, _))| (at, (t, at)))
+        .collect();
+    let (kept, more) = earliest(found);
+    let violations = kept
+        .into_iter()
+        .map(|(task, accepted)| witness(h, task, accepted))
+        .collect();
+    Outcome::judge(Invariant::NoLostTask, violations, more, skips.reason())
+}
+
+/// The task's story: acceptance, intent, publishes, deliveries, suppressions and acks of its event.
+fn witness(h: &History, task: Id, accepted: usize) -> Violation {
+    let event = h.rows[accepted].event;
+    let rows = h
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            let ours = r.task == Some(task) || (event.is_some() && r.event == event);
+            ours && matches!(
+                r.kind,
+                Kind::TaskAccepted
+                    | Kind::IntentRecorded
+                    | Kind::PublishAttempt
+                    | Kind::PublishAcked
+                    | Kind::PublishUnacked
+                    | Kind::PublishFailed
+                    | Kind::OutboxMarked
+                    | Kind::Delivered
+                    | Kind::Redelivered
+                    | Kind::DuplicateSuppressed
+                    | Kind::CommitConflict
+                    | Kind::Acked
+            )
+        })
+        .map(|(at, _)| at)
+        .collect();
+    Violation::new(event, Some(task), Finding::LostTask { accepted }, rows)
+}

@@ -1,0 +1,66 @@
+//! `observed-agrees`: the last `observed` row's totals agree with the trace. `results` (or its
+//! synonym `processed`) and `dedup_keys` equal the number of `effect_committed` rows;
+//! `stream_messages` is at least the number of distinct events with a `publish_acked`. Absent keys
+//! are skipped.
+
+use outbox_trace::Kind;
+
+use super::{json_int, last_detail, Finding, Invariant, Outcome, Reason, Violation, EXAMPLES};
+use crate::history::History;
+use crate::intern::FastState;
+
+/// Decides `observed-agrees`.
+pub fn check(h: &History) -> Outcome {
+    let Some((at, detail)) = last_detail(h, Kind::Observed) else {
+        return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObserved);
+    };
+    let mut effects = 0i64;
+    let mut published: std::collections::HashSet<_, FastState> = Default::default();
+    for r in &h.rows {
+        match r.kind {
+            Kind::EffectCommitted => effects += 1,
+            Kind::PublishAcked => {
+                if let Some(e) = r.event {
+                    published.insert(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    let published = i64::try_from(published.len()).unwrap_or(i64::MAX);
+    let comparisons: [(&'static str, i64, bool); 4] = [
+        ("results", effects, false),
+        ("processed", effects, false),
+        ("dedup_keys", effects, false),
+        ("stream_messages", published, true),
+    ];
+    let mut compared = 0;
+    let mut violations = Vec::new();
+    for (key, trace, at_least) in comparisons {
+        let Some(observed) = json_int(&detail, key) else {
+            continue;
+        };
+        compared += 1;
+        let ok = if at_least {
+            observed >= trace
+        } else {
+            observed == trace
+        };
+        if !ok {
+            let finding = Finding::ObservedMismatch {
+                observed_row: at,
+                key,
+                observed,
+                trace,
+                at_least,
+            };
+            violations.push(Violation::new(None, None, finding, vec![at]));
+        }
+    }
+    if compared == 0 {
+        return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObservedTotals);
+    }
+    let more = violations.len().saturating_sub(EXAMPLES);
+    violations.truncate(EXAMPLES);
+    Outcome::judge(Invariant::ObservedAgrees, violations, more, None)
+}

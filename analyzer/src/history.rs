@@ -1,0 +1,255 @@
+//! The compact history of one `(run_id, scenario)`: the rows the checks need, sorted by `seq`, with
+//! strings interned and optional numbers kept without `Option` padding.
+
+use std::collections::BTreeMap;
+
+use outbox_trace::{Field, Kind};
+
+use crate::intern::Id;
+
+/// Which optional numeric columns a row carries (bit per column).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Present(u8);
+
+impl Present {
+    /// `aggregate_seq` is set.
+    pub const AGGREGATE_SEQ: u8 = 1;
+    /// `attempt` is set.
+    pub const ATTEMPT: u8 = 1 << 1;
+    /// `broker_seq` is set.
+    pub const BROKER_SEQ: u8 = 1 << 2;
+    /// `store_rev` is set.
+    pub const STORE_REV: u8 = 1 << 3;
+    /// `amount` is set.
+    pub const AMOUNT: u8 = 1 << 4;
+    /// `counter` is set.
+    pub const COUNTER: u8 = 1 << 5;
+
+    /// Marks `bit` present when `yes`.
+    pub fn set(&mut self, bit: u8, yes: bool) {
+        if yes {
+            self.0 |= bit;
+        }
+    }
+
+    /// Whether `bit` is present.
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// One event of a known kind, compactly. Numeric fields are meaningful only when [`Present`] says
+/// so; use the accessors.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Recording order within the run.
+    pub seq: u64,
+    aggregate_seq: u64,
+    broker_seq: u64,
+    store_rev: i64,
+    amount: i64,
+    counter: i64,
+    attempt: u32,
+    /// The actor's incarnation.
+    pub incarnation: u32,
+    /// Who did it.
+    pub actor: Id,
+    /// `event_id`, if any.
+    pub event: Option<Id>,
+    /// `task_id`, if any.
+    pub task: Option<Id>,
+    /// `aggregate_id`, if any.
+    pub aggregate: Option<Id>,
+    /// Index into [`History::details`] for the kinds whose `detail` the analyzer keeps.
+    pub detail: Option<u32>,
+    /// What happened.
+    pub kind: Kind,
+    present: Present,
+}
+
+/// The optional numeric values of a row, as read from the file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Numbers {
+    /// `aggregate_seq`
+    pub aggregate_seq: Option<u64>,
+    /// `attempt`
+    pub attempt: Option<u32>,
+    /// `broker_seq`
+    pub broker_seq: Option<u64>,
+    /// `store_rev`
+    pub store_rev: Option<i64>,
+    /// `amount`
+    pub amount: Option<i64>,
+    /// `counter`
+    pub counter: Option<i64>,
+}
+
+impl Row {
+    /// A row of `kind` by `actor#incarnation` at `seq`, with no optional field set.
+    pub fn new(seq: u64, kind: Kind, actor: Id, incarnation: u32) -> Self {
+        Row {
+            seq,
+            aggregate_seq: 0,
+            broker_seq: 0,
+            store_rev: 0,
+            amount: 0,
+            counter: 0,
+            attempt: 0,
+            incarnation,
+            actor,
+            event: None,
+            task: None,
+            aggregate: None,
+            detail: None,
+            kind,
+            present: Present::default(),
+        }
+    }
+
+    /// Sets the optional numeric fields.
+    pub fn with_numbers(mut self, n: Numbers) -> Self {
+        let p = &mut self.present;
+        p.set(Present::AGGREGATE_SEQ, n.aggregate_seq.is_some());
+        p.set(Present::ATTEMPT, n.attempt.is_some());
+        p.set(Present::BROKER_SEQ, n.broker_seq.is_some());
+        p.set(Present::STORE_REV, n.store_rev.is_some());
+        p.set(Present::AMOUNT, n.amount.is_some());
+        p.set(Present::COUNTER, n.counter.is_some());
+        self.aggregate_seq = n.aggregate_seq.unwrap_or(0);
+        self.attempt = n.attempt.unwrap_or(0);
+        self.broker_seq = n.broker_seq.unwrap_or(0);
+        self.store_rev = n.store_rev.unwrap_or(0);
+        self.amount = n.amount.unwrap_or(0);
+        self.counter = n.counter.unwrap_or(0);
+        self
+    }
+
+    fn get<T: Copy>(&self, bit: u8, v: T) -> Option<T> {
+        self.present.has(bit).then_some(v)
+    }
+
+    /// `aggregate_seq`
+    pub fn aggregate_seq(&self) -> Option<u64> {
+        self.get(Present::AGGREGATE_SEQ, self.aggregate_seq)
+    }
+    /// `attempt`
+    pub fn attempt(&self) -> Option<u32> {
+        self.get(Present::ATTEMPT, self.attempt)
+    }
+    /// `broker_seq`
+    pub fn broker_seq(&self) -> Option<u64> {
+        self.get(Present::BROKER_SEQ, self.broker_seq)
+    }
+    /// `store_rev`
+    pub fn store_rev(&self) -> Option<i64> {
+        self.get(Present::STORE_REV, self.store_rev)
+    }
+    /// `amount`
+    pub fn amount(&self) -> Option<i64> {
+        self.get(Present::AMOUNT, self.amount)
+    }
+    /// `counter`
+    pub fn counter(&self) -> Option<i64> {
+        self.get(Present::COUNTER, self.counter)
+    }
+
+    /// Whether the row carries `field` (for `detail`: whether the analyzer kept one).
+    pub fn has(&self, field: Field) -> bool {
+        match field {
+            Field::TaskId => self.task.is_some(),
+            Field::EventId => self.event.is_some(),
+            Field::StoreRev => self.present.has(Present::STORE_REV),
+            Field::Attempt => self.present.has(Present::ATTEMPT),
+            Field::BrokerSeq => self.present.has(Present::BROKER_SEQ),
+            Field::Amount => self.present.has(Present::AMOUNT),
+            Field::Counter => self.present.has(Present::COUNTER),
+            Field::Detail => self.detail.is_some(),
+        }
+    }
+
+    /// Whether the row carries every one of `fields`.
+    pub fn has_all(&self, fields: &[Field]) -> bool {
+        fields.iter().all(|f| self.has(*f))
+    }
+
+    /// Whether this is a delivery (`delivered` or `redelivered`).
+    pub fn is_delivery(&self) -> bool {
+        matches!(self.kind, Kind::Delivered | Kind::Redelivered)
+    }
+}
+
+/// Kinds whose `detail` the analyzer keeps (the rest are never read by a check).
+pub fn keeps_detail(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::RunStart | Kind::Crash | Kind::Fault | Kind::Observed | Kind::RunEnd
+    )
+}
+
+/// One `(run_id, scenario)` of one file.
+#[derive(Debug)]
+pub struct History {
+    /// Index of the file in the order given on the command line.
+    pub file: usize,
+    /// `run_id`
+    pub run_id: Id,
+    /// `scenario`
+    pub scenario: Id,
+    /// The `backend` of the first row.
+    pub backend: Id,
+    /// Other `backend` values seen (normally none).
+    pub other_backends: Vec<Id>,
+    /// Rows of known kinds, sorted by `seq` once loading is done.
+    pub rows: Vec<Row>,
+    /// `detail` texts of the kinds in [`keeps_detail`].
+    pub details: Vec<Box<str>>,
+    /// Rows whose kind requires a field they lack: `(kind, column) -> rows`.
+    pub missing: BTreeMap<(Kind, &'static str), u64>,
+}
+
+impl History {
+    /// An empty history.
+    pub fn new(file: usize, run_id: Id, scenario: Id, backend: Id) -> Self {
+        History {
+            file,
+            run_id,
+            scenario,
+            backend,
+            other_backends: Vec::new(),
+            rows: Vec::new(),
+            details: Vec::new(),
+            missing: BTreeMap::new(),
+        }
+    }
+
+    /// The kept `detail` of a row, parsed as JSON (`Null` when absent or not JSON).
+    pub fn detail_json(&self, row: &Row) -> serde_json::Value {
+        self.detail_text(row)
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The kept `detail` text of a row.
+    pub fn detail_text(&self, row: &Row) -> Option<&str> {
+        row.detail
+            .and_then(|i| self.details.get(i as usize))
+            .map(|d| d.as_ref())
+    }
+
+    /// The index of the last row of `kind` (by `seq`).
+    pub fn last_of(&self, kind: Kind) -> Option<usize> {
+        self.rows.iter().rposition(|r| r.kind == kind)
+    }
+
+    /// The index of the first row of `kind` (by `seq`).
+    pub fn first_of(&self, kind: Kind) -> Option<usize> {
+        self.rows.iter().position(|r| r.kind == kind)
+    }
+
+    /// Sorts rows by `seq` (linear when they already are, as the recorder writes them).
+    pub fn sort(&mut self) {
+        if !self.rows.is_sorted_by_key(|r| r.seq) {
+            self.rows.sort_by_key(|r| r.seq);
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! `outbox-analyzer`: reads `outbox-trace/1` recordings and decides the outbox invariants.
+//!
+//! The pipeline stays data until the last step: files are loaded into compact per-scenario
+//! histories ([`load`], [`history`]), each invariant returns an outcome with violations as row
+//! references ([`check`]), [`explain`] turns those into words, and [`output`] prints text or JSON.
+#![deny(missing_docs)]
+
+pub mod analysis;
+pub mod check;
+pub mod cli;
+pub mod counts;
+pub mod explain;
+pub mod history;
+pub mod intern;
+pub mod load;
+pub mod output;

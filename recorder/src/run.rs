@@ -47,8 +47,6 @@ pub struct RunConfig {
 /// What a run produced.
 #[derive(Debug)]
 pub struct RunOutcome {
-    /// Events written.
-    pub events: u64,
     /// Scenarios that did not recover.
     pub unrecovered: Vec<String>,
     /// True if Ctrl-C cut the run short.
@@ -164,7 +162,6 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         std::fs::write(path, body + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(RunOutcome {
-        events,
         unrecovered,
         interrupted: interrupted.load(std::sync::atomic::Ordering::Relaxed),
     })

@@ -31,10 +31,6 @@ pub struct ActorProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     pump: JoinHandle<anyhow::Result<LifeReport>>,
-    /// `api`, `relay`, `worker-2`, ...
-    pub actor: String,
-    /// Which life.
-    pub incarnation: u32,
 }
 
 impl ActorProcess {
@@ -92,8 +88,6 @@ impl ActorProcess {
             child,
             stdin: Some(stdin),
             pump,
-            actor: actor.to_string(),
-            incarnation,
         })
     }
 

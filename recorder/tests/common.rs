@@ -1,0 +1,70 @@
+//! Helpers shared by the recorder's integration tests: run the real binary against services it
+//! starts itself, and read the trace back through the contract crate.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use outbox_trace::{read_trace, Event, Kind};
+
+/// Runs `recorder run` with `args`, writing to `dir/run.parquet`; returns the command's output.
+pub fn record(dir: &Path, args: &[&str]) -> std::process::Output {
+    let out = dir.join("run.parquet");
+    Command::cargo_bin("recorder")
+        .expect("recorder binary")
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .args(args)
+        .output()
+        .expect("recorder runs")
+}
+
+/// Runs and requires success; returns the events.
+pub fn record_ok(dir: &Path, args: &[&str]) -> Vec<Event> {
+    let output = record(dir, args);
+    assert!(
+        output.status.success(),
+        "recorder failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    read_trace(&dir.join("run.parquet"))
+        .expect("trace reads back")
+        .events
+}
+
+/// The trace path in `dir`.
+pub fn trace_path(dir: &Path) -> PathBuf {
+    dir.join("run.parquet")
+}
+
+/// The events of one scenario, in `seq` order.
+pub fn scenario<'a>(events: &'a [Event], name: &str) -> Vec<&'a Event> {
+    let mut v: Vec<&Event> = events.iter().filter(|e| e.scenario == name).collect();
+    v.sort_by_key(|e| e.seq);
+    assert!(!v.is_empty(), "scenario {name} missing from the trace");
+    v
+}
+
+/// Rows of one kind.
+pub fn of<'a>(events: &[&'a Event], kind: Kind) -> Vec<&'a Event> {
+    events.iter().copied().filter(|e| e.kind == kind).collect()
+}
+
+/// The `observed` detail of a scenario.
+pub fn observed(events: &[&Event]) -> serde_json::Value {
+    of(events, Kind::Observed)
+        .last()
+        .expect("an observed row")
+        .detail_json()
+}
+
+/// The index of the first row matching `pred` at or after `from`.
+pub fn position(events: &[&Event], from: usize, pred: impl Fn(&Event) -> bool) -> Option<usize> {
+    events
+        .iter()
+        .skip(from)
+        .position(|e| pred(e))
+        .map(|i| i + from)
+}

@@ -1,0 +1,89 @@
+//! Bad input and missing services: one clear line and a distinct exit code, never a panic.
+
+mod common;
+
+use assert_cmd::Command;
+
+fn recorder() -> Command {
+    Command::cargo_bin("recorder").unwrap()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_missing_etcd_binary_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let output = recorder()
+        .env("PATH", empty.path())
+        .args(["run", "--quiet", "--scenario", "lost-publish-ack", "--out"])
+        .arg(dir.path().join("t.parquet"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4));
+    let err = stderr(&output);
+    assert!(err.contains("`etcd` was not found"), "{err}");
+    assert!(
+        err.contains("etcd-server nats-server redis-server"),
+        "{err}"
+    );
+    assert!(err.contains("docker compose up -d"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn an_unreachable_endpoint_is_one_line_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1.
+    let output = recorder()
+        .args([
+            "run",
+            "--quiet",
+            "--scenario",
+            "lost-publish-ack",
+            "--etcd",
+            "http://alice:hunter2@127.0.0.1:1",
+            "--out",
+        ])
+        .arg(dir.path().join("t.parquet"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("cannot reach etcd at http://***@127.0.0.1:1"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2") && !err.contains("alice"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    for args in [
+        vec!["run", "--scenario", "nope"],
+        vec!["run", "--protocol", "nope"],
+        vec!["run", "--ack-wait", "soon"],
+        vec!["run", "--etcd", "ftp://x"],
+        vec!["frobnicate"],
+    ] {
+        let output = recorder().args(&args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(!stderr(&output).contains("panicked"));
+    }
+}
+
+#[test]
+fn the_actor_command_refuses_to_run_without_a_spec() {
+    let output = recorder().arg("actor").write_stdin("").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("started by `recorder run`"));
+}

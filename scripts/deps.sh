@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what outbox-trace needs on Debian, skipping what is already there:
+#   services the recorder starts: etcd, nats-server, redis-server
+#   build: protoc (for etcd-client)
+#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader)
+set -euo pipefail
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+command -v etcd >/dev/null || missing+=(etcd-server)
+command -v nats-server >/dev/null || missing+=(nats-server)
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+command -v python3 >/dev/null || missing+=(python3 python3-pip)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c 'import pyarrow' 2>/dev/null; then
+  echo "deps: installing pyarrow" >&2
+  python3 -m pip install -q pyarrow 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages pyarrow
+fi
+
+if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then
+  echo "deps: installing cargo-nextest" >&2
+  cargo install --locked cargo-nextest
+fi

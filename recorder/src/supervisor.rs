@@ -42,14 +42,22 @@ impl ActorProcess {
         recorder: Recorder,
     ) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("locating the recorder binary")?;
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .arg("actor")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting actor {actor}"))?;
+            .kill_on_drop(true);
+        // A recorder killed outright takes its actors with it. (The signal follows the spawning
+        // thread; tokio's worker threads live as long as the runtime, which is the whole run.)
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = command.spawn().with_context(|| format!("starting actor {actor}"))?;
         let mut stdin = child.stdin.take().context("actor stdin")?;
         let mut line = serde_json::to_string(spec)?;
         line.push('\n');

@@ -54,10 +54,13 @@ impl ActorProcess {
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             command.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
             });
         }
-        let mut child = command.spawn().with_context(|| format!("starting actor {actor}"))?;
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting actor {actor}"))?;
         let mut stdin = child.stdin.take().context("actor stdin")?;
         let mut line = serde_json::to_string(spec)?;
         line.push('\n');

@@ -24,7 +24,11 @@ fn wait_for_segment(parts: &std::path::Path) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(30) {
         let n = std::fs::read_dir(parts)
-            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "parquet")).count())
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "parquet"))
+                    .count()
+            })
             .unwrap_or(0);
         if n > 0 {
             return;
@@ -38,17 +42,29 @@ fn wait_for_segment(parts: &std::path::Path) {
 fn ctrl_c_stops_the_run_and_keeps_the_trace() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.parquet");
-    let mut child = start(&out);
+    let child = start(&out);
     wait_for_segment(&dir.path().join("run.parquet.parts"));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let trace = outbox_trace::read_trace(&out).expect("the trace is complete and readable");
-    let ends: Vec<_> = trace.events.iter().filter(|e| e.kind == outbox_trace::Kind::RunEnd).collect();
+    let ends: Vec<_> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == outbox_trace::Kind::RunEnd)
+        .collect();
     let last = ends.last().expect("the interrupted scenario is closed");
     assert_eq!(last.detail_json()["recovered"], false);
     assert_eq!(last.detail_json()["reason"], "interrupted");
-    assert!(!dir.path().join("run.parquet.parts").exists(), "segments were joined");
+    assert!(
+        !dir.path().join("run.parquet.parts").exists(),
+        "segments were joined"
+    );
 }
 
 #[test]
@@ -70,9 +86,16 @@ fn a_killed_recorder_leaves_segments_the_next_run_joins() {
         }
     }
     let next = common::record(dir.path(), &["--scenario", "crash-before-publish"]);
-    assert!(next.status.success(), "{}", String::from_utf8_lossy(&next.stderr));
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
     assert!(String::from_utf8_lossy(&next.stderr).contains("interrupted run"));
     let salvaged = outbox_trace::read_trace(&dir.path().join("run.interrupted.parquet")).unwrap();
-    assert!(salvaged.events.iter().any(|e| e.kind == outbox_trace::Kind::RunStart));
+    assert!(salvaged
+        .events
+        .iter()
+        .any(|e| e.kind == outbox_trace::Kind::RunStart));
     assert!(!parts.exists());
 }

@@ -76,7 +76,8 @@ fn main() -> anyhow::Result<()> {
         r#"{{"counter":{counter},"results":{effects},"dedup_keys":{effects},"stream_messages":{n}}}"#
     );
     push(&mut buf, &mut seq, Kind::Observed, "observer").detail = Some(detail);
-    push(&mut buf, &mut seq, Kind::RunEnd, "recorder").detail = Some(r#"{"recovered":true}"#.into());
+    push(&mut buf, &mut seq, Kind::RunEnd, "recorder").detail =
+        Some(r#"{"recovered":true}"#.into());
     w.write(&buf)?;
     w.finish()?;
     println!("{}: {seq} rows, {n} tasks", path.display());

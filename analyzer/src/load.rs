@@ -100,6 +100,7 @@ impl Loaded {
         let file_index = self.files.len();
         let first_history = self.histories.len();
         let mut state = FileState {
+            rows: info.rows,
             file: file_index,
             first_history,
             groups: FastMap::default(),
@@ -135,6 +136,9 @@ impl Loaded {
 
 /// Per-file loading state.
 struct FileState {
+    /// Rows in the file: the first history reserves room for all of them (most files hold one
+    /// scenario, and pages never touched cost nothing).
+    rows: u64,
     file: usize,
     first_history: usize,
     groups: FastMap<(Id, Id), usize>,
@@ -174,12 +178,27 @@ fn opt<T: arrow_array::types::ArrowPrimitiveType>(
     a.is_valid(i).then(|| a.value(i))
 }
 
-fn intern_opt(names: &mut Interner, a: &StringArray, i: usize) -> Result<Option<Id>, LoadError> {
-    Ok(if a.is_valid(i) {
-        Some(names.intern(a.value(i))?)
-    } else {
-        None
-    })
+/// Interns an optional string column value, reusing `last` (this column's previous row) when the
+/// value repeats, as it mostly does: the rows of one event come close together.
+fn intern_opt(
+    names: &mut Interner,
+    a: &StringArray,
+    i: usize,
+    last: &mut Option<(usize, Id)>,
+) -> Result<Option<Id>, LoadError> {
+    if !a.is_valid(i) {
+        return Ok(None);
+    }
+    let value = a.value(i);
+    if let Some((j, id)) = *last {
+        if a.value(j) == value {
+            *last = Some((i, id));
+            return Ok(Some(id));
+        }
+    }
+    let id = names.intern(value)?;
+    *last = Some((i, id));
+    Ok(Some(id))
 }
 
 impl FileState {
@@ -207,8 +226,9 @@ impl FileState {
         let amount = numbers::<Int64Type>(batch, 15, "amount")?;
         let counter = numbers::<Int64Type>(batch, 16, "counter")?;
         let detail = strings(batch, 17, "detail")?;
-        // Actor names repeat in runs; remember the last one to skip most lookups.
+        // Names repeat from row to row; remember each column's last one to skip most lookups.
         let mut last_actor: Option<(usize, Id)> = None;
+        let (mut last_task, mut last_event, mut last_agg) = (None, None, None);
         for i in 0..batch.num_rows() {
             let run_name = run.value(i);
             self.seqs.push(run_name, seq.value(i));
@@ -248,9 +268,9 @@ impl FileState {
                 amount: opt(amount, i),
                 counter: opt(counter, i),
             });
-            row.task = intern_opt(names, task, i)?;
-            row.event = intern_opt(names, event, i)?;
-            row.aggregate = intern_opt(names, agg, i)?;
+            row.task = intern_opt(names, task, i, &mut last_task)?;
+            row.event = intern_opt(names, event, i, &mut last_event)?;
+            row.aggregate = intern_opt(names, agg, i, &mut last_agg)?;
             if keeps_detail(k) && detail.is_valid(i) {
                 row.detail = u32::try_from(history.details.len()).ok();
                 history.details.push(detail.value(i).into());
@@ -284,7 +304,13 @@ impl FileState {
             None => {
                 let h = histories.len();
                 let backend = names.intern(backend)?;
-                histories.push(History::new(self.file, key.0, key.1, backend));
+                let mut history = History::new(self.file, key.0, key.1, backend);
+                if h == self.first_history {
+                    history
+                        .rows
+                        .reserve(usize::try_from(self.rows).unwrap_or(0));
+                }
+                histories.push(history);
                 self.groups.insert(key, h);
                 h
             }

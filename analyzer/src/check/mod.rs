@@ -369,9 +369,29 @@ impl Skips {
     }
 }
 
-/// Every invariant's outcome on one history, in the contract's order.
+/// Histories at least this long are checked on several threads.
+const PARALLEL_ROWS: usize = 100_000;
+
+/// Every invariant's outcome on one history, in the contract's order. The checks only read the
+/// history, so a long one is checked on scoped threads, one per invariant.
 pub fn check_all(h: &History) -> Vec<Outcome> {
-    Invariant::ALL.iter().map(|inv| inv.check(h)).collect()
+    if h.rows.len() < PARALLEL_ROWS {
+        return Invariant::ALL.iter().map(|inv| inv.check(h)).collect();
+    }
+    std::thread::scope(|scope| {
+        let running: Vec<_> = Invariant::ALL
+            .iter()
+            .map(|&inv| scope.spawn(move || inv.check(h)))
+            .collect();
+        running
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
 
 /// The `detail` of the last row of `kind`, parsed, with the row's index.

@@ -14,10 +14,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::backend::etcd_jetstream::EtcdJetStream;
-use crate::backend::{BackendKind, Connection};
+use crate::backend::sqlite_redis::SqliteRedis;
+use crate::backend::{Backend, BackendKind, Connection};
 use crate::clock::RunClock;
 use crate::faults::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::protocol::{self, Intent, Protocol, TaskSpec, Timing};
+use crate::scenario::ApiMode;
 
 /// The roles an actor process can play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +63,8 @@ pub struct ActorSpec {
     pub timing: Timing,
     /// The tasks to create (API only).
     pub tasks: Vec<TaskSpec>,
+    /// How the API publishes (API only).
+    pub api_mode: ApiMode,
 }
 
 /// One line an actor writes to its standard output.
@@ -188,14 +192,34 @@ async fn play(spec: &ActorSpec, ctx: &mut ActorCtx) -> anyhow::Result<()> {
     if spec.incarnation > 0 {
         ctx.emit(Event::new(Kind::Restart));
     }
-    match spec.connection.kind {
+    match spec.connection.endpoints.kind() {
         BackendKind::EtcdJetstream => {
-            let backend = EtcdJetStream::connect(&spec.connection, spec.timing).await?;
-            match spec.role {
-                Role::Api => protocol::api::create_all(ctx, &backend, &spec.tasks).await,
-                Role::Relay => protocol::relay::run(ctx, &backend, &backend).await,
-                Role::Worker => protocol::worker::run(ctx, &backend, &backend).await,
-            }
+            play_on(
+                spec,
+                ctx,
+                EtcdJetStream::connect(&spec.connection, spec.timing).await?,
+            )
+            .await
         }
+        BackendKind::SqliteRedis => {
+            play_on(
+                spec,
+                ctx,
+                SqliteRedis::connect(&spec.connection, spec.timing).await?,
+            )
+            .await
+        }
+    }
+}
+
+async fn play_on<B: Backend>(
+    spec: &ActorSpec,
+    ctx: &mut ActorCtx,
+    backend: B,
+) -> anyhow::Result<()> {
+    match spec.role {
+        Role::Api => protocol::api::create_all(ctx, &backend, &spec.tasks, spec.api_mode).await,
+        Role::Relay => protocol::relay::run(ctx, &backend, &backend).await,
+        Role::Worker => protocol::worker::run(ctx, &backend, &backend).await,
     }
 }

@@ -8,6 +8,22 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::backend::BackendKind;
 use crate::endpoints::{BadEndpoint, Endpoint};
+
+/// A command line that parses but does not make sense.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A URL the recorder cannot use.
+    #[error(transparent)]
+    Endpoint(#[from] BadEndpoint),
+    /// A scenario that needs something the backend does not have.
+    #[error("scenario `{scenario}` does not run on backend `{backend}`")]
+    Unsupported {
+        /// The scenario.
+        scenario: &'static str,
+        /// The backend.
+        backend: &'static str,
+    },
+}
 use crate::protocol::{Protocol, Timing};
 use crate::run::RunConfig;
 use crate::scenario::ScenarioName;
@@ -68,6 +84,13 @@ pub struct RunArgs {
     /// Use this NATS server (nats://[user:password@|token@]host:port) instead of starting one.
     #[arg(long, env = "OUTBOX_TRACE_NATS")]
     pub nats: Option<String>,
+    /// Use this Redis (redis://[user:password@]host:port) instead of starting one.
+    #[arg(long, env = "OUTBOX_TRACE_REDIS")]
+    pub redis: Option<String>,
+    /// Directory for the SQLite database files, one per scenario (default: the run's output
+    /// directory, `<out-dir>/<out-stem>/`).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
     /// The consumer's AckWait, e.g. `2s` or `1500ms`.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub ack_wait: Duration,
@@ -129,11 +152,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 impl RunArgs {
     /// Resolves the arguments into a run configuration.
-    pub fn resolve(&self) -> Result<RunConfig, BadEndpoint> {
+    pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
         let mut scenarios = Vec::new();
         for arg in &self.scenario {
             match arg {
-                ScenarioArg::All => scenarios.extend(ScenarioName::ALL),
+                ScenarioArg::All => scenarios.extend(ScenarioName::all_on(self.backend)),
+                ScenarioArg::One(n) if !n.runs_on(self.backend) => {
+                    return Err(ConfigError::Unsupported {
+                        scenario: n.as_str(),
+                        backend: self.backend.name(),
+                    })
+                }
                 ScenarioArg::One(n) => scenarios.push(*n),
             }
         }
@@ -149,6 +178,11 @@ impl RunArgs {
             .as_deref()
             .map(|u| Endpoint::parse("nats", u, &["nats", "tls"]))
             .transpose()?;
+        let redis = self
+            .redis
+            .as_deref()
+            .map(|u| Endpoint::parse("redis", u, &["redis", "rediss"]))
+            .transpose()?;
         Ok(RunConfig {
             backend: self.backend,
             scenarios,
@@ -157,6 +191,8 @@ impl RunArgs {
             report: self.report.clone(),
             etcd,
             nats,
+            redis,
+            db_dir: self.db.clone(),
             timing: Timing {
                 ack_wait: self.ack_wait,
                 publish_timeout: self.publish_timeout,

@@ -15,8 +15,10 @@ use serde_json::json;
 
 use crate::actor::{ActorSpec, Role};
 use crate::backend::etcd_jetstream::EtcdJetStream;
-use crate::backend::{Connection, Control};
+use crate::backend::sqlite_redis::SqliteRedis;
+use crate::backend::{Backend, BackendKind, Connection, Endpoints};
 use crate::clock::RunClock;
+use crate::endpoints::Endpoint;
 use crate::faults::{FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::Recorder;
 use crate::protocol::{Protocol, Timing};
@@ -62,8 +64,19 @@ pub async fn run_scenario(
     scenario: &Scenario,
     connection: &Connection,
 ) -> anyhow::Result<bool> {
+    match connection.endpoints.kind() {
+        BackendKind::EtcdJetstream => run_on::<EtcdJetStream>(env, scenario, connection).await,
+        BackendKind::SqliteRedis => run_on::<SqliteRedis>(env, scenario, connection).await,
+    }
+}
+
+async fn run_on<B: Backend>(
+    env: &ScenarioEnv<'_>,
+    scenario: &Scenario,
+    connection: &Connection,
+) -> anyhow::Result<bool> {
     let name = scenario.name.as_str();
-    let control = EtcdJetStream::connect(connection, env.timing).await?;
+    let control = B::connect(connection, env.timing).await?;
     control
         .setup()
         .await
@@ -103,19 +116,27 @@ pub async fn run_scenario(
         };
         slots.push(slot(Role::Worker, actor, &scenario.worker));
     }
-    let spec = |s: &Slot| ActorSpec {
-        role: s.role,
-        incarnation: s.incarnation,
-        clock: env.clock,
-        connection: connection.clone(),
-        protocol: env.protocol,
-        plan: s.plan.clone(),
-        timing: env.timing,
-        tasks: if s.role == Role::Api {
-            scenario.tasks.clone()
-        } else {
-            Vec::new()
-        },
+    let spec = |s: &Slot| {
+        let mut connection = connection.clone();
+        connection.member.clone_from(&s.actor);
+        if s.role == Role::Api && scenario.api_broker_down {
+            connection.endpoints = with_dead_broker(connection.endpoints);
+        }
+        ActorSpec {
+            role: s.role,
+            incarnation: s.incarnation,
+            clock: env.clock,
+            connection,
+            protocol: env.protocol,
+            plan: s.plan.clone(),
+            timing: env.timing,
+            tasks: if s.role == Role::Api {
+                scenario.tasks.clone()
+            } else {
+                Vec::new()
+            },
+            api_mode: scenario.api_mode,
+        }
     };
     for s in &mut slots {
         s.process =
@@ -123,6 +144,7 @@ pub async fn run_scenario(
     }
 
     let started = Instant::now();
+    let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
     let mut quiet = 0;
     let mut end_reason = "quiet";
     let recovered = loop {
@@ -180,7 +202,30 @@ pub async fn run_scenario(
         let progress = control.progress().await?;
         if all_alive && api_done && progress.outbox_pending == 0 && progress.broker_pending == 0 {
             quiet += 1;
-            if quiet >= QUIET_CHECKS {
+            if quiet >= QUIET_CHECKS && relay_runs_left > 0 {
+                // Run the relay again from scratch: it must find nothing left to publish.
+                relay_runs_left -= 1;
+                quiet = 0;
+                let mut seen = control.observe().await?;
+                seen["phase"] = json!(format!(
+                    "after relay run {}",
+                    scenario.relay_runs - relay_runs_left - 1
+                ));
+                env.recorder
+                    .record(own(Kind::Observed, "observer", seen))
+                    .await?;
+                let s = slots
+                    .iter_mut()
+                    .find(|s| s.role == Role::Relay)
+                    .expect("a relay");
+                if let Some(process) = s.process.take() {
+                    process.stop(Duration::from_secs(5)).await?;
+                }
+                s.incarnation += 1;
+                s.process = Some(
+                    ActorProcess::spawn(&spec(s), &s.actor, name, env.recorder.clone()).await?,
+                );
+            } else if quiet >= QUIET_CHECKS {
                 break true;
             }
         } else {
@@ -206,6 +251,24 @@ pub async fn run_scenario(
         ))
         .await?;
     Ok(recovered)
+}
+
+/// The same endpoints with the broker moved to a loopback port nobody listens on.
+fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(9);
+    match endpoints {
+        Endpoints::EtcdJetstream { etcd, .. } => Endpoints::EtcdJetstream {
+            etcd,
+            nats: Endpoint::local(format!("nats://127.0.0.1:{port}")),
+        },
+        Endpoints::SqliteRedis { db_dir, .. } => Endpoints::SqliteRedis {
+            db_dir,
+            redis: Endpoint::local(format!("redis://127.0.0.1:{port}")),
+        },
+    }
 }
 
 fn slot(role: Role, actor: String, faults: &[crate::faults::Fault]) -> Slot {

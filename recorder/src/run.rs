@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::backend::{BackendKind, Connection, Namespace};
+use crate::backend::{BackendKind, Connection, Endpoints, Namespace};
 use crate::clock::RunClock;
 use crate::driver::{run_scenario, ScenarioEnv};
 use crate::endpoints::Endpoint;
@@ -17,7 +17,7 @@ use crate::journal::{salvage, Journal};
 use crate::protocol::{Protocol, Timing};
 use crate::scenario::ScenarioName;
 use crate::services::{LocalService, ServiceKind};
-use crate::summary::{lab_json, print_summary};
+use crate::summary::{lab_json, print_summary, write_lab_lines};
 
 /// A validated run configuration.
 #[derive(Debug, Clone)]
@@ -36,6 +36,10 @@ pub struct RunConfig {
     pub etcd: Option<Endpoint>,
     /// The user's NATS, or `None` to start our own.
     pub nats: Option<Endpoint>,
+    /// The user's Redis, or `None` to start our own.
+    pub redis: Option<Endpoint>,
+    /// Where the SQLite files go, or `None` for the run's output directory.
+    pub db_dir: Option<PathBuf>,
     /// Timing knobs.
     pub timing: Timing,
     /// How long one scenario may take to become quiet.
@@ -68,22 +72,39 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
     let workdir = tempfile::Builder::new().prefix("outbox-trace-").tempdir()?;
     // Our own services live as long as this function: dropped on return, error or panic.
     let mut own = Vec::new();
-    let etcd = match &config.etcd {
-        Some(e) => e.clone(),
-        None => {
-            let s = LocalService::start(ServiceKind::Etcd, workdir.path())?;
-            let url = Endpoint::local(s.url());
-            own.push(s);
-            url
-        }
+    let mut service = |given: &Option<Endpoint>, kind: ServiceKind| -> anyhow::Result<Endpoint> {
+        Ok(match given {
+            Some(e) => e.clone(),
+            None => {
+                let s = LocalService::start(kind, workdir.path())?;
+                let url = Endpoint::local(s.url());
+                own.push(s);
+                url
+            }
+        })
     };
-    let nats = match &config.nats {
-        Some(e) => e.clone(),
-        None => {
-            let s = LocalService::start(ServiceKind::Nats, workdir.path())?;
-            let url = Endpoint::local(s.url());
-            own.push(s);
-            url
+    let shown = |given: &Option<Endpoint>, used: &Endpoint| match given {
+        Some(_) => used.redacted(),
+        None => "local".to_string(),
+    };
+    let (endpoints, shown_endpoints) = match config.backend {
+        BackendKind::EtcdJetstream => {
+            let etcd = service(&config.etcd, ServiceKind::Etcd)?;
+            let nats = service(&config.nats, ServiceKind::Nats)?;
+            let shown =
+                json!({ "etcd": shown(&config.etcd, &etcd), "nats": shown(&config.nats, &nats) });
+            (Endpoints::EtcdJetstream { etcd, nats }, shown)
+        }
+        BackendKind::SqliteRedis => {
+            let redis = service(&config.redis, ServiceKind::Redis)?;
+            let db_dir = config
+                .db_dir
+                .clone()
+                .unwrap_or_else(|| lab_dir(&config.out));
+            std::fs::create_dir_all(&db_dir)
+                .with_context(|| format!("creating {}", db_dir.display()))?;
+            let shown = json!({ "redis": shown(&config.redis, &redis), "db": db_dir.display().to_string() });
+            (Endpoints::SqliteRedis { db_dir, redis }, shown)
         }
     };
 
@@ -98,10 +119,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         "backend": config.backend.name(),
         "protocol": config.protocol.name(),
         "scenarios": config.scenarios.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-        "endpoints": {
-            "etcd": if config.etcd.is_some() { etcd.redacted() } else { "local".to_string() },
-            "nats": if config.nats.is_some() { nats.redacted() } else { "local".to_string() },
-        },
+        "endpoints": shown_endpoints,
         "ack_wait_ms": ack_wait.as_millis() as u64,
         "publish_timeout_ms": timing.publish_timeout.as_millis() as u64,
     })
@@ -133,11 +151,10 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
             );
         }
         let connection = Connection {
-            kind: config.backend,
-            store: etcd.clone(),
-            broker: nats.clone(),
+            endpoints: endpoints.clone(),
             namespace: Namespace::new(&run_id, name.as_str()),
             ack_wait,
+            member: String::new(),
         };
         match run_scenario(&env, &name.scenario(), &connection).await {
             Ok(true) => {}
@@ -157,6 +174,11 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
     }
     let tallies = tallies.lock().expect("tally lock").clone();
     print_summary(&run_id, config, &tallies, events);
+    if config.backend == BackendKind::SqliteRedis {
+        for path in write_lab_lines(&lab_dir(&config.out), &tallies)? {
+            println!("wrote {}", path.display());
+        }
+    }
     if let Some(path) = &config.report {
         let body = serde_json::to_string_pretty(&lab_json(&run_id, config, &tallies))?;
         std::fs::write(path, body + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -165,6 +187,12 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         unrecovered,
         interrupted: interrupted.load(std::sync::atomic::Ordering::Relaxed),
     })
+}
+
+/// The run's output directory: `<out-dir>/<out-stem>/` (the lab files and the SQLite databases).
+pub fn lab_dir(out: &std::path::Path) -> PathBuf {
+    let stem = out.file_stem().unwrap_or_default();
+    out.with_file_name(stem)
 }
 
 fn new_run_id() -> String {

@@ -1,14 +1,26 @@
-//! The scenarios: which tasks are created, how many workers run, and which faults are armed in which
-//! actor. One table, so a new scenario is a new row.
+//! The scenarios: which tasks are created, how many workers run, which faults are armed in which
+//! actor. One table, so a new scenario is a new row; every scenario but `dual-write` runs on every
+//! backend.
 
+use crate::backend::BackendKind;
 use crate::faults::{CrashPoint, Fault};
 use crate::protocol::TaskSpec;
 
 /// A scenario the recorder can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScenarioName {
+    /// The API saves an order and publishes it directly, without an outbox; the publish fails.
+    DualWrite,
+    /// Three orders, each with its outbox row in one transaction; a fourth fails before its commit.
+    PlaceOrder,
+    /// The relay runs to completion twice; the second run publishes nothing.
+    RelayIdempotent,
+    /// One order's three events, committed back to back, go out in ascending `seq`.
+    AggregateOrder,
     /// The outbox is committed and the relay dies right before publishing; its next life publishes.
     CrashBeforePublish,
+    /// The relay publishes and dies before marking; its next life publishes the same event again.
+    RelayCrash,
     /// The first publish's ACK is lost; the retry stores a second copy that the worker suppresses.
     LostPublishAck,
     /// The worker commits and dies before its ACK; the redelivery is recognised and ACKed.
@@ -16,8 +28,18 @@ pub enum ScenarioName {
     /// The API dies after accepting a task; the client retries with the same idempotency key.
     CrashAfterAccept,
     /// Two workers commit at once, each pausing between its read and its commit; the counter's
-    /// revision guard turns the race into a retry.
+    /// guard turns the race into a retry.
     ConcurrentWorkers,
+}
+
+/// How the API publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApiMode {
+    /// Task and outbox record in the store; the relay publishes.
+    Outbox,
+    /// Task in the store, then a direct publish to the broker: the dual write the outbox replaces.
+    DualWrite,
 }
 
 /// Everything that defines a scenario's run.
@@ -27,20 +49,31 @@ pub struct Scenario {
     pub name: ScenarioName,
     /// Worker processes.
     pub workers: usize,
+    /// How the API publishes.
+    pub api_mode: ApiMode,
+    /// The API's broker address points at a closed port (a real refused connection).
+    pub api_broker_down: bool,
     /// Faults armed in the API's first life.
     pub api: Vec<Fault>,
     /// Faults armed in the relay's first life.
     pub relay: Vec<Fault>,
     /// Faults armed in every worker's first life.
     pub worker: Vec<Fault>,
+    /// How many times the relay runs until quiet (a second run must find nothing to do).
+    pub relay_runs: u32,
     /// The tasks the API creates.
     pub tasks: Vec<TaskSpec>,
 }
 
 impl ScenarioName {
-    /// Every scenario, in the order `all` runs them.
-    pub const ALL: [ScenarioName; 5] = [
+    /// Every scenario.
+    pub const ALL: [ScenarioName; 10] = [
+        ScenarioName::DualWrite,
+        ScenarioName::PlaceOrder,
+        ScenarioName::RelayIdempotent,
+        ScenarioName::AggregateOrder,
         ScenarioName::CrashBeforePublish,
+        ScenarioName::RelayCrash,
         ScenarioName::LostPublishAck,
         ScenarioName::LostConsumerAck,
         ScenarioName::CrashAfterAccept,
@@ -50,12 +83,41 @@ impl ScenarioName {
     /// The name written to the trace's `scenario` column.
     pub fn as_str(self) -> &'static str {
         match self {
+            ScenarioName::DualWrite => "dual-write",
+            ScenarioName::PlaceOrder => "place-order",
+            ScenarioName::RelayIdempotent => "relay-idempotent",
+            ScenarioName::AggregateOrder => "aggregate-order",
             ScenarioName::CrashBeforePublish => "crash-before-publish",
+            ScenarioName::RelayCrash => "relay-crash",
             ScenarioName::LostPublishAck => "lost-publish-ack",
             ScenarioName::LostConsumerAck => "lost-consumer-ack",
             ScenarioName::CrashAfterAccept => "crash-after-accept",
             ScenarioName::ConcurrentWorkers => "concurrent-workers",
         }
+    }
+
+    /// Whether the scenario runs on `backend`. The dual write needs a broker the API reaches on
+    /// first use (Redis); NATS clients connect up front.
+    pub fn runs_on(self, backend: BackendKind) -> bool {
+        self != ScenarioName::DualWrite || backend == BackendKind::SqliteRedis
+    }
+
+    /// The scenarios `all` means on `backend`, in order.
+    pub fn all_on(backend: BackendKind) -> Vec<ScenarioName> {
+        let mut names: Vec<ScenarioName> = Self::ALL
+            .into_iter()
+            .filter(|s| s.runs_on(backend))
+            .collect();
+        if backend == BackendKind::EtcdJetstream {
+            // The lab 03 scenarios first.
+            let lab = [
+                ScenarioName::CrashBeforePublish,
+                ScenarioName::LostPublishAck,
+                ScenarioName::LostConsumerAck,
+            ];
+            names.sort_by_key(|n| !lab.contains(n));
+        }
+        names
     }
 
     /// The scenario's definition.
@@ -64,13 +126,40 @@ impl ScenarioName {
         let mut s = Scenario {
             name: self,
             workers: 1,
+            api_mode: ApiMode::Outbox,
+            api_broker_down: false,
             api: Vec::new(),
             relay: Vec::new(),
             worker: Vec::new(),
-            tasks: lab_tasks(),
+            relay_runs: 1,
+            tasks: lab_tasks("account-1", "task.created"),
         };
         match self {
+            ScenarioName::DualWrite => {
+                s.api_mode = ApiMode::DualWrite;
+                s.api_broker_down = true;
+                s.tasks.truncate(1);
+            }
+            ScenarioName::PlaceOrder => {
+                let mut failing = lab_tasks("account-1", "task.created")[0].clone();
+                failing.task_id = "task-4".into();
+                failing.idempotency_key = "key-4".into();
+                failing.fail_before_commit = true;
+                s.tasks.push(failing);
+            }
+            ScenarioName::RelayIdempotent => s.relay_runs = 2,
+            ScenarioName::AggregateOrder => {
+                s.tasks = lab_tasks("order-1", "");
+                for (task, kind) in
+                    s.tasks
+                        .iter_mut()
+                        .zip(["order.created", "order.paid", "order.shipped"])
+                {
+                    task.event_type = kind.to_string();
+                }
+            }
             ScenarioName::CrashBeforePublish => s.relay = crash(CrashPoint::RelayBeforePublish),
+            ScenarioName::RelayCrash => s.relay = crash(CrashPoint::RelayBetweenPublishAndMark),
             ScenarioName::LostPublishAck => s.relay = vec![Fault::LosePublishAck],
             ScenarioName::LostConsumerAck => {
                 s.worker = crash(CrashPoint::WorkerBetweenCommitAndAck)
@@ -86,7 +175,7 @@ impl ScenarioName {
 }
 
 /// The lab's three tasks: effects 2, 3 and 5 (counter 10), in one aggregate.
-pub fn lab_tasks() -> Vec<TaskSpec> {
+pub fn lab_tasks(aggregate: &str, event_type: &str) -> Vec<TaskSpec> {
     [2, 3, 5]
         .iter()
         .enumerate()
@@ -94,7 +183,9 @@ pub fn lab_tasks() -> Vec<TaskSpec> {
             task_id: format!("task-{}", i + 1),
             idempotency_key: format!("key-{}", i + 1),
             amount: *amount,
-            aggregate_id: "account-1".to_string(),
+            aggregate_id: aggregate.to_string(),
+            event_type: event_type.to_string(),
+            fail_before_commit: false,
         })
         .collect()
 }

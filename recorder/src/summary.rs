@@ -86,3 +86,73 @@ pub fn print_summary(run_id: &str, config: &RunConfig, tallies: &[(String, Tally
         );
     }
 }
+
+/// Writes the dual-write lab's files from the scenarios' `observed` ground truth: `dualwrite.out`,
+/// `order_check.out`, `atleastonce.out` and the four-line `report.txt`. Returns the paths written.
+pub fn write_lab_lines(
+    dir: &std::path::Path,
+    tallies: &[(String, Tally)],
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let observed = |name: &str| {
+        tallies
+            .iter()
+            .find(|(s, _)| s == name)
+            .and_then(|(_, t)| t.observed.clone())
+    };
+    let mut files = Vec::new();
+    let mut write = |file: &str, text: String| -> std::io::Result<()> {
+        let path = dir.join(file);
+        std::fs::write(&path, text)?;
+        files.push(path);
+        Ok(())
+    };
+    if let Some(o) = observed("dual-write") {
+        let (orders, published) = (
+            o["orders"].as_u64().unwrap_or(0),
+            o["enqueued"].as_u64().unwrap_or(0),
+        );
+        let word = if orders == published {
+            "CONSISTENT"
+        } else {
+            "INCONSISTENT"
+        };
+        write(
+            "dualwrite.out",
+            format!("{word} orders={orders} published={published}\n"),
+        )?;
+    }
+    if let Some(o) = observed("aggregate-order") {
+        let line = if o["order_ok"] == true {
+            "ORDER OK"
+        } else {
+            "ORDER VIOLATED"
+        };
+        write("order_check.out", format!("{line}\n"))?;
+    }
+    if let Some(o) = observed("relay-crash") {
+        let line = match o["duplicates"].as_object().and_then(|d| d.iter().next()) {
+            Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
+            None => "NO DUPLICATE".to_string(),
+        };
+        write("atleastonce.out", format!("{line}\n"))?;
+    }
+    let sum = |key: &str| -> u64 {
+        tallies
+            .iter()
+            .filter_map(|(_, t)| t.observed.as_ref())
+            .filter_map(|o| o[key].as_u64())
+            .sum()
+    };
+    write(
+        "report.txt",
+        format!(
+            "orders={}\noutbox={}\nenqueued={}\nprocessed_unique={}\n",
+            sum("orders"),
+            sum("outbox"),
+            sum("enqueued"),
+            sum("processed_unique")
+        ),
+    )?;
+    Ok(files)
+}

@@ -17,7 +17,9 @@ use etcd_client::{
 use futures::StreamExt;
 use serde_json::json;
 
-use super::{BackendError, Broker, Connection, Control, Delivery, Progress, Store};
+use super::{
+    Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
+};
 use crate::protocol::{
     CommitRules, Committed, Created, Intent, Published, Snapshot, TaskSpec, Timing,
 };
@@ -40,27 +42,31 @@ pub struct EtcdJetStream {
     timing: Timing,
 }
 
-impl EtcdJetStream {
-    /// Connects to both services and checks that each answers.
-    pub async fn connect(conn: &Connection, timing: Timing) -> Result<Self, BackendError> {
+impl Backend for EtcdJetStream {
+    async fn connect(conn: &Connection, timing: Timing) -> Result<Self, BackendError> {
+        let Endpoints::EtcdJetstream { etcd, nats } = &conn.endpoints else {
+            return Err(BackendError::Store(
+                "not an etcd + JetStream connection".into(),
+            ));
+        };
         let etcd_unreachable = |reason: String| BackendError::Unreachable {
             service: "etcd",
-            endpoint: conn.store.redacted(),
+            endpoint: etcd.redacted(),
             reason,
         };
         let mut options = etcd_client::ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(3))
             .with_timeout(Duration::from_secs(10));
-        if let Some((user, password)) = conn.store.credentials() {
+        if let Some((user, password)) = etcd.credentials() {
             options = options.with_user(user, password);
         }
-        let scheme = if conn.store.secret_url().starts_with("https") {
+        let scheme = if etcd.secret_url().starts_with("https") {
             "https"
         } else {
             "http"
         };
         let client = etcd_client::Client::connect(
-            [format!("{scheme}://{}", conn.store.host_port())],
+            [format!("{scheme}://{}", etcd.host_port())],
             Some(options),
         )
         .await
@@ -73,21 +79,20 @@ impl EtcdJetStream {
         let mut nats_options = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(3))
             .max_reconnects(None);
-        if let Some((user, password)) = conn.broker.credentials() {
+        if let Some((user, password)) = nats.credentials() {
             nats_options = if password.is_empty() {
                 nats_options.token(user)
             } else {
                 nats_options.user_and_password(user, password)
             };
         }
-        let nats = nats_options
-            .connect(conn.broker.host_port())
-            .await
-            .map_err(|e| BackendError::Unreachable {
+        let nats = nats_options.connect(nats.host_port()).await.map_err(|e| {
+            BackendError::Unreachable {
                 service: "nats",
-                endpoint: conn.broker.redacted(),
+                endpoint: nats.redacted(),
                 reason: one_line(&e),
-            })?;
+            }
+        })?;
         let js = jetstream::new(nats.clone());
         Ok(EtcdJetStream {
             kv,
@@ -103,7 +108,9 @@ impl EtcdJetStream {
             timing,
         })
     }
+}
 
+impl EtcdJetStream {
     fn key(&self, rest: &str) -> String {
         format!("{}{rest}", self.prefix)
     }
@@ -150,11 +157,15 @@ impl EtcdJetStream {
 
 impl Store for EtcdJetStream {
     async fn create(&self, task: &TaskSpec, with_intent: bool) -> Result<Created, BackendError> {
+        if task.fail_before_commit {
+            // An etcd transaction is all or nothing: not sending it is the rollback.
+            return Ok(Created::RolledBack);
+        }
         let idem = self.key(&format!("idem/{}", task.idempotency_key));
         let mut ops = vec![
             TxnOp::put(
                 self.key(&format!("task/{}", task.task_id)),
-                task_json(task, "accepted"),
+                task_json(&task.intent(), "accepted"),
                 None,
             ),
             TxnOp::put(idem.clone(), task.task_id.clone(), None),
@@ -292,12 +303,6 @@ impl Store for EtcdJetStream {
             None => None,
         };
         let counter = read.counter + intent.amount;
-        let task = TaskSpec {
-            task_id: intent.task_id.clone(),
-            idempotency_key: String::new(),
-            amount: intent.amount,
-            aggregate_id: intent.aggregate_id.clone(),
-        };
         let txn = Txn::new()
             .when(compares)
             .and_then([
@@ -309,7 +314,7 @@ impl Store for EtcdJetStream {
                 ),
                 TxnOp::put(
                     self.key(&format!("task/{}", intent.task_id)),
-                    task_json(&task, "done"),
+                    task_json(intent, "done"),
                     None,
                 ),
                 TxnOp::put(counter_key, counter.to_string(), None),
@@ -331,14 +336,7 @@ impl Store for EtcdJetStream {
 
 impl EtcdJetStream {
     fn put_pending(&self, task: &TaskSpec) -> TxnOp {
-        let intent = Intent {
-            event_id: task.event_id(),
-            task_id: task.task_id.clone(),
-            aggregate_id: task.aggregate_id.clone(),
-            aggregate_seq: 0,
-            amount: task.amount,
-            revision: 0,
-        };
+        let intent = task.intent();
         TxnOp::put(
             self.key(&format!("outbox/pending/{}", intent.event_id)),
             serde_json::to_vec(&intent).expect("intent serialises"),
@@ -505,12 +503,12 @@ impl Control for EtcdJetStream {
     }
 }
 
-fn task_json(task: &TaskSpec, status: &str) -> String {
+fn task_json(intent: &Intent, status: &str) -> String {
     json!({
-        "task_id": task.task_id,
-        "event_id": task.event_id(),
-        "amount": task.amount,
-        "aggregate_id": task.aggregate_id,
+        "task_id": intent.task_id,
+        "event_id": intent.event_id,
+        "amount": intent.amount,
+        "aggregate_id": intent.aggregate_id,
         "status": status,
     })
     .to_string()

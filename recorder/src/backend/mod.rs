@@ -5,7 +5,9 @@
 //! around a scenario: create the namespace, watch for quiet, and read the ground truth back.
 
 pub mod etcd_jetstream;
+pub mod sqlite_redis;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +42,8 @@ pub enum BackendError {
 pub enum BackendKind {
     /// etcd for the store, NATS JetStream for the broker.
     EtcdJetstream,
+    /// A SQLite file for the outbox, a Redis list for the broker, Redis for the effect.
+    SqliteRedis,
 }
 
 impl BackendKind {
@@ -47,6 +51,7 @@ impl BackendKind {
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::EtcdJetstream => "etcd-jetstream",
+            BackendKind::SqliteRedis => "sqlite-redis",
         }
     }
 }
@@ -54,6 +59,8 @@ impl BackendKind {
 /// Where one scenario lives inside the shared services, so scenarios never see each other.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Namespace {
+    /// The scenario's name (names its database file where the store is a file).
+    pub scenario: String,
     /// Key prefix in the store.
     pub prefix: String,
     /// Stream (or list) name.
@@ -72,6 +79,7 @@ impl Namespace {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
         Namespace {
+            scenario: scenario.to_string(),
             prefix: format!("/outbox-trace/{run_id}/{scenario}/"),
             stream: format!("OT_{token}"),
             subject: format!("outbox-trace.{token}.tasks"),
@@ -80,20 +88,58 @@ impl Namespace {
     }
 }
 
+/// Where a backend's services are.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "backend")]
+pub enum Endpoints {
+    /// etcd and NATS.
+    EtcdJetstream {
+        /// etcd's client URL.
+        etcd: Endpoint,
+        /// NATS' client URL.
+        nats: Endpoint,
+    },
+    /// A SQLite directory and Redis.
+    SqliteRedis {
+        /// The directory holding one database file per scenario.
+        db_dir: PathBuf,
+        /// Redis' URL.
+        redis: Endpoint,
+    },
+}
+
+impl Endpoints {
+    /// Which backend these endpoints are for.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Endpoints::EtcdJetstream { .. } => BackendKind::EtcdJetstream,
+            Endpoints::SqliteRedis { .. } => BackendKind::SqliteRedis,
+        }
+    }
+}
+
 /// Everything an actor needs to connect: endpoints (with credentials, passed only over a pipe) and
 /// the namespace.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Connection {
-    /// Which backend.
-    pub kind: BackendKind,
-    /// The store's endpoint.
-    pub store: Endpoint,
-    /// The broker's endpoint.
-    pub broker: Endpoint,
+    /// Where the services are.
+    pub endpoints: Endpoints,
     /// The scenario's namespace.
     pub namespace: Namespace,
     /// The consumer's AckWait.
     pub ack_wait: Duration,
+    /// Who connects (`worker-2`, ...): names a consumer's own in-flight list where the broker needs one.
+    pub member: String,
+}
+
+/// A backend: the store, the broker, and the recorder's control over both.
+#[allow(async_fn_in_trait)]
+pub trait Backend: Store + Broker + Control + Sized {
+    /// Connects to the services and checks that each answers.
+    async fn connect(
+        connection: &Connection,
+        timing: crate::protocol::Timing,
+    ) -> Result<Self, BackendError>;
 }
 
 /// One delivery of one copy.
@@ -113,7 +159,8 @@ pub struct Delivery<H> {
 #[allow(async_fn_in_trait)]
 pub trait Store {
     /// Writes the task and its idempotency key, and the outbox record too when `with_intent`,
-    /// in one transaction, unless the key exists.
+    /// in one transaction, unless the key exists. A task marked `fail_before_commit` is written
+    /// and then rolled back: nothing of it remains.
     async fn create(&self, task: &TaskSpec, with_intent: bool) -> Result<Created, BackendError>;
     /// Writes the outbox record alone (the broken `split-outbox` path). Returns `(store_rev,
     /// aggregate_seq)`.
@@ -159,11 +206,11 @@ pub struct Progress {
 /// The recorder's own view of a scenario's services.
 #[allow(async_fn_in_trait)]
 pub trait Control {
-    /// Creates the stream and consumer (or lists) of the namespace.
+    /// Creates the stream and consumer (or tables) of the namespace, from scratch.
     async fn setup(&self) -> Result<(), BackendError>;
     /// Reads the progress.
     async fn progress(&self) -> Result<Progress, BackendError>;
     /// Reads the ground truth back: stream messages, counter, results, dedup keys, pending outbox
-    /// records, tasks.
+    /// records, tasks; and whatever else the backend's lab reports (orders, enqueued, duplicates).
     async fn observe(&self) -> Result<serde_json::Value, BackendError>;
 }

@@ -2,24 +2,70 @@
 //!
 //! Creating again with the same idempotency key returns the task created before and writes nothing.
 //! The broken `split-outbox` variant writes the outbox record in a second transaction, so a crash
-//! between the two leaves an accepted task that will never be published.
+//! between the two leaves an accepted task that will never be published. The dual-write mode is
+//! what the outbox replaces: save the task, then publish it directly.
 
 use outbox_trace::Kind;
+use serde_json::json;
 
-use super::{intent_event, Created, Intent, TaskSpec};
+use super::{intent_event, Created, Published, TaskSpec};
 use crate::actor::ActorCtx;
-use crate::backend::Store;
+use crate::backend::{Broker, Store};
 use crate::faults::CrashPoint;
+use crate::scenario::ApiMode;
 
 /// Creates every task in order.
-pub async fn create_all<S: Store>(
+pub async fn create_all<B: Store + Broker>(
     ctx: &mut ActorCtx,
-    store: &S,
+    backend: &B,
     tasks: &[TaskSpec],
+    mode: ApiMode,
 ) -> anyhow::Result<()> {
     for task in tasks {
-        create(ctx, store, task).await?;
+        match mode {
+            ApiMode::Outbox => create(ctx, backend, task).await?,
+            ApiMode::DualWrite => dual_write(ctx, backend, task).await?,
+        }
     }
+    Ok(())
+}
+
+/// Saves the task without an outbox record, then publishes it straight to the broker. If the
+/// publish fails, the saved task is never published by anyone.
+pub async fn dual_write<B: Store + Broker>(
+    ctx: &mut ActorCtx,
+    backend: &B,
+    task: &TaskSpec,
+) -> anyhow::Result<()> {
+    let Created::Accepted { store_rev, .. } = backend.create(task, false).await? else {
+        return Ok(());
+    };
+    let intent = task.intent();
+    let mut accepted = intent_event(Kind::TaskAccepted, &intent);
+    accepted.store_rev = Some(store_rev);
+    ctx.emit(accepted);
+    let mut sent = intent_event(Kind::PublishAttempt, &intent);
+    sent.attempt = Some(1);
+    ctx.emit(sent);
+    let mut outcome = match backend.publish(&intent, false, false).await {
+        Published::Acked { broker_seq, .. } => {
+            let mut e = intent_event(Kind::PublishAcked, &intent);
+            e.broker_seq = Some(broker_seq);
+            e
+        }
+        Published::Unacked { reason } => {
+            let mut e = intent_event(Kind::PublishUnacked, &intent);
+            e.detail = Some(json!({ "reason": reason }).to_string());
+            e
+        }
+        Published::Failed { reason } => {
+            let mut e = intent_event(Kind::PublishFailed, &intent);
+            e.detail = Some(json!({ "reason": reason }).to_string());
+            e
+        }
+    };
+    outcome.attempt = Some(1);
+    ctx.emit(outcome);
     Ok(())
 }
 
@@ -29,14 +75,7 @@ pub async fn create<S: Store>(
     store: &S,
     task: &TaskSpec,
 ) -> anyhow::Result<()> {
-    let mut intent = Intent {
-        event_id: task.event_id(),
-        task_id: task.task_id.clone(),
-        aggregate_id: task.aggregate_id.clone(),
-        aggregate_seq: 0,
-        amount: task.amount,
-        revision: 0,
-    };
+    let mut intent = task.intent();
     let atomic = ctx.protocol.atomic_intent();
     let Created::Accepted {
         store_rev,

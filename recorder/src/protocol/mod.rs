@@ -104,12 +104,30 @@ pub struct TaskSpec {
     pub amount: i64,
     /// The ordering group of the task's event.
     pub aggregate_id: String,
+    /// The event's type (`task.created`, `order.paid`, ...).
+    pub event_type: String,
+    /// Fail the create after writing and before committing (it must leave nothing behind).
+    #[serde(default)]
+    pub fail_before_commit: bool,
 }
 
 impl TaskSpec {
     /// The stable id of the event this task publishes: the same on every copy and delivery.
     pub fn event_id(&self) -> String {
         format!("evt-{}", self.task_id)
+    }
+
+    /// The outbox record this task's create writes (its `aggregate_seq` is assigned at commit).
+    pub fn intent(&self) -> Intent {
+        Intent {
+            event_id: self.event_id(),
+            task_id: self.task_id.clone(),
+            aggregate_id: self.aggregate_id.clone(),
+            aggregate_seq: 0,
+            amount: self.amount,
+            event_type: self.event_type.clone(),
+            revision: 0,
+        }
     }
 }
 
@@ -127,6 +145,9 @@ pub struct Intent {
     pub aggregate_seq: u64,
     /// The effect's size.
     pub amount: i64,
+    /// The event's type.
+    #[serde(default)]
+    pub event_type: String,
     /// The record's revision when read, for the mark's guard (not part of the message).
     #[serde(skip)]
     pub revision: i64,
@@ -147,6 +168,8 @@ pub enum Created {
         /// The existing task.
         task_id: String,
     },
+    /// The create failed before its commit and was rolled back.
+    RolledBack,
 }
 
 /// What the broker answered to a publish.

@@ -1,0 +1,662 @@
+//! The outbox in a SQLite file, the broker in a Redis list, the effect in Redis (the dual-write lab).
+//!
+//! SQLite: `orders(id, sku, qty)`, `outbox(event_id, aggregate_id, seq, event_type, payload,
+//! status DEFAULT 'PENDING')` with a partial index on pending rows, `idempotency(key, order_id)` and
+//! `store_rev(rev)`, a per-commit number bumped inside every transaction the trace reports.
+//!
+//! Redis, under the scenario's prefix: the list `outbox.events` is the queue; every push also goes to
+//! `outbox.log` (append-only, the ground truth of what was enqueued) and gets a number from `seq`,
+//! the copy's `broker_seq`. A publish is one Lua script (INCR + RPUSH + RPUSH); its reply is the
+//! publish ACK. The consumer moves an item to its own `processing:<member>` list (LMOVE) and counts
+//! the delivery in `deliveries`; its ACK is the LREM from that list after the commit; a restarted
+//! consumer first moves its unACKed items back to the queue's head, so a crash between effect and
+//! ACK is a real redelivery. The effect (dedup key + `processed` result + `counter`) is one Lua
+//! script. Redis' commit numbers start at 2^40 so they never equal a SQLite `store_rev`.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde_json::json;
+
+use super::{
+    Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
+};
+use crate::endpoints::Endpoint;
+use crate::protocol::{
+    CommitRules, Committed, Created, Intent, Published, Snapshot, TaskSpec, Timing,
+};
+
+/// Redis commit numbers start here, above any SQLite `store_rev`.
+pub const REDIS_REV_BASE: i64 = 1 << 40;
+
+const PUBLISH: &str = r"
+if ARGV[3] == '1' then
+  local prior = redis.call('HGET', KEYS[4], ARGV[2])
+  if prior then return {tonumber(prior), 1} end
+end
+local n = redis.call('INCR', KEYS[3])
+local item = n .. '|' .. ARGV[1]
+redis.call('RPUSH', KEYS[1], item)
+redis.call('RPUSH', KEYS[2], item)
+if ARGV[3] == '1' then redis.call('HSET', KEYS[4], ARGV[2], n) end
+return {n, 0}
+";
+
+const FETCH: &str = r"
+local item = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+if not item then return false end
+local seq = string.match(item, '^(%d+)|')
+local n = redis.call('HINCRBY', KEYS[3], seq, 1)
+return {item, n}
+";
+
+const RECOVER: &str = r"
+local n = 0
+while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do n = n + 1 end
+return n
+";
+
+const COMMIT: &str = r"
+if ARGV[4] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
+local current = tonumber(redis.call('GET', KEYS[3]) or '0')
+if ARGV[5] == '1' and current ~= tonumber(ARGV[6]) then return {3} end
+local counter = tonumber(ARGV[6]) + tonumber(ARGV[3])
+if tonumber(ARGV[7]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[7])
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('SET', KEYS[3], counter)
+local rev = redis.call('INCR', KEYS[4])
+return {1, rev, counter}
+";
+
+/// A connection to one scenario's database file and Redis keys.
+pub struct SqliteRedis {
+    db: Mutex<rusqlite::Connection>,
+    db_path: PathBuf,
+    redis: Endpoint,
+    client: redis::Client,
+    conn: tokio::sync::OnceCell<MultiplexedConnection>,
+    prefix: String,
+    member: String,
+    recovered: tokio::sync::OnceCell<()>,
+    timing: Timing,
+}
+
+impl Backend for SqliteRedis {
+    async fn connect(conn: &Connection, timing: Timing) -> Result<Self, BackendError> {
+        let Endpoints::SqliteRedis { db_dir, redis } = &conn.endpoints else {
+            return Err(BackendError::Store(
+                "not a SQLite + Redis connection".into(),
+            ));
+        };
+        let db_path = db_dir.join(format!("{}.db", conn.namespace.scenario));
+        let db = open_db(&db_path)?;
+        let client =
+            redis::Client::open(redis.secret_url()).map_err(|e| BackendError::Unreachable {
+                service: "redis",
+                endpoint: redis.redacted(),
+                reason: one_line(&e),
+            })?;
+        Ok(SqliteRedis {
+            db: Mutex::new(db),
+            db_path,
+            redis: redis.clone(),
+            client,
+            conn: tokio::sync::OnceCell::new(),
+            prefix: format!("{}:", conn.namespace.stream),
+            member: conn.member.clone(),
+            recovered: tokio::sync::OnceCell::new(),
+            timing,
+        })
+    }
+}
+
+fn open_db(path: &std::path::Path) -> Result<rusqlite::Connection, BackendError> {
+    let db = rusqlite::Connection::open(path)
+        .map_err(|e| BackendError::Store(format!("{}: {e}", path.display())))?;
+    db.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+    db.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+    Ok(db)
+}
+
+impl SqliteRedis {
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The Redis connection, made on first use (so a create that never publishes never needs Redis).
+    async fn redis(&self) -> Result<MultiplexedConnection, BackendError> {
+        self.conn
+            .get_or_try_init(|| async {
+                let connect = self.client.get_multiplexed_async_connection();
+                match tokio::time::timeout(Duration::from_secs(3), connect).await {
+                    Ok(Ok(c)) => Ok(c),
+                    Ok(Err(e)) => Err(self.unreachable(one_line(&e))),
+                    Err(_) => Err(self.unreachable("no answer within 3 s".into())),
+                }
+            })
+            .await
+            .cloned()
+    }
+
+    fn unreachable(&self, reason: String) -> BackendError {
+        BackendError::Unreachable {
+            service: "redis",
+            endpoint: self.redis.redacted(),
+            reason,
+        }
+    }
+
+    fn with_db<T>(
+        &self,
+        f: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, BackendError> {
+        let mut db = self.db.lock().expect("db lock");
+        f(&mut db).map_err(sql)
+    }
+
+    /// Sends a publish and never reads the reply: Redis performs it, the ACK is lost for real.
+    async fn publish_without_reply(&self, args: &[String]) -> Result<(), String> {
+        let host_port = self.redis.host_port();
+        let mut stream = std::net::TcpStream::connect(&host_port).map_err(|e| e.to_string())?;
+        let mut request = Vec::new();
+        if let Some((user, password)) = self.redis.credentials() {
+            let auth: Vec<String> = if password.is_empty() {
+                vec!["AUTH".into(), user]
+            } else {
+                vec!["AUTH".into(), user, password]
+            };
+            resp(&mut request, &auth);
+        }
+        resp(&mut request, args);
+        stream.write_all(&request).map_err(|e| e.to_string())?;
+        stream
+            .shutdown(std::net::Shutdown::Write)
+            .map_err(|e| e.to_string())?;
+        tokio::time::sleep(self.timing.publish_timeout).await;
+        Ok(())
+    }
+}
+
+/// Encodes one command in the Redis protocol.
+fn resp(out: &mut Vec<u8>, args: &[String]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+}
+
+fn bump_rev(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<i64> {
+    tx.query_row(
+        "UPDATE store_rev SET rev = rev + 1 RETURNING rev",
+        [],
+        |r| r.get(0),
+    )
+}
+
+fn next_seq(tx: &rusqlite::Transaction<'_>, aggregate: &str) -> rusqlite::Result<u64> {
+    tx.query_row(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox WHERE aggregate_id = ?1",
+        [aggregate],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|s| s as u64)
+}
+
+fn insert_intent(tx: &rusqlite::Transaction<'_>, task: &TaskSpec) -> rusqlite::Result<u64> {
+    let seq = next_seq(tx, &task.aggregate_id)?;
+    let mut intent = task.intent();
+    intent.aggregate_seq = seq;
+    tx.execute(
+        "INSERT INTO outbox(event_id, aggregate_id, seq, event_type, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            intent.event_id,
+            intent.aggregate_id,
+            seq as i64,
+            intent.event_type,
+            serde_json::to_string(&intent).expect("intent serialises")
+        ],
+    )?;
+    Ok(seq)
+}
+
+impl Store for SqliteRedis {
+    async fn create(&self, task: &TaskSpec, with_intent: bool) -> Result<Created, BackendError> {
+        self.with_db(|db| {
+            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT order_id FROM idempotency WHERE key = ?1",
+                    [&task.idempotency_key],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(task_id) = existing {
+                return Ok(Created::Existing { task_id });
+            }
+            tx.execute(
+                "INSERT INTO orders(id, sku, qty) VALUES (?1, ?2, ?3)",
+                params![
+                    task.task_id,
+                    format!("sku-{}", task.aggregate_id),
+                    task.amount
+                ],
+            )?;
+            tx.execute(
+                "INSERT INTO idempotency(key, order_id) VALUES (?1, ?2)",
+                params![task.idempotency_key, task.task_id],
+            )?;
+            let seq = if with_intent {
+                Some(insert_intent(&tx, task)?)
+            } else {
+                None
+            };
+            if task.fail_before_commit {
+                // Dropping the transaction rolls it back: neither the order nor its outbox row stays.
+                drop(tx);
+                return Ok(Created::RolledBack);
+            }
+            let store_rev = bump_rev(&tx)?;
+            tx.commit()?;
+            Ok(Created::Accepted {
+                store_rev,
+                aggregate_seq: seq,
+            })
+        })
+    }
+
+    async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError> {
+        self.with_db(|db| {
+            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let seq = insert_intent(&tx, task)?;
+            let rev = bump_rev(&tx)?;
+            tx.commit()?;
+            Ok((rev, seq))
+        })
+    }
+
+    async fn pending(&self, limit: usize) -> Result<Vec<Intent>, BackendError> {
+        self.with_db(|db| {
+            let mut stmt = db.prepare_cached(
+                "SELECT payload, seq FROM outbox WHERE status = 'PENDING' ORDER BY aggregate_id, seq LIMIT ?1",
+            )?;
+            let rows = stmt.query_map([limit as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (payload, seq) = row?;
+                let mut intent: Intent = serde_json::from_str(&payload).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+                })?;
+                intent.aggregate_seq = seq as u64;
+                out.push(intent);
+            }
+            Ok(out)
+        })
+    }
+
+    async fn mark_published(&self, intent: &Intent) -> Result<Option<i64>, BackendError> {
+        self.with_db(|db| {
+            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "UPDATE outbox SET status = 'PUBLISHED' WHERE event_id = ?1 AND status = 'PENDING'",
+                [&intent.event_id],
+            )?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            let rev = bump_rev(&tx)?;
+            tx.commit()?;
+            Ok(Some(rev))
+        })
+    }
+
+    async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError> {
+        let mut conn = self.redis().await?;
+        let (exists, counter): (i64, Option<i64>) = redis::pipe()
+            .atomic()
+            .cmd("EXISTS")
+            .arg(self.key(&format!("dedup:{event_id}")))
+            .cmd("GET")
+            .arg(self.key("counter"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        let counter = counter.unwrap_or(0);
+        // The guard compares the counter's value: it only grows, so a changed value is a changed counter.
+        Ok(Snapshot {
+            dedup_present: exists == 1,
+            counter,
+            counter_rev: counter,
+        })
+    }
+
+    async fn commit(
+        &self,
+        intent: &Intent,
+        read: &Snapshot,
+        rules: CommitRules,
+    ) -> Result<Committed, BackendError> {
+        let mut conn = self.redis().await?;
+        let ttl_ms = rules.dedup_ttl.map(|t| t.as_millis() as i64).unwrap_or(0);
+        let result = json!({"task_id": intent.task_id, "amount": intent.amount}).to_string();
+        let reply: Vec<i64> = redis::Script::new(COMMIT)
+            .key(self.key(&format!("dedup:{}", intent.event_id)))
+            .key(self.key("processed"))
+            .key(self.key("counter"))
+            .key(self.key("rev"))
+            .arg(&intent.event_id)
+            .arg(result)
+            .arg(intent.amount)
+            .arg(if rules.require_new_key { "1" } else { "0" })
+            .arg(if rules.guard_counter { "1" } else { "0" })
+            .arg(read.counter)
+            .arg(ttl_ms)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        Ok(match reply.as_slice() {
+            [1, rev, counter] => Committed::Applied {
+                store_rev: REDIS_REV_BASE + rev,
+                counter: *counter,
+            },
+            [2] => Committed::Duplicate,
+            _ => Committed::Conflict,
+        })
+    }
+}
+
+impl Broker for SqliteRedis {
+    type Handle = String;
+
+    async fn publish(&self, intent: &Intent, lose_ack: bool, msg_id: bool) -> Published {
+        let payload = serde_json::to_string(intent).expect("intent serialises");
+        let keys = [
+            self.key("outbox.events"),
+            self.key("outbox.log"),
+            self.key("seq"),
+            self.key("msgids"),
+        ];
+        let use_id = if msg_id { "1" } else { "0" };
+        if lose_ack {
+            let mut args = vec!["EVAL".to_string(), PUBLISH.to_string(), "4".to_string()];
+            args.extend(keys.iter().cloned());
+            args.extend([payload, intent.event_id.clone(), use_id.to_string()]);
+            return match self.publish_without_reply(&args).await {
+                Ok(()) => Published::Unacked {
+                    reason: format!(
+                        "the RPUSH reply was never read (waited {} ms)",
+                        self.timing.publish_timeout.as_millis()
+                    ),
+                },
+                Err(reason) => Published::Failed { reason },
+            };
+        }
+        let mut conn = match self.redis().await {
+            Ok(c) => c,
+            Err(e) => {
+                return Published::Failed {
+                    reason: e.to_string(),
+                }
+            }
+        };
+        let publish = redis::Script::new(PUBLISH);
+        let mut script = publish.prepare_invoke();
+        for k in &keys {
+            script.key(k);
+        }
+        script.arg(payload).arg(&intent.event_id).arg(use_id);
+        match tokio::time::timeout(
+            self.timing.publish_timeout,
+            script.invoke_async::<(u64, i64)>(&mut conn),
+        )
+        .await
+        {
+            Ok(Ok((seq, dup))) => Published::Acked {
+                broker_seq: seq,
+                duplicate: dup == 1,
+            },
+            Ok(Err(e)) => Published::Failed {
+                reason: one_line(&e),
+            },
+            Err(_) => Published::Unacked {
+                reason: format!(
+                    "no reply within {} ms",
+                    self.timing.publish_timeout.as_millis()
+                ),
+            },
+        }
+    }
+
+    async fn fetch(&self) -> Result<Vec<Delivery<Self::Handle>>, BackendError> {
+        let mut conn = self.redis().await?;
+        let processing = self.key(&format!("processing:{}", self.member));
+        self.recovered
+            .get_or_try_init(|| async {
+                let mut c = conn.clone();
+                redis::Script::new(RECOVER)
+                    .key(&processing)
+                    .key(self.key("outbox.events"))
+                    .invoke_async::<i64>(&mut c)
+                    .await
+                    .map(|_| ())
+                    .map_err(broker)
+            })
+            .await?;
+        let started = Instant::now();
+        let mut out = Vec::new();
+        loop {
+            let got: Option<(String, u32)> = redis::Script::new(FETCH)
+                .key(self.key("outbox.events"))
+                .key(&processing)
+                .key(self.key("deliveries"))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(broker)?;
+            match got {
+                Some((item, count)) => {
+                    let (seq, body) = item.split_once('|').ok_or_else(|| {
+                        BackendError::Broker(format!("unreadable item {item:.80}"))
+                    })?;
+                    let broker_seq = seq
+                        .parse()
+                        .map_err(|_| BackendError::Broker(format!("unreadable item {item:.80}")))?;
+                    let intent: Intent = serde_json::from_str(body).map_err(|e| {
+                        BackendError::Broker(format!("unreadable item at {seq}: {e}"))
+                    })?;
+                    out.push(Delivery {
+                        intent,
+                        count,
+                        broker_seq,
+                        handle: item,
+                    });
+                    if out.len() >= self.timing.fetch_batch {
+                        return Ok(out);
+                    }
+                }
+                None if !out.is_empty() || started.elapsed() >= self.timing.fetch_wait => {
+                    return Ok(out)
+                }
+                None => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    async fn ack(&self, delivery: &Delivery<Self::Handle>) -> Result<(), BackendError> {
+        let mut conn = self.redis().await?;
+        let removed: i64 = redis::cmd("LREM")
+            .arg(self.key(&format!("processing:{}", self.member)))
+            .arg(1)
+            .arg(&delivery.handle)
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        if removed == 1 {
+            Ok(())
+        } else {
+            Err(BackendError::Broker(format!(
+                "copy {} was not in flight",
+                delivery.broker_seq
+            )))
+        }
+    }
+}
+
+impl Control for SqliteRedis {
+    async fn setup(&self) -> Result<(), BackendError> {
+        let mut conn = self.redis().await?;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(self.key("*"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        if !keys.is_empty() {
+            redis::cmd("DEL")
+                .arg(&keys)
+                .query_async::<i64>(&mut conn)
+                .await
+                .map_err(broker)?;
+        }
+        self.with_db(|db| {
+            db.execute_batch(
+                "DROP TABLE IF EXISTS orders; DROP TABLE IF EXISTS outbox; DROP TABLE IF EXISTS idempotency;
+                 DROP TABLE IF EXISTS store_rev;
+                 CREATE TABLE orders(id TEXT PRIMARY KEY, sku TEXT NOT NULL, qty INTEGER NOT NULL);
+                 CREATE TABLE outbox(
+                     event_id TEXT PRIMARY KEY,
+                     aggregate_id TEXT NOT NULL,
+                     seq INTEGER NOT NULL,
+                     event_type TEXT NOT NULL,
+                     payload TEXT NOT NULL,
+                     status TEXT NOT NULL DEFAULT 'PENDING',
+                     UNIQUE(aggregate_id, seq));
+                 CREATE INDEX outbox_pending ON outbox(status) WHERE status = 'PENDING';
+                 CREATE TABLE idempotency(key TEXT PRIMARY KEY, order_id TEXT NOT NULL);
+                 CREATE TABLE store_rev(rev INTEGER NOT NULL);
+                 INSERT INTO store_rev VALUES (0);",
+            )
+        })
+    }
+
+    async fn progress(&self) -> Result<Progress, BackendError> {
+        let outbox_pending = self.with_db(|db| {
+            db.query_row(
+                "SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        })? as u64;
+        let mut conn = self.redis().await?;
+        let mut lists: Vec<String> = redis::cmd("KEYS")
+            .arg(self.key("processing:*"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        lists.push(self.key("outbox.events"));
+        let mut broker_pending = 0;
+        for list in lists {
+            broker_pending += redis::cmd("LLEN")
+                .arg(list)
+                .query_async::<u64>(&mut conn)
+                .await
+                .map_err(broker)?;
+        }
+        Ok(Progress {
+            outbox_pending,
+            broker_pending,
+        })
+    }
+
+    async fn observe(&self) -> Result<serde_json::Value, BackendError> {
+        let count = |sql: &str| self.with_db(|db| db.query_row(sql, [], |r| r.get::<_, i64>(0)));
+        let orders = count("SELECT COUNT(*) FROM orders")?;
+        let outbox = count("SELECT COUNT(*) FROM outbox")?;
+        let outbox_pending = count("SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'")?;
+        let mut conn = self.redis().await?;
+        let log: Vec<String> = redis::cmd("LRANGE")
+            .arg(self.key("outbox.log"))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        let processed: i64 = redis::cmd("HLEN")
+            .arg(self.key("processed"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        let dedup: Vec<String> = redis::cmd("KEYS")
+            .arg(self.key("dedup:*"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        let counter: Option<i64> = redis::cmd("GET")
+            .arg(self.key("counter"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        let queue: i64 = redis::cmd("LLEN")
+            .arg(self.key("outbox.events"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+
+        // What the log says: copies per event, and whether each aggregate went out in seq order.
+        let mut copies: BTreeMap<String, u64> = BTreeMap::new();
+        let mut last_seq: BTreeMap<String, u64> = BTreeMap::new();
+        let mut order_ok = true;
+        for item in &log {
+            let Some(intent) = item
+                .split_once('|')
+                .and_then(|(_, b)| serde_json::from_str::<Intent>(b).ok())
+            else {
+                continue;
+            };
+            let n = copies.entry(intent.event_id.clone()).or_default();
+            *n += 1;
+            if *n == 1 {
+                let last = last_seq.entry(intent.aggregate_id.clone()).or_default();
+                if intent.aggregate_seq <= *last {
+                    order_ok = false;
+                }
+                *last = intent.aggregate_seq;
+            }
+        }
+        let duplicates: BTreeMap<&String, &u64> = copies.iter().filter(|(_, n)| **n > 1).collect();
+        Ok(json!({
+            "orders": orders,
+            "outbox": outbox,
+            "outbox_pending": outbox_pending,
+            "enqueued": log.len(),
+            "queue_length": queue,
+            "processed_unique": processed,
+            "stream_messages": log.len(),
+            "results": processed,
+            "dedup_keys": dedup.len(),
+            "counter": counter.unwrap_or(0),
+            "tasks": orders,
+            "duplicates": duplicates,
+            "order_ok": order_ok,
+            "db": self.db_path.display().to_string(),
+        }))
+    }
+}
+
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+fn sql(e: rusqlite::Error) -> BackendError {
+    BackendError::Store(one_line(&e))
+}
+
+fn broker(e: redis::RedisError) -> BackendError {
+    BackendError::Broker(one_line(&e))
+}

@@ -1,8 +1,14 @@
 //! Interning: every string the checks compare (run, scenario, actor, event, task, aggregate) becomes
 //! a small integer once, so the history holds no `String` per row and the checks hash integers.
+//!
+//! Names live in one text arena; the lookup table holds only ids and hashes into the arena, so a
+//! new name costs one copy and no allocation of its own.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::num::NonZeroU32;
+
+use hashbrown::HashTable;
 
 /// A fast, non-cryptographic hash map builder for the analyzer's maps.
 pub type FastState = foldhash::fast::RandomState;
@@ -13,41 +19,86 @@ pub type FastMap<K, V> = HashMap<K, V, FastState>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(NonZeroU32);
 
-/// More distinct strings than an `Id` can number.
+impl Id {
+    fn index(self) -> usize {
+        self.0.get() as usize - 1
+    }
+}
+
+/// More distinct strings than an `Id` can number, or more text than the arena can address.
 #[derive(Debug, thiserror::Error)]
-#[error("more than {} distinct names", u32::MAX - 1)]
+#[error("too many distinct names to index")]
 pub struct TooManyNames;
 
 /// Maps strings to [`Id`]s and back.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Interner {
-    ids: FastMap<Box<str>, Id>,
-    names: Vec<Box<str>>,
+    table: HashTable<Id>,
+    hasher: FastState,
+    text: String,
+    /// End offset in `text` of each name; name `i` starts where name `i - 1` ends.
+    ends: Vec<usize>,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("names", &self.ends.len())
+            .finish()
+    }
 }
 
 impl Interner {
     /// The id of `name`, assigning a new one the first time.
     pub fn intern(&mut self, name: &str) -> Result<Id, TooManyNames> {
-        if let Some(&id) = self.ids.get(name) {
+        let hash = self.hasher.hash_one(name);
+        let (text, ends) = (&self.text, &self.ends);
+        let slice = |id: &Id| {
+            let i = id.index();
+            &text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]]
+        };
+        if let Some(&id) = self.table.find(hash, |id| slice(id) == name) {
             return Ok(id);
         }
-        let next = u32::try_from(self.names.len() + 1).map_err(|_| TooManyNames)?;
+        let next = u32::try_from(self.ends.len() + 1).map_err(|_| TooManyNames)?;
         let id = Id(NonZeroU32::new(next).ok_or(TooManyNames)?);
-        self.names.push(name.into());
-        self.ids.insert(name.into(), id);
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        let (hasher, text, ends) = (&self.hasher, &self.text, &self.ends);
+        self.table.insert_unique(hash, id, |id| {
+            let i = id.index();
+            hasher.hash_one(&text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]])
+        });
         Ok(id)
     }
 
     /// The string behind `id` (empty for an id this interner never gave out).
     pub fn name(&self, id: Id) -> &str {
-        self.names
-            .get(id.0.get() as usize - 1)
-            .map_or("", |n| n.as_ref())
+        let i = id.index();
+        let start = if i == 0 {
+            Some(0)
+        } else {
+            self.ends.get(i - 1).copied()
+        };
+        match (start, self.ends.get(i)) {
+            (Some(start), Some(&end)) => self.text.get(start..end).unwrap_or(""),
+            _ => "",
+        }
     }
 
     /// The string behind an optional id, if any.
     pub fn name_opt(&self, id: Option<Id>) -> Option<&str> {
         id.map(|id| self.name(id))
+    }
+
+    /// How many names are interned.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no name is interned.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
     }
 }
 
@@ -60,8 +111,18 @@ mod tests {
         let mut i = Interner::default();
         let a = i.intern("evt-1").unwrap();
         let b = i.intern("evt-2").unwrap();
+        let empty = i.intern("").unwrap();
         assert_ne!(a, b);
         assert_eq!(i.intern("evt-1").unwrap(), a);
         assert_eq!(i.name(b), "evt-2");
+        assert_eq!(i.name(a), "evt-1");
+        assert_eq!(i.name(empty), "");
+        assert_eq!(i.intern("").unwrap(), empty);
+        for n in 0..10_000 {
+            let id = i.intern(&format!("k{n}")).unwrap();
+            assert_eq!(i.name(id), format!("k{n}"));
+        }
+        assert_eq!(i.intern("evt-2").unwrap(), b);
+        assert_eq!(i.len(), 10_003);
     }
 }

@@ -108,9 +108,25 @@ impl Loaded {
             seqs: SeqCheck::default(),
             unknown: BTreeMap::new(),
         };
-        for batch in file.batches() {
-            state.batch(&batch?, &mut self.names, &mut self.histories)?;
-        }
+        // Decoding (decompression, normalisation) runs on its own thread, one batch ahead of
+        // the indexing here.
+        let (names, histories) = (&mut self.names, &mut self.histories);
+        std::thread::scope(|scope| -> Result<(), LoadError> {
+            let (tx, rx) = std::sync::mpsc::sync_channel(2);
+            scope.spawn(move || {
+                for batch in file.batches() {
+                    let failed = batch.is_err();
+                    if tx.send(batch).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            // On an early return `rx` is dropped, so the decoder stops at its next send.
+            for batch in rx {
+                state.batch(&batch?, names, histories)?;
+            }
+            Ok(())
+        })?;
         state.seqs.finish()?;
         for h in &mut self.histories[first_history..] {
             h.sort();

@@ -7,10 +7,11 @@
 //! Redis, under the scenario's prefix: the list `outbox.events` is the queue; every push also goes to
 //! `outbox.log` (append-only, the ground truth of what was enqueued) and gets a number from `seq`,
 //! the copy's `broker_seq`. A publish is one Lua script (INCR + RPUSH + RPUSH); its reply is the
-//! publish ACK. The consumer moves an item to its own `processing:<member>` list (LMOVE) and counts
-//! the delivery in `deliveries`; its ACK is the LREM from that list after the commit; a restarted
-//! consumer first moves its unACKed items back to the queue's head, so a crash between effect and
-//! ACK is a real redelivery. The effect (dedup key + `processed` result + `counter`) is one Lua
+//! publish ACK. The consumer moves an item to its own `processing:<member>` list (LMOVE), counts the
+//! delivery in `deliveries` and notes the server time in `delivered_at`; its ACK is the LREM from
+//! that list after the commit. Items of its list older than AckWait go back to the queue's head (a
+//! visibility timeout, as JetStream's AckWait), so a crash between effect and ACK is a real
+//! redelivery, after AckWait, to the consumer's next life. The effect (dedup key + `processed` result + `counter`) is one Lua
 //! script. Redis' commit numbers start at 2^40 so they never equal a SQLite `store_rev`.
 
 use std::collections::BTreeMap;
@@ -52,13 +53,27 @@ local item = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
 if not item then return false end
 local seq = string.match(item, '^(%d+)|')
 local n = redis.call('HINCRBY', KEYS[3], seq, 1)
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[4], seq, t[1] * 1000 + math.floor(t[2] / 1000))
 return {item, n}
 ";
 
 const RECOVER: &str = r"
-local n = 0
-while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do n = n + 1 end
-return n
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+local moved = 0
+for i = #items, 1, -1 do
+  local item = items[i]
+  local seq = string.match(item, '^(%d+)|')
+  local at = tonumber(redis.call('HGET', KEYS[3], seq) or '0')
+  if now - at >= tonumber(ARGV[1]) then
+    redis.call('LREM', KEYS[1], 1, item)
+    redis.call('LPUSH', KEYS[2], item)
+    moved = moved + 1
+  end
+end
+return moved
 ";
 
 const COMMIT: &str = r"
@@ -86,7 +101,7 @@ pub struct SqliteRedis {
     conn: tokio::sync::OnceCell<MultiplexedConnection>,
     prefix: String,
     member: String,
-    recovered: tokio::sync::OnceCell<()>,
+    ack_wait: Duration,
     timing: Timing,
 }
 
@@ -113,7 +128,7 @@ impl Backend for SqliteRedis {
             conn: tokio::sync::OnceCell::new(),
             prefix: format!("{}:", conn.namespace.stream),
             member: conn.member.clone(),
-            recovered: tokio::sync::OnceCell::new(),
+            ack_wait: conn.ack_wait,
             timing,
         })
     }
@@ -438,18 +453,15 @@ impl Broker for SqliteRedis {
     async fn fetch(&self) -> Result<Vec<Delivery<Self::Handle>>, BackendError> {
         let mut conn = self.redis().await?;
         let processing = self.key(&format!("processing:{}", self.member));
-        self.recovered
-            .get_or_try_init(|| async {
-                let mut c = conn.clone();
-                redis::Script::new(RECOVER)
-                    .key(&processing)
-                    .key(self.key("outbox.events"))
-                    .invoke_async::<i64>(&mut c)
-                    .await
-                    .map(|_| ())
-                    .map_err(broker)
-            })
-            .await?;
+        // Our own in-flight copies older than AckWait go back to the queue first.
+        redis::Script::new(RECOVER)
+            .key(&processing)
+            .key(self.key("outbox.events"))
+            .key(self.key("delivered_at"))
+            .arg(self.ack_wait.as_millis() as u64)
+            .invoke_async::<i64>(&mut conn)
+            .await
+            .map_err(broker)?;
         let started = Instant::now();
         let mut out = Vec::new();
         loop {
@@ -457,6 +469,7 @@ impl Broker for SqliteRedis {
                 .key(self.key("outbox.events"))
                 .key(&processing)
                 .key(self.key("deliveries"))
+                .key(self.key("delivered_at"))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(broker)?;

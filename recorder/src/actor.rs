@@ -17,6 +17,7 @@ use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::backend::{Backend, BackendKind, Connection};
 use crate::clock::RunClock;
+use crate::external::ExternalSpec;
 use crate::faults::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::protocol::{self, Intent, Protocol, TaskSpec, Timing};
 use crate::scenario::ApiMode;
@@ -31,6 +32,8 @@ pub enum Role {
     Relay,
     /// Consumes and commits effects until told to stop.
     Worker,
+    /// Serves the external payments API until told to stop.
+    Receiver,
 }
 
 impl Role {
@@ -40,6 +43,7 @@ impl Role {
             Role::Api => "api",
             Role::Relay => "relay",
             Role::Worker => "worker",
+            Role::Receiver => "receiver",
         }
     }
 }
@@ -65,6 +69,8 @@ pub struct ActorSpec {
     pub tasks: Vec<TaskSpec>,
     /// How the API publishes (API only).
     pub api_mode: ApiMode,
+    /// The external receiver (the receiver serves it; workers call it).
+    pub external: Option<ExternalSpec>,
 }
 
 /// One line an actor writes to its standard output.
@@ -77,6 +83,20 @@ pub enum Line {
     Fired(Fault),
 }
 
+/// Reports events; cheap to copy into tasks.
+#[derive(Debug, Clone, Copy)]
+pub struct Reporter {
+    clock: RunClock,
+}
+
+impl Reporter {
+    /// Reports one step.
+    pub fn emit(&self, mut event: Event) {
+        event.ts_ns = self.clock.now();
+        write_line(&Line::Event(event));
+    }
+}
+
 /// What a running actor uses to report, to hit crash points and to notice it should stop.
 pub struct ActorCtx {
     clock: RunClock,
@@ -86,14 +106,20 @@ pub struct ActorCtx {
     pub protocol: Protocol,
     /// Timing knobs.
     pub timing: Timing,
+    /// The external receiver to call, if the scenario has one.
+    pub external: Option<ExternalSpec>,
     stop: Arc<AtomicBool>,
 }
 
 impl ActorCtx {
     /// Reports one step.
-    pub fn emit(&self, mut event: Event) {
-        event.ts_ns = self.clock.now();
-        write_line(&Line::Event(event));
+    pub fn emit(&self, event: Event) {
+        self.reporter().emit(event);
+    }
+
+    /// A reporter for tasks of this actor.
+    pub fn reporter(&self) -> Reporter {
+        Reporter { clock: self.clock }
     }
 
     /// Reports that a fault fired.
@@ -137,6 +163,41 @@ fn write_line(line: &Line) {
     }
 }
 
+/// Runs the external receiver on its own (`recorder receiver`) until standard input closes.
+pub fn receiver_main(spec: ExternalSpec) -> i32 {
+    let mut ctx = ActorCtx {
+        clock: RunClock::start(),
+        plan: FaultPlan::default(),
+        protocol: Protocol::Reference,
+        timing: Timing::default(),
+        external: None,
+        stop: stop_on_stdin_eof(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(crate::external::serve(&mut ctx, &spec)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("recorder receiver: {e:#}");
+            1
+        }
+    }
+}
+
+/// A flag that turns true when standard input reaches its end.
+fn stop_on_stdin_eof() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
+        flag.store(true, Ordering::Relaxed);
+    });
+    stop
+}
+
 /// Runs one actor life: reads the spec, connects, plays the role, and returns the exit code.
 pub fn main() -> i32 {
     let mut first = String::new();
@@ -152,15 +213,7 @@ pub fn main() -> i32 {
             return 2;
         }
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
+    let stop = stop_on_stdin_eof();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -170,6 +223,7 @@ pub fn main() -> i32 {
         plan: spec.plan.clone(),
         protocol: spec.protocol,
         timing: spec.timing,
+        external: spec.external.clone(),
         stop,
     };
     match runtime.block_on(play(&spec, &mut ctx)) {
@@ -191,6 +245,13 @@ pub fn main() -> i32 {
 async fn play(spec: &ActorSpec, ctx: &mut ActorCtx) -> anyhow::Result<()> {
     if spec.incarnation > 0 {
         ctx.emit(Event::new(Kind::Restart));
+    }
+    if spec.role == Role::Receiver {
+        let external = spec
+            .external
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("a receiver needs its address"))?;
+        return crate::external::serve(ctx, external).await;
     }
     match spec.connection.endpoints.kind() {
         BackendKind::EtcdJetstream => {
@@ -221,5 +282,6 @@ async fn play_on<B: Backend>(
         Role::Api => protocol::api::create_all(ctx, &backend, &spec.tasks, spec.api_mode).await,
         Role::Relay => protocol::relay::run(ctx, &backend, &backend).await,
         Role::Worker => protocol::worker::run(ctx, &backend, &backend).await,
+        Role::Receiver => unreachable!("the receiver needs no backend"),
     }
 }

@@ -57,6 +57,23 @@ pub enum Command {
     /// One actor life; started by `recorder run`, reads its spec on standard input.
     #[command(hide = true)]
     Actor,
+    /// Serve the example payments receiver (the external effect's idempotency API) until standard
+    /// input closes; its events go to standard output as JSON lines.
+    Receiver(ReceiverArgs),
+}
+
+/// Arguments of `recorder receiver`.
+#[derive(Debug, Args)]
+pub struct ReceiverArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8088")]
+    pub listen: String,
+    /// The receiver's database file (stored idempotency keys and payments).
+    #[arg(long, default_value = "receiver.db")]
+    pub db: PathBuf,
+    /// How long performing one payment takes, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub slow_ms: u64,
 }
 
 /// Arguments of `recorder run`.

@@ -19,6 +19,7 @@ use crate::backend::sqlite_redis::SqliteRedis;
 use crate::backend::{Backend, BackendKind, Connection, Endpoints};
 use crate::clock::RunClock;
 use crate::endpoints::Endpoint;
+use crate::external::ExternalSpec;
 use crate::faults::{FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::Recorder;
 use crate::protocol::{Protocol, Timing};
@@ -46,6 +47,8 @@ pub struct ScenarioEnv<'a> {
     pub deadline: Duration,
     /// Set by Ctrl-C.
     pub interrupted: &'a Arc<AtomicBool>,
+    /// The run's own temporary directory (the external receiver keeps its database there).
+    pub workdir: &'a std::path::Path,
 }
 
 struct Slot {
@@ -116,6 +119,16 @@ async fn run_on<B: Backend>(
         };
         slots.push(slot(Role::Worker, actor, &scenario.worker));
     }
+    let external = if scenario.external {
+        slots.insert(0, slot(Role::Receiver, "receiver".into(), &[]));
+        Some(ExternalSpec {
+            addr: format!("127.0.0.1:{}", free_port()),
+            db: env.workdir.join(format!("receiver-{name}.db")),
+            slow_ms: 0,
+        })
+    } else {
+        None
+    };
     let spec = |s: &Slot| {
         let mut connection = connection.clone();
         connection.member.clone_from(&s.actor);
@@ -136,6 +149,7 @@ async fn run_on<B: Backend>(
                 Vec::new()
             },
             api_mode: scenario.api_mode,
+            external: external.clone(),
         }
     };
     for s in &mut slots {
@@ -239,7 +253,12 @@ async fn run_on<B: Backend>(
             process.stop(Duration::from_secs(5)).await?;
         }
     }
-    let observed = control.observe().await?;
+    let mut observed = control.observe().await?;
+    if let Some(external) = &external {
+        let (payments, keys) = crate::external::totals(&external.db)?;
+        observed["external_payments"] = json!(payments);
+        observed["external_keys"] = json!(keys);
+    }
     env.recorder
         .record(own(Kind::Observed, "observer", observed))
         .await?;
@@ -253,12 +272,17 @@ async fn run_on<B: Backend>(
     Ok(recovered)
 }
 
-/// The same endpoints with the broker moved to a loopback port nobody listens on.
-fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .unwrap_or(9);
+        .unwrap_or(9)
+}
+
+/// The same endpoints with the broker moved to a loopback port nobody listens on.
+fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
+    let port = free_port();
     match endpoints {
         Endpoints::EtcdJetstream { etcd, .. } => Endpoints::EtcdJetstream {
             etcd,

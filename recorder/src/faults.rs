@@ -31,9 +31,25 @@ pub enum CrashPoint {
     /// The worker did the first of commit and ACK, not the second.
     #[serde(rename = "worker:between-commit-and-ack")]
     WorkerBetweenCommitAndAck,
+    /// The worker sent its request to the external receiver and has not read the answer.
+    #[serde(rename = "worker:after-external-request")]
+    WorkerAfterExternalRequest,
+    /// The worker has the external receiver's answer and has not committed locally.
+    #[serde(rename = "worker:after-external-answer")]
+    WorkerAfterExternalAnswer,
 }
 
 impl CrashPoint {
+    /// Every crash point.
+    pub const ALL: [CrashPoint; 6] = [
+        CrashPoint::ApiBetweenTaskAndOutbox,
+        CrashPoint::RelayBeforePublish,
+        CrashPoint::RelayBetweenPublishAndMark,
+        CrashPoint::WorkerAfterExternalRequest,
+        CrashPoint::WorkerAfterExternalAnswer,
+        CrashPoint::WorkerBetweenCommitAndAck,
+    ];
+
     /// The point's name, as written to `detail.point` of a `crash` event.
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +57,8 @@ impl CrashPoint {
             CrashPoint::RelayBeforePublish => "relay:before-publish",
             CrashPoint::RelayBetweenPublishAndMark => "relay:between-publish-and-mark",
             CrashPoint::WorkerBetweenCommitAndAck => "worker:between-commit-and-ack",
+            CrashPoint::WorkerAfterExternalRequest => "worker:after-external-request",
+            CrashPoint::WorkerAfterExternalAnswer => "worker:after-external-answer",
         }
     }
 }

@@ -8,6 +8,7 @@ mod cli;
 mod clock;
 mod driver;
 mod endpoints;
+mod external;
 mod faults;
 mod journal;
 mod protocol;
@@ -44,6 +45,11 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Actor => ExitCode::from(actor::main() as u8),
+        Command::Receiver(args) => ExitCode::from(actor::receiver_main(external::ExternalSpec {
+            addr: args.listen,
+            db: args.db,
+            slow_ms: args.slow_ms,
+        }) as u8),
         Command::List => {
             list();
             ExitCode::SUCCESS
@@ -110,12 +116,7 @@ fn list() {
         println!("  {}", p.name());
     }
     println!("crash points:");
-    for p in [
-        faults::CrashPoint::ApiBetweenTaskAndOutbox,
-        faults::CrashPoint::RelayBeforePublish,
-        faults::CrashPoint::RelayBetweenPublishAndMark,
-        faults::CrashPoint::WorkerBetweenCommitAndAck,
-    ] {
+    for p in faults::CrashPoint::ALL {
         println!("  {p}");
     }
 }

@@ -135,6 +135,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         timing,
         deadline: config.deadline,
         interrupted: &interrupted,
+        workdir: workdir.path(),
     };
     let mut unrecovered = Vec::new();
     let mut failure = None;

@@ -30,6 +30,8 @@ pub enum ScenarioName {
     /// Two workers commit at once, each pausing between its read and its commit; the counter's
     /// guard turns the race into a retry.
     ConcurrentWorkers,
+    /// The worker pays through an external receiver before its commit and dies around the call.
+    ExternalEffect,
 }
 
 /// How the API publishes.
@@ -61,13 +63,15 @@ pub struct Scenario {
     pub worker: Vec<Fault>,
     /// How many times the relay runs until quiet (a second run must find nothing to do).
     pub relay_runs: u32,
+    /// An external receiver runs, and workers call it before committing.
+    pub external: bool,
     /// The tasks the API creates.
     pub tasks: Vec<TaskSpec>,
 }
 
 impl ScenarioName {
     /// Every scenario.
-    pub const ALL: [ScenarioName; 10] = [
+    pub const ALL: [ScenarioName; 11] = [
         ScenarioName::DualWrite,
         ScenarioName::PlaceOrder,
         ScenarioName::RelayIdempotent,
@@ -78,6 +82,7 @@ impl ScenarioName {
         ScenarioName::LostConsumerAck,
         ScenarioName::CrashAfterAccept,
         ScenarioName::ConcurrentWorkers,
+        ScenarioName::ExternalEffect,
     ];
 
     /// The name written to the trace's `scenario` column.
@@ -93,6 +98,7 @@ impl ScenarioName {
             ScenarioName::LostConsumerAck => "lost-consumer-ack",
             ScenarioName::CrashAfterAccept => "crash-after-accept",
             ScenarioName::ConcurrentWorkers => "concurrent-workers",
+            ScenarioName::ExternalEffect => "external-effect",
         }
     }
 
@@ -132,6 +138,7 @@ impl ScenarioName {
             relay: Vec::new(),
             worker: Vec::new(),
             relay_runs: 1,
+            external: false,
             tasks: lab_tasks("account-1", "task.created"),
         };
         match self {
@@ -168,6 +175,17 @@ impl ScenarioName {
             ScenarioName::ConcurrentWorkers => {
                 s.workers = 2;
                 s.worker = vec![Fault::StallBeforeCommit { millis: 300 }];
+            }
+            ScenarioName::ExternalEffect => {
+                s.external = true;
+                s.worker = [
+                    CrashPoint::WorkerAfterExternalRequest,
+                    CrashPoint::WorkerAfterExternalAnswer,
+                    CrashPoint::WorkerBetweenCommitAndAck,
+                ]
+                .into_iter()
+                .map(|point| Fault::Crash { point })
+                .collect();
             }
         }
         s

@@ -31,6 +31,8 @@ pub enum Protocol {
     DedupExpiry,
     /// Relies on the broker's duplicate window (`Nats-Msg-Id`) instead of the consumer's dedup key.
     BrokerDedup,
+    /// Calls the external receiver without an idempotency key: a retried call pays again.
+    NoIdempotencyKey,
 }
 
 impl Protocol {
@@ -45,6 +47,7 @@ impl Protocol {
             Protocol::UnguardedCounter => "unguarded-counter",
             Protocol::DedupExpiry => "dedup-expiry",
             Protocol::BrokerDedup => "broker-dedup",
+            Protocol::NoIdempotencyKey => "no-idempotency-key",
         }
     }
 
@@ -76,6 +79,11 @@ impl Protocol {
     /// How long a dedup key lives (`None`: for the whole run).
     pub fn dedup_ttl(self) -> Option<Duration> {
         (self == Protocol::DedupExpiry).then_some(Duration::from_secs(1))
+    }
+
+    /// The worker sends `event_id` as the external receiver's idempotency key.
+    pub fn sends_idempotency_key(self) -> bool {
+        self != Protocol::NoIdempotencyKey
     }
 
     /// The relay sets the broker's message id, turning on broker-side duplicate suppression.

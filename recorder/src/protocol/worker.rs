@@ -3,12 +3,20 @@
 //!
 //! A lost revision race is retried; a present dedup key means a duplicate and no effect. The
 //! effect's computation may repeat; its commit may not.
+//!
+//! Where the scenario has an external receiver, every delivery first calls it with `event_id` as the
+//! idempotency key, before the local commit: the receiver's key, not the worker's transaction, is
+//! what keeps that effect single.
+
+use std::time::Duration;
 
 use outbox_trace::Kind;
+use serde_json::json;
 
-use super::{intent_event, CommitRules, Committed};
+use super::{intent_event, CommitRules, Committed, Intent};
 use crate::actor::ActorCtx;
 use crate::backend::{Broker, Delivery, Store};
+use crate::external::{self, ExternalSpec, Payment};
 use crate::faults::CrashPoint;
 
 /// Consumes until the recorder says stop.
@@ -46,6 +54,9 @@ async fn handle<S: Store, B: Broker>(
     if !commit_first {
         ack(ctx, broker, delivery).await?;
         ctx.crash_point(CrashPoint::WorkerBetweenCommitAndAck, Some(intent));
+    }
+    if let Some(external) = ctx.external.clone() {
+        call_external(ctx, &external, intent).await?;
     }
     let rules = CommitRules {
         require_new_key: ctx.protocol.checks_dedup(),
@@ -100,4 +111,52 @@ async fn ack<B: Broker>(
         Err(e) => tracing::warn!("ACK of {} not confirmed: {e}", delivery.intent.event_id),
     }
     Ok(())
+}
+
+/// Calls the external receiver until it answers with a result (a `409` "in progress" or a failure
+/// is retried after a pause).
+async fn call_external(
+    ctx: &mut ActorCtx,
+    external: &ExternalSpec,
+    intent: &Intent,
+) -> anyhow::Result<()> {
+    let payment = Payment {
+        event_id: intent.event_id.clone(),
+        task_id: intent.task_id.clone(),
+        amount: intent.amount,
+    };
+    let key = ctx
+        .protocol
+        .sends_idempotency_key()
+        .then_some(intent.event_id.as_str());
+    for attempt in 1.. {
+        let mut request = intent_event(Kind::ExternalRequest, intent);
+        request.attempt = Some(attempt);
+        request.detail = Some(json!({ "idempotency_key": key.is_some() }).to_string());
+        ctx.emit(request);
+        let answer = match external::send(&external.addr, &payment, key).await {
+            Ok(stream) => {
+                ctx.crash_point(CrashPoint::WorkerAfterExternalRequest, Some(intent));
+                external::receive(stream).await
+            }
+            Err(e) => Err(e),
+        };
+        match answer {
+            Ok(a) if a.status == 200 || a.status == 201 => {
+                ctx.crash_point(CrashPoint::WorkerAfterExternalAnswer, Some(intent));
+                return Ok(());
+            }
+            Ok(a) => tracing::info!(
+                "receiver answered {} for {}: retrying",
+                a.status,
+                intent.event_id
+            ),
+            Err(e) => tracing::warn!(
+                "receiver call for {} failed: {e:#}; retrying",
+                intent.event_id
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    unreachable!("the loop returns")
 }

@@ -25,10 +25,16 @@ impl Id {
     }
 }
 
-/// More distinct strings than an `Id` can number, or more text than the arena can address.
+/// Why a name could not be interned.
 #[derive(Debug, thiserror::Error)]
-#[error("too many distinct names to index")]
-pub struct TooManyNames;
+pub enum InternError {
+    /// More distinct strings than an `Id` can number.
+    #[error("too many distinct names to index")]
+    TooMany,
+    /// The bytes are not UTF-8 (a string column must hold UTF-8).
+    #[error("a string value is not valid UTF-8")]
+    NotUtf8,
+}
 
 /// Maps strings to [`Id`]s and back.
 #[derive(Default)]
@@ -50,40 +56,36 @@ impl std::fmt::Debug for Interner {
 
 impl Interner {
     /// The id of `name`, assigning a new one the first time.
-    pub fn intern(&mut self, name: &str) -> Result<Id, TooManyNames> {
+    pub fn intern(&mut self, name: &str) -> Result<Id, InternError> {
+        self.intern_bytes(name.as_bytes())
+    }
+
+    /// The id of the UTF-8 string in `name`, assigning a new one the first time.
+    pub fn intern_bytes(&mut self, name: &[u8]) -> Result<Id, InternError> {
         let hash = self.hasher.hash_one(name);
-        let (text, ends) = (&self.text, &self.ends);
-        let slice = |id: &Id| {
-            let i = id.index();
-            &text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]]
-        };
-        if let Some(&id) = self.table.find(hash, |id| slice(id) == name) {
+        let (text, ends) = (self.text.as_bytes(), &self.ends);
+        if let Some(&id) = self.table.find(hash, |id| span(text, ends, *id) == name) {
             return Ok(id);
         }
-        let next = u32::try_from(self.ends.len() + 1).map_err(|_| TooManyNames)?;
-        let id = Id(NonZeroU32::new(next).ok_or(TooManyNames)?);
+        let name = std::str::from_utf8(name).map_err(|_| InternError::NotUtf8)?;
+        let next = u32::try_from(self.ends.len() + 1).map_err(|_| InternError::TooMany)?;
+        let id = Id(NonZeroU32::new(next).ok_or(InternError::TooMany)?);
         self.text.push_str(name);
         self.ends.push(self.text.len());
-        let (hasher, text, ends) = (&self.hasher, &self.text, &self.ends);
-        self.table.insert_unique(hash, id, |id| {
-            let i = id.index();
-            hasher.hash_one(&text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]])
-        });
+        let (hasher, text, ends) = (&self.hasher, self.text.as_bytes(), &self.ends);
+        self.table
+            .insert_unique(hash, id, |id| hasher.hash_one(span(text, ends, *id)));
         Ok(id)
     }
 
     /// The string behind `id` (empty for an id this interner never gave out).
     pub fn name(&self, id: Id) -> &str {
-        let i = id.index();
-        let start = if i == 0 {
-            Some(0)
-        } else {
-            self.ends.get(i - 1).copied()
-        };
-        match (start, self.ends.get(i)) {
-            (Some(start), Some(&end)) => self.text.get(start..end).unwrap_or(""),
-            _ => "",
-        }
+        std::str::from_utf8(self.bytes(id)).unwrap_or("")
+    }
+
+    /// The bytes of the name behind `id` (empty for an id this interner never gave out).
+    pub fn bytes(&self, id: Id) -> &[u8] {
+        span(self.text.as_bytes(), &self.ends, id)
     }
 
     /// The string behind an optional id, if any.
@@ -100,6 +102,18 @@ impl Interner {
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
+}
+
+/// The bytes of name `id` in the arena.
+fn span<'a>(text: &'a [u8], ends: &[usize], id: Id) -> &'a [u8] {
+    let i = id.index();
+    let start = if i == 0 {
+        0
+    } else {
+        ends.get(i - 1).copied().unwrap_or(0)
+    };
+    let end = ends.get(i).copied().unwrap_or(start);
+    text.get(start..end).unwrap_or(&[])
 }
 
 #[cfg(test)]

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
+use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
-use arrow_array::{Array, PrimitiveArray, RecordBatch, StringArray};
+use arrow_array::{Array, RecordBatch};
+use arrow_buffer::NullBuffer;
 use outbox_trace::{Kind, SeqCheck, TraceError, TraceFile};
 
 use crate::history::{keeps_detail, History, Numbers, Row};
-use crate::intern::{FastMap, Id, Interner, TooManyNames};
+use crate::intern::{FastMap, Id, InternError, Interner};
 
 /// Why a file could not be loaded. Displays as one line.
 #[derive(Debug, thiserror::Error)]
@@ -22,9 +24,9 @@ pub enum LoadError {
     /// A batch did not have the canonical types the reader promises.
     #[error("column `{0}` is not in the canonical type after normalisation")]
     Canonical(&'static str),
-    /// Too many distinct strings to intern.
+    /// A string could not be interned.
     #[error(transparent)]
-    Names(#[from] TooManyNames),
+    Names(#[from] InternError),
 }
 
 /// A load error together with the file it concerns: `<path>: <reason>`, one line. The reason is
@@ -107,6 +109,7 @@ impl Loaded {
             last: None,
             seqs: SeqCheck::default(),
             unknown: BTreeMap::new(),
+            last_run: String::new(),
         };
         // Decoding (decompression, normalisation) runs on its own thread, one batch ahead of
         // the indexing here.
@@ -158,62 +161,97 @@ struct FileState {
     file: usize,
     first_history: usize,
     groups: FastMap<(Id, Id), usize>,
-    /// The last `(run_id, scenario)` strings seen and their history: rows of one scenario come
+    /// The last `(run_id, scenario)` seen and their history: rows of one scenario come
     /// together, so most rows skip the map.
-    last: Option<(String, String, usize)>,
+    last: Option<(Vec<u8>, Vec<u8>, usize)>,
+    /// The `run_id` of `last`, as text for [`SeqCheck`].
+    last_run: String,
     seqs: SeqCheck,
     unknown: BTreeMap<String, u64>,
 }
 
-fn strings<'a>(
-    batch: &'a RecordBatch,
-    i: usize,
-    name: &'static str,
-) -> Result<&'a StringArray, LoadError> {
-    batch
-        .column(i)
-        .as_string_opt::<i32>()
-        .ok_or(LoadError::Canonical(name))
+/// A string column of a batch, read without per-value checks: offsets and bytes are taken once.
+struct Text<'a> {
+    offsets: &'a [i32],
+    data: &'a [u8],
+    nulls: Option<&'a NullBuffer>,
 }
 
-fn numbers<'a, T: arrow_array::types::ArrowPrimitiveType>(
-    batch: &'a RecordBatch,
-    i: usize,
-    name: &'static str,
-) -> Result<&'a PrimitiveArray<T>, LoadError> {
-    batch
-        .column(i)
-        .as_primitive_opt::<T>()
-        .ok_or(LoadError::Canonical(name))
-}
-
-fn opt<T: arrow_array::types::ArrowPrimitiveType>(
-    a: &PrimitiveArray<T>,
-    i: usize,
-) -> Option<T::Native> {
-    a.is_valid(i).then(|| a.value(i))
-}
-
-/// Interns an optional string column value, reusing `last` (this column's previous row) when the
-/// value repeats, as it mostly does: the rows of one event come close together.
-fn intern_opt(
-    names: &mut Interner,
-    a: &StringArray,
-    i: usize,
-    last: &mut Option<(usize, Id)>,
-) -> Result<Option<Id>, LoadError> {
-    if !a.is_valid(i) {
-        return Ok(None);
+impl<'a> Text<'a> {
+    fn of(batch: &'a RecordBatch, i: usize, name: &'static str) -> Result<Self, LoadError> {
+        let a = batch
+            .column(i)
+            .as_string_opt::<i32>()
+            .ok_or(LoadError::Canonical(name))?;
+        Ok(Text {
+            offsets: a.value_offsets(),
+            data: a.value_data(),
+            nulls: a.nulls(),
+        })
     }
-    let value = a.value(i);
-    if let Some((j, id)) = *last {
-        if a.value(j) == value {
-            *last = Some((i, id));
+
+    /// The bytes of row `i` (empty if the offsets were out of range, which Arrow rules out).
+    #[inline]
+    fn get(&self, i: usize) -> &'a [u8] {
+        let at = |j: usize| self.offsets.get(j).map_or(0, |&o| o.max(0) as usize);
+        self.data.get(at(i)..at(i + 1)).unwrap_or(&[])
+    }
+
+    #[inline]
+    fn opt(&self, i: usize) -> Option<&'a [u8]> {
+        self.nulls
+            .is_none_or(|n| n.is_valid(i))
+            .then(|| self.get(i))
+    }
+}
+
+/// A numeric column of a batch, read as a slice.
+struct Nums<'a, T: ArrowPrimitiveType> {
+    values: &'a [T::Native],
+    nulls: Option<&'a NullBuffer>,
+}
+
+impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
+    fn of(batch: &'a RecordBatch, i: usize, name: &'static str) -> Result<Self, LoadError> {
+        let a = batch
+            .column(i)
+            .as_primitive_opt::<T>()
+            .ok_or(LoadError::Canonical(name))?;
+        Ok(Nums {
+            values: a.values(),
+            nulls: a.nulls(),
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> T::Native {
+        self.values.get(i).copied().unwrap_or_default()
+    }
+
+    #[inline]
+    fn opt(&self, i: usize) -> Option<T::Native> {
+        self.nulls
+            .is_none_or(|n| n.is_valid(i))
+            .then(|| self.get(i))
+    }
+}
+
+/// Interns an optional string value, reusing `last` (this column's previous value) when it
+/// repeats, as it mostly does: the rows of one event come close together.
+#[inline]
+fn intern_opt<'a>(
+    names: &mut Interner,
+    value: Option<&'a [u8]>,
+    last: &mut Option<(&'a [u8], Id)>,
+) -> Result<Option<Id>, LoadError> {
+    let Some(value) = value else { return Ok(None) };
+    if let Some((prev, id)) = *last {
+        if prev == value {
             return Ok(Some(id));
         }
     }
-    let id = names.intern(value)?;
-    *last = Some((i, id));
+    let id = names.intern_bytes(value)?;
+    *last = Some((value, id));
     Ok(Some(id))
 }
 
@@ -225,71 +263,80 @@ impl FileState {
         histories: &mut Vec<History>,
     ) -> Result<(), LoadError> {
         // Column order is the contract's (see `outbox_trace::schema::COLUMNS`).
-        let run = strings(batch, 0, "run_id")?;
-        let scenario = strings(batch, 1, "scenario")?;
-        let seq = numbers::<UInt64Type>(batch, 2, "seq")?;
-        let backend = strings(batch, 4, "backend")?;
-        let actor = strings(batch, 5, "actor")?;
-        let inc = numbers::<UInt32Type>(batch, 6, "incarnation")?;
-        let kind = strings(batch, 7, "kind")?;
-        let task = strings(batch, 8, "task_id")?;
-        let event = strings(batch, 9, "event_id")?;
-        let agg = strings(batch, 10, "aggregate_id")?;
-        let agg_seq = numbers::<UInt64Type>(batch, 11, "aggregate_seq")?;
-        let attempt = numbers::<UInt32Type>(batch, 12, "attempt")?;
-        let broker = numbers::<UInt64Type>(batch, 13, "broker_seq")?;
-        let rev = numbers::<Int64Type>(batch, 14, "store_rev")?;
-        let amount = numbers::<Int64Type>(batch, 15, "amount")?;
-        let counter = numbers::<Int64Type>(batch, 16, "counter")?;
-        let detail = strings(batch, 17, "detail")?;
+        let run = Text::of(batch, 0, "run_id")?;
+        let scenario = Text::of(batch, 1, "scenario")?;
+        let seq = Nums::<UInt64Type>::of(batch, 2, "seq")?;
+        let backend = Text::of(batch, 4, "backend")?;
+        let actor = Text::of(batch, 5, "actor")?;
+        let inc = Nums::<UInt32Type>::of(batch, 6, "incarnation")?;
+        let kind = Text::of(batch, 7, "kind")?;
+        let task = Text::of(batch, 8, "task_id")?;
+        let event = Text::of(batch, 9, "event_id")?;
+        let agg = Text::of(batch, 10, "aggregate_id")?;
+        let agg_seq = Nums::<UInt64Type>::of(batch, 11, "aggregate_seq")?;
+        let attempt = Nums::<UInt32Type>::of(batch, 12, "attempt")?;
+        let broker = Nums::<UInt64Type>::of(batch, 13, "broker_seq")?;
+        let rev = Nums::<Int64Type>::of(batch, 14, "store_rev")?;
+        let amount = Nums::<Int64Type>::of(batch, 15, "amount")?;
+        let counter = Nums::<Int64Type>::of(batch, 16, "counter")?;
+        let detail = Text::of(batch, 17, "detail")?;
         // Names repeat from row to row; remember each column's last one to skip most lookups.
-        let mut last_actor: Option<(usize, Id)> = None;
-        let (mut last_task, mut last_event, mut last_agg) = (None, None, None);
+        let (mut last_actor, mut last_task, mut last_event, mut last_agg) =
+            (None, None, None, None);
+        let mut last_kind: Option<(&[u8], Kind)> = None;
         for i in 0..batch.num_rows() {
-            let run_name = run.value(i);
-            self.seqs.push(run_name, seq.value(i));
-            let kind_name = kind.value(i);
-            let Ok(k) = kind_name.parse::<Kind>() else {
-                *self.unknown.entry(kind_name.to_string()).or_default() += 1;
-                continue;
-            };
             let h = self.history(
-                run_name,
-                scenario.value(i),
-                backend.value(i),
+                run.get(i),
+                scenario.get(i),
+                backend.get(i),
                 names,
                 histories,
             )?;
-            let actor_id = match last_actor {
-                Some((j, id)) if actor.value(j) == actor.value(i) => id,
-                _ => {
-                    let id = names.intern(actor.value(i))?;
-                    last_actor = Some((i, id));
-                    id
-                }
+            self.seqs.push(&self.last_run, seq.get(i));
+            let kind_bytes = kind.get(i);
+            let k = match last_kind {
+                Some((prev, k)) if prev == kind_bytes => k,
+                _ => match std::str::from_utf8(kind_bytes)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                {
+                    Some(k) => {
+                        last_kind = Some((kind_bytes, k));
+                        k
+                    }
+                    None => {
+                        let name = String::from_utf8_lossy(kind_bytes).into_owned();
+                        *self.unknown.entry(name).or_default() += 1;
+                        continue;
+                    }
+                },
             };
+            let actor_id = intern_opt(names, Some(actor.get(i)), &mut last_actor)?
+                .ok_or(LoadError::Canonical("actor"))?;
             let history = &mut histories[h];
-            let backend_name = backend.value(i);
-            if backend_name != names.name(history.backend) {
-                let id = names.intern(backend_name)?;
+            let backend_name = backend.get(i);
+            if backend_name != names.bytes(history.backend) {
+                let id = names.intern_bytes(backend_name)?;
                 if !history.other_backends.contains(&id) {
                     history.other_backends.push(id);
                 }
             }
-            let mut row = Row::new(seq.value(i), k, actor_id, inc.value(i)).with_numbers(Numbers {
-                aggregate_seq: opt(agg_seq, i),
-                attempt: opt(attempt, i),
-                broker_seq: opt(broker, i),
-                store_rev: opt(rev, i),
-                amount: opt(amount, i),
-                counter: opt(counter, i),
+            let mut row = Row::new(seq.get(i), k, actor_id, inc.get(i)).with_numbers(Numbers {
+                aggregate_seq: agg_seq.opt(i),
+                attempt: attempt.opt(i),
+                broker_seq: broker.opt(i),
+                store_rev: rev.opt(i),
+                amount: amount.opt(i),
+                counter: counter.opt(i),
             });
-            row.task = intern_opt(names, task, i, &mut last_task)?;
-            row.event = intern_opt(names, event, i, &mut last_event)?;
-            row.aggregate = intern_opt(names, agg, i, &mut last_agg)?;
-            if keeps_detail(k) && detail.is_valid(i) {
-                row.detail = u32::try_from(history.details.len()).ok();
-                history.details.push(detail.value(i).into());
+            row.task = intern_opt(names, task.opt(i), &mut last_task)?;
+            row.event = intern_opt(names, event.opt(i), &mut last_event)?;
+            row.aggregate = intern_opt(names, agg.opt(i), &mut last_agg)?;
+            if keeps_detail(k) {
+                if let Some(d) = detail.opt(i) {
+                    row.detail = u32::try_from(history.details.len()).ok();
+                    history.details.push(String::from_utf8_lossy(d).into());
+                }
             }
             for field in k.required_fields() {
                 if !row.has(*field) {
@@ -303,9 +350,9 @@ impl FileState {
 
     fn history(
         &mut self,
-        run: &str,
-        scenario: &str,
-        backend: &str,
+        run: &[u8],
+        scenario: &[u8],
+        backend: &[u8],
         names: &mut Interner,
         histories: &mut Vec<History>,
     ) -> Result<usize, LoadError> {
@@ -314,12 +361,12 @@ impl FileState {
                 return Ok(*h);
             }
         }
-        let key = (names.intern(run)?, names.intern(scenario)?);
+        let key = (names.intern_bytes(run)?, names.intern_bytes(scenario)?);
         let h = match self.groups.get(&key) {
             Some(&h) => h,
             None => {
                 let h = histories.len();
-                let backend = names.intern(backend)?;
+                let backend = names.intern_bytes(backend)?;
                 let mut history = History::new(self.file, key.0, key.1, backend);
                 if h == self.first_history {
                     history
@@ -331,8 +378,8 @@ impl FileState {
                 h
             }
         };
-        debug_assert!(h >= self.first_history);
-        self.last = Some((run.to_string(), scenario.to_string(), h));
+        self.last = Some((run.to_vec(), scenario.to_vec(), h));
+        self.last_run = names.name(key.0).to_string();
         Ok(h)
     }
 }

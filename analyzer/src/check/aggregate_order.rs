@@ -2,9 +2,9 @@
 //! ascending `aggregate_seq`. The aggregate fields come from the publish row, or else from the
 //! event's `intent_recorded` / `task_accepted` row.
 
-use outbox_trace::Kind;
+use outbox_trace::{Field, Kind};
 
-use super::{earliest, Finding, Invariant, Outcome, Reason, Violation};
+use super::{earliest, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
 use crate::intern::{FastMap, FastState, Id};
 
@@ -13,7 +13,11 @@ pub fn check(h: &History) -> Outcome {
     let mut from_intent: FastMap<Id, (Id, u64)> = FastMap::default();
     let mut seen: std::collections::HashSet<Id, FastState> = Default::default();
     let mut first_publishes: Vec<usize> = Vec::new();
+    let mut skips = Skips::default();
     for (at, r) in h.rows.iter().enumerate() {
+        if r.kind == Kind::PublishAttempt && !skips.usable(r, &[Field::EventId]) {
+            continue;
+        }
         let Some(e) = r.event else { continue };
         match r.kind {
             Kind::IntentRecorded | Kind::TaskAccepted => {
@@ -63,5 +67,5 @@ pub fn check(h: &History) -> Outcome {
         return Outcome::pass(Invariant::AggregateOrder, Some(Reason::NoAggregateInfo));
     }
     let (kept, more) = earliest(found);
-    Outcome::judge(Invariant::AggregateOrder, kept, more, None)
+    Outcome::judge(Invariant::AggregateOrder, kept, more, skips.reason())
 }

@@ -12,7 +12,7 @@ pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     let mut first_puback: FastMap<Id, usize> = FastMap::default();
     for (at, r) in h.rows.iter().enumerate() {
-        if r.kind == Kind::PublishAcked {
+        if r.kind == Kind::PublishAcked && skips.usable(r, &[Field::EventId]) {
             if let Some(e) = r.event {
                 first_puback.entry(e).or_insert(at);
             }

@@ -5,7 +5,11 @@
 
 use outbox_trace::Kind;
 
-use super::{json_int, last_detail, Finding, Invariant, Outcome, Reason, Violation, EXAMPLES};
+use outbox_trace::Field;
+
+use super::{
+    json_int, last_detail, Finding, Invariant, Outcome, Reason, Skips, Violation, EXAMPLES,
+};
 use crate::history::History;
 use crate::intern::FastState;
 
@@ -16,10 +20,11 @@ pub fn check(h: &History) -> Outcome {
     };
     let mut effects = 0i64;
     let mut published: std::collections::HashSet<_, FastState> = Default::default();
+    let mut skips = Skips::default();
     for r in &h.rows {
         match r.kind {
             Kind::EffectCommitted => effects += 1,
-            Kind::PublishAcked => {
+            Kind::PublishAcked if skips.usable(r, &[Field::EventId]) => {
                 if let Some(e) = r.event {
                     published.insert(e);
                 }
@@ -62,5 +67,5 @@ pub fn check(h: &History) -> Outcome {
     }
     let more = violations.len().saturating_sub(EXAMPLES);
     violations.truncate(EXAMPLES);
-    Outcome::judge(Invariant::ObservedAgrees, violations, more, None)
+    Outcome::judge(Invariant::ObservedAgrees, violations, more, skips.reason())
 }

@@ -253,3 +253,32 @@ impl History {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_stays_small() {
+        // Ten million rows must fit comfortably in memory.
+        assert!(
+            std::mem::size_of::<Row>() <= 88,
+            "{}",
+            std::mem::size_of::<Row>()
+        );
+    }
+
+    #[test]
+    fn absent_numbers_read_as_none() {
+        let mut names = crate::intern::Interner::default();
+        let actor = names.intern("worker").unwrap();
+        let row = Row::new(7, Kind::Acked, actor, 0).with_numbers(Numbers {
+            broker_seq: Some(0),
+            ..Numbers::default()
+        });
+        assert_eq!(row.broker_seq(), Some(0));
+        assert_eq!(row.store_rev(), None);
+        assert!(row.has(Field::BrokerSeq));
+        assert!(!row.has(Field::EventId));
+    }
+}

@@ -206,6 +206,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             delivery,
             ack,
             later_settle,
+            crash,
         } => {
             let acked = match delivery {
                 Some(d) => match h.rows[*d].attempt() {
@@ -222,8 +223,16 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
                 ),
                 None => "no commit or suppression of it followed".into(),
             };
+            let risk = match crash {
+                Some(c) if later_settle.is_none_or(|s| *c < s) => format!(
+                    "{} crashed at seq {} before committing, and the ACKed delivery will not come back",
+                    w.who(*c),
+                    w.seq(*c)
+                ),
+                _ => "a crash between the two would lose the task".into(),
+            };
             format!(
-                "{} ACKed {acked} at seq {} with no commit in between; {commit}; a crash between the two would lose the task",
+                "{} ACKed {acked} at seq {} with no commit in between; {commit}; {risk}",
                 w.who(*ack),
                 w.seq(*ack)
             )

@@ -473,3 +473,35 @@ fn row_order_in_the_file_does_not_matter() {
     let h = &report.loaded.histories[0];
     assert!(h.rows.windows(2).all(|w| w[0].seq < w[1].seq));
 }
+
+#[test]
+fn a_crash_after_an_early_ack_is_part_of_the_story() {
+    let mut t = lab();
+    // The worker ACKs evt-3 and dies before committing; the broker never redelivers it.
+    let commit = find(&t, EffectCommitted, Some("evt-3"));
+    let ack = t.remove(find(&t, Acked, Some("evt-3")));
+    t[commit] = ack;
+    t.insert(
+        commit + 1,
+        ev(Crash, "worker").detail(r#"{"point":"after-ack"}"#),
+    );
+    t.insert(commit + 2, ev(Restart, "worker").inc(1));
+    let obs = find(&t, Observed, None);
+    t[obs].detail = Some(r#"{"stream_messages":3,"counter":5,"results":2,"dedup_keys":2}"#.into());
+    let report = check(&t);
+    assert_eq!(failing_events(&report, "ack-after-commit"), ["evt-3"]);
+    let text = explanation(&report, "ack-after-commit");
+    assert!(text.contains("worker#0 crashed at seq"), "{text}");
+    assert_eq!(failing_events(&report, "no-lost-task"), ["evt-3"]);
+    let h = &report.loaded.histories[0];
+    let lost = &outcome(&report, "no-lost-task").violations[0];
+    assert!(lost.witness.iter().any(|&at| h.rows[at].kind == Crash));
+    for id in [
+        "single-effect",
+        "counter-exact",
+        "observed-agrees",
+        "intent-atomic",
+    ] {
+        assert_eq!(outcome(&report, id).verdict, Verdict::Pass, "{id}");
+    }
+}

@@ -72,10 +72,15 @@ fn witness(h: &History, delivery: Option<usize>, ack: usize) -> Violation {
                 && r.event == a.event
         })
         .map(|p| ack + 1 + p);
+    let crash = h.rows[ack + 1..]
+        .iter()
+        .position(|r| r.kind == Kind::Crash && r.actor == a.actor && r.incarnation == a.incarnation)
+        .map(|p| ack + 1 + p);
     let task = later_settle.and_then(|s| h.rows[s].task).or(a.task);
     let mut rows = vec![ack];
     rows.extend(delivery);
     rows.extend(later_settle);
+    rows.extend(crash);
     Violation::new(
         a.event,
         task,
@@ -83,6 +88,7 @@ fn witness(h: &History, delivery: Option<usize>, ack: usize) -> Violation {
             delivery,
             ack,
             later_settle,
+            crash,
         },
         rows,
     )

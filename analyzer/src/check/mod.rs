@@ -185,6 +185,8 @@ pub enum Finding {
         ack: usize,
         /// The next commit or suppression of the event after the ack, if any.
         later_settle: Option<usize>,
+        /// The crash of the acking incarnation, if it died after the ack.
+        crash: Option<usize>,
     },
     /// A first publication with a lower `aggregate_seq` than one published before it.
     AggregateOutOfOrder {

@@ -54,10 +54,11 @@ pub fn check(h: &History) -> Outcome {
     Outcome::judge(Invariant::NoLostTask, violations, more, skips.reason())
 }
 
-/// The task's story: acceptance, intent, publishes, deliveries, suppressions and acks of its event.
+/// The task's story: acceptance, intent, publishes, deliveries, suppressions and acks of its event,
+/// and the crashes of the actor incarnations that handled it.
 fn witness(h: &History, task: Id, accepted: usize) -> Violation {
     let event = h.rows[accepted].event;
-    let rows = h
+    let mut rows: Vec<usize> = h
         .rows
         .iter()
         .enumerate()
@@ -81,5 +82,21 @@ fn witness(h: &History, task: Id, accepted: usize) -> Violation {
         })
         .map(|(at, _)| at)
         .collect();
+    let mut handlers: Vec<(Id, u32)> = rows
+        .iter()
+        .map(|&at| (h.rows[at].actor, h.rows[at].incarnation))
+        .collect();
+    handlers.sort_unstable();
+    handlers.dedup();
+    rows.extend(
+        h.rows
+            .iter()
+            .enumerate()
+            .skip(accepted)
+            .filter_map(|(at, r)| {
+                let handled = handlers.binary_search(&(r.actor, r.incarnation)).is_ok();
+                (r.kind == Kind::Crash && handled).then_some(at)
+            }),
+    );
     Violation::new(event, Some(task), Finding::LostTask { accepted }, rows)
 }

@@ -36,41 +36,34 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// Counts `h` in one pass.
+    /// Counts `h`, visiting only the rows of the kinds counted.
     pub fn of(h: &History) -> Self {
-        let mut c = Counts::default();
-        let mut tasks: HashSet<_, FastState> = Default::default();
-        let mut copies: HashSet<u64, FastState> = Default::default();
+        let n = |k| h.count(k) as u64;
+        let mut c = Counts {
+            publish_attempts: n(Kind::PublishAttempt),
+            deliveries: n(Kind::Delivered),
+            redeliveries: n(Kind::Redelivered),
+            suppressions: n(Kind::DuplicateSuppressed),
+            effects: n(Kind::EffectCommitted),
+            acks: n(Kind::Acked),
+            crashes: n(Kind::Crash),
+            ..Counts::default()
+        };
+        let tasks: HashSet<_, FastState> = h
+            .of(Kind::TaskAccepted)
+            .filter_map(|(_, r)| r.task)
+            .collect();
+        let copies: HashSet<u64, FastState> =
+            [Kind::PublishAcked, Kind::Delivered, Kind::Redelivered]
+                .iter()
+                .flat_map(|&k| h.of(k))
+                .filter_map(|(_, r)| r.broker_seq())
+                .collect();
         let mut last_commit: Option<(i64, i64)> = None;
-        for r in &h.rows {
-            match r.kind {
-                Kind::TaskAccepted => {
-                    if let Some(t) = r.task {
-                        tasks.insert(t);
-                    }
-                }
-                Kind::PublishAttempt => c.publish_attempts += 1,
-                Kind::Delivered => c.deliveries += 1,
-                Kind::Redelivered => c.redeliveries += 1,
-                Kind::DuplicateSuppressed => c.suppressions += 1,
-                Kind::EffectCommitted => {
-                    c.effects += 1;
-                    if let (Some(rev), Some(counter)) = (r.store_rev(), r.counter()) {
-                        if last_commit.is_none_or(|(top, _)| rev >= top) {
-                            last_commit = Some((rev, counter));
-                        }
-                    }
-                }
-                Kind::Acked => c.acks += 1,
-                Kind::Crash => c.crashes += 1,
-                _ => {}
-            }
-            if matches!(
-                r.kind,
-                Kind::PublishAcked | Kind::Delivered | Kind::Redelivered
-            ) {
-                if let Some(b) = r.broker_seq() {
-                    copies.insert(b);
+        for (_, r) in h.of(Kind::EffectCommitted) {
+            if let (Some(rev), Some(counter)) = (r.store_rev(), r.counter()) {
+                if last_commit.is_none_or(|(top, _)| rev >= top) {
+                    last_commit = Some((rev, counter));
                 }
             }
         }

@@ -205,6 +205,8 @@ pub struct History {
     pub details: Vec<Box<str>>,
     /// Rows whose kind requires a field they lack: `(kind, column) -> rows`.
     pub missing: BTreeMap<(Kind, &'static str), u64>,
+    /// Row indices per kind (position in [`Kind::ALL`]), built by [`History::finish`].
+    by_kind: Vec<Vec<u32>>,
 }
 
 impl History {
@@ -219,6 +221,7 @@ impl History {
             rows: Vec::new(),
             details: Vec::new(),
             missing: BTreeMap::new(),
+            by_kind: Vec::new(),
         }
     }
 
@@ -238,19 +241,46 @@ impl History {
 
     /// The index of the last row of `kind` (by `seq`).
     pub fn last_of(&self, kind: Kind) -> Option<usize> {
-        self.rows.iter().rposition(|r| r.kind == kind)
+        self.of(kind).next_back().map(|(at, _)| at)
     }
 
     /// The index of the first row of `kind` (by `seq`).
     pub fn first_of(&self, kind: Kind) -> Option<usize> {
-        self.rows.iter().position(|r| r.kind == kind)
+        self.of(kind).next().map(|(at, _)| at)
     }
 
-    /// Sorts rows by `seq` (linear when they already are, as the recorder writes them).
-    pub fn sort(&mut self) {
+    /// Sorts rows by `seq` (linear when they already are, as the recorder writes them) and
+    /// indexes them by kind. Call once, after the last row is pushed.
+    pub fn finish(&mut self) {
         if !self.rows.is_sorted_by_key(|r| r.seq) {
             self.rows.sort_by_key(|r| r.seq);
         }
+        let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
+        for (at, r) in self.rows.iter().enumerate() {
+            let k = r.kind as usize;
+            if by_kind.len() <= k {
+                by_kind.resize(k + 1, Vec::new());
+            }
+            // A history cannot hold 2^32 rows in memory; the conversion never fails in practice.
+            if let Ok(at) = u32::try_from(at) {
+                by_kind[k].push(at);
+            }
+        }
+        self.by_kind = by_kind;
+    }
+
+    /// The rows of `kind`, in `seq` order, with their indices into [`History::rows`].
+    pub fn of(&self, kind: Kind) -> impl DoubleEndedIterator<Item = (usize, &Row)> + '_ {
+        self.by_kind
+            .get(kind as usize)
+            .map_or(&[][..], |v| v.as_slice())
+            .iter()
+            .filter_map(|&at| self.rows.get(at as usize).map(|r| (at as usize, r)))
+    }
+
+    /// How many rows of `kind` there are.
+    pub fn count(&self, kind: Kind) -> usize {
+        self.by_kind.get(kind as usize).map_or(0, Vec::len)
     }
 }
 

@@ -132,7 +132,7 @@ impl Loaded {
         })?;
         state.seqs.finish()?;
         for h in &mut self.histories[first_history..] {
-            h.sort();
+            h.finish();
         }
         let mut notes = Vec::new();
         if !info.version_declared {

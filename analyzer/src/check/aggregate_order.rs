@@ -14,19 +14,18 @@ pub fn check(h: &History) -> Outcome {
     let mut seen: std::collections::HashSet<Id, FastState> = Default::default();
     let mut first_publishes: Vec<usize> = Vec::new();
     let mut skips = Skips::default();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind == Kind::PublishAttempt && !skips.usable(r, &[Field::EventId]) {
+    let intents = h.of(Kind::IntentRecorded).chain(h.of(Kind::TaskAccepted));
+    for (_, r) in intents {
+        if let (Some(e), Some(a), Some(s)) = (r.event, r.aggregate, r.aggregate_seq()) {
+            from_intent.entry(e).or_insert((a, s));
+        }
+    }
+    for (at, r) in h.of(Kind::PublishAttempt) {
+        if !skips.usable(r, &[Field::EventId]) {
             continue;
         }
-        let Some(e) = r.event else { continue };
-        match r.kind {
-            Kind::IntentRecorded | Kind::TaskAccepted => {
-                if let (Some(a), Some(s)) = (r.aggregate, r.aggregate_seq()) {
-                    from_intent.entry(e).or_insert((a, s));
-                }
-            }
-            Kind::PublishAttempt if seen.insert(e) => first_publishes.push(at),
-            _ => {}
+        if r.event.is_some_and(|e| seen.insert(e)) {
+            first_publishes.push(at);
         }
     }
     // Per aggregate: the highest aggregate_seq published so far, and by which row.

@@ -14,8 +14,8 @@ pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     let needed = [Field::StoreRev, Field::Amount, Field::Counter];
     let mut commits: Vec<usize> = Vec::new();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind == Kind::EffectCommitted && skips.usable(r, &needed) {
+    for (at, r) in h.of(Kind::EffectCommitted) {
+        if skips.usable(r, &needed) {
             commits.push(at);
         }
     }

@@ -10,16 +10,17 @@ use crate::intern::{FastMap, Id};
 /// Decides `external-single-effect`.
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
-    let mut any = false;
+    let any = [
+        Kind::ExternalRequest,
+        Kind::ExternalApplied,
+        Kind::ExternalReplayed,
+    ]
+    .iter()
+    .any(|&k| h.count(k) > 0);
     // Per event: how many applications, and the second one (where the duplicate shows).
     let mut applied: FastMap<Id, (u32, usize)> = FastMap::default();
-    for (at, r) in h.rows.iter().enumerate() {
-        let external = matches!(
-            r.kind,
-            Kind::ExternalRequest | Kind::ExternalApplied | Kind::ExternalReplayed
-        );
-        any |= external;
-        if r.kind != Kind::ExternalApplied || !skips.usable(r, &[Field::EventId]) {
+    for (at, r) in h.of(Kind::ExternalApplied) {
+        if !skips.usable(r, &[Field::EventId]) {
             continue;
         }
         let Some(e) = r.event else { continue };
@@ -45,10 +46,8 @@ pub fn check(h: &History) -> Outcome {
         .into_iter()
         .map(|e| {
             let rows: Vec<usize> = h
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.event == Some(e) && r.kind == Kind::ExternalApplied)
+                .of(Kind::ExternalApplied)
+                .filter(|(_, r)| r.event == Some(e))
                 .map(|(at, _)| at)
                 .collect();
             let task = rows.iter().find_map(|&at| h.rows[at].task);

@@ -13,10 +13,7 @@ pub fn check(h: &History) -> Outcome {
     let mut exact: std::collections::HashSet<(Id, i64), FastState> = Default::default();
     let mut any_intent: FastMap<Id, usize> = FastMap::default();
     let mut unusable_intent: std::collections::HashSet<Id, FastState> = Default::default();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind != Kind::IntentRecorded {
-            continue;
-        }
+    for (at, r) in h.of(Kind::IntentRecorded) {
         if !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
             if let Some(e) = r.event {
                 unusable_intent.insert(e);
@@ -29,8 +26,8 @@ pub fn check(h: &History) -> Outcome {
         }
     }
     let mut found = Vec::new();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind != Kind::TaskAccepted || !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
+    for (at, r) in h.of(Kind::TaskAccepted) {
+        if !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
             continue;
         }
         let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {

@@ -11,16 +11,16 @@ use crate::intern::{FastMap, Id};
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     let mut first_puback: FastMap<Id, usize> = FastMap::default();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind == Kind::PublishAcked && skips.usable(r, &[Field::EventId]) {
+    for (at, r) in h.of(Kind::PublishAcked) {
+        if skips.usable(r, &[Field::EventId]) {
             if let Some(e) = r.event {
                 first_puback.entry(e).or_insert(at);
             }
         }
     }
     let mut found = Vec::new();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind != Kind::OutboxMarked || !skips.usable(r, &[Field::EventId]) {
+    for (at, r) in h.of(Kind::OutboxMarked) {
+        if !skips.usable(r, &[Field::EventId]) {
             continue;
         }
         let Some(e) = r.event else { continue };

@@ -26,19 +26,14 @@ pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     // Per task: its first acceptance and whether an effect was seen.
     let mut tasks: FastMap<Id, (usize, bool)> = FastMap::default();
-    for (at, r) in h.rows.iter().enumerate() {
-        match r.kind {
-            Kind::TaskAccepted if skips.usable(r, &[Field::TaskId]) => {
-                if let Some(t) = r.task {
-                    tasks.entry(t).or_insert((at, false));
-                }
-            }
-            Kind::EffectCommitted if skips.usable(r, &[Field::TaskId]) => {
-                if let Some(t) = r.task {
-                    tasks.entry(t).or_insert((at, true)).1 = true;
-                }
-            }
-            _ => {}
+    for (at, r) in h.of(Kind::TaskAccepted) {
+        if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
+            tasks.entry(t).or_insert((at, false));
+        }
+    }
+    for (at, r) in h.of(Kind::EffectCommitted) {
+        if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
+            tasks.entry(t).or_insert((at, true)).1 = true;
         }
     }
     let found = tasks

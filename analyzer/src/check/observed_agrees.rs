@@ -18,18 +18,14 @@ pub fn check(h: &History) -> Outcome {
     let Some((at, detail)) = last_detail(h, Kind::Observed) else {
         return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObserved);
     };
-    let mut effects = 0i64;
+    let effects = i64::try_from(h.count(Kind::EffectCommitted)).unwrap_or(i64::MAX);
     let mut published: std::collections::HashSet<_, FastState> = Default::default();
     let mut skips = Skips::default();
-    for r in &h.rows {
-        match r.kind {
-            Kind::EffectCommitted => effects += 1,
-            Kind::PublishAcked if skips.usable(r, &[Field::EventId]) => {
-                if let Some(e) = r.event {
-                    published.insert(e);
-                }
+    for (_, r) in h.of(Kind::PublishAcked) {
+        if skips.usable(r, &[Field::EventId]) {
+            if let Some(e) = r.event {
+                published.insert(e);
             }
-            _ => {}
         }
     }
     let published = i64::try_from(published.len()).unwrap_or(i64::MAX);

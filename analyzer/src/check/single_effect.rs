@@ -39,10 +39,7 @@ pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     let mut by_event = FastMap::default();
     let mut by_task = FastMap::default();
-    for (at, r) in h.rows.iter().enumerate() {
-        if r.kind != Kind::EffectCommitted {
-            continue;
-        }
+    for (at, r) in h.of(Kind::EffectCommitted) {
         if let Some(e) = r.event {
             tally(&mut by_event, e, at, r.event);
         }

@@ -285,14 +285,6 @@ impl FileState {
             (None, None, None, None);
         let mut last_kind: Option<(&[u8], Kind)> = None;
         for i in 0..batch.num_rows() {
-            let h = self.history(
-                run.get(i),
-                scenario.get(i),
-                backend.get(i),
-                names,
-                histories,
-            )?;
-            self.seqs.push(&self.last_run, seq.get(i));
             let kind_bytes = kind.get(i);
             let k = match last_kind {
                 Some((prev, k)) if prev == kind_bytes => k,
@@ -307,10 +299,21 @@ impl FileState {
                     None => {
                         let name = String::from_utf8_lossy(kind_bytes).into_owned();
                         *self.unknown.entry(name).or_default() += 1;
+                        // Its seq still counts: a run must not repeat one.
+                        self.seqs
+                            .push(&String::from_utf8_lossy(run.get(i)), seq.get(i));
                         continue;
                     }
                 },
             };
+            let h = self.history(
+                run.get(i),
+                scenario.get(i),
+                backend.get(i),
+                names,
+                histories,
+            )?;
+            self.seqs.push(&self.last_run, seq.get(i));
             let actor_id = intern_opt(names, Some(actor.get(i)), &mut last_actor)?
                 .ok_or(LoadError::Canonical("actor"))?;
             let history = &mut histories[h];

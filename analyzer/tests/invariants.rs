@@ -505,3 +505,63 @@ fn a_crash_after_an_early_ack_is_part_of_the_story() {
         assert_eq!(outcome(&report, id).verdict, Verdict::Pass, "{id}");
     }
 }
+
+#[test]
+fn unknown_kinds_make_no_scenario_of_their_own_but_their_seq_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = lab();
+    renumber(&mut t);
+    let path = dir.path().join("t.parquet");
+    let mut batch = outbox_trace::to_batch(&t).unwrap();
+    // Rename the kind of the last row (run_end) to an unknown one in another scenario.
+    let kinds: arrow_array::StringArray = t
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            Some(if i + 1 == t.len() {
+                "heartbeat"
+            } else {
+                e.kind.as_str()
+            })
+        })
+        .collect();
+    let scenarios: arrow_array::StringArray = t
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            Some(if i + 1 == t.len() {
+                "elsewhere"
+            } else {
+                e.scenario.as_str()
+            })
+        })
+        .collect();
+    let mut columns = batch.columns().to_vec();
+    columns[7] = std::sync::Arc::new(kinds);
+    columns[1] = std::sync::Arc::new(scenarios);
+    batch = arrow_array::RecordBatch::try_new(batch.schema(), columns).unwrap();
+    let mut w = outbox_trace::TraceWriter::create(&path, None).unwrap();
+    w.write_batch(&batch).unwrap();
+    w.finish().unwrap();
+    let report = outbox_analyzer::analysis::analyse(std::slice::from_ref(&path)).unwrap();
+    assert_eq!(report.scenarios.len(), 1);
+    assert_eq!(
+        outcome(&report, "no-lost-task").reason,
+        Some(Reason::NoRunEnd)
+    );
+
+    // The unknown row's seq repeats a known row's: rejected.
+    let seqs: arrow_array::UInt64Array = t
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Some(if i + 1 == t.len() { 1 } else { e.seq }))
+        .collect();
+    let mut columns = batch.columns().to_vec();
+    columns[2] = std::sync::Arc::new(seqs);
+    let batch = arrow_array::RecordBatch::try_new(batch.schema(), columns).unwrap();
+    let mut w = outbox_trace::TraceWriter::create(&path, None).unwrap();
+    w.write_batch(&batch).unwrap();
+    w.finish().unwrap();
+    let err = outbox_analyzer::analysis::analyse(&[path]).unwrap_err();
+    assert!(err.to_string().contains("repeats seq 1"), "{err}");
+}

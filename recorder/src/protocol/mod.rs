@@ -267,13 +267,20 @@ impl Default for Timing {
     }
 }
 
-/// An event about one outbox record: its ids and its place in the aggregate filled in.
+/// An event about one outbox record: its ids and its place in the aggregate filled in, and the
+/// effect's size on the kinds that are about the effect itself.
 pub fn intent_event(kind: outbox_trace::Kind, intent: &Intent) -> outbox_trace::Event {
     let mut event = outbox_trace::Event::new(kind);
     event.event_id = Some(intent.event_id.clone());
     event.task_id = Some(intent.task_id.clone());
     event.aggregate_id = Some(intent.aggregate_id.clone());
     event.aggregate_seq = (intent.aggregate_seq > 0).then_some(intent.aggregate_seq);
-    event.amount = Some(intent.amount);
+    use outbox_trace::Kind::*;
+    if matches!(
+        kind,
+        TaskAccepted | IntentRecorded | EffectCommitted | ExternalRequest | ExternalApplied | ExternalReplayed
+    ) {
+        event.amount = Some(intent.amount);
+    }
     event
 }

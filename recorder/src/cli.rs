@@ -101,6 +101,9 @@ pub struct RunArgs {
     /// Use this NATS server (nats://[user:password@|token@]host:port) instead of starting one.
     #[arg(long, env = "OUTBOX_TRACE_NATS")]
     pub nats: Option<String>,
+    /// A NATS credentials file (.creds) for --nats.
+    #[arg(long, env = "OUTBOX_TRACE_NATS_CREDS")]
+    pub nats_creds: Option<PathBuf>,
     /// Use this Redis (redis://[user:password@]host:port) instead of starting one.
     #[arg(long, env = "OUTBOX_TRACE_REDIS")]
     pub redis: Option<String>,
@@ -209,6 +212,7 @@ impl RunArgs {
             etcd,
             nats,
             redis,
+            nats_creds: self.nats_creds.clone(),
             db_dir: self.db.clone(),
             timing: Timing {
                 ack_wait: self.ack_wait,

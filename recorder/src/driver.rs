@@ -284,8 +284,11 @@ fn free_port() -> u16 {
 fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
     let port = free_port();
     match endpoints {
-        Endpoints::EtcdJetstream { etcd, .. } => Endpoints::EtcdJetstream {
+        Endpoints::EtcdJetstream {
+            etcd, nats_creds, ..
+        } => Endpoints::EtcdJetstream {
             etcd,
+            nats_creds,
             nats: Endpoint::local(format!("nats://127.0.0.1:{port}")),
         },
         Endpoints::SqliteRedis { db_dir, .. } => Endpoints::SqliteRedis {

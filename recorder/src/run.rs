@@ -36,6 +36,8 @@ pub struct RunConfig {
     pub etcd: Option<Endpoint>,
     /// The user's NATS, or `None` to start our own.
     pub nats: Option<Endpoint>,
+    /// A NATS credentials file for the user's NATS.
+    pub nats_creds: Option<PathBuf>,
     /// The user's Redis, or `None` to start our own.
     pub redis: Option<Endpoint>,
     /// Where the SQLite files go, or `None` for the run's output directory.
@@ -93,7 +95,15 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
             let nats = service(&config.nats, ServiceKind::Nats)?;
             let shown =
                 json!({ "etcd": shown(&config.etcd, &etcd), "nats": shown(&config.nats, &nats) });
-            (Endpoints::EtcdJetstream { etcd, nats }, shown)
+            let nats_creds = config.nats_creds.clone();
+            (
+                Endpoints::EtcdJetstream {
+                    etcd,
+                    nats,
+                    nats_creds,
+                },
+                shown,
+            )
         }
         BackendKind::SqliteRedis => {
             let redis = service(&config.redis, ServiceKind::Redis)?;

@@ -87,3 +87,28 @@ fn the_actor_command_refuses_to_run_without_a_spec() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("started by `recorder run`"));
 }
+
+#[test]
+fn an_unreadable_nats_credentials_file_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = recorder()
+        .args([
+            "run",
+            "--quiet",
+            "--scenario",
+            "lost-publish-ack",
+            "--nats-creds",
+            "/nonexistent/user.creds",
+            "--out",
+        ])
+        .arg(dir.path().join("t.parquet"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("credentials file /nonexistent/user.creds"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

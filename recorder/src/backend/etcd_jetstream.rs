@@ -44,7 +44,12 @@ pub struct EtcdJetStream {
 
 impl Backend for EtcdJetStream {
     async fn connect(conn: &Connection, timing: Timing) -> Result<Self, BackendError> {
-        let Endpoints::EtcdJetstream { etcd, nats } = &conn.endpoints else {
+        let Endpoints::EtcdJetstream {
+            etcd,
+            nats,
+            nats_creds,
+        } = &conn.endpoints
+        else {
             return Err(BackendError::Store(
                 "not an etcd + JetStream connection".into(),
             ));
@@ -85,6 +90,15 @@ impl Backend for EtcdJetStream {
             } else {
                 nats_options.user_and_password(user, password)
             };
+        }
+        if let Some(path) = nats_creds {
+            nats_options = nats_options.credentials_file(path).await.map_err(|e| {
+                BackendError::Unreachable {
+                    service: "nats",
+                    endpoint: nats.redacted(),
+                    reason: format!("credentials file {}: {}", path.display(), one_line(&e)),
+                }
+            })?;
         }
         let nats = nats_options.connect(nats.host_port()).await.map_err(|e| {
             BackendError::Unreachable {

@@ -98,6 +98,9 @@ pub enum Endpoints {
         etcd: Endpoint,
         /// NATS' client URL.
         nats: Endpoint,
+        /// A NATS credentials file (its path is not secret; its content never leaves it).
+        #[serde(default)]
+        nats_creds: Option<PathBuf>,
     },
     /// A SQLite directory and Redis.
     SqliteRedis {

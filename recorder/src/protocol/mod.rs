@@ -278,7 +278,12 @@ pub fn intent_event(kind: outbox_trace::Kind, intent: &Intent) -> outbox_trace::
     use outbox_trace::Kind::*;
     if matches!(
         kind,
-        TaskAccepted | IntentRecorded | EffectCommitted | ExternalRequest | ExternalApplied | ExternalReplayed
+        TaskAccepted
+            | IntentRecorded
+            | EffectCommitted
+            | ExternalRequest
+            | ExternalApplied
+            | ExternalReplayed
     ) {
         event.amount = Some(intent.amount);
     }

@@ -69,6 +69,8 @@ pub struct ActorSpec {
     pub tasks: Vec<TaskSpec>,
     /// How the API publishes (API only).
     pub api_mode: ApiMode,
+    /// Tasks the API creates per second (0: no pacing).
+    pub api_rate: u32,
     /// The external receiver (the receiver serves it; workers call it).
     pub external: Option<ExternalSpec>,
 }
@@ -279,7 +281,10 @@ async fn play_on<B: Backend>(
     backend: B,
 ) -> anyhow::Result<()> {
     match spec.role {
-        Role::Api => protocol::api::create_all(ctx, &backend, &spec.tasks, spec.api_mode).await,
+        Role::Api => {
+            protocol::api::create_all(ctx, &backend, &spec.tasks, spec.api_mode, spec.api_rate)
+                .await
+        }
         Role::Relay => protocol::relay::run(ctx, &backend, &backend).await,
         Role::Worker => protocol::worker::run(ctx, &backend, &backend).await,
         Role::Receiver => unreachable!("the receiver needs no backend"),

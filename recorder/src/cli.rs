@@ -26,7 +26,7 @@ pub enum ConfigError {
 }
 use crate::protocol::{Protocol, Timing};
 use crate::run::RunConfig;
-use crate::scenario::ScenarioName;
+use crate::scenario::{LoadSpec, ScenarioName};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -82,9 +82,21 @@ pub struct RunArgs {
     /// Store and broker to run against.
     #[arg(long, value_enum, default_value = "etcd-jetstream")]
     pub backend: BackendKind,
-    /// Scenario to run (repeatable), or `all`.
-    #[arg(long, default_value = "all", value_parser = parse_scenario_arg)]
+    /// Scenario to run (repeatable), or `all` (the default; `load` with --tasks).
+    #[arg(long, value_parser = parse_scenario_arg)]
     pub scenario: Vec<ScenarioArg>,
+    /// Run the `load` scenario with this many tasks.
+    #[arg(long)]
+    pub tasks: Option<usize>,
+    /// Worker processes in the `load` scenario.
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// Aggregates the `load` scenario's tasks are spread over.
+    #[arg(long, default_value_t = 16)]
+    pub aggregates: usize,
+    /// Tasks the `load` scenario's API creates per second (0: as fast as the store takes them).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u32,
     /// Protocol variant: the reference, or a deliberately broken one.
     #[arg(long, value_enum, default_value = "reference")]
     pub protocol: Protocol,
@@ -138,14 +150,13 @@ fn parse_scenario_arg(s: &str) -> Result<ScenarioArg, String> {
     if s == "all" {
         return Ok(ScenarioArg::All);
     }
-    ScenarioName::ALL
-        .iter()
-        .find(|n| n.as_str() == s)
-        .map(|n| ScenarioArg::One(*n))
-        .ok_or_else(|| {
-            let names: Vec<&str> = ScenarioName::ALL.iter().map(|n| n.as_str()).collect();
-            format!("unknown scenario `{s}`; expected all, {}", names.join(", "))
-        })
+    ScenarioName::parse(s).map(ScenarioArg::One).ok_or_else(|| {
+        let names: Vec<&str> = ScenarioName::ALL.iter().map(|n| n.as_str()).collect();
+        format!(
+            "unknown scenario `{s}`; expected all, {}, load",
+            names.join(", ")
+        )
+    })
 }
 
 /// Parses `2s`, `1500ms`, `1m` or a bare number of seconds.
@@ -174,7 +185,17 @@ impl RunArgs {
     /// Resolves the arguments into a run configuration.
     pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
         let mut scenarios = Vec::new();
-        for arg in &self.scenario {
+        let default = [if self.tasks.is_some() {
+            ScenarioArg::One(ScenarioName::Load)
+        } else {
+            ScenarioArg::All
+        }];
+        let asked: &[ScenarioArg] = if self.scenario.is_empty() {
+            &default
+        } else {
+            &self.scenario
+        };
+        for arg in asked {
             match arg {
                 ScenarioArg::All => scenarios.extend(ScenarioName::all_on(self.backend)),
                 ScenarioArg::One(n) if !n.runs_on(self.backend) => {
@@ -213,6 +234,12 @@ impl RunArgs {
             nats,
             redis,
             nats_creds: self.nats_creds.clone(),
+            load: LoadSpec {
+                tasks: self.tasks.unwrap_or(LoadSpec::default().tasks),
+                workers: self.workers,
+                aggregates: self.aggregates,
+                rate: self.rate,
+            },
             db_dir: self.db.clone(),
             timing: Timing {
                 ack_wait: self.ack_wait,
@@ -220,7 +247,7 @@ impl RunArgs {
                 ..Timing::default()
             },
             deadline: self.deadline,
-            progress: !self.quiet,
+            progress: !self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
     }
 }

@@ -21,7 +21,7 @@ use crate::clock::RunClock;
 use crate::endpoints::Endpoint;
 use crate::external::ExternalSpec;
 use crate::faults::{FaultPlan, CRASH_EXIT_CODE};
-use crate::journal::Recorder;
+use crate::journal::{Recorder, Tallies};
 use crate::protocol::{Protocol, Timing};
 use crate::scenario::Scenario;
 use crate::supervisor::ActorProcess;
@@ -49,6 +49,10 @@ pub struct ScenarioEnv<'a> {
     pub interrupted: &'a Arc<AtomicBool>,
     /// The run's own temporary directory (the external receiver keeps its database there).
     pub workdir: &'a std::path::Path,
+    /// Live counts, for the progress line.
+    pub tallies: Tallies,
+    /// Show a live progress line (on a terminal).
+    pub progress: bool,
 }
 
 struct Slot {
@@ -142,13 +146,17 @@ async fn run_on<B: Backend>(
             connection,
             protocol: env.protocol,
             plan: s.plan.clone(),
-            timing: env.timing,
+            timing: Timing {
+                fetch_batch: scenario.fetch_batch,
+                ..env.timing
+            },
             tasks: if s.role == Role::Api {
                 scenario.tasks.clone()
             } else {
                 Vec::new()
             },
             api_mode: scenario.api_mode,
+            api_rate: scenario.api_rate,
             external: external.clone(),
         }
     };
@@ -159,6 +167,7 @@ async fn run_on<B: Backend>(
 
     let started = Instant::now();
     let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
+    let mut last_progress = Instant::now();
     let mut quiet = 0;
     let mut end_reason = "quiet";
     let recovered = loop {
@@ -245,8 +254,16 @@ async fn run_on<B: Backend>(
         } else {
             quiet = 0;
         }
+        if env.progress && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            show_progress(name, &env.tallies, started.elapsed());
+        }
         tokio::time::sleep(TICK).await;
     };
+    if env.progress {
+        show_progress(name, &env.tallies, started.elapsed());
+        eprintln!();
+    }
 
     for s in &mut slots {
         if let Some(process) = s.process.take() {
@@ -270,6 +287,24 @@ async fn run_on<B: Backend>(
         ))
         .await?;
     Ok(recovered)
+}
+
+/// One line, rewritten in place: how far the scenario has got.
+fn show_progress(name: &str, tallies: &Tallies, elapsed: Duration) {
+    use outbox_trace::Kind::*;
+    let tallies = tallies.lock().expect("tally lock");
+    let Some((_, t)) = tallies.iter().find(|(s, _)| s == name) else {
+        return;
+    };
+    eprint!(
+        "\r  {name}: accepted {}  published {}  committed {}  acked {}  crashes {}  ({:.1} s)   ",
+        t.count(TaskAccepted),
+        t.count(PublishAcked),
+        t.count(EffectCommitted),
+        t.count(Acked),
+        t.count(Crash),
+        elapsed.as_secs_f64()
+    );
 }
 
 /// A loopback port that was free a moment ago.

@@ -36,6 +36,8 @@ pub struct RunConfig {
     pub etcd: Option<Endpoint>,
     /// The user's NATS, or `None` to start our own.
     pub nats: Option<Endpoint>,
+    /// The size of the `load` scenario.
+    pub load: crate::scenario::LoadSpec,
     /// A NATS credentials file for the user's NATS.
     pub nats_creds: Option<PathBuf>,
     /// The user's Redis, or `None` to start our own.
@@ -146,6 +148,8 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         deadline: config.deadline,
         interrupted: &interrupted,
         workdir: workdir.path(),
+        tallies: tallies.clone(),
+        progress: config.progress,
     };
     let mut unrecovered = Vec::new();
     let mut failure = None;
@@ -167,7 +171,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
             ack_wait,
             member: String::new(),
         };
-        match run_scenario(&env, &name.scenario(), &connection).await {
+        match run_scenario(&env, &name.scenario(&config.load), &connection).await {
             Ok(true) => {}
             Ok(false) => unrecovered.push(name.as_str().to_string()),
             Err(e) => {

@@ -32,6 +32,32 @@ pub enum ScenarioName {
     ConcurrentWorkers,
     /// The worker pays through an external receiver before its commit and dies around the call.
     ExternalEffect,
+    /// Many tasks over many aggregates and several workers (`--tasks`, `--workers`); not in `all`.
+    Load,
+}
+
+/// The size of a `load` scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSpec {
+    /// Tasks the API creates.
+    pub tasks: usize,
+    /// Worker processes sharing the durable consumer.
+    pub workers: usize,
+    /// Aggregates the tasks are spread over (round robin).
+    pub aggregates: usize,
+    /// Tasks created per second (0: as fast as the store takes them).
+    pub rate: u32,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            tasks: 10_000,
+            workers: 4,
+            aggregates: 16,
+            rate: 0,
+        }
+    }
 }
 
 /// How the API publishes.
@@ -65,6 +91,10 @@ pub struct Scenario {
     pub relay_runs: u32,
     /// An external receiver runs, and workers call it before committing.
     pub external: bool,
+    /// Tasks created per second by the API (0: no pacing).
+    pub api_rate: u32,
+    /// Messages a worker fetches at once.
+    pub fetch_batch: usize,
     /// The tasks the API creates.
     pub tasks: Vec<TaskSpec>,
 }
@@ -99,6 +129,7 @@ impl ScenarioName {
             ScenarioName::CrashAfterAccept => "crash-after-accept",
             ScenarioName::ConcurrentWorkers => "concurrent-workers",
             ScenarioName::ExternalEffect => "external-effect",
+            ScenarioName::Load => "load",
         }
     }
 
@@ -106,6 +137,14 @@ impl ScenarioName {
     /// first use (Redis); NATS clients connect up front.
     pub fn runs_on(self, backend: BackendKind) -> bool {
         self != ScenarioName::DualWrite || backend == BackendKind::SqliteRedis
+    }
+
+    /// The scenario's name on the command line.
+    pub fn parse(name: &str) -> Option<ScenarioName> {
+        Self::ALL
+            .into_iter()
+            .chain([ScenarioName::Load])
+            .find(|n| n.as_str() == name)
     }
 
     /// The scenarios `all` means on `backend`, in order.
@@ -126,8 +165,8 @@ impl ScenarioName {
         names
     }
 
-    /// The scenario's definition.
-    pub fn scenario(self) -> Scenario {
+    /// The scenario's definition (`load` sizes the `load` scenario and is ignored by the others).
+    pub fn scenario(self, load: &LoadSpec) -> Scenario {
         let crash = |point| vec![Fault::Crash { point }];
         let mut s = Scenario {
             name: self,
@@ -139,6 +178,8 @@ impl ScenarioName {
             worker: Vec::new(),
             relay_runs: 1,
             external: false,
+            api_rate: 0,
+            fetch_batch: 1,
             tasks: lab_tasks("account-1", "task.created"),
         };
         match self {
@@ -175,6 +216,21 @@ impl ScenarioName {
             ScenarioName::ConcurrentWorkers => {
                 s.workers = 2;
                 s.worker = vec![Fault::StallBeforeCommit { millis: 300 }];
+            }
+            ScenarioName::Load => {
+                s.workers = load.workers.max(1);
+                s.api_rate = load.rate;
+                s.fetch_batch = 32;
+                s.tasks = (0..load.tasks)
+                    .map(|i| TaskSpec {
+                        task_id: format!("task-{}", i + 1),
+                        idempotency_key: format!("key-{}", i + 1),
+                        amount: (i % 9) as i64 + 1,
+                        aggregate_id: format!("aggregate-{}", i % load.aggregates.max(1)),
+                        event_type: "task.created".to_string(),
+                        fail_before_commit: false,
+                    })
+                    .collect();
             }
             ScenarioName::ExternalEffect => {
                 s.external = true;

@@ -20,8 +20,14 @@ pub async fn create_all<B: Store + Broker>(
     backend: &B,
     tasks: &[TaskSpec],
     mode: ApiMode,
+    rate: u32,
 ) -> anyhow::Result<()> {
-    for task in tasks {
+    let started = tokio::time::Instant::now();
+    for (i, task) in tasks.iter().enumerate() {
+        if rate > 0 {
+            let due = started + std::time::Duration::from_secs_f64(i as f64 / f64::from(rate));
+            tokio::time::sleep_until(due).await;
+        }
         match mode {
             ApiMode::Outbox => create(ctx, backend, task).await?,
             ApiMode::DualWrite => dual_write(ctx, backend, task).await?,

@@ -8,6 +8,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::analysis::{analyse, RunVerdict};
 use crate::output;
+use crate::render::Format;
+
+mod commands;
 
 /// Exit codes, as documented in `--help`.
 const EXIT_CODES: &str = "\
@@ -33,6 +36,62 @@ pub enum Command {
     /// Check every (run_id, scenario) of the given traces against the outbox invariants.
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
+    /// Draw one task's, event's or violation's chain as a sequence diagram.
+    #[command(after_help = CHAIN_EXIT_CODES)]
+    Chain(ChainArgs),
+    /// Draw the atomic boundaries (what each transaction held; the ACKs outside them).
+    #[command(after_help = CHAIN_EXIT_CODES)]
+    Boundaries(BoundariesArgs),
+}
+
+/// Arguments of `analyzer boundaries`.
+#[derive(Debug, Args)]
+pub struct BoundariesArgs {
+    /// Trace file (Parquet, outbox-trace/1).
+    #[arg(value_name = "TRACE")]
+    pub path: PathBuf,
+    /// The scenario (default: the first with a committed effect).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Output format; by default taken from the -o extension (.svg, .png, .mmd), else text.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Output file (default: standard output; PNG needs a file).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Exit codes of the drawing commands.
+const CHAIN_EXIT_CODES: &str = "\
+Exit codes:
+  0  written
+  2  bad input or usage (unreadable trace, bad arguments, PNG without -o, unwritable output)
+  4  nothing to draw: no such scenario, task, event or violation, or a task in several scenarios";
+
+/// Arguments of `analyzer chain`.
+#[derive(Debug, Args)]
+pub struct ChainArgs {
+    /// Trace file (Parquet, outbox-trace/1).
+    #[arg(value_name = "TRACE")]
+    pub path: PathBuf,
+    /// The scenario to look in (needed when the task or event occurs in several).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Draw this task's chain.
+    #[arg(long, conflicts_with_all = ["event", "violation"])]
+    pub task: Option<String>,
+    /// Draw this event's chain.
+    #[arg(long, conflicts_with = "violation")]
+    pub event: Option<String>,
+    /// Draw the witness of the N-th violation `analyzer check` finds (1-based).
+    #[arg(long, value_name = "N")]
+    pub violation: Option<usize>,
+    /// Output format; by default taken from the -o extension (.svg, .png, .mmd), else text.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Output file (default: standard output; PNG needs a file).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Arguments of `analyzer check`.
@@ -46,9 +105,9 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// How to print.
+/// How to print a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum CheckFormat {
     /// Text for people.
     Text,
     /// JSON for programs.
@@ -61,14 +120,18 @@ pub struct CheckConfig {
     /// The files, in order.
     pub paths: Vec<PathBuf>,
     /// Output format.
-    pub format: Format,
+    pub format: CheckFormat,
 }
 
 impl From<CheckArgs> for CheckConfig {
     fn from(a: CheckArgs) -> Self {
         CheckConfig {
             paths: a.paths,
-            format: if a.json { Format::Json } else { Format::Text },
+            format: if a.json {
+                CheckFormat::Json
+            } else {
+                CheckFormat::Text
+            },
         }
     }
 }
@@ -84,6 +147,8 @@ pub enum Exit {
     BadInput = 2,
     /// 3: unknown.
     Unknown = 3,
+    /// 4: nothing to draw or compare (no such scenario, task, event or violation).
+    NotFound = 4,
 }
 
 impl From<RunVerdict> for Exit {
@@ -100,6 +165,8 @@ impl From<RunVerdict> for Exit {
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Check(args) => check(&args.into(), out),
+        Command::Chain(args) => commands::chain(&args, out),
+        Command::Boundaries(args) => commands::boundaries(&args, out),
     }
 }
 
@@ -107,8 +174,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
 pub fn check(config: &CheckConfig, out: &mut dyn Write) -> anyhow::Result<Exit> {
     let report = analyse(&config.paths)?;
     let written = match config.format {
-        Format::Text => output::text::write(&report, out),
-        Format::Json => output::json::write(&report, out),
+        CheckFormat::Text => output::text::write(&report, out),
+        CheckFormat::Json => output::json::write(&report, out),
     };
     match written.and_then(|()| out.flush()) {
         // A reader that closed the pipe early (`| head`) still gets the exit code.

@@ -6,6 +6,8 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+pub mod boundaries;
+pub mod chain;
 pub mod check;
 pub mod cli;
 pub mod counts;
@@ -14,3 +16,5 @@ pub mod history;
 pub mod intern;
 pub mod load;
 pub mod output;
+pub mod render;
+pub mod scene;

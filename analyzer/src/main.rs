@@ -8,11 +8,13 @@
 //! - 0: every invariant passed in every scenario (valid);
 //! - 1: at least one invariant failed (invalid);
 //! - 2: bad input or usage (the reason is one line on stderr: `analyzer: <path>: <reason>`);
-//! - 3: nothing failed but something could not be decided (unknown).
+//! - 3: nothing failed but something could not be decided (unknown);
+//! - 4: nothing to draw or compare (no such scenario, task, event or violation).
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use outbox_analyzer::chain::ChainError;
 use outbox_analyzer::cli::{run, Cli, Exit};
 
 fn main() -> ExitCode {
@@ -33,7 +35,16 @@ fn main() -> ExitCode {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {
             eprintln!("analyzer: {e:#}");
-            ExitCode::from(Exit::BadInput as u8)
+            ExitCode::from(exit_of(&e) as u8)
         }
+    }
+}
+
+/// Nothing to draw or compare exits 4; every other error is bad input (2).
+fn exit_of(e: &anyhow::Error) -> Exit {
+    if e.downcast_ref::<ChainError>().is_some() {
+        Exit::NotFound
+    } else {
+        Exit::BadInput
     }
 }

@@ -1,0 +1,356 @@
+//! The atomic boundaries a recording shows: rows with equal `store_rev` were committed in one
+//! transaction, so grouping by `store_rev` tells which steps the create transaction and the
+//! complete transaction held, and which steps (the broker's publish ACK, the consumer ACK) sat
+//! outside every transaction. A broken protocol that splits a transaction shows it here.
+
+use std::collections::BTreeMap;
+
+use outbox_trace::{Event, Kind};
+use serde::Serialize;
+
+use crate::scene::Scene;
+
+/// What a transaction did, by the kinds it reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Task (and idempotency key) and/or outbox record.
+    Create,
+    /// The outbox record marked published.
+    Mark,
+    /// Dedup key + result + completed task + counter.
+    Complete,
+    /// Anything else carrying a `store_rev`.
+    Other,
+}
+
+impl Role {
+    /// A short name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Create => "create",
+            Role::Mark => "mark",
+            Role::Complete => "complete",
+            Role::Other => "other",
+        }
+    }
+
+    fn of(kinds: &[Kind]) -> Role {
+        if kinds
+            .iter()
+            .any(|k| matches!(k, Kind::TaskAccepted | Kind::IntentRecorded))
+        {
+            Role::Create
+        } else if kinds.contains(&Kind::EffectCommitted) {
+            Role::Complete
+        } else if kinds.contains(&Kind::OutboxMarked) {
+            Role::Mark
+        } else {
+            Role::Other
+        }
+    }
+}
+
+/// How many transactions held exactly this set of kinds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// The role.
+    pub role: Role,
+    /// The kinds reported with one `store_rev`, sorted.
+    pub kinds: Vec<&'static str>,
+    /// How many transactions.
+    pub count: usize,
+}
+
+/// One step of the representative task, inside a transaction or outside all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The row's kind.
+    pub kind: &'static str,
+    /// The row's `seq`.
+    pub seq: u64,
+    /// The transaction (`store_rev`), or `None` outside any.
+    pub rev: Option<i64>,
+    /// Who did it.
+    pub actor: String,
+    /// The broker position, for ACKs.
+    pub broker_seq: Option<u64>,
+}
+
+/// The boundaries of one scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Boundaries {
+    /// The scenario.
+    pub scenario: String,
+    /// The protocol variant, when recorded.
+    pub protocol: Option<String>,
+    /// Every distinct transaction shape with its count, by role then kinds.
+    pub shapes: Vec<Shape>,
+    /// The task whose steps are drawn (the one that shows the most transactions in its create).
+    pub task: Option<String>,
+    /// Its steps in protocol order.
+    pub steps: Vec<Step>,
+    /// Accepted tasks whose event was never recorded as an intent.
+    pub tasks_without_intent: usize,
+    /// `commit_conflict` rows (revision races the counter lost and retried).
+    pub conflicts: usize,
+}
+
+impl Boundaries {
+    /// Whether every create transaction held both the task and its intent.
+    pub fn create_is_atomic(&self) -> bool {
+        let creates: Vec<&Shape> = self
+            .shapes
+            .iter()
+            .filter(|s| s.role == Role::Create)
+            .collect();
+        !creates.is_empty()
+            && self.tasks_without_intent == 0
+            && creates.iter().all(|s| {
+                s.kinds.contains(&Kind::TaskAccepted.as_str())
+                    && s.kinds.contains(&Kind::IntentRecorded.as_str())
+            })
+    }
+}
+
+/// The kinds drawn for a task, in protocol order.
+const STEPS: &[Kind] = &[
+    Kind::TaskAccepted,
+    Kind::IntentRecorded,
+    Kind::PublishAcked,
+    Kind::OutboxMarked,
+    Kind::Delivered,
+    Kind::EffectCommitted,
+    Kind::Acked,
+];
+
+/// Derives the boundaries of `scene`.
+pub fn derive(scene: &Scene) -> Boundaries {
+    let mut by_rev: BTreeMap<i64, Vec<Kind>> = BTreeMap::new();
+    for e in &scene.events {
+        if let Some(rev) = e.store_rev {
+            by_rev.entry(rev).or_default().push(e.kind);
+        }
+    }
+    let mut counted: BTreeMap<(Role, Vec<&'static str>), usize> = BTreeMap::new();
+    for kinds in by_rev.values_mut() {
+        kinds.sort();
+        kinds.dedup();
+        let names = kinds.iter().map(|k| k.as_str()).collect();
+        *counted.entry((Role::of(kinds), names)).or_default() += 1;
+    }
+    let shapes = counted
+        .into_iter()
+        .map(|((role, kinds), count)| Shape { role, kinds, count })
+        .collect();
+    let intents: Vec<&str> = scene
+        .events
+        .iter()
+        .filter(|e| e.kind == Kind::IntentRecorded)
+        .filter_map(|e| e.event_id.as_deref())
+        .collect();
+    let accepted: Vec<&Event> = scene
+        .events
+        .iter()
+        .filter(|e| e.kind == Kind::TaskAccepted)
+        .collect();
+    let tasks_without_intent = accepted
+        .iter()
+        .filter(|e| {
+            e.event_id
+                .as_deref()
+                .is_none_or(|id| !intents.contains(&id))
+        })
+        .count();
+    let task = representative(scene, &accepted);
+    let steps = task
+        .as_deref()
+        .map(|t| task_steps(scene, t))
+        .unwrap_or_default();
+    Boundaries {
+        scenario: scene.scenario.clone(),
+        protocol: scene.protocol.clone(),
+        shapes,
+        task,
+        steps,
+        tasks_without_intent,
+        conflicts: scene
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::CommitConflict)
+            .count(),
+    }
+}
+
+/// The task that reaches a commit and whose create shows the most distinct transactions.
+fn representative(scene: &Scene, accepted: &[&Event]) -> Option<String> {
+    let mut best: Option<(usize, &str)> = None;
+    for a in accepted {
+        let Some(task) = a.task_id.as_deref() else {
+            continue;
+        };
+        let steps = task_steps(scene, task);
+        let has = |k: Kind| steps.iter().any(|s| s.kind == k.as_str());
+        let creates: std::collections::BTreeSet<i64> = steps
+            .iter()
+            .filter(|s| s.kind == "task_accepted" || s.kind == "intent_recorded")
+            .filter_map(|s| s.rev)
+            .collect();
+        let score = creates.len() * 10 + usize::from(has(Kind::EffectCommitted)) * 5 + steps.len();
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, task));
+        }
+    }
+    best.map(|(_, t)| t.to_string())
+}
+
+/// The first row of each of [`STEPS`] for `task` (found by task or by its event).
+fn task_steps(scene: &Scene, task: &str) -> Vec<Step> {
+    let event = scene
+        .events
+        .iter()
+        .find(|e| e.task_id.as_deref() == Some(task) && e.event_id.is_some())
+        .and_then(|e| e.event_id.as_deref());
+    let mine = |e: &Event| {
+        e.task_id.as_deref() == Some(task) || (event.is_some() && e.event_id.as_deref() == event)
+    };
+    STEPS
+        .iter()
+        .filter_map(|k| scene.events.iter().find(|e| e.kind == *k && mine(e)))
+        .map(|e| Step {
+            kind: e.kind.as_str(),
+            seq: e.seq,
+            rev: e.store_rev,
+            actor: e.actor.clone(),
+            broker_seq: e.broker_seq,
+        })
+        .collect()
+}
+
+/// What a step stands for, in the lab's words.
+pub fn meaning(kind: &str) -> &'static str {
+    match kind {
+        "task_accepted" => "task + idempotency key",
+        "intent_recorded" => "outbox record",
+        "publish_acked" => "broker's publish ACK",
+        "outbox_marked" => "outbox record marked published",
+        "delivered" => "delivery to the worker",
+        "effect_committed" => "dedup key + result + task done + counter",
+        "acked" => "consumer ACK",
+        _ => "",
+    }
+}
+
+/// The boundaries as text.
+pub fn text(b: &Boundaries) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let protocol = b.protocol.as_deref().unwrap_or("?");
+    let _ = writeln!(out, "{} (protocol {protocol})", b.scenario);
+    if let Some(t) = &b.task {
+        let _ = writeln!(out, "task {t}:");
+    }
+    for group in groups(&b.steps) {
+        match group[0].rev {
+            Some(rev) => {
+                let _ = writeln!(out, "  [transaction store_rev {rev}]");
+                for s in group {
+                    let _ = writeln!(
+                        out,
+                        "      {:<18} {} (seq {})",
+                        s.kind,
+                        meaning(s.kind),
+                        s.seq
+                    );
+                }
+            }
+            None => {
+                for s in group {
+                    let _ = writeln!(
+                        out,
+                        "  outside: {:<9} {} (seq {})",
+                        s.kind,
+                        meaning(s.kind),
+                        s.seq
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "transactions by what they held:");
+    for s in &b.shapes {
+        let _ = writeln!(
+            out,
+            "  {:<8} {} x {}",
+            s.role.as_str(),
+            s.count,
+            s.kinds.join(" + ")
+        );
+    }
+    if b.tasks_without_intent > 0 {
+        let _ = writeln!(
+            out,
+            "  {} accepted task(s) never got an intent",
+            b.tasks_without_intent
+        );
+    }
+    let verdict = if b.create_is_atomic() {
+        "task and outbox record committed together"
+    } else {
+        "task and outbox record NOT committed together"
+    };
+    let _ = writeln!(out, "create: {verdict}; commit conflicts: {}", b.conflicts);
+    out
+}
+
+/// Consecutive steps of one transaction together; each step outside a transaction alone.
+pub fn groups(steps: &[Step]) -> Vec<&[Step]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=steps.len() {
+        let split = i == steps.len() || steps[i].rev.is_none() || steps[i].rev != steps[start].rev;
+        if split {
+            out.push(&steps[start..i]);
+            start = i;
+        }
+    }
+    out
+}
+
+/// The boundaries as a Mermaid flowchart: one subgraph per transaction, dashed nodes outside.
+pub fn mermaid(b: &Boundaries) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("flowchart LR\n");
+    let mut prev: Option<String> = None;
+    for (g, group) in groups(&b.steps).into_iter().enumerate() {
+        let first = format!("s{g}_0");
+        match group[0].rev {
+            Some(rev) => {
+                let _ = writeln!(out, "    subgraph t{g}[\"transaction store_rev {rev}\"]");
+                for (i, s) in group.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "        s{g}_{i}[\"{}<br/>{}\"]",
+                        s.kind,
+                        meaning(s.kind)
+                    );
+                }
+                let _ = writeln!(out, "    end");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "    {first}([\"{}<br/>{} - outside any transaction\"])",
+                    group[0].kind,
+                    meaning(group[0].kind)
+                );
+                let _ = writeln!(out, "    style {first} stroke-dasharray: 5 5");
+            }
+        }
+        if let Some(p) = prev {
+            let _ = writeln!(out, "    {p} --> {first}");
+        }
+        prev = Some(format!("s{g}_{}", group.len() - 1));
+    }
+    out
+}

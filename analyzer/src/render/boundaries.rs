@@ -1,0 +1,95 @@
+//! The boundaries diagram: the representative task's steps left to right, a solid box around each
+//! transaction (the steps that share one `store_rev`), dashed boxes for the steps outside every
+//! transaction, and under them how many transactions held which kinds.
+
+use crate::boundaries::{groups, meaning, Boundaries};
+
+use super::figure::{Align, Figure, Prim, GREEN, GREY, INK, ORANGE, RED};
+
+const BOX_W: i32 = 215;
+const GAP: i32 = 40;
+const LINE: i32 = 34;
+const TOP: i32 = 80;
+
+/// The boundaries as primitives.
+pub fn boundaries_figure(b: &Boundaries) -> Figure {
+    let groups = groups(&b.steps);
+    let tallest = groups.iter().map(|g| g.len() as i32).max().unwrap_or(1);
+    let box_h = tallest * LINE + 36;
+    let width = (groups.len() as i32 * (BOX_W + GAP) + GAP).max(760);
+    let table_top = TOP + box_h + 40;
+    let height = table_top + (b.shapes.len() as i32 + 3) * 20 + 10;
+    let mut f = Figure::new(width, height);
+    let protocol = b.protocol.as_deref().unwrap_or("?");
+    let task = b.task.as_deref().unwrap_or("-");
+    let title = format!(
+        "atomic boundaries · {} · protocol {protocol} · task {task}",
+        b.scenario
+    );
+    f.text((20, 22), &title, 16, INK, Align::Left);
+    let (verdict, color) = if b.create_is_atomic() {
+        ("task and outbox record in ONE transaction", GREEN)
+    } else {
+        ("task and outbox record NOT in one transaction", RED)
+    };
+    f.text((20, 48), verdict, 13, color, Align::Left);
+    for (i, g) in groups.iter().enumerate() {
+        let x0 = GAP + i as i32 * (BOX_W + GAP);
+        let inside = g[0].rev.is_some();
+        let stroke = if inside { GREEN } else { ORANGE };
+        f.push(Prim::Rect {
+            min: (x0, TOP),
+            max: (x0 + BOX_W, TOP + box_h),
+            stroke: Some(stroke),
+            fill: None,
+            dashed: !inside,
+        });
+        let head = match g[0].rev {
+            Some(rev) => format!("transaction rev {rev}"),
+            None => "outside any transaction".to_string(),
+        };
+        f.text((x0 + BOX_W / 2, TOP + 14), &head, 12, stroke, Align::Center);
+        for (j, s) in g.iter().enumerate() {
+            let y = TOP + 36 + j as i32 * LINE;
+            f.text((x0 + 8, y), s.kind, 12, INK, Align::Left);
+            f.text((x0 + 8, y + 14), meaning(s.kind), 10, GREY, Align::Left);
+        }
+        if i + 1 < groups.len() {
+            let y = TOP + box_h / 2;
+            f.arrow(x0 + BOX_W + 2, x0 + BOX_W + GAP - 2, y, GREY, false);
+        }
+    }
+    f.text(
+        (20, table_top),
+        "transactions by what they held (equal store_rev):",
+        12,
+        INK,
+        Align::Left,
+    );
+    for (i, s) in b.shapes.iter().enumerate() {
+        let line = format!(
+            "{:<9} {} x  {}",
+            s.role.as_str(),
+            s.count,
+            s.kinds.join(" + ")
+        );
+        f.text(
+            (30, table_top + 20 * (i as i32 + 1)),
+            &line,
+            12,
+            INK,
+            Align::Left,
+        );
+    }
+    let extra = table_top + 20 * (b.shapes.len() as i32 + 1);
+    if b.tasks_without_intent > 0 {
+        let line = format!(
+            "{} accepted task(s) never got an intent",
+            b.tasks_without_intent
+        );
+        f.text((30, extra), &line, 12, RED, Align::Left);
+    }
+    let conflicts = format!("commit conflicts (revision races retried): {}", b.conflicts);
+    f.text((30, extra + 20), &conflicts, 12, INK, Align::Left);
+    f
+}

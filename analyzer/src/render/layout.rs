@@ -1,0 +1,467 @@
+//! The chain diagram as data: lanes (one per participant, each actor life a segment), one step per
+//! row at its own height, time gaps (the AckWait before a redelivery) as bands, and a cap. Nothing
+//! here draws; every renderer reads the same layout, so text, Mermaid, SVG and PNG agree.
+
+use std::collections::BTreeSet;
+
+use outbox_trace::{Event, Kind};
+
+use crate::chain::Chain;
+
+/// At most this many steps are laid out; the rest are counted as "N more events not shown".
+pub const MAX_STEPS: usize = 40;
+/// Pixels between lanes.
+pub const LANE_GAP: i32 = 200;
+/// Width of the left column (seq and time).
+pub const LEFT: i32 = 140;
+/// Room right of the last lane for its labels.
+pub const RIGHT: i32 = 280;
+/// Height of one step.
+pub const ROW: i32 = 30;
+/// Height of a time-gap band.
+pub const GAP_ROW: i32 = 36;
+/// Where the first step sits.
+pub const TOP: i32 = 96;
+/// A pause between two steps at least this long is drawn as a band.
+pub const GAP_NS: i64 = 500_000_000;
+/// Pixels per character of the 12 px label font (an upper bound for DejaVu Sans).
+pub const CHAR_W: i32 = 7;
+
+/// How a step looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// An ordinary step.
+    Plain,
+    /// A commit that took effect.
+    Effect,
+    /// A duplicate absorbed (suppression, replay).
+    Absorbed,
+    /// Something retried or delivered again.
+    Retry,
+    /// A loss or failure (lost ACK, refused publish, conflict, fault).
+    Loss,
+}
+
+/// What a step is drawn as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// A message from one lane to another.
+    Arrow {
+        /// Lane index it leaves.
+        from: usize,
+        /// Lane index it reaches.
+        to: usize,
+    },
+    /// Something one participant did on its own.
+    Note {
+        /// Lane index.
+        lane: usize,
+    },
+    /// The actor died here; its segment ends.
+    Crash {
+        /// Lane index.
+        lane: usize,
+    },
+    /// The actor came back; a new segment begins.
+    Restart {
+        /// Lane index.
+        lane: usize,
+    },
+}
+
+/// One row of the chain, placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The row's `seq`.
+    pub seq: u64,
+    /// Milliseconds since the run started.
+    pub ms: i64,
+    /// Vertical position of the arrow or mark.
+    pub y: i32,
+    /// Arrow, note, crash or restart.
+    pub shape: Shape,
+    /// The label, whole (text and Mermaid).
+    pub label: String,
+    /// The label cut to the room the picture has for it.
+    pub fitted: String,
+    /// How it looks.
+    pub tone: Tone,
+    /// Part of a violation's witness.
+    pub marked: bool,
+}
+
+/// A pause between two steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    /// Top of the band.
+    pub y0: i32,
+    /// Bottom of the band.
+    pub y1: i32,
+    /// What the pause was.
+    pub label: String,
+}
+
+/// One life of an actor on its lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// The incarnation.
+    pub incarnation: u32,
+    /// Where it begins.
+    pub y0: i32,
+    /// Where it ends.
+    pub y1: i32,
+    /// Whether a crash ends it.
+    pub crashed: bool,
+}
+
+/// One participant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lane {
+    /// The actor name (or `broker`).
+    pub key: String,
+    /// The heading.
+    pub title: String,
+    /// Horizontal position.
+    pub x: i32,
+    /// The lives shown, top to bottom.
+    pub segments: Vec<Segment>,
+}
+
+/// The whole chain diagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainLayout {
+    /// Heading.
+    pub title: String,
+    /// A sentence under the heading (a violation's explanation).
+    pub note: Option<String>,
+    /// Canvas width.
+    pub width: i32,
+    /// Canvas height.
+    pub height: i32,
+    /// Participants, left to right.
+    pub lanes: Vec<Lane>,
+    /// The steps, top to bottom.
+    pub steps: Vec<Step>,
+    /// Pauses.
+    pub gaps: Vec<Gap>,
+    /// Rows left out by the cap.
+    pub hidden: usize,
+}
+
+/// Where an actor's lane goes: API and store first, then relays, the broker, workers, receivers.
+fn rank(actor: &str) -> u8 {
+    match role(actor) {
+        "api" => 0,
+        "relay" => 1,
+        "broker" => 2,
+        "worker" => 3,
+        "receiver" => 4,
+        _ => 5,
+    }
+}
+
+/// The actor's role: its name without a `-N` suffix.
+pub fn role(actor: &str) -> &str {
+    match actor.rsplit_once('-') {
+        Some((base, n)) if n.chars().all(|c| c.is_ascii_digit()) => base,
+        _ => actor,
+    }
+}
+
+fn lane_keys(chain: &Chain) -> Vec<String> {
+    let mut keys: BTreeSet<(u8, String)> = ["api", "relay", "broker", "worker"]
+        .iter()
+        .map(|a| (rank(a), a.to_string()))
+        .collect();
+    for e in &chain.rows {
+        keys.insert((rank(&e.actor), e.actor.clone()));
+        if e.kind == Kind::ExternalRequest {
+            keys.insert((4, receiver_of(chain)));
+        }
+    }
+    keys.into_iter().map(|(_, k)| k).collect()
+}
+
+fn receiver_of(chain: &Chain) -> String {
+    chain
+        .scene
+        .events
+        .iter()
+        .find(|e| role(&e.actor) == "receiver")
+        .map_or_else(|| "receiver".to_string(), |e| e.actor.clone())
+}
+
+/// Lays out `chain`.
+pub fn layout(chain: &Chain) -> ChainLayout {
+    let keys = lane_keys(chain);
+    let lane_of = |actor: &str| keys.iter().position(|k| k == actor).unwrap_or(0);
+    let broker = lane_of("broker");
+    let api = lane_of("api");
+    let receiver = lane_of(&receiver_of(chain));
+    let mut lanes: Vec<Lane> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Lane {
+            key: k.clone(),
+            title: if k == "api" {
+                "api + store".into()
+            } else {
+                k.clone()
+            },
+            x: LEFT + i as i32 * LANE_GAP,
+            segments: Vec::new(),
+        })
+        .collect();
+    let shown = chain.rows.len().min(MAX_STEPS);
+    let mut steps = Vec::with_capacity(shown);
+    let mut gaps = Vec::new();
+    let mut y = TOP;
+    let mut prev: Option<&Event> = None;
+    for e in chain.rows.iter().take(shown) {
+        if let Some(p) = prev {
+            if e.ts_ns - p.ts_ns >= GAP_NS {
+                gaps.push(Gap {
+                    y0: y - ROW / 2,
+                    y1: y - ROW / 2 + GAP_ROW,
+                    label: gap_label(chain, p, e),
+                });
+                y += GAP_ROW;
+            }
+        }
+        let own = lane_of(&e.actor);
+        let (shape, label, tone) = describe(e, own, broker, api, receiver);
+        steps.push(Step {
+            seq: e.seq,
+            ms: e.ts_ns.div_euclid(1_000_000),
+            y,
+            shape,
+            fitted: String::new(),
+            label,
+            tone,
+            marked: chain.marked.contains(&e.seq),
+        });
+        prev = Some(e);
+        y += ROW;
+    }
+    let bottom = y;
+    segments(&mut lanes, chain, &steps, bottom);
+    let width = LEFT + (lanes.len() as i32 - 1) * LANE_GAP + RIGHT;
+    for s in &mut steps {
+        s.fitted = fit(&s.label, room(&s.shape, &lanes, width));
+    }
+    for g in &mut gaps {
+        g.label = fit(&g.label, width - LEFT);
+    }
+    let note = chain.note.as_ref().map(|n| fit(n, width * 2 - 40));
+    ChainLayout {
+        title: fit(&chain.title, width - 40),
+        note,
+        width,
+        height: bottom + if chain.rows.len() > shown { 40 } else { 16 },
+        lanes,
+        steps,
+        gaps,
+        hidden: chain.rows.len() - shown,
+    }
+}
+
+/// Pixels a step's label may take: the span of an arrow, or the room right of a mark.
+fn room(shape: &Shape, lanes: &[Lane], width: i32) -> i32 {
+    match shape {
+        Shape::Arrow { from, to } => (lanes[*from].x - lanes[*to].x).abs() - 12,
+        Shape::Note { lane } | Shape::Crash { lane } | Shape::Restart { lane } => {
+            width - lanes[*lane].x - 24
+        }
+    }
+}
+
+/// Cuts `text` to `px` pixels, ending with an ellipsis when cut.
+pub fn fit(text: &str, px: i32) -> String {
+    let max = (px / CHAR_W).max(4) as usize;
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn gap_label(chain: &Chain, prev: &Event, next: &Event) -> String {
+    let secs = |ns: i64| format!("{:.2} s", ns as f64 / 1e9);
+    let quiet = secs(next.ts_ns - prev.ts_ns);
+    if next.kind != Kind::Redelivered {
+        return format!("{quiet} pass");
+    }
+    let wait = chain
+        .scene
+        .ack_wait_ms()
+        .map_or_else(String::new, |ms| format!("AckWait {ms} ms: "));
+    let delivery = chain
+        .rows
+        .iter()
+        .rev()
+        .find(|r| r.seq < next.seq && same_copy(r, next));
+    match delivery {
+        Some(d) => format!(
+            "{wait}no ACK, redelivered {} after the delivery ({quiet} quiet)",
+            secs(next.ts_ns - d.ts_ns)
+        ),
+        None => format!("{wait}no ACK, redelivered after {quiet} quiet"),
+    }
+}
+
+/// Whether `r` is a delivery of the same copy (event and broker position) as `next`.
+fn same_copy(r: &Event, next: &Event) -> bool {
+    matches!(r.kind, Kind::Delivered | Kind::Redelivered)
+        && r.event_id == next.event_id
+        && r.broker_seq == next.broker_seq
+}
+
+fn opt<T: std::fmt::Display>(prefix: &str, v: Option<T>) -> String {
+    v.map_or_else(String::new, |v| format!("{prefix}{v}"))
+}
+
+fn describe(
+    e: &Event,
+    own: usize,
+    broker: usize,
+    api: usize,
+    receiver: usize,
+) -> (Shape, String, Tone) {
+    use Kind::*;
+    let arrow = |from, to| Shape::Arrow { from, to };
+    let note = Shape::Note { lane: own };
+    let rev = opt(" · rev ", e.store_rev);
+    let bseq = opt(" seq ", e.broker_seq);
+    let attempt = opt(" #", e.attempt);
+    match e.kind {
+        TaskAccepted => (note, format!("task accepted{rev}"), Tone::Plain),
+        IntentRecorded => (note, format!("intent recorded{rev}"), Tone::Plain),
+        PublishAttempt => {
+            let tone = if e.attempt.unwrap_or(1) > 1 {
+                Tone::Retry
+            } else {
+                Tone::Plain
+            };
+            (arrow(own, broker), format!("publish{attempt}"), tone)
+        }
+        PublishAcked => (
+            arrow(broker, own),
+            format!("publish ACK{bseq}{attempt}"),
+            Tone::Plain,
+        ),
+        PublishUnacked => (
+            arrow(broker, own),
+            format!("publish ACK lost{attempt}"),
+            Tone::Loss,
+        ),
+        PublishFailed => (arrow(own, broker), "publish failed".into(), Tone::Loss),
+        OutboxMarked => (arrow(own, api), format!("mark published{rev}"), Tone::Plain),
+        Delivered => (
+            arrow(broker, own),
+            format!("deliver{bseq}{}", opt(" · count ", e.attempt)),
+            Tone::Plain,
+        ),
+        Redelivered => (
+            arrow(broker, own),
+            format!("redeliver{bseq}{}", opt(" · count ", e.attempt)),
+            Tone::Retry,
+        ),
+        EffectCommitted => (
+            arrow(own, api),
+            format!(
+                "commit{rev}{}{}",
+                opt(" · counter ", e.counter),
+                opt(" +", e.amount)
+            ),
+            Tone::Effect,
+        ),
+        DuplicateSuppressed => (
+            arrow(own, api),
+            "dedup key found: suppressed".into(),
+            Tone::Absorbed,
+        ),
+        CommitConflict => (arrow(own, api), "commit conflict: retry".into(), Tone::Loss),
+        Acked => (arrow(own, broker), format!("ACK{bseq}"), Tone::Plain),
+        ExternalRequest => (
+            arrow(own, receiver),
+            format!("call, key = event{attempt}"),
+            Tone::Plain,
+        ),
+        ExternalApplied => (note, "applied: paid".into(), Tone::Effect),
+        ExternalReplayed => (note, "key seen: replayed, not paid".into(), Tone::Absorbed),
+        Crash => {
+            let point = e.detail_json();
+            let point = point.get("point").and_then(|p| p.as_str()).unwrap_or("?");
+            (
+                Shape::Crash { lane: own },
+                format!("crash #{}: {}", e.incarnation, short_point(point)),
+                Tone::Loss,
+            )
+        }
+        Restart => (
+            Shape::Restart { lane: own },
+            format!("restart: {}#{}", e.actor, e.incarnation),
+            Tone::Retry,
+        ),
+        Fault => {
+            let d = e.detail_json();
+            let f = d
+                .get("fault")
+                .and_then(|p| p.as_str())
+                .unwrap_or("?")
+                .to_string();
+            (
+                Shape::Note { lane: broker },
+                format!("fault: {f}"),
+                Tone::Loss,
+            )
+        }
+        other => (note, other.as_str().to_string(), Tone::Plain),
+    }
+}
+
+/// A crash point without its actor prefix (`worker:after-commit` -> `after-commit`).
+fn short_point(point: &str) -> &str {
+    point.split_once(':').map_or(point, |(_, p)| p)
+}
+
+/// One segment per actor life: from its restart (or the top) to its crash (or the bottom).
+fn segments(lanes: &mut [Lane], chain: &Chain, steps: &[Step], bottom: i32) {
+    let y_of = |seq: u64| steps.iter().find(|s| s.seq == seq).map(|s| s.y);
+    for lane in lanes.iter_mut() {
+        let mut lives: Vec<u32> = chain
+            .rows
+            .iter()
+            .filter(|e| e.actor == lane.key && y_of(e.seq).is_some())
+            .map(|e| e.incarnation)
+            .collect();
+        lives.sort_unstable();
+        lives.dedup();
+        if lives.is_empty() {
+            lane.segments.push(Segment {
+                incarnation: 0,
+                y0: TOP - 20,
+                y1: bottom,
+                crashed: false,
+            });
+            continue;
+        }
+        for inc in lives {
+            let of_life = |k: Kind| {
+                chain
+                    .rows
+                    .iter()
+                    .find(|e| e.actor == lane.key && e.incarnation == inc && e.kind == k)
+                    .and_then(|e| y_of(e.seq))
+            };
+            let crash = of_life(Kind::Crash);
+            lane.segments.push(Segment {
+                incarnation: inc,
+                y0: of_life(Kind::Restart).unwrap_or(TOP - 20),
+                y1: crash.unwrap_or(bottom),
+                crashed: crash.is_some(),
+            });
+        }
+    }
+}

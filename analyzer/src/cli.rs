@@ -42,6 +42,26 @@ pub enum Command {
     /// Draw the atomic boundaries (what each transaction held; the ACKs outside them).
     #[command(after_help = CHAIN_EXIT_CODES)]
     Boundaries(BoundariesArgs),
+    /// Write the lab report: lab.json, chains, boundaries, invariant tables, report.md, ADR facts.
+    #[command(after_help = REPORT_EXIT_CODES)]
+    Report(ReportArgs),
+}
+
+/// Exit codes of `analyzer report`.
+const REPORT_EXIT_CODES: &str = "\
+Exit codes:
+  0  the report was written (whatever the verdicts; they are in it)
+  2  bad input or usage (unreadable trace, bad arguments, unwritable directory)";
+
+/// Arguments of `analyzer report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace files (Parquet, outbox-trace/1).
+    #[arg(value_name = "TRACE", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Output directory (created if needed).
+    #[arg(short, long, value_name = "DIR", default_value = "report")]
+    pub output: PathBuf,
 }
 
 /// Arguments of `analyzer boundaries`.
@@ -167,6 +187,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Check(args) => check(&args.into(), out),
         Command::Chain(args) => commands::chain(&args, out),
         Command::Boundaries(args) => commands::boundaries(&args, out),
+        Command::Report(args) => commands::report(&args, out),
     }
 }
 

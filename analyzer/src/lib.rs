@@ -17,4 +17,5 @@ pub mod intern;
 pub mod load;
 pub mod output;
 pub mod render;
+pub mod report;
 pub mod scene;

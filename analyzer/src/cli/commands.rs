@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use super::{BoundariesArgs, ChainArgs, Exit};
+use super::{BoundariesArgs, ChainArgs, Exit, ReportArgs};
 use crate::boundaries;
 use crate::chain::ChainError;
 use crate::chain::{self, Selector};
@@ -119,5 +119,14 @@ pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> anyhow::Result<
         args.output.as_deref(),
         out,
     )?;
+    Ok(Exit::Valid)
+}
+
+/// Runs `analyzer report`.
+pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    let scenes = load(&args.paths)?;
+    let files = crate::report::write_report(&scenes, &args.paths, &args.output)?;
+    let md = args.output.join("report.md");
+    let _ = writeln!(out, "wrote {} files; open {}", files.len(), md.display());
     Ok(Exit::Valid)
 }

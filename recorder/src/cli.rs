@@ -97,6 +97,13 @@ pub struct RunArgs {
     /// Tasks the `load` scenario's API creates per second (0: as fast as the store takes them).
     #[arg(long, default_value_t = 0)]
     pub rate: u32,
+    /// Inject random faults from this seed: SIGKILLs of the actors and, where the recorder runs
+    /// them, restarts of etcd and nats-server. The same seed gives the same plan.
+    #[arg(long)]
+    pub chaos: Option<u64>,
+    /// How long, from each scenario's start, the chaos plan keeps injecting faults.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub chaos_window: Duration,
     /// Protocol variant: the reference, or a deliberately broken one.
     #[arg(long, value_enum, default_value = "reference")]
     pub protocol: Protocol,
@@ -234,6 +241,7 @@ impl RunArgs {
             nats,
             redis,
             nats_creds: self.nats_creds.clone(),
+            chaos: self.chaos.map(|seed| (seed, self.chaos_window)),
             load: LoadSpec {
                 tasks: self.tasks.unwrap_or(LoadSpec::default().tasks),
                 workers: self.workers,

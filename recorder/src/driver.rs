@@ -16,7 +16,8 @@ use serde_json::json;
 use crate::actor::{ActorSpec, Role};
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
-use crate::backend::{Backend, BackendKind, Connection, Endpoints};
+use crate::backend::{Backend, BackendKind, Connection, Endpoints, Progress};
+use crate::chaos::{Action, ChaosPlan};
 use crate::clock::RunClock;
 use crate::endpoints::Endpoint;
 use crate::external::ExternalSpec;
@@ -24,14 +25,15 @@ use crate::faults::{FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::{Recorder, Tallies};
 use crate::protocol::{Protocol, Timing};
 use crate::scenario::Scenario;
+use crate::services::{LocalService, ServiceKind};
 use crate::supervisor::ActorProcess;
 
 /// How often the driver looks at its actors and the services.
 const TICK: Duration = Duration::from_millis(100);
 /// Consecutive quiet checks that end a scenario.
 const QUIET_CHECKS: u32 = 3;
-/// Restarts of one actor after which the scenario gives up.
-const MAX_RESTARTS: u32 = 20;
+/// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
+const MAX_ERRORS: u32 = 20;
 
 /// What a scenario run shares with the rest of the run.
 pub struct ScenarioEnv<'a> {
@@ -53,6 +55,10 @@ pub struct ScenarioEnv<'a> {
     pub tallies: Tallies,
     /// Show a live progress line (on a terminal).
     pub progress: bool,
+    /// Random faults to inject, if any.
+    pub chaos: Option<&'a ChaosPlan>,
+    /// The services the recorder started (restarted by the chaos plan).
+    pub services: &'a std::sync::Mutex<Vec<LocalService>>,
 }
 
 struct Slot {
@@ -60,8 +66,12 @@ struct Slot {
     actor: String,
     plan: FaultPlan,
     incarnation: u32,
-    restarts: u32,
+    errors: u32,
     process: Option<ActorProcess>,
+    /// When a life that ended on an error is started again (a short backoff).
+    respawn_at: Option<Instant>,
+    /// The chaos plan SIGKILLed the current life.
+    killed: bool,
     finished: bool,
 }
 
@@ -106,6 +116,7 @@ async fn run_on<B: Backend>(
                 "workers": scenario.workers,
                 "tasks": scenario.tasks.len(),
                 "faults": { "api": scenario.api, "relay": scenario.relay, "worker": scenario.worker },
+                "chaos": env.chaos,
                 "counter_start": 0,
             }),
         ))
@@ -168,6 +179,12 @@ async fn run_on<B: Backend>(
     let started = Instant::now();
     let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
     let mut last_progress = Instant::now();
+    let mut chaos = env
+        .chaos
+        .map(|c| c.actions.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .peekable();
     let mut quiet = 0;
     let mut end_reason = "quiet";
     let recovered = loop {
@@ -179,9 +196,25 @@ async fn run_on<B: Backend>(
             end_reason = "deadline";
             break false;
         }
+        while let Some((at, action)) = chaos.peek() {
+            if started.elapsed() < Duration::from_millis(*at) {
+                break;
+            }
+            let action = *action;
+            chaos.next();
+            inject(env, action, &mut slots, &own).await?;
+        }
         let mut all_alive = true;
         for s in &mut slots {
+            if s.respawn_at.is_some_and(|at| Instant::now() >= at) {
+                s.respawn_at = None;
+                s.incarnation += 1;
+                s.process = Some(
+                    ActorProcess::spawn(&spec(s), &s.actor, name, env.recorder.clone()).await?,
+                );
+            }
             let Some(process) = s.process.as_mut() else {
+                all_alive &= s.finished;
                 continue;
             };
             let Some(status) = process.try_exit()? else {
@@ -196,34 +229,59 @@ async fn run_on<B: Backend>(
                 s.finished = true;
                 continue;
             }
+            all_alive = false;
+            let killed = std::mem::take(&mut s.killed);
             if !report.crash_reported {
+                let point = if killed { "chaos:sigkill" } else { "exit" };
                 let mut crash = own(
                     Kind::Crash,
                     &s.actor,
-                    json!({ "point": "exit", "status": status.to_string() }),
+                    json!({ "point": point, "status": status.to_string() }),
                 );
                 crash.incarnation = s.incarnation;
                 env.recorder.record(crash).await?;
             }
-            if status.code() != Some(CRASH_EXIT_CODE) && s.restarts == 0 {
-                tracing::warn!("{}#{} exited with {status}", s.actor, s.incarnation);
+            let planned = killed
+                || (status.code() == Some(CRASH_EXIT_CODE)
+                    && report.crash_reported
+                    && !report.fired.is_empty());
+            if planned {
+                s.incarnation += 1;
+                s.process = Some(
+                    ActorProcess::spawn(&spec(s), &s.actor, name, env.recorder.clone()).await?,
+                );
+                continue;
             }
-            s.restarts += 1;
-            if s.restarts > MAX_RESTARTS {
+            // An error (a service went away, say): start again after a short, growing pause.
+            s.errors += 1;
+            if s.errors > MAX_ERRORS {
                 anyhow::bail!(
-                    "{} kept dying ({} restarts) in scenario {name}; see its errors above",
-                    s.actor,
-                    MAX_RESTARTS
+                    "{} kept failing ({MAX_ERRORS} times) in scenario {name}; see its errors above",
+                    s.actor
                 );
             }
-            s.incarnation += 1;
-            s.process =
-                Some(ActorProcess::spawn(&spec(s), &s.actor, name, env.recorder.clone()).await?);
-            all_alive = false;
+            s.respawn_at =
+                Some(Instant::now() + Duration::from_millis(u64::from(s.errors.min(10)) * 200));
         }
         let api_done = slots.iter().any(|s| s.role == Role::Api && s.finished);
-        let progress = control.progress().await?;
-        if all_alive && api_done && progress.outbox_pending == 0 && progress.broker_pending == 0 {
+        let progress = match control.progress().await {
+            Ok(p) => p,
+            Err(e) => {
+                // A service is restarting: not quiet yet.
+                tracing::debug!("progress: {e}");
+                Progress {
+                    outbox_pending: u64::MAX,
+                    broker_pending: u64::MAX,
+                }
+            }
+        };
+        let chaos_done = chaos.peek().is_none();
+        if all_alive
+            && api_done
+            && chaos_done
+            && progress.outbox_pending == 0
+            && progress.broker_pending == 0
+        {
             quiet += 1;
             if quiet >= QUIET_CHECKS && relay_runs_left > 0 {
                 // Run the relay again from scratch: it must find nothing left to publish.
@@ -289,6 +347,68 @@ async fn run_on<B: Backend>(
     Ok(recovered)
 }
 
+/// Carries out one chaos action and records it.
+async fn inject<F>(
+    env: &ScenarioEnv<'_>,
+    action: Action,
+    slots: &mut [Slot],
+    own: &F,
+) -> anyhow::Result<()>
+where
+    F: Fn(Kind, &str, serde_json::Value) -> Event,
+{
+    let target = match action {
+        Action::KillApi => slots.iter_mut().find(|s| s.role == Role::Api),
+        Action::KillRelay => slots.iter_mut().find(|s| s.role == Role::Relay),
+        Action::KillWorker { index } => {
+            let workers = slots
+                .iter()
+                .filter(|s| s.role == Role::Worker)
+                .count()
+                .max(1);
+            slots
+                .iter_mut()
+                .filter(|s| s.role == Role::Worker)
+                .nth(index % workers)
+        }
+        Action::RestartBroker | Action::RestartStore => {
+            let kind = if action == Action::RestartBroker {
+                ServiceKind::Nats
+            } else {
+                ServiceKind::Etcd
+            };
+            let began = Instant::now();
+            let restarted = tokio::task::block_in_place(|| {
+                let mut services = env.services.lock().expect("services lock");
+                services
+                    .iter_mut()
+                    .find(|s| s.kind() == kind)
+                    .map(LocalService::restart)
+            });
+            if let Some(result) = restarted {
+                result?;
+                let detail = json!({
+                    "fault": if kind == ServiceKind::Nats { "broker-restart" } else { "store-restart" },
+                    "service": kind.program(),
+                    "signal": "SIGKILL",
+                    "down_ms": began.elapsed().as_millis() as u64,
+                });
+                env.recorder
+                    .record(own(Kind::Fault, "faults", detail))
+                    .await?;
+            }
+            return Ok(());
+        }
+    };
+    if let Some(slot) = target {
+        if let Some(process) = slot.process.as_mut() {
+            slot.killed = true;
+            process.kill_now();
+        }
+    }
+    Ok(())
+}
+
 /// One line, rewritten in place: how far the scenario has got.
 fn show_progress(name: &str, tallies: &Tallies, elapsed: Duration) {
     use outbox_trace::Kind::*;
@@ -339,8 +459,10 @@ fn slot(role: Role, actor: String, faults: &[crate::faults::Fault]) -> Slot {
         actor,
         plan: FaultPlan::new(faults.to_vec()),
         incarnation: 0,
-        restarts: 0,
+        errors: 0,
         process: None,
+        respawn_at: None,
+        killed: false,
         finished: false,
     }
 }

@@ -4,6 +4,7 @@
 
 mod actor;
 mod backend;
+mod chaos;
 mod cli;
 mod clock;
 mod driver;

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::backend::{BackendKind, Connection, Endpoints, Namespace};
+use crate::chaos::ChaosPlan;
 use crate::clock::RunClock;
 use crate::driver::{run_scenario, ScenarioEnv};
 use crate::endpoints::Endpoint;
@@ -38,6 +39,8 @@ pub struct RunConfig {
     pub nats: Option<Endpoint>,
     /// The size of the `load` scenario.
     pub load: crate::scenario::LoadSpec,
+    /// Seed and window of the chaos plan, if any.
+    pub chaos: Option<(u64, Duration)>,
     /// A NATS credentials file for the user's NATS.
     pub nats_creds: Option<PathBuf>,
     /// The user's Redis, or `None` to start our own.
@@ -136,6 +139,12 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         "publish_timeout_ms": timing.publish_timeout.as_millis() as u64,
     })
     .to_string();
+    let own_services = config.etcd.is_none() && config.nats.is_none();
+    let chaos = config.chaos.map(|(seed, window)| {
+        let workers = config.load.workers.max(2);
+        ChaosPlan::new(seed, window, workers, config.backend, own_services)
+    });
+    let services = std::sync::Mutex::new(own);
     let (journal, recorder) =
         Journal::start(&config.out, &run_id, config.backend.name(), run_json)?;
     let tallies = journal.tallies();
@@ -150,6 +159,8 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         workdir: workdir.path(),
         tallies: tallies.clone(),
         progress: config.progress,
+        chaos: chaos.as_ref(),
+        services: &services,
     };
     let mut unrecovered = Vec::new();
     let mut failure = None;
@@ -183,7 +194,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
     drop(env);
     drop(recorder);
     let events = journal.finish().await?;
-    drop(own);
+    drop(services);
     if let Some(e) = failure {
         return Err(e);
     }

@@ -118,6 +118,17 @@ impl LocalService {
         }
     }
 
+    /// Which service this is.
+    pub fn kind(&self) -> ServiceKind {
+        self.kind
+    }
+
+    /// SIGKILLs the process and starts it again on the same ports with the same data dir.
+    pub fn restart(&mut self) -> Result<(), ServiceError> {
+        self.kill();
+        self.launch()
+    }
+
     fn launch(&mut self) -> Result<(), ServiceError> {
         let program = self.kind.program();
         let data = self.dir.join(program);

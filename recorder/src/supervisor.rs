@@ -102,6 +102,11 @@ impl ActorProcess {
         })
     }
 
+    /// Sends SIGKILL (the exit is then seen by [`ActorProcess::try_exit`]).
+    pub fn kill_now(&mut self) {
+        let _ = self.child.start_kill();
+    }
+
     /// The exit status if the process has ended.
     pub fn try_exit(&mut self) -> anyhow::Result<Option<std::process::ExitStatus>> {
         Ok(self.child.try_wait()?)

@@ -16,5 +16,7 @@ mod writer;
 pub use error::TraceError;
 pub use event::Event;
 pub use kind::{Field, Kind, UnknownKind};
-pub use reader::{batch_events, read_trace, FileInfo, SeqCheck, Trace, TraceFile};
+pub use reader::{
+    batch_events, dictionary_type, read_trace, FileInfo, ReadOptions, SeqCheck, Trace, TraceFile,
+};
 pub use writer::{to_batch, TraceWriter};

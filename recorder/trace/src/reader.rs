@@ -5,16 +5,21 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_cast::{cast_with_options, CastOptions};
-use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use arrow_schema::{DataType, SchemaRef};
+use arrow_schema::{Field, Schema};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 
-use crate::schema::{schema, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
+use crate::schema::{ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
 use crate::{Event, Kind, TraceError};
 
 /// Rows per batch handed out by [`TraceFile::batches`].
@@ -33,6 +38,27 @@ pub struct FileInfo {
     pub rows: u64,
     /// Columns the contract does not define (ignored).
     pub extra_columns: Vec<String>,
+    /// Number of Parquet row groups (see [`ReadOptions::row_groups`]).
+    pub row_groups: usize,
+}
+
+/// Opt-in ways to read a trace faster than the default [`TraceFile::open`]. The validation is the
+/// same; only the shape of the batches and the part of the file read differ.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// String columns to hand out as `Dictionary(Int32, Utf8)` arrays instead of `Utf8`: a column
+    /// stored dictionary-encoded (as the recorder writes them) is then decoded to keys plus one
+    /// shared dictionary per row group, so a reader can handle each distinct value once rather than
+    /// each row. Names that are not string columns of the contract are ignored.
+    pub dictionary: Vec<&'static str>,
+    /// Read only these row groups (indices into the file's row groups, in the order given), so
+    /// several readers can decode one file in parallel. `None` reads them all.
+    pub row_groups: Option<Vec<usize>>,
+}
+
+/// The Arrow type of the dictionary-encoded string columns of [`ReadOptions::dictionary`].
+pub fn dictionary_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 
 /// An opened and validated trace file.
@@ -41,14 +67,21 @@ pub struct TraceFile {
     reader: ParquetRecordBatchReader,
     /// For each canonical column, its index in the projected batches.
     order: Vec<usize>,
+    /// For each canonical column, the type batches hand out.
+    types: Vec<DataType>,
 }
 
 impl TraceFile {
     /// Opens `path` and checks the metadata and the columns against the contract.
     pub fn open(path: &Path) -> Result<Self, TraceError> {
+        Self::open_with(path, &ReadOptions::default())
+    }
+
+    /// Opens `path` like [`TraceFile::open`], reading as `options` say.
+    pub fn open_with(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
         let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
-        let meta = builder.metadata().file_metadata().clone();
+        let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+        let meta = metadata.metadata().file_metadata().clone();
         let kv = |key: &str| {
             meta.key_value_metadata()
                 .and_then(|kvs| kvs.iter().find(|kv| kv.key == key))
@@ -65,7 +98,7 @@ impl TraceFile {
         if rows == 0 {
             return Err(TraceError::Empty);
         }
-        let file_schema = builder.schema().clone();
+        let file_schema = metadata.schema().clone();
         let mut roots = Vec::with_capacity(COLUMNS.len());
         for column in COLUMNS {
             let (index, field) = file_schema
@@ -87,11 +120,32 @@ impl TraceFile {
             .iter()
             .map(|r| sorted.binary_search(r).expect("present"))
             .collect();
+        let row_groups = metadata.metadata().num_row_groups();
+        let mut types: Vec<DataType> = COLUMNS.iter().map(|c| c.data_type.arrow()).collect();
+        let dictionary: Vec<usize> = COLUMNS
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let metadata = match dictionary_hint(&metadata, &roots, &dictionary) {
+            Some(hinted) => {
+                for &i in &dictionary {
+                    types[i] = dictionary_type();
+                }
+                hinted
+            }
+            None => metadata,
+        };
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
         let mask = ProjectionMask::roots(builder.parquet_schema(), sorted);
-        let reader = builder
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()?;
+        let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+        if let Some(groups) = &options.row_groups {
+            builder = builder.with_row_groups(groups.clone());
+        }
+        let reader = builder.build()?;
         Ok(TraceFile {
             info: FileInfo {
                 path: path.to_path_buf(),
@@ -99,9 +153,11 @@ impl TraceFile {
                 run_json,
                 rows,
                 extra_columns,
+                row_groups,
             },
             reader,
             order,
+            types,
         })
     }
 
@@ -111,9 +167,18 @@ impl TraceFile {
     }
 
     /// The rows, as batches in the canonical schema with required columns free of nulls.
+    /// With [`ReadOptions::dictionary`], the columns named there are `Dictionary(Int32, Utf8)`
+    /// instead (see [`TraceFile::schema`]).
     pub fn batches(self) -> impl Iterator<Item = Result<RecordBatch, TraceError>> {
-        let order = self.order;
-        self.reader.map(move |batch| normalise(&batch?, &order))
+        let (order, types) = (self.order, self.types);
+        let schema = batch_schema(&types);
+        self.reader
+            .map(move |batch| normalise(&batch?, &order, &types, &schema))
+    }
+
+    /// The schema of the batches [`TraceFile::batches`] hands out.
+    pub fn schema(&self) -> SchemaRef {
+        batch_schema(&self.types)
     }
 
     /// Reads every row into events, skipping (and counting) kinds this contract does not define,
@@ -188,19 +253,61 @@ fn expected_name(t: ColumnType) -> &'static str {
     }
 }
 
-fn normalise(batch: &RecordBatch, order: &[usize]) -> Result<RecordBatch, TraceError> {
+/// The file's metadata with a schema hint that reads the canonical columns `dictionary` (positions
+/// in [`COLUMNS`], found at file columns `roots`) as dictionaries; `None` when the file's columns
+/// cannot be read that way (the caller then reads them as they are).
+fn dictionary_hint(
+    metadata: &ArrowReaderMetadata,
+    roots: &[usize],
+    dictionary: &[usize],
+) -> Option<ArrowReaderMetadata> {
+    if dictionary.is_empty() {
+        return None;
+    }
+    // The hint must match the schema Parquet itself implies (not the embedded Arrow one).
+    let plain = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let inferred = ArrowReaderMetadata::try_new(metadata.metadata().clone(), plain).ok()?;
+    let mut fields: Vec<Field> = inferred
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    for &i in dictionary {
+        let field = fields.get_mut(*roots.get(i)?)?;
+        *field = Field::new(field.name(), dictionary_type(), field.is_nullable());
+    }
+    let hint = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
+    ArrowReaderMetadata::try_new(metadata.metadata().clone(), hint).ok()
+}
+
+fn batch_schema(types: &[DataType]) -> SchemaRef {
+    Arc::new(Schema::new(
+        COLUMNS
+            .iter()
+            .zip(types)
+            .map(|(c, t)| Field::new(c.name, t.clone(), c.nullable))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn normalise(
+    batch: &RecordBatch,
+    order: &[usize],
+    types: &[DataType],
+    schema: &SchemaRef,
+) -> Result<RecordBatch, TraceError> {
     let strict = CastOptions {
         safe: false,
         ..Default::default()
     };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(COLUMNS.len());
-    for (column, &at) in COLUMNS.iter().zip(order) {
+    for ((column, &at), target) in COLUMNS.iter().zip(order).zip(types) {
         let array = batch.column(at);
-        let target = column.data_type.arrow();
-        let array = if array.data_type() == &target {
+        let array = if array.data_type() == target {
             array.clone()
         } else {
-            cast_with_options(array, &target, &strict).map_err(|e| TraceError::OutOfRange {
+            cast_with_options(array, target, &strict).map_err(|e| TraceError::OutOfRange {
                 column: column.name,
                 expected: expected_name(column.data_type),
                 reason: e.to_string(),
@@ -214,7 +321,7 @@ fn normalise(batch: &RecordBatch, order: &[usize]) -> Result<RecordBatch, TraceE
         }
         columns.push(array);
     }
-    Ok(RecordBatch::try_new(schema(), columns)?)
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
 /// Converts a canonical batch to events; unknown kinds are counted in `unknown` and skipped.

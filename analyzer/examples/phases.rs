@@ -15,6 +15,36 @@ fn main() -> anyhow::Result<()> {
             .unwrap_or_else(|| "synth.parquet".into()),
     );
     let start = Instant::now();
+    if std::env::args().any(|a| a == "--decode-only") {
+        let dictionary: Vec<&'static str> = match std::env::var("DICT").as_deref() {
+            Ok("low") => vec!["run_id", "scenario", "backend", "actor", "kind"],
+            Ok("all") => vec![
+                "run_id",
+                "scenario",
+                "backend",
+                "actor",
+                "kind",
+                "task_id",
+                "event_id",
+                "aggregate_id",
+            ],
+            _ => vec![],
+        };
+        let options = outbox_trace::ReadOptions {
+            dictionary,
+            ..Default::default()
+        };
+        let file = outbox_trace::TraceFile::open_with(&path, &options)?;
+        let mut rows = 0;
+        for batch in file.batches() {
+            rows += batch?.num_rows();
+        }
+        println!(
+            "decode          {:>8.3} s  ({rows} rows)",
+            start.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     let mut loaded = Loaded::default();
     loaded.load(&path)?;
     let rows: usize = loaded.histories.iter().map(|h| h.rows.len()).sum();

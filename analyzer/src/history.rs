@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use outbox_trace::{Field, Kind};
 
 use crate::intern::Id;
+#[cfg(doc)]
+use crate::intern::IdTable;
 
 /// Which optional numeric columns a row carries (bit per column).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -207,6 +209,12 @@ pub struct History {
     pub missing: BTreeMap<(Kind, &'static str), u64>,
     /// Row indices per kind (position in [`Kind::ALL`]), built by [`History::finish`].
     by_kind: Vec<Vec<u32>>,
+    /// One more than the largest id index the rows use.
+    id_bound: usize,
+    /// How many rows of `rows` `by_kind` and `id_bound` cover.
+    indexed: usize,
+    /// Whether the rows indexed came in `seq` order.
+    in_order: bool,
 }
 
 impl History {
@@ -221,7 +229,10 @@ impl History {
             rows: Vec::new(),
             details: Vec::new(),
             missing: BTreeMap::new(),
-            by_kind: Vec::new(),
+            by_kind: vec![Vec::new(); Kind::ALL.len()],
+            id_bound: 0,
+            indexed: 0,
+            in_order: true,
         }
     }
 
@@ -249,24 +260,60 @@ impl History {
         self.of(kind).next().map(|(at, _)| at)
     }
 
-    /// Sorts rows by `seq` (linear when they already are, as the recorder writes them) and
-    /// indexes them by kind. Call once, after the last row is pushed.
+    /// Appends a row and indexes it: cheaper than pushing to [`History::rows`] and indexing all
+    /// rows in [`History::finish`].
+    pub fn push(&mut self, row: Row) {
+        if self.indexed != self.rows.len() {
+            self.rows.push(row);
+            return;
+        }
+        if self.rows.last().is_some_and(|last| last.seq > row.seq) {
+            self.in_order = false;
+        }
+        self.index(self.rows.len(), &row);
+        self.rows.push(row);
+        self.indexed += 1;
+    }
+
+    fn index(&mut self, at: usize, r: &Row) {
+        let ids = [Some(r.actor), r.event, r.task, r.aggregate];
+        for id in ids.into_iter().flatten() {
+            self.id_bound = self.id_bound.max(id.index() + 1);
+        }
+        let k = r.kind as usize;
+        if self.by_kind.len() <= k {
+            self.by_kind.resize(k + 1, Vec::new());
+        }
+        // A history cannot hold 2^32 rows in memory; the conversion never fails in practice.
+        if let Ok(at) = u32::try_from(at) {
+            self.by_kind[k].push(at);
+        }
+    }
+
+    /// Sorts rows by `seq` (nothing to do when they came in order, as the recorder writes them)
+    /// and indexes them by kind. Call once, after the last row is pushed.
     pub fn finish(&mut self) {
+        if self.in_order && self.indexed == self.rows.len() {
+            return;
+        }
         if !self.rows.is_sorted_by_key(|r| r.seq) {
             self.rows.sort_by_key(|r| r.seq);
         }
-        let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
-        for (at, r) in self.rows.iter().enumerate() {
-            let k = r.kind as usize;
-            if by_kind.len() <= k {
-                by_kind.resize(k + 1, Vec::new());
-            }
-            // A history cannot hold 2^32 rows in memory; the conversion never fails in practice.
-            if let Ok(at) = u32::try_from(at) {
-                by_kind[k].push(at);
-            }
+        let rows = std::mem::take(&mut self.rows);
+        self.by_kind = vec![Vec::new(); Kind::ALL.len()];
+        self.id_bound = 0;
+        for (at, r) in rows.iter().enumerate() {
+            self.index(at, r);
         }
-        self.by_kind = by_kind;
+        self.rows = rows;
+        self.indexed = self.rows.len();
+        self.in_order = true;
+    }
+
+    /// One more than the largest [`Id::index`] of an actor, event, task or aggregate in the rows:
+    /// the size of an [`IdTable`] over them.
+    pub fn id_bound(&self) -> usize {
+        self.id_bound
     }
 
     /// The rows of `kind`, in `seq` order, with their indices into [`History::rows`].

@@ -20,8 +20,56 @@ pub type FastMap<K, V> = HashMap<K, V, FastState>;
 pub struct Id(NonZeroU32);
 
 impl Id {
-    fn index(self) -> usize {
+    /// Ids number names from 0 up, densely: a position in an [`IdTable`].
+    pub fn index(self) -> usize {
         self.0.get() as usize - 1
+    }
+
+    fn from_index(i: usize) -> Option<Id> {
+        let n = u32::try_from(i.checked_add(1)?).ok()?;
+        NonZeroU32::new(n).map(Id)
+    }
+}
+
+/// A value per [`Id`], in an array: since ids are dense, the checks index by them instead of
+/// hashing. An id beyond the table reads as the empty value.
+#[derive(Debug, Clone)]
+pub struct IdTable<T> {
+    slots: Vec<T>,
+    empty: T,
+}
+
+impl<T: Clone> IdTable<T> {
+    /// A table for ids below `bound` (it grows if a larger one comes), every slot `empty`.
+    pub fn new(bound: usize, empty: T) -> Self {
+        IdTable {
+            slots: vec![empty.clone(); bound],
+            empty,
+        }
+    }
+
+    /// The value of `id`.
+    #[inline]
+    pub fn get(&self, id: Id) -> &T {
+        self.slots.get(id.index()).unwrap_or(&self.empty)
+    }
+
+    /// The value of `id`, to change.
+    #[inline]
+    pub fn get_mut(&mut self, id: Id) -> &mut T {
+        let i = id.index();
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, self.empty.clone());
+        }
+        &mut self.slots[i]
+    }
+
+    /// Every id below the bound with its value.
+    pub fn iter(&self) -> impl Iterator<Item = (Id, &T)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Id::from_index(i).map(|id| (id, v)))
     }
 }
 
@@ -39,7 +87,8 @@ pub enum InternError {
 /// Maps strings to [`Id`]s and back.
 #[derive(Default)]
 pub struct Interner {
-    table: HashTable<Id>,
+    /// Each name's id with its hash, so growing the table never hashes a name again.
+    table: HashTable<(Id, u32)>,
     hasher: FastState,
     text: String,
     /// End offset in `text` of each name; name `i` starts where name `i - 1` ends.
@@ -62,9 +111,11 @@ impl Interner {
 
     /// The id of the UTF-8 string in `name`, assigning a new one the first time.
     pub fn intern_bytes(&mut self, name: &[u8]) -> Result<Id, InternError> {
-        let hash = self.hasher.hash_one(name);
+        let short = self.hasher.hash_one(name) as u32;
+        let hash = widen(short);
         let (text, ends) = (self.text.as_bytes(), &self.ends);
-        if let Some(&id) = self.table.find(hash, |id| span(text, ends, *id) == name) {
+        let same = |&(id, h): &(Id, u32)| h == short && span(text, ends, id) == name;
+        if let Some(&(id, _)) = self.table.find(hash, same) {
             return Ok(id);
         }
         let name = std::str::from_utf8(name).map_err(|_| InternError::NotUtf8)?;
@@ -72,9 +123,8 @@ impl Interner {
         let id = Id(NonZeroU32::new(next).ok_or(InternError::TooMany)?);
         self.text.push_str(name);
         self.ends.push(self.text.len());
-        let (hasher, text, ends) = (&self.hasher, self.text.as_bytes(), &self.ends);
         self.table
-            .insert_unique(hash, id, |id| hasher.hash_one(span(text, ends, *id)));
+            .insert_unique(hash, (id, short), |&(_, h)| widen(h));
         Ok(id)
     }
 
@@ -102,6 +152,12 @@ impl Interner {
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
+}
+
+/// The table's hash from the 32 bits kept per name: the table picks buckets with the low bits
+/// and tags with the high ones, so both come from them.
+fn widen(h: u32) -> u64 {
+    u64::from(h) << 32 | u64::from(h)
 }
 
 /// The bytes of name `id` in the arena.

@@ -5,12 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch};
 use arrow_buffer::NullBuffer;
-use outbox_trace::{Kind, SeqCheck, TraceError, TraceFile};
+use outbox_trace::{Kind, ReadOptions, TraceError, TraceFile};
 
 use crate::history::{keeps_detail, History, Numbers, Row};
 use crate::intern::{FastMap, Id, InternError, Interner};
@@ -97,19 +99,24 @@ impl Loaded {
     }
 
     fn load_inner(&mut self, path: &Path) -> Result<(), LoadError> {
-        let file = TraceFile::open(path)?;
+        let options = ReadOptions {
+            dictionary: DICTIONARY_COLUMNS.to_vec(),
+            ..ReadOptions::default()
+        };
+        let file = TraceFile::open_with(path, &options)?;
         let info = file.info().clone();
-        let file_index = self.files.len();
         let first_history = self.histories.len();
         let mut state = FileState {
-            rows: info.rows,
-            file: file_index,
-            first_history,
-            groups: FastMap::default(),
-            last: None,
-            seqs: SeqCheck::default(),
+            groups: Groups {
+                rows: info.rows,
+                file: self.files.len(),
+                first_history,
+                map: FastMap::default(),
+                last: None,
+            },
+            columns: Default::default(),
             unknown: BTreeMap::new(),
-            last_run: String::new(),
+            unknown_seqs: Vec::new(),
         };
         // Decoding (decompression, normalisation) runs on its own thread, one batch ahead of
         // the indexing here.
@@ -130,10 +137,14 @@ impl Loaded {
             }
             Ok(())
         })?;
-        state.seqs.finish()?;
         for h in &mut self.histories[first_history..] {
             h.finish();
         }
+        check_seqs(
+            &self.histories[first_history..],
+            state.unknown_seqs,
+            &self.names,
+        )?;
         let mut notes = Vec::new();
         if !info.version_declared {
             notes.push(FileNote::NoSchemaVersion);
@@ -153,56 +164,175 @@ impl Loaded {
     }
 }
 
+/// String columns read as dictionaries: each distinct value of a row group is interned once, and
+/// a row costs an array lookup.
+const DICTIONARY_COLUMNS: &[&str] = &[
+    "run_id",
+    "scenario",
+    "backend",
+    "actor",
+    "kind",
+    "task_id",
+    "event_id",
+    "aggregate_id",
+];
+
+/// Fails if a run of one file repeats a `seq`: histories are sorted by then, so a run held by one
+/// history needs a linear scan; a run spread over several scenarios, or with rows of unknown
+/// kinds (`unknown_seqs`), is sorted as a whole.
+fn check_seqs(
+    histories: &[History],
+    unknown_seqs: Vec<(Id, u64)>,
+    names: &Interner,
+) -> Result<(), LoadError> {
+    let mut runs: BTreeMap<Id, Vec<&History>> = BTreeMap::new();
+    for h in histories {
+        runs.entry(h.run_id).or_default().push(h);
+    }
+    for (run, hs) in runs {
+        let unknown = unknown_seqs.iter().filter(|(r, _)| *r == run);
+        let repeated = if hs.len() == 1 && unknown.clone().next().is_none() {
+            hs[0]
+                .rows
+                .windows(2)
+                .find(|w| w[0].seq == w[1].seq)
+                .map(|w| w[0].seq)
+        } else {
+            let mut seqs: Vec<u64> = hs
+                .iter()
+                .flat_map(|h| h.rows.iter().map(|r| r.seq))
+                .chain(unknown.map(|(_, s)| *s))
+                .collect();
+            seqs.sort_unstable();
+            seqs.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+        };
+        if let Some(seq) = repeated {
+            let run_id = names.name(run).to_string();
+            return Err(TraceError::DuplicateSeq { run_id, seq }.into());
+        }
+    }
+    Ok(())
+}
+
 /// Per-file loading state.
 struct FileState {
+    groups: Groups,
+    /// The dictionaries of the string columns, as ids.
+    columns: Dictionaries,
+    unknown: BTreeMap<String, u64>,
+    /// `(run_id, seq)` of rows of unknown kinds: their `seq` still counts.
+    unknown_seqs: Vec<(Id, u64)>,
+}
+
+/// Which history each `(run_id, scenario)` of a file goes to.
+struct Groups {
     /// Rows in the file: the first history reserves room for all of them (most files hold one
     /// scenario, and pages never touched cost nothing).
     rows: u64,
     file: usize,
     first_history: usize,
-    groups: FastMap<(Id, Id), usize>,
-    /// The last `(run_id, scenario)` seen and their history: rows of one scenario come
-    /// together, so most rows skip the map.
-    last: Option<(Vec<u8>, Vec<u8>, usize)>,
-    /// The `run_id` of `last`, as text for [`SeqCheck`].
-    last_run: String,
-    seqs: SeqCheck,
-    unknown: BTreeMap<String, u64>,
+    map: FastMap<(Id, Id), usize>,
+    /// The last `(run_id, scenario)` seen and its history: rows of one scenario come together,
+    /// so most rows skip the map.
+    last: Option<(Id, Id, usize)>,
 }
 
-/// A string column of a batch, read without per-value checks: offsets and bytes are taken once.
-struct Text<'a> {
-    offsets: &'a [i32],
-    data: &'a [u8],
-    nulls: Option<&'a NullBuffer>,
+impl Groups {
+    /// The history of `(run, scenario)`, opened with `backend` on its first row.
+    fn history(
+        &mut self,
+        run: Id,
+        scenario: Id,
+        backend: Id,
+        histories: &mut Vec<History>,
+    ) -> usize {
+        if let Some((r, s, h)) = self.last {
+            if r == run && s == scenario {
+                return h;
+            }
+        }
+        let h = *self.map.entry((run, scenario)).or_insert_with(|| {
+            let h = histories.len();
+            let mut history = History::new(self.file, run, scenario, backend);
+            if h == self.first_history {
+                history
+                    .rows
+                    .reserve(usize::try_from(self.rows).unwrap_or(0));
+            }
+            histories.push(history);
+            h
+        });
+        self.last = Some((run, scenario, h));
+        h
+    }
 }
 
-impl<'a> Text<'a> {
-    fn of(batch: &'a RecordBatch, i: usize, name: &'static str) -> Result<Self, LoadError> {
-        let a = batch
-            .column(i)
+/// The ids of one dictionary's values, kept while batches share that dictionary (the Parquet
+/// reader hands out one per row group for a column stored dictionary-encoded).
+#[derive(Default)]
+struct Dictionary {
+    /// The values the ids are for; holding them keeps their address from being reused.
+    values: Option<ArrayRef>,
+    /// `ids[k]`: the id of value `k`.
+    ids: Vec<Id>,
+}
+
+impl Dictionary {
+    /// Interns the values of `array`'s dictionary unless they are the ones already held.
+    fn update(
+        &mut self,
+        array: &DictionaryArray<Int32Type>,
+        names: &mut Interner,
+    ) -> Result<(), LoadError> {
+        let values = array.values();
+        if self.values.as_ref().is_some_and(|v| Arc::ptr_eq(v, values)) {
+            return Ok(());
+        }
+        let text = values
             .as_string_opt::<i32>()
-            .ok_or(LoadError::Canonical(name))?;
-        Ok(Text {
-            offsets: a.value_offsets(),
-            data: a.value_data(),
-            nulls: a.nulls(),
-        })
+            .ok_or(LoadError::Canonical("dictionary"))?;
+        self.ids.clear();
+        for i in 0..text.len() {
+            self.ids.push(names.intern(text.value(i))?);
+        }
+        self.values = Some(values.clone());
+        Ok(())
     }
+}
 
-    /// The bytes of row `i` (empty if the offsets were out of range, which Arrow rules out).
-    #[inline]
-    fn get(&self, i: usize) -> &'a [u8] {
-        let at = |j: usize| self.offsets.get(j).map_or(0, |&o| o.max(0) as usize);
-        self.data.get(at(i)..at(i + 1)).unwrap_or(&[])
-    }
+/// The dictionaries of the string columns read as ids, by position in [`DICTIONARY_COLUMNS`].
+#[derive(Default)]
+struct Dictionaries([Dictionary; 8]);
 
+/// A string column of a batch, as ids.
+struct Ids<'a> {
+    keys: &'a [i32],
+    nulls: Option<&'a NullBuffer>,
+    ids: &'a [Id],
+}
+
+impl<'a> Ids<'a> {
+    /// The id of row `i`, absent for a null (or a key out of range, which Arrow rules out).
     #[inline]
-    fn opt(&self, i: usize) -> Option<&'a [u8]> {
-        self.nulls
-            .is_none_or(|n| n.is_valid(i))
-            .then(|| self.get(i))
+    fn opt(&self, i: usize) -> Option<Id> {
+        if self.nulls.is_some_and(|n| n.is_null(i)) {
+            return None;
+        }
+        let key = usize::try_from(*self.keys.get(i)?).ok()?;
+        self.ids.get(key).copied()
     }
+}
+
+/// A `Dictionary(Int32, Utf8)` column of a batch.
+fn dictionary<'a>(
+    batch: &'a RecordBatch,
+    i: usize,
+    name: &'static str,
+) -> Result<&'a DictionaryArray<Int32Type>, LoadError> {
+    batch
+        .column(i)
+        .as_dictionary_opt::<Int32Type>()
+        .ok_or(LoadError::Canonical(name))
 }
 
 /// A numeric column of a batch, read as a slice.
@@ -236,24 +366,17 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
     }
 }
 
-/// Interns an optional string value, reusing `last` (this column's previous value) when it
-/// repeats, as it mostly does: the rows of one event come close together.
-#[inline]
-fn intern_opt<'a>(
-    names: &mut Interner,
-    value: Option<&'a [u8]>,
-    last: &mut Option<(&'a [u8], Id)>,
-) -> Result<Option<Id>, LoadError> {
-    let Some(value) = value else { return Ok(None) };
-    if let Some((prev, id)) = *last {
-        if prev == value {
-            return Ok(Some(id));
-        }
-    }
-    let id = names.intern_bytes(value)?;
-    *last = Some((value, id));
-    Ok(Some(id))
-}
+/// Column positions in the contract's order (see `outbox_trace::schema::COLUMNS`).
+const STRING_COLUMNS: [(usize, &str); 8] = [
+    (0, "run_id"),
+    (1, "scenario"),
+    (4, "backend"),
+    (5, "actor"),
+    (7, "kind"),
+    (8, "task_id"),
+    (9, "event_id"),
+    (10, "aggregate_id"),
+];
 
 impl FileState {
     fn batch(
@@ -262,68 +385,77 @@ impl FileState {
         names: &mut Interner,
         histories: &mut Vec<History>,
     ) -> Result<(), LoadError> {
-        // Column order is the contract's (see `outbox_trace::schema::COLUMNS`).
-        let run = Text::of(batch, 0, "run_id")?;
-        let scenario = Text::of(batch, 1, "scenario")?;
+        let mut arrays = Vec::with_capacity(STRING_COLUMNS.len());
+        for ((at, name), dict) in STRING_COLUMNS.iter().zip(&mut self.columns.0) {
+            let array = dictionary(batch, *at, name)?;
+            dict.update(array, names)?;
+            arrays.push(array);
+        }
+        let ids: Vec<Ids> = arrays
+            .iter()
+            .zip(&self.columns.0)
+            .map(|(a, d)| Ids {
+                keys: a.keys().values(),
+                nulls: a.nulls(),
+                ids: &d.ids,
+            })
+            .collect();
+        let [run, scenario, backend, actor, kind, task, event, agg] = &ids[..] else {
+            return Err(LoadError::Canonical("kind"));
+        };
+        // Kinds by dictionary value: parsed once per value, not per row.
+        let kinds: Vec<Option<Kind>> = kind
+            .ids
+            .iter()
+            .map(|&id| names.name(id).parse().ok())
+            .collect();
         let seq = Nums::<UInt64Type>::of(batch, 2, "seq")?;
-        let backend = Text::of(batch, 4, "backend")?;
-        let actor = Text::of(batch, 5, "actor")?;
         let inc = Nums::<UInt32Type>::of(batch, 6, "incarnation")?;
-        let kind = Text::of(batch, 7, "kind")?;
-        let task = Text::of(batch, 8, "task_id")?;
-        let event = Text::of(batch, 9, "event_id")?;
-        let agg = Text::of(batch, 10, "aggregate_id")?;
         let agg_seq = Nums::<UInt64Type>::of(batch, 11, "aggregate_seq")?;
         let attempt = Nums::<UInt32Type>::of(batch, 12, "attempt")?;
         let broker = Nums::<UInt64Type>::of(batch, 13, "broker_seq")?;
         let rev = Nums::<Int64Type>::of(batch, 14, "store_rev")?;
         let amount = Nums::<Int64Type>::of(batch, 15, "amount")?;
         let counter = Nums::<Int64Type>::of(batch, 16, "counter")?;
-        let detail = Text::of(batch, 17, "detail")?;
-        // Names repeat from row to row; remember each column's last one to skip most lookups.
-        let (mut last_actor, mut last_task, mut last_event, mut last_agg) =
-            (None, None, None, None);
-        let mut last_kind: Option<(&[u8], Kind)> = None;
+        let detail = batch
+            .column(17)
+            .as_string_opt::<i32>()
+            .ok_or(LoadError::Canonical("detail"))?;
+        let required = |name| LoadError::Canonical(name);
+        // Rows of one scenario come together: `(run_id, scenario, backend)` keys repeat, and
+        // then so does their history.
+        let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
         for i in 0..batch.num_rows() {
-            let kind_bytes = kind.get(i);
-            let k = match last_kind {
-                Some((prev, k)) if prev == kind_bytes => k,
-                _ => match std::str::from_utf8(kind_bytes)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                {
-                    Some(k) => {
-                        last_kind = Some((kind_bytes, k));
-                        k
-                    }
-                    None => {
-                        let name = String::from_utf8_lossy(kind_bytes).into_owned();
-                        *self.unknown.entry(name).or_default() += 1;
-                        // Its seq still counts: a run must not repeat one.
-                        self.seqs
-                            .push(&String::from_utf8_lossy(run.get(i)), seq.get(i));
-                        continue;
-                    }
-                },
+            let Some(Some(k)) = kind.keys.get(i).and_then(|&k| kinds.get(k as usize)) else {
+                let name = names.name(kind.opt(i).ok_or(required("kind"))?).to_string();
+                *self.unknown.entry(name).or_default() += 1;
+                let run_id = run.opt(i).ok_or(required("run_id"))?;
+                self.unknown_seqs.push((run_id, seq.get(i)));
+                continue;
             };
-            let h = self.history(
-                run.get(i),
-                scenario.get(i),
-                backend.get(i),
-                names,
-                histories,
-            )?;
-            self.seqs.push(&self.last_run, seq.get(i));
-            let actor_id = intern_opt(names, Some(actor.get(i)), &mut last_actor)?
-                .ok_or(LoadError::Canonical("actor"))?;
-            let history = &mut histories[h];
-            let backend_name = backend.get(i);
-            if backend_name != names.bytes(history.backend) {
-                let id = names.intern_bytes(backend_name)?;
-                if !history.other_backends.contains(&id) {
-                    history.other_backends.push(id);
+            let k = *k;
+            let group = [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
+            let h = match last_group {
+                Some((keys, h)) if keys == group => h,
+                _ => {
+                    let run_id = run.opt(i).ok_or(required("run_id"))?;
+                    let scenario_id = scenario.opt(i).ok_or(required("scenario"))?;
+                    let backend_id = backend.opt(i).ok_or(required("backend"))?;
+                    let h = self
+                        .groups
+                        .history(run_id, scenario_id, backend_id, histories);
+                    let history = &mut histories[h];
+                    if backend_id != history.backend
+                        && !history.other_backends.contains(&backend_id)
+                    {
+                        history.other_backends.push(backend_id);
+                    }
+                    last_group = Some((group, h));
+                    h
                 }
-            }
+            };
+            let history = &mut histories[h];
+            let actor_id = actor.opt(i).ok_or(required("actor"))?;
             let mut row = Row::new(seq.get(i), k, actor_id, inc.get(i)).with_numbers(Numbers {
                 aggregate_seq: agg_seq.opt(i),
                 attempt: attempt.opt(i),
@@ -332,57 +464,20 @@ impl FileState {
                 amount: amount.opt(i),
                 counter: counter.opt(i),
             });
-            row.task = intern_opt(names, task.opt(i), &mut last_task)?;
-            row.event = intern_opt(names, event.opt(i), &mut last_event)?;
-            row.aggregate = intern_opt(names, agg.opt(i), &mut last_agg)?;
-            if keeps_detail(k) {
-                if let Some(d) = detail.opt(i) {
-                    row.detail = u32::try_from(history.details.len()).ok();
-                    history.details.push(String::from_utf8_lossy(d).into());
-                }
+            row.task = task.opt(i);
+            row.event = event.opt(i);
+            row.aggregate = agg.opt(i);
+            if keeps_detail(k) && detail.is_valid(i) {
+                row.detail = u32::try_from(history.details.len()).ok();
+                history.details.push(detail.value(i).into());
             }
             for field in k.required_fields() {
                 if !row.has(*field) {
                     *history.missing.entry((k, field.column())).or_default() += 1;
                 }
             }
-            history.rows.push(row);
+            history.push(row);
         }
         Ok(())
-    }
-
-    fn history(
-        &mut self,
-        run: &[u8],
-        scenario: &[u8],
-        backend: &[u8],
-        names: &mut Interner,
-        histories: &mut Vec<History>,
-    ) -> Result<usize, LoadError> {
-        if let Some((r, s, h)) = &self.last {
-            if r == run && s == scenario {
-                return Ok(*h);
-            }
-        }
-        let key = (names.intern_bytes(run)?, names.intern_bytes(scenario)?);
-        let h = match self.groups.get(&key) {
-            Some(&h) => h,
-            None => {
-                let h = histories.len();
-                let backend = names.intern_bytes(backend)?;
-                let mut history = History::new(self.file, key.0, key.1, backend);
-                if h == self.first_history {
-                    history
-                        .rows
-                        .reserve(usize::try_from(self.rows).unwrap_or(0));
-                }
-                histories.push(history);
-                self.groups.insert(key, h);
-                h
-            }
-        };
-        self.last = Some((run.to_vec(), scenario.to_vec(), h));
-        self.last_run = names.name(key.0).to_string();
-        Ok(h)
     }
 }

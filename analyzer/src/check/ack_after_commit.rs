@@ -8,17 +8,61 @@ use outbox_trace::{Field, Kind};
 
 use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
-use crate::intern::{FastMap, Id};
+use crate::intern::{FastMap, Id, IdTable};
 
-/// An actor incarnation and an event.
-type Key = (Id, u32, Id);
+/// What one actor incarnation did with one event so far: its latest delivery and its latest
+/// commit or suppression (row indices).
+#[derive(Clone, Copy)]
+struct Slot {
+    actor: Id,
+    incarnation: u32,
+    delivery: Option<u32>,
+    settle: Option<u32>,
+    /// The event's next slot.
+    next: Option<u32>,
+}
+
+/// Per event, a chain of slots, one per actor incarnation that handled it (almost always one).
+struct Handlers {
+    heads: IdTable<Option<u32>>,
+    slots: Vec<Slot>,
+}
+
+impl Handlers {
+    /// The slot of `actor#incarnation` for `event`, opened empty the first time.
+    fn slot(&mut self, event: Id, actor: Id, incarnation: u32) -> usize {
+        let head = *self.heads.get(event);
+        let mut at = head;
+        while let Some(i) = at {
+            let s = &self.slots[i as usize];
+            if s.actor == actor && s.incarnation == incarnation {
+                return i as usize;
+            }
+            at = s.next;
+        }
+        let i = self.slots.len();
+        self.slots.push(Slot {
+            actor,
+            incarnation,
+            delivery: None,
+            settle: None,
+            next: head,
+        });
+        *self.heads.get_mut(event) = u32::try_from(i).ok();
+        i
+    }
+}
 
 /// Decides `ack-after-commit`.
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
-    let mut last_delivery: FastMap<Key, usize> = FastMap::default();
-    let mut last_delivery_copy: FastMap<(Key, u64), usize> = FastMap::default();
-    let mut last_settle: FastMap<Key, usize> = FastMap::default();
+    let mut handlers = Handlers {
+        heads: IdTable::new(h.id_bound(), None),
+        slots: Vec::new(),
+    };
+    // Deliveries that a later delivery of another copy replaced in their slot: the latest one
+    // per `(slot, broker_seq)`, for an ack naming that copy.
+    let mut replaced: FastMap<(usize, u64), u32> = FastMap::default();
     let mut found: Vec<(usize, (Option<usize>, usize))> = Vec::new();
     for (at, r) in h.rows.iter().enumerate() {
         let settles = matches!(r.kind, Kind::EffectCommitted | Kind::DuplicateSuppressed);
@@ -29,27 +73,34 @@ pub fn check(h: &History) -> Outcome {
             continue;
         }
         let Some(e) = r.event else { continue };
-        let key = (r.actor, r.incarnation, e);
+        // Row indices fit in u32: `History` indexes its kinds with them.
+        let at32 = u32::try_from(at).unwrap_or(u32::MAX);
+        let s = handlers.slot(e, r.actor, r.incarnation);
+        let slot = &mut handlers.slots[s];
         if r.is_delivery() {
-            last_delivery.insert(key, at);
-            if let Some(b) = r.broker_seq() {
-                last_delivery_copy.insert((key, b), at);
+            if let Some(prev) = slot.delivery {
+                let copy = h.rows[prev as usize].broker_seq();
+                if let Some(b) = copy.filter(|&b| r.broker_seq() != Some(b)) {
+                    replaced.insert((s, b), prev);
+                }
             }
+            slot.delivery = Some(at32);
         } else if settles {
-            last_settle.insert(key, at);
+            slot.settle = Some(at32);
         } else {
-            let delivery = r
-                .broker_seq()
-                .and_then(|b| last_delivery_copy.get(&(key, b)))
-                .or_else(|| last_delivery.get(&key))
-                .copied();
-            let settled = match (last_settle.get(&key), delivery) {
-                (Some(&s), Some(d)) => s > d,
+            // The latest delivery of the copy the ack names, else the latest delivery.
+            let delivery = match (r.broker_seq(), slot.delivery) {
+                (Some(b), Some(d)) if h.rows[d as usize].broker_seq() == Some(b) => Some(d),
+                (Some(b), d) => replaced.get(&(s, b)).copied().or(d),
+                (None, d) => d,
+            };
+            let settled = match (slot.settle, delivery) {
+                (Some(s), Some(d)) => s > d,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if !settled {
-                found.push((at, (delivery, at)));
+                found.push((at, (delivery.map(|d| d as usize), at)));
             }
         }
     }

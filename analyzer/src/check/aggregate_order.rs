@@ -6,43 +6,46 @@ use outbox_trace::{Field, Kind};
 
 use super::{earliest, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
-use crate::intern::{FastMap, FastState, Id};
+use crate::intern::{Id, IdTable};
 
 /// Decides `aggregate-order`.
 pub fn check(h: &History) -> Outcome {
-    let mut from_intent: FastMap<Id, (Id, u64)> = FastMap::default();
-    let mut seen: std::collections::HashSet<Id, FastState> = Default::default();
+    let bound = h.id_bound();
+    let mut from_intent: IdTable<Option<(Id, u64)>> = IdTable::new(bound, None);
+    let mut seen = IdTable::new(bound, false);
     let mut first_publishes: Vec<usize> = Vec::new();
     let mut skips = Skips::default();
     let intents = h.of(Kind::IntentRecorded).chain(h.of(Kind::TaskAccepted));
     for (_, r) in intents {
         if let (Some(e), Some(a), Some(s)) = (r.event, r.aggregate, r.aggregate_seq()) {
-            from_intent.entry(e).or_insert((a, s));
+            from_intent.get_mut(e).get_or_insert((a, s));
         }
     }
     for (at, r) in h.of(Kind::PublishAttempt) {
         if !skips.usable(r, &[Field::EventId]) {
             continue;
         }
-        if r.event.is_some_and(|e| seen.insert(e)) {
+        if r.event
+            .is_some_and(|e| !std::mem::replace(seen.get_mut(e), true))
+        {
             first_publishes.push(at);
         }
     }
     // Per aggregate: the highest aggregate_seq published so far, and by which row.
-    let mut highest: FastMap<Id, (u64, usize)> = FastMap::default();
+    let mut highest: IdTable<Option<(u64, usize)>> = IdTable::new(bound, None);
     let mut any = false;
     let mut found = Vec::new();
     for at in first_publishes {
         let r = &h.rows[at];
         let info = match (r.aggregate, r.aggregate_seq()) {
             (Some(a), Some(s)) => Some((a, s)),
-            _ => r.event.and_then(|e| from_intent.get(&e).copied()),
+            _ => r.event.and_then(|e| *from_intent.get(e)),
         };
         let Some((aggregate, seq)) = info else {
             continue;
         };
         any = true;
-        match highest.get(&aggregate).copied() {
+        match *highest.get(aggregate) {
             Some((top, earlier)) if seq < top => {
                 let finding = Finding::AggregateOutOfOrder {
                     aggregate,
@@ -58,7 +61,7 @@ pub fn check(h: &History) -> Outcome {
             }
             Some((top, _)) if seq == top => {}
             _ => {
-                highest.insert(aggregate, (seq, at));
+                *highest.get_mut(aggregate) = Some((seq, at));
             }
         }
     }

@@ -24,7 +24,10 @@ pub fn check(h: &History) -> Outcome {
         return Outcome::unknown(Invariant::CounterExact, reason);
     }
     // Rows are in seq order, so a stable sort by store_rev breaks ties by seq.
-    commits.sort_by_key(|&at| h.rows[at].store_rev());
+    let rev = |at: &usize| h.rows[*at].store_rev();
+    if !commits.is_sorted_by_key(rev) {
+        commits.sort_by_key(rev);
+    }
     let start = h
         .first_of(Kind::RunStart)
         .and_then(|at| json_int(&h.detail_json(&h.rows[at]), "counter_start"))

@@ -5,24 +5,30 @@ use outbox_trace::{Field, Kind};
 
 use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
-use crate::intern::{FastMap, FastState, Id};
+use crate::intern::{FastState, Id, IdTable};
 
 /// Decides `intent-atomic`.
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
-    let mut exact: std::collections::HashSet<(Id, i64), FastState> = Default::default();
-    let mut any_intent: FastMap<Id, usize> = FastMap::default();
-    let mut unusable_intent: std::collections::HashSet<Id, FastState> = Default::default();
+    // Per event: its first usable intent, and whether one was unusable; the `(event, store_rev)`
+    // of further intents whose `store_rev` differs from the first's (rare) in `other_revs`.
+    let mut intents: IdTable<(Option<usize>, bool)> = IdTable::new(h.id_bound(), (None, false));
+    let mut other_revs: std::collections::HashSet<(Id, i64), FastState> = Default::default();
     for (at, r) in h.of(Kind::IntentRecorded) {
         if !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
             if let Some(e) = r.event {
-                unusable_intent.insert(e);
+                intents.get_mut(e).1 = true;
             }
             continue;
         }
         if let (Some(e), Some(rev)) = (r.event, r.store_rev()) {
-            exact.insert((e, rev));
-            any_intent.entry(e).or_insert(at);
+            match intents.get_mut(e).0 {
+                Some(first) if h.rows[first].store_rev() != Some(rev) => {
+                    other_revs.insert((e, rev));
+                }
+                Some(_) => {}
+                ref mut first @ None => *first = Some(at),
+            }
         }
     }
     let mut found = Vec::new();
@@ -33,11 +39,14 @@ pub fn check(h: &History) -> Outcome {
         let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {
             continue;
         };
-        if exact.contains(&(e, rev)) || unusable_intent.contains(&e) {
+        let (first, unusable) = *intents.get(e);
+        let exact = first.is_some_and(|i| h.rows[i].store_rev() == Some(rev))
+            || other_revs.contains(&(e, rev));
+        if exact || unusable {
             continue;
         }
-        let v = match any_intent.get(&e) {
-            Some(&intent) => Violation::new(
+        let v = match first {
+            Some(intent) => Violation::new(
                 Some(e),
                 r.task,
                 Finding::IntentOtherRev {

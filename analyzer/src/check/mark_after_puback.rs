@@ -5,16 +5,17 @@ use outbox_trace::{Field, Kind};
 
 use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
-use crate::intern::{FastMap, Id};
+use crate::intern::IdTable;
 
 /// Decides `mark-after-puback`.
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
-    let mut first_puback: FastMap<Id, usize> = FastMap::default();
+    // Per event: its first `publish_acked`.
+    let mut first_puback: IdTable<Option<usize>> = IdTable::new(h.id_bound(), None);
     for (at, r) in h.of(Kind::PublishAcked) {
         if skips.usable(r, &[Field::EventId]) {
             if let Some(e) = r.event {
-                first_puback.entry(e).or_insert(at);
+                first_puback.get_mut(e).get_or_insert(at);
             }
         }
     }
@@ -24,7 +25,7 @@ pub fn check(h: &History) -> Outcome {
             continue;
         }
         let Some(e) = r.event else { continue };
-        let puback = first_puback.get(&e).copied();
+        let puback = *first_puback.get(e);
         if puback.is_some_and(|p| p < at) {
             continue;
         }

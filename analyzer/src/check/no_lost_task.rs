@@ -9,7 +9,7 @@ use outbox_trace::{Field, Kind};
 
 use super::{earliest, last_detail, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
-use crate::intern::{FastMap, Id};
+use crate::intern::{Id, IdTable};
 
 /// Decides `no-lost-task`.
 pub fn check(h: &History) -> Outcome {
@@ -25,21 +25,23 @@ pub fn check(h: &History) -> Outcome {
     }
     let mut skips = Skips::default();
     // Per task: its first acceptance and whether an effect was seen.
-    let mut tasks: FastMap<Id, (usize, bool)> = FastMap::default();
+    let mut tasks: IdTable<Option<(usize, bool)>> = IdTable::new(h.id_bound(), None);
     for (at, r) in h.of(Kind::TaskAccepted) {
         if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
-            tasks.entry(t).or_insert((at, false));
+            tasks.get_mut(t).get_or_insert((at, false));
         }
     }
     for (at, r) in h.of(Kind::EffectCommitted) {
         if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
-            tasks.entry(t).or_insert((at, true)).1 = true;
+            tasks.get_mut(t).get_or_insert((at, true)).1 = true;
         }
     }
     let found = tasks
         .iter()
-        .filter(|(_, (_, done))| !done)
-        .map(|(&t, &(at, _))| (at, (t, at)))
+        .filter_map(|(t, task)| match *task {
+            Some((at, false)) => Some((at, (t, at))),
+            _ => None,
+        })
         .collect();
     let (kept, more) = earliest(found);
     let violations = kept

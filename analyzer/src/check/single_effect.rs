@@ -7,27 +7,24 @@ use outbox_trace::{Field, Kind};
 
 use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
-use crate::intern::{FastMap, Id};
+use crate::intern::{FastMap, Id, IdTable};
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Tally {
     count: u32,
     /// The second commit: where the duplicate shows.
-    second: usize,
+    second: u32,
     first_event: Option<Id>,
     mixed_events: bool,
 }
 
-fn tally(map: &mut FastMap<Id, Tally>, key: Id, at: usize, event: Option<Id>) {
-    let t = map.entry(key).or_insert(Tally {
-        count: 0,
-        second: at,
-        first_event: event,
-        mixed_events: false,
-    });
+fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
+    let t = table.get_mut(key);
     t.count += 1;
-    if t.count == 2 {
-        t.second = at;
+    match t.count {
+        1 => t.first_event = event,
+        2 => t.second = at,
+        _ => {}
     }
     if t.first_event != event {
         t.mixed_events = true;
@@ -37,9 +34,11 @@ fn tally(map: &mut FastMap<Id, Tally>, key: Id, at: usize, event: Option<Id>) {
 /// Decides `single-effect`.
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
-    let mut by_event = FastMap::default();
-    let mut by_task = FastMap::default();
+    let mut by_event = IdTable::new(h.id_bound(), Tally::default());
+    let mut by_task = IdTable::new(h.id_bound(), Tally::default());
     for (at, r) in h.of(Kind::EffectCommitted) {
+        // Row indices fit in u32: `History` indexes its kinds with them.
+        let at = u32::try_from(at).unwrap_or(u32::MAX);
         if let Some(e) = r.event {
             tally(&mut by_event, e, at, r.event);
         }
@@ -49,15 +48,15 @@ pub fn check(h: &History) -> Outcome {
         skips.usable(r, &[Field::EventId, Field::TaskId]);
     }
     let mut found: Vec<(usize, (Id, bool))> = Vec::new();
-    for (&e, t) in &by_event {
+    for (e, t) in by_event.iter() {
         if t.count > 1 {
-            found.push((t.second, (e, false)));
+            found.push((t.second as usize, (e, false)));
         }
     }
     // A task whose commits all share one event is already reported under that event.
-    for (&task, t) in &by_task {
+    for (task, t) in by_task.iter() {
         if t.count > 1 && t.mixed_events {
-            found.push((t.second, (task, true)));
+            found.push((t.second as usize, (task, true)));
         }
     }
     let (kept, more) = earliest(found);

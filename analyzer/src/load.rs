@@ -100,7 +100,7 @@ impl Loaded {
 
     fn load_inner(&mut self, path: &Path) -> Result<(), LoadError> {
         let options = ReadOptions {
-            dictionary: DICTIONARY_COLUMNS.to_vec(),
+            dictionary: STRING_COLUMNS.iter().map(|(_, name)| *name).collect(),
             ..ReadOptions::default()
         };
         let file = TraceFile::open_with(path, &options)?;
@@ -114,26 +114,29 @@ impl Loaded {
                 map: FastMap::default(),
                 last: None,
             },
-            columns: Default::default(),
             unknown: BTreeMap::new(),
             unknown_seqs: Vec::new(),
         };
-        // Decoding (decompression, normalisation) runs on its own thread, one batch ahead of
-        // the indexing here.
+        // Decoding (decompression, normalisation, interning each dictionary's values) runs on
+        // its own thread, one batch ahead of building the rows here.
         let (names, histories) = (&mut self.names, &mut self.histories);
         std::thread::scope(|scope| -> Result<(), LoadError> {
             let (tx, rx) = std::sync::mpsc::sync_channel(2);
             scope.spawn(move || {
+                let mut dictionaries = Dictionaries::default();
                 for batch in file.batches() {
-                    let failed = batch.is_err();
-                    if tx.send(batch).is_err() || failed {
+                    let prepared = batch
+                        .map_err(LoadError::from)
+                        .and_then(|b| dictionaries.prepare(b, names));
+                    let failed = prepared.is_err();
+                    if tx.send(prepared).is_err() || failed {
                         break;
                     }
                 }
             });
             // On an early return `rx` is dropped, so the decoder stops at its next send.
-            for batch in rx {
-                state.batch(&batch?, names, histories)?;
+            for prepared in rx {
+                state.batch(&prepared?, histories)?;
             }
             Ok(())
         })?;
@@ -163,19 +166,6 @@ impl Loaded {
         Ok(())
     }
 }
-
-/// String columns read as dictionaries: each distinct value of a row group is interned once, and
-/// a row costs an array lookup.
-const DICTIONARY_COLUMNS: &[&str] = &[
-    "run_id",
-    "scenario",
-    "backend",
-    "actor",
-    "kind",
-    "task_id",
-    "event_id",
-    "aggregate_id",
-];
 
 /// Fails if a run of one file repeats a `seq`: histories are sorted by then, so a run held by one
 /// history needs a linear scan; a run spread over several scenarios, or with rows of unknown
@@ -217,8 +207,6 @@ fn check_seqs(
 /// Per-file loading state.
 struct FileState {
     groups: Groups,
-    /// The dictionaries of the string columns, as ids.
-    columns: Dictionaries,
     unknown: BTreeMap<String, u64>,
     /// `(run_id, seq)` of rows of unknown kinds: their `seq` still counts.
     unknown_seqs: Vec<(Id, u64)>,
@@ -274,35 +262,58 @@ struct Dictionary {
     /// The values the ids are for; holding them keeps their address from being reused.
     values: Option<ArrayRef>,
     /// `ids[k]`: the id of value `k`.
-    ids: Vec<Id>,
+    ids: Arc<[Id]>,
 }
 
 impl Dictionary {
-    /// Interns the values of `array`'s dictionary unless they are the ones already held.
-    fn update(
+    /// The ids of `array`'s dictionary values, interned unless they are the ones already held.
+    fn ids(
         &mut self,
         array: &DictionaryArray<Int32Type>,
         names: &mut Interner,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Arc<[Id]>, LoadError> {
         let values = array.values();
-        if self.values.as_ref().is_some_and(|v| Arc::ptr_eq(v, values)) {
-            return Ok(());
+        if !self.values.as_ref().is_some_and(|v| Arc::ptr_eq(v, values)) {
+            let text = values
+                .as_string_opt::<i32>()
+                .ok_or(LoadError::Canonical("dictionary"))?;
+            let ids: Result<Vec<Id>, InternError> =
+                text.iter().map(|v| names.intern(v.unwrap_or(""))).collect();
+            self.ids = ids?.into();
+            self.values = Some(values.clone());
         }
-        let text = values
-            .as_string_opt::<i32>()
-            .ok_or(LoadError::Canonical("dictionary"))?;
-        self.ids.clear();
-        for i in 0..text.len() {
-            self.ids.push(names.intern(text.value(i))?);
-        }
-        self.values = Some(values.clone());
-        Ok(())
+        Ok(self.ids.clone())
     }
 }
 
-/// The dictionaries of the string columns read as ids, by position in [`DICTIONARY_COLUMNS`].
+/// The dictionaries of the string columns, by position in [`STRING_COLUMNS`].
 #[derive(Default)]
 struct Dictionaries([Dictionary; 8]);
+
+impl Dictionaries {
+    /// Interns the dictionaries of `batch` that are new.
+    fn prepare(&mut self, batch: RecordBatch, names: &mut Interner) -> Result<Prepared, LoadError> {
+        let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
+        for ((at, name), dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
+            ids.push(dict.ids(dictionary(&batch, *at, name)?, names)?);
+        }
+        // Kinds by dictionary value: parsed once per value, not per row.
+        let kinds = ids[KIND]
+            .iter()
+            .map(|&id| names.name(id).parse().ok())
+            .collect();
+        Ok(Prepared { batch, ids, kinds })
+    }
+}
+
+/// A decoded batch with the ids of its string columns' dictionary values.
+struct Prepared {
+    batch: RecordBatch,
+    /// By position in [`STRING_COLUMNS`].
+    ids: Vec<Arc<[Id]>>,
+    /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
+    kinds: Vec<Option<Kind>>,
+}
 
 /// A string column of a batch, as ids.
 struct Ids<'a> {
@@ -366,7 +377,12 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
     }
 }
 
-/// Column positions in the contract's order (see `outbox_trace::schema::COLUMNS`).
+/// Position of `kind` in [`STRING_COLUMNS`].
+const KIND: usize = 4;
+
+/// The string columns the checks compare, read as dictionaries (each distinct value of a row
+/// group is interned once, and a row costs an array lookup), with their positions in the
+/// contract's order (see `outbox_trace::schema::COLUMNS`).
 const STRING_COLUMNS: [(usize, &str); 8] = [
     (0, "run_id"),
     (1, "scenario"),
@@ -379,36 +395,25 @@ const STRING_COLUMNS: [(usize, &str); 8] = [
 ];
 
 impl FileState {
-    fn batch(
-        &mut self,
-        batch: &RecordBatch,
-        names: &mut Interner,
-        histories: &mut Vec<History>,
-    ) -> Result<(), LoadError> {
-        let mut arrays = Vec::with_capacity(STRING_COLUMNS.len());
-        for ((at, name), dict) in STRING_COLUMNS.iter().zip(&mut self.columns.0) {
-            let array = dictionary(batch, *at, name)?;
-            dict.update(array, names)?;
-            arrays.push(array);
-        }
-        let ids: Vec<Ids> = arrays
-            .iter()
-            .zip(&self.columns.0)
-            .map(|(a, d)| Ids {
+    fn batch(&mut self, p: &Prepared, histories: &mut Vec<History>) -> Result<(), LoadError> {
+        let batch = &p.batch;
+        let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
+        for ((at, name), ids_of) in STRING_COLUMNS.iter().zip(&p.ids) {
+            let a = dictionary(batch, *at, name)?;
+            ids.push(Ids {
                 keys: a.keys().values(),
                 nulls: a.nulls(),
-                ids: &d.ids,
-            })
-            .collect();
+                ids: ids_of,
+            });
+        }
         let [run, scenario, backend, actor, kind, task, event, agg] = &ids[..] else {
             return Err(LoadError::Canonical("kind"));
         };
-        // Kinds by dictionary value: parsed once per value, not per row.
-        let kinds: Vec<Option<Kind>> = kind
-            .ids
-            .iter()
-            .map(|&id| names.name(id).parse().ok())
-            .collect();
+        let kinds = &p.kinds;
+        let kind_names = dictionary(batch, 7, "kind")?
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or(LoadError::Canonical("kind"))?;
         let seq = Nums::<UInt64Type>::of(batch, 2, "seq")?;
         let inc = Nums::<UInt32Type>::of(batch, 6, "incarnation")?;
         let agg_seq = Nums::<UInt64Type>::of(batch, 11, "aggregate_seq")?;
@@ -427,7 +432,8 @@ impl FileState {
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
         for i in 0..batch.num_rows() {
             let Some(Some(k)) = kind.keys.get(i).and_then(|&k| kinds.get(k as usize)) else {
-                let name = names.name(kind.opt(i).ok_or(required("kind"))?).to_string();
+                let key = kind.keys.get(i).ok_or(required("kind"))?;
+                let name = kind_names.value(*key as usize).to_string();
                 *self.unknown.entry(name).or_default() += 1;
                 let run_id = run.opt(i).ok_or(required("run_id"))?;
                 self.unknown_seqs.push((run_id, seq.get(i)));

@@ -293,6 +293,9 @@ impl History {
     /// Sorts rows by `seq` (nothing to do when they came in order, as the recorder writes them)
     /// and indexes them by kind. Call once, after the last row is pushed.
     pub fn finish(&mut self) {
+        for rows in &mut self.by_kind {
+            rows.shrink_to_fit();
+        }
         if self.in_order && self.indexed == self.rows.len() {
             return;
         }

@@ -6,7 +6,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
 use crate::intern::{FastMap, Id, IdTable};
 
@@ -73,8 +73,7 @@ pub fn check(h: &History) -> Outcome {
             continue;
         }
         let Some(e) = r.event else { continue };
-        // Row indices fit in u32: `History` indexes its kinds with them.
-        let at32 = u32::try_from(at).unwrap_or(u32::MAX);
+        let at32 = row32(at);
         let s = handlers.slot(e, r.actor, r.incarnation);
         let slot = &mut handlers.slots[s];
         if r.is_delivery() {

@@ -4,7 +4,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Finding, Invariant, Outcome, Reason, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
 use crate::intern::{Id, IdTable};
 
@@ -32,7 +32,7 @@ pub fn check(h: &History) -> Outcome {
         }
     }
     // Per aggregate: the highest aggregate_seq published so far, and by which row.
-    let mut highest: IdTable<Option<(u64, usize)>> = IdTable::new(bound, None);
+    let mut highest: IdTable<Option<(u64, u32)>> = IdTable::new(bound, None);
     let mut any = false;
     let mut found = Vec::new();
     for at in first_publishes {
@@ -47,6 +47,7 @@ pub fn check(h: &History) -> Outcome {
         any = true;
         match *highest.get(aggregate) {
             Some((top, earlier)) if seq < top => {
+                let earlier = earlier as usize;
                 let finding = Finding::AggregateOutOfOrder {
                     aggregate,
                     earlier,
@@ -61,7 +62,7 @@ pub fn check(h: &History) -> Outcome {
             }
             Some((top, _)) if seq == top => {}
             _ => {
-                *highest.get_mut(aggregate) = Some((seq, at));
+                *highest.get_mut(aggregate) = Some((seq, row32(at)));
             }
         }
     }

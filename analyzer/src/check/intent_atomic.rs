@@ -3,7 +3,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
 use crate::intern::{FastState, Id, IdTable};
 
@@ -12,7 +12,7 @@ pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     // Per event: its first usable intent, and whether one was unusable; the `(event, store_rev)`
     // of further intents whose `store_rev` differs from the first's (rare) in `other_revs`.
-    let mut intents: IdTable<(Option<usize>, bool)> = IdTable::new(h.id_bound(), (None, false));
+    let mut intents: IdTable<(Option<u32>, bool)> = IdTable::new(h.id_bound(), (None, false));
     let mut other_revs: std::collections::HashSet<(Id, i64), FastState> = Default::default();
     for (at, r) in h.of(Kind::IntentRecorded) {
         if !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
@@ -23,11 +23,11 @@ pub fn check(h: &History) -> Outcome {
         }
         if let (Some(e), Some(rev)) = (r.event, r.store_rev()) {
             match intents.get_mut(e).0 {
-                Some(first) if h.rows[first].store_rev() != Some(rev) => {
+                Some(first) if h.rows[first as usize].store_rev() != Some(rev) => {
                     other_revs.insert((e, rev));
                 }
                 Some(_) => {}
-                ref mut first @ None => *first = Some(at),
+                ref mut first @ None => *first = Some(row32(at)),
             }
         }
     }
@@ -40,6 +40,7 @@ pub fn check(h: &History) -> Outcome {
             continue;
         };
         let (first, unusable) = *intents.get(e);
+        let first = first.map(|i| i as usize);
         let exact = first.is_some_and(|i| h.rows[i].store_rev() == Some(rev))
             || other_revs.contains(&(e, rev));
         if exact || unusable {

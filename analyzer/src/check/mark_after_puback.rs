@@ -3,7 +3,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
 use crate::intern::IdTable;
 
@@ -11,11 +11,11 @@ use crate::intern::IdTable;
 pub fn check(h: &History) -> Outcome {
     let mut skips = Skips::default();
     // Per event: its first `publish_acked`.
-    let mut first_puback: IdTable<Option<usize>> = IdTable::new(h.id_bound(), None);
+    let mut first_puback: IdTable<Option<u32>> = IdTable::new(h.id_bound(), None);
     for (at, r) in h.of(Kind::PublishAcked) {
         if skips.usable(r, &[Field::EventId]) {
             if let Some(e) = r.event {
-                first_puback.get_mut(e).get_or_insert(at);
+                first_puback.get_mut(e).get_or_insert(row32(at));
             }
         }
     }
@@ -25,7 +25,7 @@ pub fn check(h: &History) -> Outcome {
             continue;
         }
         let Some(e) = r.event else { continue };
-        let puback = *first_puback.get(e);
+        let puback = first_puback.get(e).map(|p| p as usize);
         if puback.is_some_and(|p| p < at) {
             continue;
         }

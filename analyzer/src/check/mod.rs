@@ -346,6 +346,12 @@ pub fn earliest<T>(mut items: Vec<(usize, T)>) -> (Vec<T>, usize) {
     (items.into_iter().map(|(_, t)| t).collect(), more)
 }
 
+/// A row index as `u32`, to keep per-id tables small: a history indexes its rows by kind with
+/// `u32`s already, so they fit.
+pub fn row32(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
+}
+
 /// Counts rows a check had to skip because a field it needs is missing.
 #[derive(Debug, Default)]
 pub struct Skips(BTreeMap<(Kind, &'static str), u64>);

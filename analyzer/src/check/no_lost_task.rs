@@ -7,7 +7,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, last_detail, Finding, Invariant, Outcome, Reason, Skips, Violation};
+use super::{earliest, last_detail, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
 use crate::intern::{Id, IdTable};
 
@@ -25,21 +25,21 @@ pub fn check(h: &History) -> Outcome {
     }
     let mut skips = Skips::default();
     // Per task: its first acceptance and whether an effect was seen.
-    let mut tasks: IdTable<Option<(usize, bool)>> = IdTable::new(h.id_bound(), None);
+    let mut tasks: IdTable<Option<(u32, bool)>> = IdTable::new(h.id_bound(), None);
     for (at, r) in h.of(Kind::TaskAccepted) {
         if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
-            tasks.get_mut(t).get_or_insert((at, false));
+            tasks.get_mut(t).get_or_insert((row32(at), false));
         }
     }
     for (at, r) in h.of(Kind::EffectCommitted) {
         if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
-            tasks.get_mut(t).get_or_insert((at, true)).1 = true;
+            tasks.get_mut(t).get_or_insert((row32(at), true)).1 = true;
         }
     }
     let found = tasks
         .iter()
         .filter_map(|(t, task)| match *task {
-            Some((at, false)) => Some((at, (t, at))),
+            Some((at, false)) => Some((at as usize, (t, at as usize))),
             _ => None,
         })
         .collect();

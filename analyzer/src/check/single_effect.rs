@@ -5,7 +5,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Finding, Invariant, Outcome, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
 use crate::history::History;
 use crate::intern::{FastMap, Id, IdTable};
 
@@ -37,8 +37,7 @@ pub fn check(h: &History) -> Outcome {
     let mut by_event = IdTable::new(h.id_bound(), Tally::default());
     let mut by_task = IdTable::new(h.id_bound(), Tally::default());
     for (at, r) in h.of(Kind::EffectCommitted) {
-        // Row indices fit in u32: `History` indexes its kinds with them.
-        let at = u32::try_from(at).unwrap_or(u32::MAX);
+        let at = row32(at);
         if let Some(e) = r.event {
             tally(&mut by_event, e, at, r.event);
         }

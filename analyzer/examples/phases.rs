@@ -1,5 +1,9 @@
 //! Times the phases of `analyzer check` on one file: loading, each invariant, the counts.
 //! `cargo run --release -p outbox-analyzer --example phases -- trace.parquet [--load-only]`
+//!
+//! `--decode-only` times the contract reader alone; with `DICT=low` (run, scenario, backend,
+//! actor, kind) or `DICT=all` (also task, event, aggregate) it reads those string columns as
+//! dictionaries.
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -45,6 +45,64 @@ pub enum Command {
     /// Write the lab report: lab.json, chains, boundaries, invariant tables, report.md, ADR facts.
     #[command(after_help = REPORT_EXIT_CODES)]
     Report(ReportArgs),
+    /// Compare runs side by side: verdicts, counts, counter, duration, latency per shared scenario.
+    #[command(after_help = COMPARE_EXIT_CODES)]
+    Compare(CompareArgs),
+    /// Name the first step where two runs' chains part ways, task by task.
+    #[command(after_help = DIFF_EXIT_CODES)]
+    Diff(DiffArgs),
+}
+
+/// Exit codes of `analyzer compare`.
+const COMPARE_EXIT_CODES: &str = "\
+Exit codes:
+  0  the comparison was written (verdicts are in it)
+  2  bad input or usage (unreadable trace, bad arguments, unwritable plot)
+  4  the runs share no scenario";
+
+/// Exit codes of `analyzer diff`.
+const DIFF_EXIT_CODES: &str = "\
+Exit codes:
+  0  no divergence: every aligned task took the same steps
+  1  the runs diverge (the first diverging step is named)
+  2  bad input or usage
+  4  nothing to align: no shared scenario";
+
+/// Arguments of `analyzer compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Trace files (Parquet, outbox-trace/1); each file is a run (or each run id, if a file holds several).
+    #[arg(value_name = "TRACE", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Compare only this scenario.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw grouped bars of the counts and latencies (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Arguments of `analyzer diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first run (the reference).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second run.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Diff only this scenario (default: every shared scenario).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// text (default) or svg/png: the two chains side by side with the divergence marked.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Output file (default: standard output; PNG needs a file).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Exit codes of `analyzer report`.
@@ -188,6 +246,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Chain(args) => commands::chain(&args, out),
         Command::Boundaries(args) => commands::boundaries(&args, out),
         Command::Report(args) => commands::report(&args, out),
+        Command::Compare(args) => commands::compare(&args, out),
+        Command::Diff(args) => commands::diff(&args, out),
     }
 }
 

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use outbox_analyzer::chain::ChainError;
 use outbox_analyzer::cli::{run, Cli, Exit};
+use outbox_analyzer::compare::CompareError;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
 
 /// Nothing to draw or compare exits 4; every other error is bad input (2).
 fn exit_of(e: &anyhow::Error) -> Exit {
-    if e.downcast_ref::<ChainError>().is_some() {
+    if e.downcast_ref::<ChainError>().is_some() || e.downcast_ref::<CompareError>().is_some() {
         Exit::NotFound
     } else {
         Exit::BadInput

@@ -2,44 +2,17 @@
 //! trace and a committed real recording, compared byte for byte. `UPDATE_GOLDEN=1` rewrites them.
 
 mod common;
+mod variants;
 
 use std::path::{Path, PathBuf};
 
-use common::{ev, lab, write, Set};
+use common::write;
 use outbox_analyzer::boundaries;
 use outbox_analyzer::chain::{self, Selector};
 use outbox_analyzer::render::{self, layout};
 use outbox_analyzer::scene::Scenes;
 use outbox_trace::{Event, Kind};
-
-/// The lab trace with real timing and a worker crash between commit and ACK of evt-2: the next
-/// life gets the redelivery 2 s later and suppresses it.
-pub fn crashed_lab() -> Vec<Event> {
-    let mut v = lab();
-    let first_ack = v
-        .iter()
-        .position(|e| e.kind == Kind::Acked && e.event_id.as_deref() == Some("evt-2"))
-        .expect("ack of evt-2");
-    v[first_ack] = ev(Kind::Crash, "worker")
-        .event("evt-2")
-        .detail(r#"{"point":"worker:between-commit-and-ack"}"#);
-    v.insert(first_ack + 1, ev(Kind::Restart, "worker").inc(1));
-    let mut ts = 0i64;
-    for (i, e) in v.iter_mut().enumerate() {
-        if i > first_ack && e.actor == "worker" {
-            e.incarnation = 1;
-        }
-        ts += if e.kind == Kind::Redelivered {
-            2_000_000_000
-        } else {
-            3_000_000
-        };
-        e.ts_ns = ts;
-    }
-    v[0].detail = Some(r#"{"ack_wait_ms":2000,"protocol":"reference"}"#.into());
-    v.retain(|e| e.kind != Kind::Fault);
-    v
-}
+use variants::crashed_lab;
 
 fn golden(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

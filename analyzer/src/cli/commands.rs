@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use super::{BoundariesArgs, ChainArgs, Exit, ReportArgs};
+use super::{BoundariesArgs, ChainArgs, CompareArgs, DiffArgs, Exit, ReportArgs};
 use crate::boundaries;
 use crate::chain::ChainError;
 use crate::chain::{self, Selector};
+use crate::compare::{self, CompareError};
+use crate::diff;
 use crate::render::{self, figure::Figure, layout, Format};
+use crate::scene::file_stem;
 use crate::scene::Scenes;
 
 /// The format asked for, or the one the output file's extension names, or text.
@@ -129,4 +132,129 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
     let md = args.output.join("report.md");
     let _ = writeln!(out, "wrote {} files; open {}", files.len(), md.display());
     Ok(Exit::Valid)
+}
+
+/// Runs `analyzer compare`.
+pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    let scenes = load(&args.paths)?;
+    let c = compare::compare(&scenes.scenes, args.scenario.as_deref())?;
+    if let Some(plot) = &args.plot {
+        let format = resolve_format(None, Some(plot), Format::Svg);
+        let format = if format == Format::Png {
+            Format::Png
+        } else {
+            Format::Svg
+        };
+        emit(
+            format,
+            || compare::plot(&c),
+            |_| String::new(),
+            Some(plot),
+            out,
+        )?;
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&c)? + "\n"
+    } else {
+        compare::text(&c)
+    };
+    write_text(&text, None, out)?;
+    Ok(Exit::Valid)
+}
+
+/// Runs `analyzer diff`.
+pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    let (a, b) = (
+        load(std::slice::from_ref(&args.a))?,
+        load(std::slice::from_ref(&args.b))?,
+    );
+    let (na, nb) = (file_stem(&args.a), file_stem(&args.b));
+    let mut diffs = Vec::new();
+    for sa in a.select(args.scenario.as_deref()) {
+        if let Some(sb) = b.scenes.iter().find(|s| s.scenario == sa.scenario) {
+            diffs.push((sa, sb, diff::diff(sa, sb)));
+        }
+    }
+    if diffs.is_empty() {
+        return Err(CompareError::NothingShared(format!("{na}, {nb}")).into());
+    }
+    let format = resolve_format(args.format, args.output.as_deref(), Format::Text);
+    let diverged = diffs.iter().any(|(_, _, d)| d.first.is_some());
+    match format {
+        Format::Svg | Format::Png => {
+            let (sa, sb, d) = diffs
+                .iter()
+                .find(|(_, _, d)| d.first.is_some())
+                .unwrap_or(&diffs[0]);
+            let fig = side_by_side(sa, sb, d, &na, &nb);
+            emit(
+                format,
+                || fig,
+                |_| String::new(),
+                args.output.as_deref(),
+                out,
+            )?;
+        }
+        _ => {
+            let text: Vec<String> = diffs
+                .iter()
+                .map(|(_, _, d)| diff::text(d, &na, &nb))
+                .collect();
+            write_text(&text.join("\n"), args.output.as_deref(), out)?;
+        }
+    }
+    Ok(if diverged { Exit::Invalid } else { Exit::Valid })
+}
+
+/// The diverging task's two chains side by side, the diverging steps marked.
+fn side_by_side(
+    a: &crate::scene::Scene,
+    b: &crate::scene::Scene,
+    d: &diff::Diff,
+    na: &str,
+    nb: &str,
+) -> Figure {
+    use crate::render::figure::{Align, INK, RED};
+    let (ta, tb) = match &d.first {
+        Some(f) => (f.task_a.clone(), f.task_b.clone()),
+        None => d
+            .tasks
+            .first()
+            .map(|(x, y, _)| (x.clone(), y.clone()))
+            .unwrap_or_default(),
+    };
+    let mut ca = chain::task_chain(a, &ta);
+    let mut cb = chain::task_chain(b, &tb);
+    if let Some(f) = &d.first {
+        ca.marked.extend(f.a.as_ref().map(|s| s.seq));
+        cb.marked.extend(f.b.as_ref().map(|s| s.seq));
+    }
+    ca.title = format!("{na} · {}", ca.title);
+    cb.title = format!("{nb} · {}", cb.title);
+    let (fa, fb) = (
+        render::chain_figure(&layout::layout(&ca)),
+        render::chain_figure(&layout::layout(&cb)),
+    );
+    let mut fig = Figure::new(fa.width + fb.width + 20, fa.height.max(fb.height) + 40);
+    let head = d
+        .first
+        .as_ref()
+        .map_or_else(|| "no divergence".to_string(), |f| f.describe());
+    fig.text(
+        (20, 18),
+        &layout::fit(&head, fig.width - 40),
+        14,
+        if d.first.is_some() { RED } else { INK },
+        Align::Left,
+    );
+    fig.overlay(&fa, 0, 36);
+    fig.line(
+        (fa.width + 10, 40),
+        (fa.width + 10, fig.height - 4),
+        (200, 200, 200),
+        1,
+        false,
+    );
+    fig.overlay(&fb, fa.width + 20, 36);
+    fig
 }

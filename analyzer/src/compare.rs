@@ -1,0 +1,437 @@
+//! `analyzer compare`: runs side by side. A column per run and scenario, a row per measure
+//! (invariant verdicts, counts, counter, duration, accepted-to-committed latency), a difference
+//! column for two runs, and the figures tied to a failing invariant marked. Runs compare on the
+//! scenarios they share, and the comparison says which ones they do not share.
+
+use std::collections::BTreeSet;
+
+use outbox_trace::Kind;
+use serde::Serialize;
+
+use crate::check::{Invariant, Verdict};
+use crate::render::figure::{Align, Figure, Prim, Rgb, GREY, INK};
+use crate::scene::{file_stem, Scene};
+
+/// Why nothing could be compared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompareError {
+    /// The runs have no scenario in common.
+    #[error("the runs share no scenario ({0})")]
+    NothingShared(String),
+}
+
+/// The figures of one column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Measures {
+    /// Verdict per invariant id.
+    pub verdicts: Vec<(&'static str, &'static str)>,
+    /// Numeric measures, in [`NUMBERS`] order; `None` when not recorded.
+    pub numbers: Vec<(&'static str, Option<i64>)>,
+    /// Measures tied to a failing invariant.
+    pub failing: Vec<&'static str>,
+}
+
+/// The numeric measures, in table order.
+pub const NUMBERS: &[&str] = &[
+    "tasks",
+    "publish attempts",
+    "stream copies",
+    "deliveries",
+    "redeliveries",
+    "suppressions",
+    "effects",
+    "ACKs",
+    "counter",
+    "duration ms",
+    "latency p50 ms",
+    "latency p99 ms",
+    "latency max ms",
+];
+
+/// The measures a failing invariant puts in doubt.
+fn tied(inv: Invariant) -> &'static [&'static str] {
+    match inv {
+        Invariant::SingleEffect => &["effects", "counter"],
+        Invariant::IntentAtomic => &["tasks"],
+        Invariant::MarkAfterPuback => &["publish attempts"],
+        Invariant::AckAfterCommit => &["ACKs"],
+        Invariant::CounterExact => &["counter"],
+        Invariant::ObservedAgrees => &["stream copies", "effects"],
+        Invariant::NoLostTask => &["effects", "counter"],
+        _ => &[],
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[i64], p: usize) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
+/// Milliseconds from each task's acceptance to its first committed effect, sorted.
+pub fn latencies(scene: &Scene) -> Vec<i64> {
+    let mut out: Vec<i64> = scene
+        .events
+        .iter()
+        .filter(|e| e.kind == Kind::TaskAccepted)
+        .filter_map(|a| {
+            let c = scene
+                .events
+                .iter()
+                .find(|c| c.kind == Kind::EffectCommitted && c.task_id == a.task_id)?;
+            Some((c.ts_ns - a.ts_ns) / 1_000_000)
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The measures of one scene.
+pub fn measures(scene: &Scene) -> Measures {
+    let c = &scene.counts;
+    let lat = latencies(scene);
+    let first = scene.events.first().map_or(0, |e| e.ts_ns);
+    let last = scene.events.last().map_or(0, |e| e.ts_ns);
+    let n = |v: u64| Some(v as i64);
+    let numbers = vec![
+        ("tasks", n(c.tasks)),
+        ("publish attempts", n(c.publish_attempts)),
+        ("stream copies", n(c.stream_copies)),
+        ("deliveries", n(c.deliveries + c.redeliveries)),
+        ("redeliveries", n(c.redeliveries)),
+        ("suppressions", n(c.suppressions)),
+        ("effects", n(c.effects)),
+        ("ACKs", n(c.acks)),
+        ("counter", c.counter),
+        ("duration ms", Some((last - first) / 1_000_000)),
+        ("latency p50 ms", percentile(&lat, 50)),
+        ("latency p99 ms", percentile(&lat, 99)),
+        ("latency max ms", lat.last().copied()),
+    ];
+    let failing: BTreeSet<&'static str> = scene
+        .outcomes
+        .iter()
+        .filter(|o| o.verdict == Verdict::Fail)
+        .flat_map(|o| tied(o.invariant).iter().copied())
+        .collect();
+    Measures {
+        verdicts: scene
+            .outcomes
+            .iter()
+            .map(|o| (o.invariant.id(), o.verdict.as_str()))
+            .collect(),
+        numbers,
+        failing: failing.into_iter().collect(),
+    }
+}
+
+/// One column: a run's scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Column {
+    /// The run's name (file stem, and run id when a file holds several).
+    pub run: String,
+    /// Backend.
+    pub backend: String,
+    /// Protocol variant.
+    pub protocol: Option<String>,
+    /// The figures.
+    pub measures: Measures,
+}
+
+/// One shared scenario across the runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shared {
+    /// The scenario.
+    pub scenario: String,
+    /// One column per run, in the order given.
+    pub columns: Vec<Column>,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Comparison {
+    /// The runs, in the order given.
+    pub runs: Vec<String>,
+    /// Scenarios every run has.
+    pub shared: Vec<Shared>,
+    /// Scenarios only some runs have: `(scenario, runs that have it)`.
+    pub not_shared: Vec<(String, Vec<String>)>,
+}
+
+/// A run: one `(file, run_id)`.
+fn run_name(scene: &Scene, several_runs: bool) -> String {
+    if several_runs {
+        format!("{}:{}", file_stem(&scene.path), scene.run_id)
+    } else {
+        file_stem(&scene.path)
+    }
+}
+
+/// Compares the runs in `scenes` (a run is a file, or a run id when a file holds several).
+pub fn compare(scenes: &[Scene], scenario: Option<&str>) -> Result<Comparison, CompareError> {
+    let several = {
+        let mut ids: Vec<(usize, &str)> =
+            scenes.iter().map(|s| (s.file, s.run_id.as_str())).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let files: BTreeSet<usize> = ids.iter().map(|(f, _)| *f).collect();
+        ids.len() > files.len()
+    };
+    let mut runs: Vec<String> = Vec::new();
+    for s in scenes {
+        let r = run_name(s, several);
+        if !runs.contains(&r) {
+            runs.push(r);
+        }
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for s in scenes {
+        if scenario.is_none_or(|w| w == s.scenario) && !names.contains(&s.scenario.as_str()) {
+            names.push(&s.scenario);
+        }
+    }
+    let mut shared = Vec::new();
+    let mut not_shared = Vec::new();
+    for name in names {
+        let columns: Vec<Column> = runs
+            .iter()
+            .filter_map(|r| {
+                scenes
+                    .iter()
+                    .find(|s| s.scenario == name && run_name(s, several) == *r)
+                    .map(|s| Column {
+                        run: r.clone(),
+                        backend: s.backend.clone(),
+                        protocol: s.protocol.clone(),
+                        measures: measures(s),
+                    })
+            })
+            .collect();
+        if columns.len() == runs.len() {
+            shared.push(Shared {
+                scenario: name.to_string(),
+                columns,
+            });
+        } else {
+            not_shared.push((
+                name.to_string(),
+                columns.into_iter().map(|c| c.run).collect(),
+            ));
+        }
+    }
+    if shared.is_empty() {
+        return Err(CompareError::NothingShared(runs.join(", ")));
+    }
+    Ok(Comparison {
+        runs,
+        shared,
+        not_shared,
+    })
+}
+
+fn cell(v: Option<i64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// The comparison as text tables (Markdown-compatible), one per shared scenario.
+pub fn text(c: &Comparison) -> String {
+    use comfy_table::{presets::ASCII_MARKDOWN, Table};
+    use std::fmt::Write;
+    let mut out = String::new();
+    let two = c.runs.len() == 2;
+    for s in &c.shared {
+        let _ = writeln!(out, "scenario {}", s.scenario);
+        let mut t = Table::new();
+        t.load_preset(ASCII_MARKDOWN);
+        let mut head = vec!["measure".to_string()];
+        for col in &s.columns {
+            let p = col.protocol.as_deref().unwrap_or("?");
+            head.push(format!("{} ({}, {p})", col.run, col.backend));
+        }
+        if two {
+            head.push("difference".into());
+        }
+        t.set_header(head);
+        for (i, (id, _)) in s.columns[0].measures.verdicts.iter().enumerate() {
+            let mut row = vec![id.to_string()];
+            let vs: Vec<&str> = s.columns.iter().map(|c| c.measures.verdicts[i].1).collect();
+            row.extend(vs.iter().map(|v| {
+                if *v == "fail" {
+                    "FAIL".to_string()
+                } else {
+                    v.to_string()
+                }
+            }));
+            if two {
+                row.push(if vs[0] == vs[1] {
+                    String::new()
+                } else {
+                    format!("{} -> {}", vs[0], vs[1])
+                });
+            }
+            t.add_row(row);
+        }
+        for (i, name) in NUMBERS.iter().enumerate() {
+            let mut row = vec![name.to_string()];
+            let vals: Vec<Option<i64>> =
+                s.columns.iter().map(|c| c.measures.numbers[i].1).collect();
+            for (col, v) in s.columns.iter().zip(&vals) {
+                let mark = if col.measures.failing.contains(name) {
+                    " !"
+                } else {
+                    ""
+                };
+                row.push(format!("{}{mark}", cell(*v)));
+            }
+            if two {
+                row.push(match (vals[0], vals[1]) {
+                    (Some(a), Some(b)) if a != b => format!("{:+}", b - a),
+                    _ => String::new(),
+                });
+            }
+            t.add_row(row);
+        }
+        let _ = writeln!(out, "{t}\n");
+    }
+    let _ = writeln!(out, "`!` marks a figure tied to a failing invariant.");
+    for (name, have) in &c.not_shared {
+        let _ = writeln!(
+            out,
+            "not shared: scenario {name} only in {}",
+            have.join(", ")
+        );
+    }
+    out
+}
+
+const PALETTE: &[Rgb] = &[
+    (40, 90, 190),
+    (210, 110, 20),
+    (30, 140, 60),
+    (160, 40, 160),
+    (120, 120, 120),
+];
+
+/// Grouped bars: counts summed over the shared scenarios (left) and latencies (right), one bar
+/// per run in each group.
+pub fn plot(c: &Comparison) -> Figure {
+    let counts = &NUMBERS[..9];
+    let lats = &NUMBERS[10..];
+    let total = |run: usize, name: &str| -> i64 {
+        c.shared
+            .iter()
+            .filter_map(|s| {
+                let m = &s.columns[run].measures;
+                m.numbers
+                    .iter()
+                    .find(|(n, _)| n == &name)
+                    .and_then(|(_, v)| *v)
+            })
+            .sum()
+    };
+    let worst = |run: usize, name: &str| -> i64 {
+        c.shared
+            .iter()
+            .filter_map(|s| {
+                s.columns[run]
+                    .measures
+                    .numbers
+                    .iter()
+                    .find(|(n, _)| n == &name)
+                    .and_then(|(_, v)| *v)
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let runs = c.runs.len();
+    let bar = 24;
+    let group = ((runs as i32) * bar + 24).max(90);
+    let panel = |n: usize| n as i32 * group + 60;
+    let width = panel(counts.len()) + panel(lats.len()) + 60;
+    let (top, bottom) = (70, 330);
+    let mut f = Figure::new(width, bottom + 90 + runs as i32 * 18);
+    let scenarios: Vec<&str> = c.shared.iter().map(|s| s.scenario.as_str()).collect();
+    let title = format!("compare · {} shared scenario(s)", scenarios.len());
+    f.text((20, 20), &title, 16, INK, Align::Left);
+    let draw_panel = |f: &mut Figure,
+                      x0: i32,
+                      names: &[&str],
+                      value: &dyn Fn(usize, &str) -> i64,
+                      heading: &str| {
+        let max = names
+            .iter()
+            .flat_map(|n| (0..runs).map(move |r| value(r, n)))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        f.text((x0, 46), heading, 12, INK, Align::Left);
+        f.line(
+            (x0, bottom),
+            (x0 + names.len() as i32 * group, bottom),
+            GREY,
+            1,
+            false,
+        );
+        for (g, name) in names.iter().enumerate() {
+            let gx = x0 + g as i32 * group + 12;
+            for r in 0..runs {
+                let v = value(r, name);
+                let h = ((bottom - top) as i64 * v / max) as i32;
+                let x = gx + r as i32 * bar;
+                f.push(Prim::Rect {
+                    min: (x, bottom - h),
+                    max: (x + bar - 2, bottom),
+                    stroke: None,
+                    fill: Some(PALETTE[r % PALETTE.len()]),
+                    dashed: false,
+                });
+                f.text(
+                    (x + bar / 2, bottom - h - 8),
+                    &v.to_string(),
+                    9,
+                    INK,
+                    Align::Center,
+                );
+            }
+            f.text(
+                (
+                    gx + (runs as i32 * bar) / 2,
+                    bottom + 14 + (g as i32 % 2) * 14,
+                ),
+                name,
+                10,
+                INK,
+                Align::Center,
+            );
+        }
+    };
+    draw_panel(
+        &mut f,
+        40,
+        counts,
+        &total,
+        "counts, summed over shared scenarios",
+    );
+    draw_panel(
+        &mut f,
+        40 + panel(counts.len()),
+        lats,
+        &worst,
+        "latency accepted -> committed, ms",
+    );
+    for (r, run) in c.runs.iter().enumerate() {
+        let y = bottom + 50 + r as i32 * 18;
+        f.push(Prim::Rect {
+            min: (40, y - 6),
+            max: (52, y + 6),
+            stroke: None,
+            fill: Some(PALETTE[r % PALETTE.len()]),
+            dashed: false,
+        });
+        f.text((60, y), run, 12, INK, Align::Left);
+    }
+    f
+}

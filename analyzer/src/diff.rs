@@ -1,0 +1,244 @@
+//! `analyzer diff`: where two runs part ways. The chains of the two runs are aligned task by task
+//! (by `task_id`, or by acceptance order when the ids differ) and compared lane by lane (what the
+//! API, the relay, the worker and the receiver did, in their own order), so timing between actors
+//! does not count as a difference. The first diverging step is the earliest in the second run.
+
+use outbox_trace::{Event, Kind};
+use serde::Serialize;
+
+use crate::chain::{task_chain, Chain};
+use crate::render::layout::role;
+use crate::scene::Scene;
+
+/// One side of a divergence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Side {
+    /// The row's `seq`.
+    pub seq: u64,
+    /// Its kind.
+    pub kind: &'static str,
+    /// Who did it.
+    pub actor: String,
+}
+
+/// The first point where the two chains of one task differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// The task in the first run.
+    pub task_a: String,
+    /// The task in the second run.
+    pub task_b: String,
+    /// The lane (actor role) where they differ.
+    pub lane: String,
+    /// The step both lanes took last before differing.
+    pub after: Option<&'static str>,
+    /// What the first run did there (`None`: its lane ended).
+    pub a: Option<Side>,
+    /// What the second run did there.
+    pub b: Option<Side>,
+}
+
+impl Divergence {
+    /// A sentence naming the divergence.
+    pub fn describe(&self) -> String {
+        let side = |s: &Option<Side>| match s {
+            Some(s) => format!("{} (seq {})", s.kind, s.seq),
+            None => "nothing more".into(),
+        };
+        let after = self
+            .after
+            .map_or_else(|| "at its start".into(), |k| format!("after {k}"));
+        let mut line = format!(
+            "task {}: the {} lane parts {after}: first run {}, second run {}",
+            self.task_a,
+            self.lane,
+            side(&self.a),
+            side(&self.b)
+        );
+        let kinds = (
+            self.a.as_ref().map(|s| s.kind),
+            self.b.as_ref().map(|s| s.kind),
+        );
+        let why = match kinds {
+            (Some("effect_committed" | "duplicate_suppressed"), Some("acked")) => {
+                " -- the ACK came before the commit"
+            }
+            (Some("duplicate_suppressed"), Some("effect_committed")) => {
+                " -- a second effect where the duplicate was suppressed"
+            }
+            (Some("effect_committed"), Some("duplicate_suppressed")) => {
+                " -- a suppression where the first run took effect"
+            }
+            _ => "",
+        };
+        line.push_str(why);
+        line
+    }
+}
+
+/// The per-task results of a diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diff {
+    /// The scenario compared.
+    pub scenario: String,
+    /// Tasks aligned by id (true) or by acceptance order (false).
+    pub by_id: bool,
+    /// Each aligned pair's first divergence, if any.
+    pub tasks: Vec<(String, String, Option<Divergence>)>,
+    /// The earliest divergence in the second run.
+    pub first: Option<Divergence>,
+}
+
+fn tasks(scene: &Scene) -> Vec<String> {
+    scene
+        .events
+        .iter()
+        .filter(|e| e.kind == Kind::TaskAccepted)
+        .filter_map(|e| e.task_id.clone())
+        .fold(Vec::new(), |mut v, t| {
+            if !v.contains(&t) {
+                v.push(t);
+            }
+            v
+        })
+}
+
+/// The step as compared: its kind, and for a crash its point.
+fn key(e: &Event) -> String {
+    match e.kind {
+        Kind::Crash => {
+            let d = e.detail_json();
+            format!(
+                "crash {}",
+                d.get("point").and_then(|p| p.as_str()).unwrap_or("?")
+            )
+        }
+        k => k.as_str().to_string(),
+    }
+}
+
+fn lanes<'a>(chain: &Chain<'a>) -> Vec<(String, Vec<&'a Event>)> {
+    let mut out: Vec<(String, Vec<&'a Event>)> = Vec::new();
+    for e in chain.rows.iter().filter(|e| e.kind != Kind::Restart) {
+        let r = role(&e.actor).to_string();
+        match out.iter_mut().find(|(l, _)| *l == r) {
+            Some((_, v)) => v.push(e),
+            None => out.push((r, vec![e])),
+        }
+    }
+    out
+}
+
+fn side(e: Option<&&Event>) -> Option<Side> {
+    e.map(|e| Side {
+        seq: e.seq,
+        kind: e.kind.as_str(),
+        actor: format!("{}#{}", e.actor, e.incarnation),
+    })
+}
+
+/// The first divergence between two chains, lane by lane, earliest in the second run.
+pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Option<Divergence> {
+    let (la, lb) = (lanes(a), lanes(b));
+    let mut names: Vec<&String> = la.iter().map(|(n, _)| n).collect();
+    for (n, _) in &lb {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let empty = Vec::new();
+    let mut found: Vec<Divergence> = Vec::new();
+    for name in names {
+        let ra = la
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&empty, |(_, v)| v);
+        let rb = lb
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&empty, |(_, v)| v);
+        let at = (0..ra.len().max(rb.len()))
+            .find(|&i| ra.get(i).map(|e| key(e)) != rb.get(i).map(|e| key(e)));
+        if let Some(i) = at {
+            found.push(Divergence {
+                task_a: task_a.to_string(),
+                task_b: task_b.to_string(),
+                lane: name.clone(),
+                after: i
+                    .checked_sub(1)
+                    .and_then(|p| ra.get(p))
+                    .map(|e| e.kind.as_str()),
+                a: side(ra.get(i)),
+                b: side(rb.get(i)),
+            });
+        }
+    }
+    found.into_iter().min_by_key(|d| {
+        (
+            d.b.as_ref().map_or(u64::MAX, |s| s.seq),
+            d.a.as_ref().map_or(u64::MAX, |s| s.seq),
+        )
+    })
+}
+
+/// Aligns the tasks of `a` and `b` and finds where each pair parts.
+pub fn diff(a: &Scene, b: &Scene) -> Diff {
+    let (ta, tb) = (tasks(a), tasks(b));
+    let by_id = ta.iter().any(|t| tb.contains(t));
+    let pairs: Vec<(String, String)> = if by_id {
+        ta.iter()
+            .filter(|t| tb.contains(t))
+            .map(|t| (t.clone(), t.clone()))
+            .collect()
+    } else {
+        ta.iter().cloned().zip(tb.iter().cloned()).collect()
+    };
+    let tasks: Vec<(String, String, Option<Divergence>)> = pairs
+        .into_iter()
+        .map(|(x, y)| {
+            let d = first_divergence(&task_chain(a, &x), &task_chain(b, &y), &x, &y);
+            (x, y, d)
+        })
+        .collect();
+    let first = tasks
+        .iter()
+        .filter_map(|(_, _, d)| d.clone())
+        .min_by_key(|d| d.b.as_ref().map_or(u64::MAX, |s| s.seq));
+    Diff {
+        scenario: a.scenario.clone(),
+        by_id,
+        tasks,
+        first,
+    }
+}
+
+/// The diff as text.
+pub fn text(d: &Diff, a: &str, b: &str) -> String {
+    use std::fmt::Write;
+    let mut out = format!("scenario {}: first run {a}, second run {b}\n", d.scenario);
+    if !d.by_id {
+        out.push_str("task ids differ: tasks aligned by acceptance order\n");
+    }
+    match &d.first {
+        Some(first) => {
+            let _ = writeln!(out, "first divergence: {}", first.describe());
+        }
+        None => out.push_str("no divergence: every aligned task took the same steps\n"),
+    }
+    for (x, y, div) in &d.tasks {
+        let name = if x == y {
+            x.clone()
+        } else {
+            format!("{x} / {y}")
+        };
+        match div {
+            Some(div) => {
+                let _ = writeln!(out, "  {}", div.describe());
+            }
+            None => {
+                let _ = writeln!(out, "  {name}: same steps");
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,160 @@
+//! `analyzer compare` and `analyzer diff` on hand-built runs: the reference against each broken
+//! variant, and two backends on their shared scenarios.
+
+mod common;
+mod variants;
+
+use std::path::{Path, PathBuf};
+
+use common::write;
+use outbox_analyzer::compare::{self, compare};
+use outbox_analyzer::diff::diff;
+use outbox_analyzer::scene::Scenes;
+use outbox_trace::Event;
+use variants::{ack_before_commit, crashed_lab, no_dedup};
+
+fn scenes(dir: &Path, runs: &[(&str, Vec<Event>)]) -> (Vec<PathBuf>, Scenes) {
+    let paths: Vec<PathBuf> = runs.iter().map(|(n, ev)| write(dir, n, ev)).collect();
+    let s = Scenes::load(&paths).expect("load");
+    (paths, s)
+}
+
+fn number(c: &compare::Column, name: &str) -> Option<i64> {
+    c.measures
+        .numbers
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1
+}
+
+fn verdict(c: &compare::Column, id: &str) -> &'static str {
+    c.measures
+        .verdicts
+        .iter()
+        .find(|(n, _)| *n == id)
+        .unwrap()
+        .1
+}
+
+#[test]
+fn compare_shows_the_failing_invariant_and_the_count_that_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    for (variant, events, failing, measure) in [
+        (
+            "abc.parquet",
+            ack_before_commit(),
+            "ack-after-commit",
+            "effects",
+        ),
+        ("nodedup.parquet", no_dedup(), "single-effect", "effects"),
+    ] {
+        let (_, s) = scenes(
+            dir.path(),
+            &[("reference.parquet", crashed_lab()), (variant, events)],
+        );
+        let c = compare(&s.scenes, None).expect("compare");
+        let cols = &c.shared[0].columns;
+        assert_eq!(verdict(&cols[0], failing), "pass");
+        assert_eq!(verdict(&cols[1], failing), "fail", "{variant}");
+        assert_ne!(
+            number(&cols[0], measure),
+            number(&cols[1], measure),
+            "{variant}"
+        );
+        assert!(cols[1].measures.failing.contains(&measure));
+        let text = compare::text(&c);
+        assert!(text.contains("pass -> fail"), "{text}");
+        assert!(text.contains(" !"), "{text}");
+    }
+}
+
+#[test]
+fn compare_of_two_backends_uses_shared_scenarios_and_names_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut other = crashed_lab();
+    for e in &mut other {
+        e.backend = "sqlite-redis".into();
+    }
+    let mut only = crashed_lab();
+    for e in &mut only {
+        e.scenario = "dual-write".into();
+        e.run_id = "run-1".into();
+    }
+    other.extend(only.into_iter().map(|mut e| {
+        e.backend = "sqlite-redis".into();
+        e
+    }));
+    let (_, s) = scenes(
+        dir.path(),
+        &[("etcd.parquet", crashed_lab()), ("sqlite.parquet", other)],
+    );
+    let c = compare(&s.scenes, None).unwrap();
+    assert_eq!(c.shared.len(), 1);
+    assert_eq!(c.shared[0].scenario, "lost-consumer-ack");
+    assert_eq!(
+        c.not_shared,
+        vec![("dual-write".to_string(), vec!["sqlite".to_string()])]
+    );
+    assert!(compare::text(&c).contains("not shared: scenario dual-write only in sqlite"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["shared"][0]["columns"][1]["backend"], "sqlite-redis");
+    let svg = outbox_analyzer::render::svg::to_svg(&compare::plot(&c)).unwrap();
+    assert!(svg.contains("latency p50 ms") && svg.contains("sqlite"));
+}
+
+#[test]
+fn latency_percentiles_come_from_accept_to_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, s) = scenes(dir.path(), &[("r.parquet", crashed_lab())]);
+    let lat = compare::latencies(&s.scenes[0]);
+    assert_eq!(lat.len(), 3);
+    let m = compare::measures(&s.scenes[0]);
+    let get = |n: &str| m.numbers.iter().find(|(k, _)| *k == n).unwrap().1;
+    assert_eq!(get("latency max ms"), lat.last().copied());
+    assert!(get("latency p50 ms") <= get("latency p99 ms"));
+}
+
+#[test]
+fn diff_names_the_ack_before_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, s) = scenes(
+        dir.path(),
+        &[
+            ("a.parquet", crashed_lab()),
+            ("b.parquet", ack_before_commit()),
+        ],
+    );
+    let d = diff(&s.scenes[0], &s.scenes[1]);
+    let first = d.first.expect("divergence");
+    assert_eq!(first.task_a, "t-2");
+    assert_eq!(first.lane, "worker");
+    assert_eq!(first.a.as_ref().unwrap().kind, "effect_committed");
+    assert_eq!(first.b.as_ref().unwrap().kind, "acked");
+    assert!(first.describe().contains("the ACK came before the commit"));
+}
+
+#[test]
+fn diff_names_the_second_effect_of_no_dedup() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, s) = scenes(
+        dir.path(),
+        &[("a.parquet", crashed_lab()), ("b.parquet", no_dedup())],
+    );
+    let d = diff(&s.scenes[0], &s.scenes[1]);
+    let first = d.first.expect("divergence");
+    assert_eq!(first.after, Some("redelivered"));
+    assert_eq!(first.a.as_ref().unwrap().kind, "duplicate_suppressed");
+    assert_eq!(first.b.as_ref().unwrap().kind, "effect_committed");
+    assert!(d.tasks.iter().filter(|(_, _, x)| x.is_some()).count() == 1);
+}
+
+#[test]
+fn diff_of_a_run_with_itself_finds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, s) = scenes(
+        dir.path(),
+        &[("a.parquet", crashed_lab()), ("b.parquet", crashed_lab())],
+    );
+    assert!(diff(&s.scenes[0], &s.scenes[1]).first.is_none());
+}

@@ -41,7 +41,13 @@ impl ActorProcess {
         scenario: &str,
         recorder: Recorder,
     ) -> anyhow::Result<Self> {
-        let exe = std::env::current_exe().context("locating the recorder binary")?;
+        // `/proc/self/exe` is this very binary even if the file on disk was replaced meanwhile.
+        let proc_exe = std::path::Path::new("/proc/self/exe");
+        let exe = if proc_exe.exists() {
+            proc_exe.to_path_buf()
+        } else {
+            std::env::current_exe().context("locating the recorder binary")?
+        };
         let mut command = Command::new(exe);
         command
             .arg("actor")

@@ -21,7 +21,7 @@ use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
 };
 use crate::protocol::{
-    CommitRules, Committed, Created, Intent, Published, Snapshot, TaskSpec, Timing,
+    CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec, Timing,
 };
 
 /// The header that carries the stable event id on every copy.
@@ -279,7 +279,7 @@ impl Store for EtcdJetStream {
             .map(|kv| (parse_i64(kv.value()), kv.mod_revision()))
             .unwrap_or((0, 0));
         Ok(Snapshot {
-            dedup_present: !dedup.kvs().is_empty(),
+            dedup: dedup.kvs().first().map(dedup_key),
             counter: value,
             counter_rev: rev,
         })
@@ -320,7 +320,11 @@ impl Store for EtcdJetStream {
         let txn = Txn::new()
             .when(compares)
             .and_then([
-                TxnOp::put(dedup.clone(), intent.task_id.clone(), dedup_options),
+                TxnOp::put(
+                    dedup.clone(),
+                    json!({"task_id": intent.task_id, "counter": counter}).to_string(),
+                    dedup_options,
+                ),
                 TxnOp::put(
                     self.key(&format!("result/{}", intent.task_id)),
                     json!({"event_id": intent.event_id, "amount": intent.amount}).to_string(),
@@ -341,8 +345,12 @@ impl Store for EtcdJetStream {
                 counter,
             });
         }
-        Ok(match first_get(resp.op_responses()) {
-            Some(_) => Committed::Duplicate,
+        let existing = resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Get(g) => g.kvs().first().map(dedup_key),
+            _ => None,
+        });
+        Ok(match existing {
+            Some(key) => Committed::Duplicate(key),
             None => Committed::Conflict,
         })
     }
@@ -526,6 +534,17 @@ fn task_json(intent: &Intent, status: &str) -> String {
         "status": status,
     })
     .to_string()
+}
+
+/// The commit a dedup key remembers: its create revision is that commit's revision.
+fn dedup_key(kv: &etcd_client::KeyValue) -> DedupKey {
+    let counter = serde_json::from_slice::<serde_json::Value>(kv.value())
+        .ok()
+        .and_then(|v| v["counter"].as_i64());
+    DedupKey {
+        store_rev: Some(kv.create_revision()),
+        counter,
+    }
 }
 
 fn revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {

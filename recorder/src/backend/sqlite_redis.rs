@@ -29,7 +29,7 @@ use super::{
 };
 use crate::endpoints::Endpoint;
 use crate::protocol::{
-    CommitRules, Committed, Created, Intent, Published, Snapshot, TaskSpec, Timing,
+    CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec, Timing,
 };
 
 /// Redis commit numbers start here, above any SQLite `store_rev`.
@@ -77,19 +77,21 @@ return moved
 ";
 
 const COMMIT: &str = r"
-if ARGV[4] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
+local prior = redis.call('GET', KEYS[1])
+if ARGV[4] == '1' and prior then return {'2', prior} end
 local current = tonumber(redis.call('GET', KEYS[3]) or '0')
-if ARGV[5] == '1' and current ~= tonumber(ARGV[6]) then return {3} end
+if ARGV[5] == '1' and current ~= tonumber(ARGV[6]) then return {'3'} end
 local counter = tonumber(ARGV[6]) + tonumber(ARGV[3])
+local rev = redis.call('INCR', KEYS[4])
+local remembered = rev .. ':' .. counter
 if tonumber(ARGV[7]) > 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[7])
+  redis.call('SET', KEYS[1], remembered, 'PX', ARGV[7])
 else
-  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[1], remembered)
 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('SET', KEYS[3], counter)
-local rev = redis.call('INCR', KEYS[4])
-return {1, rev, counter}
+return {'1', tostring(rev), tostring(counter)}
 ";
 
 /// A connection to one scenario's database file and Redis keys.
@@ -335,9 +337,9 @@ impl Store for SqliteRedis {
 
     async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError> {
         let mut conn = self.redis().await?;
-        let (exists, counter): (i64, Option<i64>) = redis::pipe()
+        let (dedup, counter): (Option<String>, Option<i64>) = redis::pipe()
             .atomic()
-            .cmd("EXISTS")
+            .cmd("GET")
             .arg(self.key(&format!("dedup:{event_id}")))
             .cmd("GET")
             .arg(self.key("counter"))
@@ -347,7 +349,7 @@ impl Store for SqliteRedis {
         let counter = counter.unwrap_or(0);
         // The guard compares the counter's value: it only grows, so a changed value is a changed counter.
         Ok(Snapshot {
-            dedup_present: exists == 1,
+            dedup: dedup.as_deref().map(dedup_key),
             counter,
             counter_rev: counter,
         })
@@ -362,7 +364,7 @@ impl Store for SqliteRedis {
         let mut conn = self.redis().await?;
         let ttl_ms = rules.dedup_ttl.map(|t| t.as_millis() as i64).unwrap_or(0);
         let result = json!({"task_id": intent.task_id, "amount": intent.amount}).to_string();
-        let reply: Vec<i64> = redis::Script::new(COMMIT)
+        let reply: Vec<String> = redis::Script::new(COMMIT)
             .key(self.key(&format!("dedup:{}", intent.event_id)))
             .key(self.key("processed"))
             .key(self.key("counter"))
@@ -377,14 +379,25 @@ impl Store for SqliteRedis {
             .invoke_async(&mut conn)
             .await
             .map_err(broker)?;
-        Ok(match reply.as_slice() {
-            [1, rev, counter] => Committed::Applied {
-                store_rev: REDIS_REV_BASE + rev,
-                counter: *counter,
+        let number = |s: &str| {
+            s.parse::<i64>()
+                .map_err(|_| BackendError::Store(format!("unexpected commit reply {reply:?}")))
+        };
+        Ok(
+            match reply
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                ["1", rev, counter] => Committed::Applied {
+                    store_rev: REDIS_REV_BASE + number(rev)?,
+                    counter: number(counter)?,
+                },
+                ["2", prior] => Committed::Duplicate(dedup_key(prior)),
+                _ => Committed::Conflict,
             },
-            [2] => Committed::Duplicate,
-            _ => Committed::Conflict,
-        })
+        )
     }
 }
 
@@ -659,6 +672,16 @@ impl Control for SqliteRedis {
             "order_ok": order_ok,
             "db": self.db_path.display().to_string(),
         }))
+    }
+}
+
+/// What a dedup key remembers (`rev:counter`) of the commit that wrote it.
+fn dedup_key(value: &str) -> DedupKey {
+    let mut parts = value.split(':').map(|p| p.parse::<i64>().ok());
+    let store_rev = parts.next().flatten().map(|rev| REDIS_REV_BASE + rev);
+    DedupKey {
+        store_rev,
+        counter: parts.next().flatten(),
     }
 }
 

@@ -205,12 +205,22 @@ pub enum Published {
 /// What the worker read before deciding: the dedup key and the counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The event's dedup key exists.
-    pub dedup_present: bool,
+    /// The event's dedup key, if it exists.
+    pub dedup: Option<DedupKey>,
     /// The counter's value.
     pub counter: i64,
     /// The counter's revision (0 when it does not exist yet).
     pub counter_rev: i64,
+}
+
+/// What a dedup key remembers of the commit that wrote it, so that a later suppression can name
+/// that commit even if the worker that made it died before reporting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DedupKey {
+    /// The commit's `store_rev`.
+    pub store_rev: Option<i64>,
+    /// The counter right after that commit.
+    pub counter: Option<i64>,
 }
 
 /// How the worker's commit is guarded.
@@ -235,7 +245,7 @@ pub enum Committed {
         counter: i64,
     },
     /// The dedup key was there: nothing applied.
-    Duplicate,
+    Duplicate(DedupKey),
     /// The counter moved since it was read: retry.
     Conflict,
 }

@@ -65,13 +65,14 @@ async fn handle<S: Store, B: Broker>(
     };
     loop {
         let read = store.snapshot(&intent.event_id).await?;
-        let outcome = if rules.require_new_key && read.dedup_present {
-            Committed::Duplicate
-        } else {
-            if let Some(stall) = ctx.plan.stall_before_commit() {
-                tokio::time::sleep(stall).await;
+        let outcome = match read.dedup {
+            Some(key) if rules.require_new_key => Committed::Duplicate(key),
+            _ => {
+                if let Some(stall) = ctx.plan.stall_before_commit() {
+                    tokio::time::sleep(stall).await;
+                }
+                store.commit(intent, &read, rules).await?
             }
-            store.commit(intent, &read, rules).await?
         };
         let mut event = match outcome {
             Committed::Applied { store_rev, counter } => {
@@ -80,7 +81,14 @@ async fn handle<S: Store, B: Broker>(
                 e.counter = Some(counter);
                 e
             }
-            Committed::Duplicate => intent_event(Kind::DuplicateSuppressed, intent),
+            Committed::Duplicate(key) => {
+                let mut e = intent_event(Kind::DuplicateSuppressed, intent);
+                e.detail = Some(
+                    json!({ "committed_rev": key.store_rev, "counter_after": key.counter, "amount": intent.amount })
+                        .to_string(),
+                );
+                e
+            }
             Committed::Conflict => intent_event(Kind::CommitConflict, intent),
         };
         event.broker_seq = Some(delivery.broker_seq);

@@ -80,7 +80,7 @@ pub struct ActorSpec {
 #[serde(tag = "line", content = "body", rename_all = "kebab-case")]
 pub enum Line {
     /// A protocol step (identity columns are filled in by the recorder).
-    Event(Event),
+    Event(Box<Event>),
     /// A fault of the plan fired and is spent.
     Fired(Fault),
 }
@@ -95,7 +95,7 @@ impl Reporter {
     /// Reports one step.
     pub fn emit(&self, mut event: Event) {
         event.ts_ns = self.clock.now();
-        write_line(&Line::Event(event));
+        write_line(&Line::Event(Box::new(event)));
     }
 }
 
@@ -167,7 +167,7 @@ fn write_line(line: &Line) {
 
 /// Runs the external receiver on its own (`recorder receiver`) until standard input closes.
 pub fn receiver_main(spec: ExternalSpec) -> i32 {
-    let mut ctx = ActorCtx {
+    let ctx = ActorCtx {
         clock: RunClock::start(),
         plan: FaultPlan::default(),
         protocol: Protocol::Reference,
@@ -179,7 +179,7 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match runtime.block_on(crate::external::serve(&mut ctx, &spec)) {
+    match runtime.block_on(crate::external::serve(&ctx, &spec)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("recorder receiver: {e:#}");

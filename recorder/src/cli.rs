@@ -51,7 +51,7 @@ pub struct Cli {
 pub enum Command {
     /// Run scenarios and write an outbox-trace/1 Parquet file.
     #[command(after_help = EXIT_CODES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the scenarios, protocol variants and crash points.
     List,
     /// One actor life; started by `recorder run`, reads its spec on standard input.

@@ -94,7 +94,7 @@ impl ActorProcess {
                         event.scenario.clone_from(&scenario);
                         event.actor.clone_from(&name);
                         event.incarnation = incarnation;
-                        recorder.record(event).await?;
+                        recorder.record(*event).await?;
                     }
                     Line::Fired(fault) => report.fired.push(fault),
                 }

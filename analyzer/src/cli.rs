@@ -51,6 +51,45 @@ pub enum Command {
     /// Name the first step where two runs' chains part ways, task by task.
     #[command(after_help = DIFF_EXIT_CODES)]
     Diff(DiffArgs),
+    /// Draw events per kind over time for a whole run, crashes and faults marked (SVG or PNG).
+    #[command(after_help = TIMELINE_HELP)]
+    Timeline(TimelineArgs),
+}
+
+/// How `analyzer timeline` cuts time, and its exit codes.
+const TIMELINE_HELP: &str = "\
+The timeline covers one run (the first in the file unless --run names one): all its scenarios on
+the run's shared clock, each scenario's start marked by a grey rule, or only --scenario. Time from
+the first to the last row is cut into --buckets equal buckets; each kind gets a line of rows per
+bucket (run_start, run_end, observed and restart rows are left out). Every crash (red) and fault
+(purple) is a vertical rule; the first 12 are numbered and explained under the plot (actor#incarnation
+and detail.point, or detail.fault), the rest are counted. The output's size does not grow with the
+number of events. The -o extension picks the format: .png, else SVG (standard output without -o).
+The same input gives the same bytes.
+
+Exit codes:
+  0  written
+  2  bad input or usage (unreadable trace, bad arguments, unwritable output)
+  4  nothing to draw: no such run or scenario, or no events";
+
+/// Arguments of `analyzer timeline`.
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// Trace file (Parquet, outbox-trace/1).
+    #[arg(value_name = "TRACE")]
+    pub path: PathBuf,
+    /// Draw only this scenario.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Draw this run (default: the first in the file).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// The number of time buckets (1 to 2000).
+    #[arg(long, default_value_t = crate::timeline::BUCKETS as u16, value_parser = clap::value_parser!(u16).range(1..=2000))]
+    pub buckets: u16,
+    /// Output file: .svg or .png (default: SVG on standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Exit codes of `analyzer compare`.
@@ -248,6 +287,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Report(args) => commands::report(&args, out),
         Command::Compare(args) => commands::compare(&args, out),
         Command::Diff(args) => commands::diff(&args, out),
+        Command::Timeline(args) => commands::timeline(&args, out),
     }
 }
 

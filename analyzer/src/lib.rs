@@ -21,3 +21,4 @@ pub mod output;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod timeline;

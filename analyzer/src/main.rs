@@ -17,6 +17,7 @@ use clap::Parser;
 use outbox_analyzer::chain::ChainError;
 use outbox_analyzer::cli::{run, Cli, Exit};
 use outbox_analyzer::compare::CompareError;
+use outbox_analyzer::timeline::TimelineError;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -43,7 +44,10 @@ fn main() -> ExitCode {
 
 /// Nothing to draw or compare exits 4; every other error is bad input (2).
 fn exit_of(e: &anyhow::Error) -> Exit {
-    if e.downcast_ref::<ChainError>().is_some() || e.downcast_ref::<CompareError>().is_some() {
+    if e.downcast_ref::<ChainError>().is_some()
+        || e.downcast_ref::<CompareError>().is_some()
+        || e.downcast_ref::<TimelineError>().is_some()
+    {
         Exit::NotFound
     } else {
         Exit::BadInput

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use super::{BoundariesArgs, ChainArgs, CompareArgs, DiffArgs, Exit, ReportArgs};
+use super::{BoundariesArgs, ChainArgs, CompareArgs, DiffArgs, Exit, ReportArgs, TimelineArgs};
 use crate::boundaries;
 use crate::chain::ChainError;
 use crate::chain::{self, Selector};
@@ -15,6 +15,7 @@ use crate::diff;
 use crate::render::{self, figure::Figure, layout, Format};
 use crate::scene::file_stem;
 use crate::scene::Scenes;
+use crate::timeline;
 
 /// The format asked for, or the one the output file's extension names, or text.
 pub fn resolve_format(format: Option<Format>, output: Option<&Path>, default: Format) -> Format {
@@ -204,6 +205,25 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
         }
     }
     Ok(if diverged { Exit::Invalid } else { Exit::Valid })
+}
+
+/// Runs `analyzer timeline`.
+pub fn timeline(args: &TimelineArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    let scenes = load(std::slice::from_ref(&args.path))?;
+    let chosen = timeline::select(&scenes, args.run.as_deref(), args.scenario.as_deref())?;
+    let t = timeline::timeline(&chosen, usize::from(args.buckets))?;
+    let format = match resolve_format(None, args.output.as_deref(), Format::Svg) {
+        Format::Png => Format::Png,
+        _ => Format::Svg,
+    };
+    emit(
+        format,
+        || render::timeline::timeline_figure(&t),
+        |_| String::new(),
+        args.output.as_deref(),
+        out,
+    )?;
+    Ok(Exit::Valid)
 }
 
 /// The diverging task's two chains side by side, the diverging steps marked.

@@ -64,6 +64,15 @@ pub enum Prim {
         /// Dashed outline.
         dashed: bool,
     },
+    /// A line through several points (a data series), drawn as one element.
+    Polyline {
+        /// The points, in order.
+        points: Vec<(i32, i32)>,
+        /// Colour.
+        color: Rgb,
+        /// Stroke width.
+        width: u32,
+    },
     /// A filled triangle (arrow heads).
     Triangle {
         /// Corners.
@@ -175,6 +184,15 @@ impl Figure {
                     fill,
                     dashed,
                 },
+                Prim::Polyline {
+                    points,
+                    color,
+                    width,
+                } => Prim::Polyline {
+                    points: points.into_iter().map(m).collect(),
+                    color,
+                    width,
+                },
                 Prim::Triangle { points, color } => Prim::Triangle {
                     points: points.map(m),
                     color,
@@ -270,6 +288,14 @@ pub fn draw<DB: DrawingBackend>(
                         }
                     }
                 }
+            }
+            Prim::Polyline {
+                points,
+                color,
+                width,
+            } => {
+                let style = rgb(*color).stroke_width(*width);
+                area.draw(&PathElement::new(points.clone(), style))?;
             }
             Prim::Triangle { points, color } => {
                 area.draw(&Polygon::new(points.to_vec(), rgb(*color).filled()))?;

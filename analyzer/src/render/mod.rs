@@ -10,6 +10,7 @@ pub mod mermaid;
 pub mod png;
 pub mod svg;
 pub mod text;
+pub mod timeline;
 
 use figure::{Align, Figure, Prim, Rgb, BLUE, GREEN, GREY, HIGHLIGHT, INK, ORANGE, PALE, RED};
 use layout::{ChainLayout, Shape, Tone};

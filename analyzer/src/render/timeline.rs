@@ -1,0 +1,272 @@
+//! The timeline as a figure: one line per kind over the run's time buckets, a legend with each
+//! kind's total, scenario starts as grey rules, crashes (red) and faults (purple) as vertical
+//! rules. The first [`MAX_LABELS`] markers get a number and a line of explanation under the plot;
+//! the rest are counted. Marker rules are merged per pixel column, so the figure's size is bounded
+//! by its width, whatever the number of events or markers.
+
+use std::collections::BTreeSet;
+
+use super::figure::{Align, Figure, Prim, Rgb, GREY, INK, PALE, RED};
+use super::layout::fit;
+use crate::timeline::{Mark, Timeline};
+
+/// Markers labelled at most; the rest are counted.
+pub const MAX_LABELS: usize = 12;
+
+const WIDTH: i32 = 1200;
+const LEFT: i32 = 70;
+const RIGHT: i32 = 900;
+const TOP: i32 = 80;
+const BOTTOM: i32 = 440;
+const LEGEND: i32 = 925;
+const LIST: i32 = 500;
+const LINE: i32 = 16;
+const FAULT: Rgb = (130, 50, 190);
+
+/// One colour per kind, by the kind's position in the contract.
+const PALETTE: &[Rgb] = &[
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+    (57, 59, 121),
+    (99, 121, 57),
+    (140, 109, 49),
+    (132, 60, 57),
+    (123, 65, 115),
+    (82, 84, 163),
+    (181, 207, 107),
+    (231, 186, 82),
+    (214, 97, 107),
+    (206, 109, 189),
+    (107, 110, 207),
+];
+
+fn kind_color(kind: outbox_trace::Kind) -> Rgb {
+    let i = outbox_trace::Kind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
+/// The smallest 1, 2 or 5 times a power of ten that is at least `x`.
+fn nice(x: f64) -> f64 {
+    if x <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|v| *v >= x * 0.999_999)
+        .unwrap_or(10.0 * p)
+}
+
+/// Seconds with as many decimals as `step` needs.
+fn seconds(ns: f64, step: f64) -> String {
+    let s = ns / 1e9;
+    let decimals = if step >= 1e9 {
+        0
+    } else if step >= 1e8 {
+        1
+    } else if step >= 1e7 {
+        2
+    } else {
+        3
+    };
+    format!("{s:.decimals$}")
+}
+
+/// A duration for people.
+fn duration(ns: i64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.2} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    }
+}
+
+/// The timeline as primitives.
+pub fn timeline_figure(t: &Timeline) -> Figure {
+    let labelled = t.markers.len().min(MAX_LABELS);
+    let hidden = t.markers.len() - labelled;
+    let rows = labelled as i32 + i32::from(hidden > 0);
+    let mut f = Figure::new(WIDTH, LIST + rows * LINE + 20);
+    let span = (t.end_ns - t.start_ns).max(1) as f64;
+    let x_of =
+        |ns: i64| LEFT + (((ns - t.start_ns) as f64 / span) * f64::from(RIGHT - LEFT)) as i32;
+
+    f.text((20, 20), &t.title, 16, INK, Align::Left);
+    let sub = format!(
+        "{} events over {} · events per {} bucket · crashes: {}, faults: {}",
+        t.events,
+        duration(t.end_ns - t.start_ns),
+        duration(t.bucket_ns),
+        t.count(Mark::Crash),
+        t.count(Mark::Fault),
+    );
+    f.text((20, 44), &sub, 12, GREY, Align::Left);
+
+    // Value axis: nice ticks up to the peak.
+    let peak = f64::from(t.peak().max(1));
+    let step = nice(peak / 5.0);
+    let ymax = (peak / step).ceil() * step;
+    let y_of = |v: f64| BOTTOM - ((v / ymax) * f64::from(BOTTOM - TOP)) as i32;
+    let mut v = 0.0;
+    while v <= ymax * 1.000_001 {
+        let y = y_of(v);
+        f.line((LEFT, y), (RIGHT, y), PALE, 1, false);
+        f.text((LEFT - 6, y), &format!("{v}"), 11, INK, Align::Right);
+        v += step;
+    }
+
+    // Time axis: nice ticks in seconds since the run started.
+    let tstep = nice(span / 8.0);
+    let mut tick = (t.start_ns as f64 / tstep).ceil() * tstep;
+    while tick <= t.end_ns as f64 {
+        let x = x_of(tick as i64);
+        f.line((x, BOTTOM), (x, BOTTOM + 5), INK, 1, false);
+        f.text(
+            (x, BOTTOM + 16),
+            &seconds(tick, tstep),
+            11,
+            INK,
+            Align::Center,
+        );
+        tick += tstep;
+    }
+    let axis = "seconds since the run started";
+    f.text(
+        ((LEFT + RIGHT) / 2, BOTTOM + 36),
+        axis,
+        12,
+        INK,
+        Align::Center,
+    );
+    f.line((LEFT, BOTTOM), (RIGHT, BOTTOM), INK, 1, false);
+    f.line((LEFT, TOP), (LEFT, BOTTOM), INK, 1, false);
+
+    // Scenario starts, named in the band above the plot.
+    if t.scenarios.len() > 1 {
+        for (i, s) in t.scenarios.iter().enumerate() {
+            let x = x_of(s.start_ns);
+            let next = t.scenarios.get(i + 1).map_or(RIGHT, |n| x_of(n.start_ns));
+            f.line((x, TOP - 14), (x, BOTTOM), GREY, 1, false);
+            f.text(
+                (x + 3, TOP - 8),
+                &fit(&s.name, next - x - 4),
+                10,
+                GREY,
+                Align::Left,
+            );
+        }
+    }
+
+    // Crash and fault rules, one per pixel column and mark.
+    let color = |m: Mark| if m == Mark::Crash { RED } else { FAULT };
+    let columns: BTreeSet<(i32, bool)> = t
+        .markers
+        .iter()
+        .map(|m| (x_of(m.ts_ns), m.mark == Mark::Crash))
+        .collect();
+    for (x, crash) in columns {
+        let c = if crash { RED } else { FAULT };
+        f.line((x, TOP), (x, BOTTOM), c, 1, false);
+    }
+
+    // One line per kind through the bucket centres.
+    let n = t.buckets().max(1) as f64;
+    for s in &t.series {
+        let points = s
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let x = LEFT + (((i as f64 + 0.5) / n) * f64::from(RIGHT - LEFT)) as i32;
+                (x, y_of(f64::from(*c)))
+            })
+            .collect();
+        f.push(Prim::Polyline {
+            points,
+            color: kind_color(s.kind),
+            width: 2,
+        });
+    }
+
+    // Numbered tags on the first markers, staggered so neighbours stay legible.
+    for (i, m) in t.markers.iter().take(MAX_LABELS).enumerate() {
+        let x = x_of(m.ts_ns);
+        let y = TOP + 8 + (i as i32 % 3) * 13;
+        f.text(
+            (x + 3, y),
+            &(i + 1).to_string(),
+            11,
+            color(m.mark),
+            Align::Left,
+        );
+    }
+
+    // Legend: kinds with totals, then the rules.
+    let mut y = TOP;
+    for s in &t.series {
+        let c = kind_color(s.kind);
+        f.line((LEGEND, y), (LEGEND + 22, y), c, 3, false);
+        let name = format!("{}  {}", s.kind.as_str(), s.total);
+        f.text((LEGEND + 28, y), &name, 11, INK, Align::Left);
+        y += LINE;
+    }
+    y += 6;
+    let rules = [
+        (RED, format!("crash  {}", t.count(Mark::Crash))),
+        (FAULT, format!("fault  {}", t.count(Mark::Fault))),
+        (GREY, "scenario start".to_string()),
+    ];
+    for (c, name) in rules.iter().take(if t.scenarios.len() > 1 { 3 } else { 2 }) {
+        f.line((LEGEND + 11, y - 6), (LEGEND + 11, y + 6), *c, 2, false);
+        f.text((LEGEND + 28, y), name, 11, INK, Align::Left);
+        y += LINE;
+    }
+
+    // The labelled markers, explained.
+    let mut y = LIST;
+    for (i, m) in t.markers.iter().take(MAX_LABELS).enumerate() {
+        let what = if m.mark == Mark::Crash {
+            "crash"
+        } else {
+            "fault"
+        };
+        let line = format!(
+            "{:>2}  {} s  {what}  {}  ({})",
+            i + 1,
+            seconds(m.ts_ns as f64, 1e6),
+            m.label,
+            m.scenario
+        );
+        f.text(
+            (LEFT, y),
+            &fit(&line, WIDTH - LEFT - 20),
+            12,
+            color(m.mark),
+            Align::Left,
+        );
+        y += LINE;
+    }
+    if hidden > 0 {
+        let rest = &t.markers[MAX_LABELS..];
+        let crashes = rest.iter().filter(|m| m.mark == Mark::Crash).count();
+        let more = format!(
+            "{crashes} more crashes, {} more faults (not labelled)",
+            rest.len() - crashes
+        );
+        f.text((LEFT, y), &more, 12, RED, Align::Left);
+    }
+    f
+}

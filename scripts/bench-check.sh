@@ -77,6 +77,7 @@ WHERE kind = 'acked' AND (settle IS NULL OR (delivery IS NOT NULL AND settle < d
 DUCKDB = """
 import sys, duckdb
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 for sql in sys.argv[1:]:
     print(con.execute(sql).fetchall())
 """

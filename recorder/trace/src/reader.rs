@@ -425,3 +425,82 @@ impl SeqCheck {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TraceWriter;
+
+    fn events(n: u64) -> Vec<Event> {
+        (1..=n)
+            .map(|seq| {
+                let mut e = Event::new(if seq % 2 == 0 {
+                    Kind::Acked
+                } else {
+                    Kind::Delivered
+                });
+                e.run_id = "run".into();
+                e.scenario = "s".into();
+                e.backend = "b".into();
+                e.actor = "worker".into();
+                e.seq = seq;
+                e.event_id = Some(format!("evt-{}", seq / 2));
+                e
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dictionary_option_reads_the_same_values_as_dictionaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut w = TraceWriter::create(&path, None).unwrap();
+        w.write(&events(100)).unwrap();
+        w.finish().unwrap();
+        let options = ReadOptions {
+            dictionary: vec!["kind", "event_id", "seq"],
+            row_groups: None,
+        };
+        let file = TraceFile::open_with(&path, &options).unwrap();
+        let schema = file.schema();
+        assert_eq!(schema.field(7).data_type(), &dictionary_type());
+        assert_eq!(schema.field(9).data_type(), &dictionary_type());
+        // Not a string column: ignored.
+        assert_eq!(schema.field(2).data_type(), &DataType::UInt64);
+        let batches: Vec<RecordBatch> = file.batches().map(Result::unwrap).collect();
+        let kinds = cast_with_options(
+            batches[0].column(7),
+            &DataType::Utf8,
+            &CastOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(kinds.as_string::<i32>().value(1), "acked");
+        let plain = read_trace(&path).unwrap();
+        assert_eq!(plain.events, events(100));
+        assert_eq!(file_rows(&batches), 100);
+    }
+
+    #[test]
+    fn row_groups_option_reads_only_those() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut w = TraceWriter::create(&path, None).unwrap();
+        w.write(&events(10)).unwrap();
+        w.finish().unwrap();
+        let all = TraceFile::open_with(&path, &ReadOptions::default()).unwrap();
+        assert_eq!(all.info().row_groups, 1);
+        let none = ReadOptions {
+            row_groups: Some(vec![]),
+            ..ReadOptions::default()
+        };
+        let file = TraceFile::open_with(&path, &none).unwrap();
+        assert_eq!(
+            file_rows(&file.batches().map(Result::unwrap).collect::<Vec<_>>()),
+            0
+        );
+    }
+
+    fn file_rows(batches: &[RecordBatch]) -> usize {
+        batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::actor::{ActorSpec, Role};
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
-use crate::backend::{Backend, BackendKind, Connection, Endpoints, Progress};
+use crate::backend::{Backend, BackendKind, Connection, Control, Endpoints, Progress};
 use crate::chaos::{Action, ChaosPlan};
 use crate::clock::RunClock;
 use crate::endpoints::Endpoint;
@@ -328,6 +328,7 @@ async fn run_on<B: Backend>(
             process.stop(Duration::from_secs(5)).await?;
         }
     }
+    record_unreported_commits(env, name, &control, &own).await?;
     let mut observed = control.observe().await?;
     if let Some(external) = &external {
         let (payments, keys) = crate::external::totals(&external.db)?;
@@ -345,6 +346,51 @@ async fn run_on<B: Backend>(
         ))
         .await?;
     Ok(recovered)
+}
+
+/// Records, as the observer saw them in the store, the effect commits no worker reported: a worker
+/// killed between its commit and its report leaves the commit in the store and not in the trace.
+/// Each is read from the dedup key the commit wrote (its revision, the counter after it) and
+/// marked `detail.seen_in: "store"`.
+async fn record_unreported_commits<B: Control, F>(
+    env: &ScenarioEnv<'_>,
+    scenario: &str,
+    control: &B,
+    own: &F,
+) -> anyhow::Result<()>
+where
+    F: Fn(Kind, &str, serde_json::Value) -> Event,
+{
+    env.recorder.sync().await?;
+    let reported = {
+        let tallies = env.tallies.lock().expect("tally lock");
+        tallies
+            .iter()
+            .find(|(s, _)| s == scenario)
+            .map(|(_, t)| t.committed_revs.clone())
+            .unwrap_or_default()
+    };
+    let mut missing: Vec<_> = control
+        .commits()
+        .await?
+        .into_iter()
+        .filter(|c| !reported.contains(&c.store_rev))
+        .collect();
+    missing.sort_by_key(|c| c.store_rev);
+    for commit in missing {
+        let mut event = own(
+            Kind::EffectCommitted,
+            "observer",
+            json!({ "seen_in": "store", "why": "the committing worker died before reporting it" }),
+        );
+        event.event_id = Some(commit.event_id);
+        event.task_id = Some(commit.task_id);
+        event.amount = Some(commit.amount);
+        event.store_rev = Some(commit.store_rev);
+        event.counter = Some(commit.counter);
+        env.recorder.record(event).await?;
+    }
+    Ok(())
 }
 
 /// Carries out one chaos action and records it.

@@ -31,6 +31,10 @@ pub enum CrashPoint {
     /// The worker did the first of commit and ACK, not the second.
     #[serde(rename = "worker:between-commit-and-ack")]
     WorkerBetweenCommitAndAck,
+    /// The worker's commit went through and the worker has not reported it yet: the window in
+    /// which a killed worker leaves a commit in the store and not in the trace.
+    #[serde(rename = "worker:before-reporting-commit")]
+    WorkerBeforeReportingCommit,
     /// The worker sent its request to the external receiver and has not read the answer.
     #[serde(rename = "worker:after-external-request")]
     WorkerAfterExternalRequest,
@@ -41,12 +45,13 @@ pub enum CrashPoint {
 
 impl CrashPoint {
     /// Every crash point.
-    pub const ALL: [CrashPoint; 6] = [
+    pub const ALL: [CrashPoint; 7] = [
         CrashPoint::ApiBetweenTaskAndOutbox,
         CrashPoint::RelayBeforePublish,
         CrashPoint::RelayBetweenPublishAndMark,
         CrashPoint::WorkerAfterExternalRequest,
         CrashPoint::WorkerAfterExternalAnswer,
+        CrashPoint::WorkerBeforeReportingCommit,
         CrashPoint::WorkerBetweenCommitAndAck,
     ];
 
@@ -59,6 +64,7 @@ impl CrashPoint {
             CrashPoint::WorkerBetweenCommitAndAck => "worker:between-commit-and-ack",
             CrashPoint::WorkerAfterExternalRequest => "worker:after-external-request",
             CrashPoint::WorkerAfterExternalAnswer => "worker:after-external-answer",
+            CrashPoint::WorkerBeforeReportingCommit => "worker:before-reporting-commit",
         }
     }
 }

@@ -35,6 +35,8 @@ pub struct Tally {
     pub recovered: Option<bool>,
     /// First and last `ts_ns`.
     pub span_ns: (i64, i64),
+    /// Store revisions of the recorded `effect_committed` rows.
+    pub committed_revs: std::collections::HashSet<i64>,
 }
 
 impl Tally {
@@ -50,17 +52,37 @@ pub type Tallies = Arc<Mutex<Vec<(String, Tally)>>>;
 /// A handle to send events; cheap to clone.
 #[derive(Clone)]
 pub struct Recorder {
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<Message>,
+}
+
+/// What goes through the queue.
+enum Message {
+    /// An event to record.
+    Event(Event),
+    /// Answer once everything queued before has been taken in (and tallied).
+    Sync(tokio::sync::oneshot::Sender<()>),
 }
 
 impl Recorder {
     /// Queues one event, waiting if the queue is full. Fails only if the writer died.
     pub async fn record(&self, event: Event) -> anyhow::Result<()> {
-        self.tx
-            .send(event)
-            .await
-            .map_err(|_| anyhow::anyhow!("the trace writer stopped; see the error above"))
+        self.send(Message::Event(event)).await
     }
+
+    /// Waits until every event queued so far is taken in, so the tallies include them.
+    pub async fn sync(&self) -> anyhow::Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Message::Sync(tx)).await?;
+        rx.await.map_err(|_| stopped())
+    }
+
+    async fn send(&self, message: Message) -> anyhow::Result<()> {
+        self.tx.send(message).await.map_err(|_| stopped())
+    }
+}
+
+fn stopped() -> anyhow::Error {
+    anyhow::anyhow!("the trace writer stopped; see the error above")
 }
 
 /// The writer task and its output.
@@ -185,12 +207,15 @@ struct Writer {
 }
 
 impl Writer {
-    async fn run(mut self, mut rx: mpsc::Receiver<Event>) -> anyhow::Result<u64> {
+    async fn run(mut self, mut rx: mpsc::Receiver<Message>) -> anyhow::Result<u64> {
         let mut last_flush = Instant::now();
         loop {
             let wait = SEGMENT_INTERVAL.saturating_sub(last_flush.elapsed());
             match tokio::time::timeout(wait, rx.recv()).await {
-                Ok(Some(event)) => self.accept(event),
+                Ok(Some(Message::Event(event))) => self.accept(event),
+                Ok(Some(Message::Sync(done))) => {
+                    let _ = done.send(());
+                }
                 Ok(None) => break,
                 Err(_) => {}
             }
@@ -225,6 +250,11 @@ impl Writer {
         match event.kind {
             Kind::Observed => tally.observed = Some(event.detail_json()),
             Kind::RunEnd => tally.recovered = event.detail_json()["recovered"].as_bool(),
+            Kind::EffectCommitted => {
+                if let Some(rev) = event.store_rev {
+                    tally.committed_revs.insert(rev);
+                }
+            }
             _ => {}
         }
         drop(tallies);

@@ -34,6 +34,9 @@ pub enum ScenarioName {
     ExternalEffect,
     /// Many tasks over many aggregates and several workers (`--tasks`, `--workers`); not in `all`.
     Load,
+    /// The worker commits and dies before it can report the commit; the observer finds the commit
+    /// in the store and records it.
+    UnreportedCommit,
 }
 
 /// The size of a `load` scenario.
@@ -101,7 +104,7 @@ pub struct Scenario {
 
 impl ScenarioName {
     /// Every scenario.
-    pub const ALL: [ScenarioName; 11] = [
+    pub const ALL: [ScenarioName; 12] = [
         ScenarioName::DualWrite,
         ScenarioName::PlaceOrder,
         ScenarioName::RelayIdempotent,
@@ -113,6 +116,7 @@ impl ScenarioName {
         ScenarioName::CrashAfterAccept,
         ScenarioName::ConcurrentWorkers,
         ScenarioName::ExternalEffect,
+        ScenarioName::UnreportedCommit,
     ];
 
     /// The name written to the trace's `scenario` column.
@@ -130,6 +134,7 @@ impl ScenarioName {
             ScenarioName::ConcurrentWorkers => "concurrent-workers",
             ScenarioName::ExternalEffect => "external-effect",
             ScenarioName::Load => "load",
+            ScenarioName::UnreportedCommit => "unreported-commit",
         }
     }
 
@@ -211,6 +216,9 @@ impl ScenarioName {
             ScenarioName::LostPublishAck => s.relay = vec![Fault::LosePublishAck],
             ScenarioName::LostConsumerAck => {
                 s.worker = crash(CrashPoint::WorkerBetweenCommitAndAck)
+            }
+            ScenarioName::UnreportedCommit => {
+                s.worker = crash(CrashPoint::WorkerBeforeReportingCommit)
             }
             ScenarioName::CrashAfterAccept => s.api = crash(CrashPoint::ApiBetweenTaskAndOutbox),
             ScenarioName::ConcurrentWorkers => {

@@ -160,6 +160,42 @@ fn lost_consumer_ack_is_redelivered_and_suppressed(rows: &[&Event]) {
     assert!(rows[acked].incarnation > rows[crash].incarnation);
 }
 
+/// A worker that dies between its commit and its report: the observer finds the commit in the
+/// store (from the dedup key it wrote) and records it, so the trace stays complete and valid.
+fn unreported_commit_is_recorded_from_the_store(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let events = common::record_ok(
+        dir.path(),
+        &["--backend", backend, "--scenario", "unreported-commit"],
+    );
+    let rows = common::scenario(&events, "unreported-commit");
+    let crash = common::position(&rows, 0, |e| e.kind == Kind::Crash && e.actor == "worker")
+        .expect("worker crash");
+    assert_eq!(
+        rows[crash].detail_json()["point"],
+        "worker:before-reporting-commit"
+    );
+    let id = rows[crash].event_id.clone();
+    let commits: Vec<_> = rows
+        .iter()
+        .filter(|e| e.kind == Kind::EffectCommitted && e.event_id == id)
+        .collect();
+    assert_eq!(commits.len(), 1, "one commit for the crashed event");
+    assert_eq!(commits[0].actor, "observer");
+    assert_eq!(commits[0].detail_json()["seen_in"], "store");
+    // The redelivery's suppression names the same commit.
+    let suppressed = rows
+        .iter()
+        .find(|e| e.kind == Kind::DuplicateSuppressed && e.event_id == id)
+        .expect("suppression");
+    assert_eq!(
+        suppressed.detail_json()["committed_rev"],
+        commits[0].store_rev.unwrap()
+    );
+    let report = check(dir.path());
+    assert_eq!(report.verdict, RunVerdict::Valid);
+}
+
 macro_rules! conformance {
     ($($module:ident => $backend:literal),+ $(,)?) => {$(
         mod $module {
@@ -168,6 +204,11 @@ macro_rules! conformance {
             #[test]
             fn shared_scenarios_pass_every_invariant() {
                 shared_scenarios_pass($backend);
+            }
+
+            #[test]
+            fn unreported_commit_is_recorded() {
+                unreported_commit_is_recorded_from_the_store($backend);
             }
 
             #[test]

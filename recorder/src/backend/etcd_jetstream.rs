@@ -19,6 +19,7 @@ use serde_json::json;
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
+    StoredCommit,
 };
 use crate::protocol::{
     CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec, Timing,
@@ -322,7 +323,8 @@ impl Store for EtcdJetStream {
             .and_then([
                 TxnOp::put(
                     dedup.clone(),
-                    json!({"task_id": intent.task_id, "counter": counter}).to_string(),
+                    json!({"task_id": intent.task_id, "counter": counter, "amount": intent.amount})
+                        .to_string(),
                     dedup_options,
                 ),
                 TxnOp::put(
@@ -494,6 +496,32 @@ impl Control for EtcdJetStream {
         })
     }
 
+    async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError> {
+        let prefix = self.key("dedup/");
+        let keys = self
+            .kv
+            .clone()
+            .get(prefix.clone(), Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(store)?;
+        Ok(keys
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let value: serde_json::Value = serde_json::from_slice(kv.value()).ok()?;
+                Some(StoredCommit {
+                    event_id: String::from_utf8_lossy(kv.key())
+                        .strip_prefix(&prefix)?
+                        .to_string(),
+                    task_id: value["task_id"].as_str()?.to_string(),
+                    amount: value["amount"].as_i64()?,
+                    store_rev: kv.mod_revision(),
+                    counter: value["counter"].as_i64()?,
+                })
+            })
+            .collect())
+    }
+
     async fn observe(&self) -> Result<serde_json::Value, BackendError> {
         let mut stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
         let stream_messages = stream.info().await.map_err(broker)?.state.messages;
@@ -536,13 +564,13 @@ fn task_json(intent: &Intent, status: &str) -> String {
     .to_string()
 }
 
-/// The commit a dedup key remembers: its create revision is that commit's revision.
+/// The commit a dedup key remembers: the revision that last wrote it is that commit's revision.
 fn dedup_key(kv: &etcd_client::KeyValue) -> DedupKey {
     let counter = serde_json::from_slice::<serde_json::Value>(kv.value())
         .ok()
         .and_then(|v| v["counter"].as_i64());
     DedupKey {
-        store_rev: Some(kv.create_revision()),
+        store_rev: Some(kv.mod_revision()),
         counter,
     }
 }

@@ -216,4 +216,21 @@ pub trait Control {
     /// Reads the ground truth back: stream messages, counter, results, dedup keys, pending outbox
     /// records, tasks; and whatever else the backend's lab reports (orders, enqueued, duplicates).
     async fn observe(&self) -> Result<serde_json::Value, BackendError>;
+    /// Every effect commit the store remembers, from its dedup keys.
+    async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError>;
+}
+
+/// An effect commit as the store remembers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCommit {
+    /// The event.
+    pub event_id: String,
+    /// The task.
+    pub task_id: String,
+    /// The effect's size.
+    pub amount: i64,
+    /// The commit's transaction.
+    pub store_rev: i64,
+    /// The counter right after it.
+    pub counter: i64,
 }

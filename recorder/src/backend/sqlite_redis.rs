@@ -26,6 +26,7 @@ use serde_json::json;
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
+    StoredCommit,
 };
 use crate::endpoints::Endpoint;
 use crate::protocol::{
@@ -598,6 +599,53 @@ impl Control for SqliteRedis {
             outbox_pending,
             broker_pending,
         })
+    }
+
+    async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError> {
+        let mut conn = self.redis().await?;
+        let prefix = self.key("dedup:");
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}*"))
+            .query_async(&mut conn)
+            .await
+            .map_err(broker)?;
+        let mut out = Vec::new();
+        for key in keys {
+            let Some(event_id) = key.strip_prefix(&prefix).map(str::to_string) else {
+                continue;
+            };
+            let value: Option<String> = redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .map_err(broker)?;
+            let result: Option<String> = redis::cmd("HGET")
+                .arg(self.key("processed"))
+                .arg(&event_id)
+                .query_async(&mut conn)
+                .await
+                .map_err(broker)?;
+            let (Some(value), Some(result)) = (value, result) else {
+                continue;
+            };
+            let remembered = dedup_key(&value);
+            let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
+            if let (Some(store_rev), Some(counter), Some(task_id), Some(amount)) = (
+                remembered.store_rev,
+                remembered.counter,
+                result["task_id"].as_str(),
+                result["amount"].as_i64(),
+            ) {
+                out.push(StoredCommit {
+                    event_id,
+                    task_id: task_id.to_string(),
+                    amount,
+                    store_rev,
+                    counter,
+                });
+            }
+        }
+        Ok(out)
     }
 
     async fn observe(&self) -> Result<serde_json::Value, BackendError> {

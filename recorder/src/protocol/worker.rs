@@ -76,6 +76,7 @@ async fn handle<S: Store, B: Broker>(
         };
         let mut event = match outcome {
             Committed::Applied { store_rev, counter } => {
+                ctx.crash_point(CrashPoint::WorkerBeforeReportingCommit, Some(intent));
                 let mut e = intent_event(Kind::EffectCommitted, intent);
                 e.store_rev = Some(store_rev);
                 e.counter = Some(counter);

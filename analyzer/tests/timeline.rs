@@ -196,7 +196,10 @@ fn a_run_of_100000_events_draws_a_small_bounded_picture() {
     assert!(svg.contains(&more), "expected `{more}`");
     // Binned, not one element per event: one long line per kind, few short ones.
     let lines: Vec<&str> = svg.split("<polyline").skip(1).collect();
-    let long = lines.iter().filter(|l| l.matches(',').count() >= 100).count();
+    let long = lines
+        .iter()
+        .filter(|l| l.matches(',').count() >= 100)
+        .count();
     assert_eq!(long, 6, "one series per kind");
     assert!(lines.len() < 200, "{} lines", lines.len());
 }

@@ -7,7 +7,8 @@
 #   - DuckDB (Python package, default settings: one thread per core) running SQL equivalent to
 #     `single-effect`, to `ack-after-commit`, and both in one process.
 # Every command is a fresh process; wall time and peak resident memory come from the operating
-# system (wait4). The table shows the median of the runs. Nothing here asserts a time.
+# system (wait4); CPU time (user + system) is shown too, as it varies less than wall time on a
+# shared machine. The table shows the median of the runs. Nothing here asserts a time.
 #
 # Usage: scripts/bench-check.sh            (env: ROWS, RUNS, BENCH_DIR)
 set -euo pipefail
@@ -84,7 +85,7 @@ for sql in sys.argv[1:]:
 
 
 def run(argv):
-    """Wall seconds, peak RSS in MiB and stdout of one child process."""
+    """Wall seconds, CPU seconds (user + system), peak RSS in MiB and stdout of one child."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     out = child.stdout.read()
@@ -92,7 +93,7 @@ def run(argv):
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"bench-check: {argv[0]} failed:\n{out}")
-    return wall, usage.ru_maxrss / 1024, out
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
 
 
 commands = [
@@ -107,12 +108,11 @@ size = os.path.getsize(trace)
 print(f"trace: {trace} ({size / 2**20:.1f} MiB)")
 print(f"cores: {os.cpu_count()}; duckdb {duckdb.__version__}, threads = {threads} (default)")
 print(f"median of {runs} runs; every run is a fresh process\n")
-print(f"{'command':<36}{'wall s':>8}{'peak MiB':>10}   result")
+print(f"{'command':<36}{'wall s':>8}{'cpu s':>8}{'peak MiB':>10}   result")
 for name, argv in commands:
     samples = [run(argv) for _ in range(runs)]
-    wall = statistics.median(s[0] for s in samples)
-    rss = statistics.median(s[1] for s in samples)
-    out = samples[-1][2].strip().splitlines()
+    wall, cpu, rss = (statistics.median(s[i] for s in samples) for i in range(3))
+    out = samples[-1][3].strip().splitlines()
     result = out[-1] if out else ""
-    print(f"{name:<36}{wall:>8.2f}{rss:>10.0f}   {result}", flush=True)
+    print(f"{name:<36}{wall:>8.2f}{cpu:>8.2f}{rss:>10.0f}   {result}", flush=True)
 PY

@@ -26,12 +26,23 @@ fn the_broken_example_is_invalid() {
 
 #[test]
 fn the_sqlite_example_fails_only_its_dual_write() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../traces/examples/sqlite-redis.parquet");
-    let output = Command::cargo_bin("analyzer").unwrap().args(["check", "--json", path]).output().unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../traces/examples/sqlite-redis.parquet"
+    );
+    let output = Command::cargo_bin("analyzer")
+        .unwrap()
+        .args(["check", "--json", path])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     for scenario in report["scenarios"].as_array().unwrap() {
-        let expected = if scenario["scenario"] == "dual-write" { "invalid" } else { "valid" };
+        let expected = if scenario["scenario"] == "dual-write" {
+            "invalid"
+        } else {
+            "valid"
+        };
         assert_eq!(scenario["verdict"], expected, "{}", scenario["scenario"]);
     }
 }

@@ -106,62 +106,20 @@ pub fn lab_json(scenes: &[Scene], traces: &[PathBuf]) -> Value {
 /// The SQLite + Redis lab's lines (`dualwrite.out`, `order_check.out`, `atleastonce.out`,
 /// `report.txt`), from the scenarios' last `observed` rows. Empty for other backends.
 pub fn lab_lines(scenes: &[Scene]) -> Vec<(String, String)> {
-    let sqlite: Vec<&Scene> = scenes
+    let observed: Vec<(&str, serde_json::Value)> = scenes
         .iter()
         .filter(|s| s.backend == "sqlite-redis")
+        .map(|s| (s.scenario.as_str(), observed(s)))
+        .filter(|(_, o)| !o.is_null())
         .collect();
-    if sqlite.is_empty() {
+    if observed.is_empty() {
         return Vec::new();
     }
-    let obs = |name: &str| {
-        sqlite
-            .iter()
-            .find(|s| s.scenario == name)
-            .map(|s| observed(s))
-            .filter(|o| !o.is_null())
-    };
-    let mut out = Vec::new();
-    if let Some(o) = obs("dual-write") {
-        let orders = o["orders"].as_u64().unwrap_or(0);
-        let published = o["enqueued"].as_u64().unwrap_or(0);
-        let word = if orders == published {
-            "CONSISTENT"
-        } else {
-            "INCONSISTENT"
-        };
-        out.push((
-            "dualwrite.out".into(),
-            format!("{word} orders={orders} published={published}"),
-        ));
-    }
-    if let Some(o) = obs("aggregate-order") {
-        let line = if o["order_ok"] == true {
-            "ORDER OK"
-        } else {
-            "ORDER VIOLATED"
-        };
-        out.push(("order_check.out".into(), line.into()));
-    }
-    if let Some(o) = obs("relay-crash") {
-        let line = match o["duplicates"].as_object().and_then(|d| d.iter().next()) {
-            Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
-            None => "NO DUPLICATE".into(),
-        };
-        out.push(("atleastonce.out".into(), line));
-    }
-    let sum = |key: &str| -> u64 {
-        sqlite
-            .iter()
-            .filter_map(|s| observed(s)[key].as_u64())
-            .sum()
-    };
-    let counts = ["orders", "outbox", "enqueued", "processed_unique"]
-        .iter()
-        .map(|k| format!("{k}={}", sum(k)))
-        .collect::<Vec<_>>()
-        .join(" ");
-    out.push(("report.txt".into(), counts));
-    out
+    let borrowed: Vec<(&str, &serde_json::Value)> = observed.iter().map(|(s, o)| (*s, o)).collect();
+    outbox_trace::lab::lab_files(&borrowed)
+        .into_iter()
+        .map(|f| (f.name.to_string(), f.lines.join(" ")))
+        .collect()
 }
 
 /// The delay from the last delivery of a copy to its redelivery, in ms, for every redelivery.

@@ -94,65 +94,15 @@ pub fn write_lab_lines(
     tallies: &[(String, Tally)],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let observed = |name: &str| {
-        tallies
-            .iter()
-            .find(|(s, _)| s == name)
-            .and_then(|(_, t)| t.observed.clone())
-    };
-    let mut files = Vec::new();
-    let mut write = |file: &str, text: String| -> std::io::Result<()> {
-        let path = dir.join(file);
-        std::fs::write(&path, text)?;
-        files.push(path);
-        Ok(())
-    };
-    if let Some(o) = observed("dual-write") {
-        let (orders, published) = (
-            o["orders"].as_u64().unwrap_or(0),
-            o["enqueued"].as_u64().unwrap_or(0),
-        );
-        let word = if orders == published {
-            "CONSISTENT"
-        } else {
-            "INCONSISTENT"
-        };
-        write(
-            "dualwrite.out",
-            format!("{word} orders={orders} published={published}\n"),
-        )?;
+    let observed: Vec<(&str, &Value)> = tallies
+        .iter()
+        .filter_map(|(s, t)| t.observed.as_ref().map(|o| (s.as_str(), o)))
+        .collect();
+    let mut paths = Vec::new();
+    for file in outbox_trace::lab::lab_files(&observed) {
+        let path = dir.join(file.name);
+        std::fs::write(&path, file.lines.join("\n") + "\n")?;
+        paths.push(path);
     }
-    if let Some(o) = observed("aggregate-order") {
-        let line = if o["order_ok"] == true {
-            "ORDER OK"
-        } else {
-            "ORDER VIOLATED"
-        };
-        write("order_check.out", format!("{line}\n"))?;
-    }
-    if let Some(o) = observed("relay-crash") {
-        let line = match o["duplicates"].as_object().and_then(|d| d.iter().next()) {
-            Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
-            None => "NO DUPLICATE".to_string(),
-        };
-        write("atleastonce.out", format!("{line}\n"))?;
-    }
-    let sum = |key: &str| -> u64 {
-        tallies
-            .iter()
-            .filter_map(|(_, t)| t.observed.as_ref())
-            .filter_map(|o| o[key].as_u64())
-            .sum()
-    };
-    write(
-        "report.txt",
-        format!(
-            "orders={}\noutbox={}\nenqueued={}\nprocessed_unique={}\n",
-            sum("orders"),
-            sum("outbox"),
-            sum("enqueued"),
-            sum("processed_unique")
-        ),
-    )?;
-    Ok(files)
+    Ok(paths)
 }

@@ -9,6 +9,7 @@
 mod error;
 mod event;
 mod kind;
+pub mod lab;
 mod reader;
 pub mod schema;
 mod writer;

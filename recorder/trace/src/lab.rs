@@ -1,0 +1,107 @@
+//! The dual-write lab's lines (`dualwrite.out`, `order_check.out`, `atleastonce.out`,
+//! `report.txt`), computed from the `observed` details the recorder writes for the scenarios of one
+//! run. One definition, so the recorder's files and the analyzer's report always say the same.
+
+use serde_json::Value;
+
+/// One lab file and its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabFile {
+    /// The file's name.
+    pub name: &'static str,
+    /// Its lines, without line ends.
+    pub lines: Vec<String>,
+}
+
+/// The lab's files for the scenarios given as `(scenario, last observed detail)`. A file whose
+/// scenario is absent is left out; `report.txt` sums every scenario given.
+pub fn lab_files<'a>(observed: &[(&'a str, &'a Value)]) -> Vec<LabFile> {
+    let of = |name: &str| observed.iter().find(|(s, _)| *s == name).map(|(_, o)| *o);
+    let mut files = Vec::new();
+    if let Some(o) = of("dual-write") {
+        let (orders, published) = (
+            o["orders"].as_u64().unwrap_or(0),
+            o["enqueued"].as_u64().unwrap_or(0),
+        );
+        let word = if orders == published {
+            "CONSISTENT"
+        } else {
+            "INCONSISTENT"
+        };
+        files.push(LabFile {
+            name: "dualwrite.out",
+            lines: vec![format!("{word} orders={orders} published={published}")],
+        });
+    }
+    if let Some(o) = of("aggregate-order") {
+        let line = if o["order_ok"] == true {
+            "ORDER OK"
+        } else {
+            "ORDER VIOLATED"
+        };
+        files.push(LabFile {
+            name: "order_check.out",
+            lines: vec![line.to_string()],
+        });
+    }
+    if let Some(o) = of("relay-crash") {
+        let line = match o["duplicates"].as_object().and_then(|d| d.iter().next()) {
+            Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
+            None => "NO DUPLICATE".to_string(),
+        };
+        files.push(LabFile {
+            name: "atleastonce.out",
+            lines: vec![line],
+        });
+    }
+    let sum = |key: &str| -> u64 { observed.iter().filter_map(|(_, o)| o[key].as_u64()).sum() };
+    files.push(LabFile {
+        name: "report.txt",
+        lines: ["orders", "outbox", "enqueued", "processed_unique"]
+            .iter()
+            .map(|k| format!("{k}={}", sum(k)))
+            .collect(),
+    });
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_lines_follow_the_observed_numbers() {
+        let dual = json!({"orders": 1, "enqueued": 0, "outbox": 0, "processed_unique": 0});
+        let order = json!({"order_ok": false, "orders": 3, "enqueued": 3, "outbox": 3, "processed_unique": 3});
+        let crash = json!({"duplicates": {"evt-task-1": 2}, "orders": 3, "enqueued": 4, "outbox": 3, "processed_unique": 3});
+        let files = lab_files(&[
+            ("dual-write", &dual),
+            ("aggregate-order", &order),
+            ("relay-crash", &crash),
+        ]);
+        let text = |name: &str| {
+            files
+                .iter()
+                .find(|f| f.name == name)
+                .unwrap()
+                .lines
+                .join("\n")
+        };
+        assert_eq!(text("dualwrite.out"), "INCONSISTENT orders=1 published=0");
+        assert_eq!(text("order_check.out"), "ORDER VIOLATED");
+        assert_eq!(
+            text("atleastonce.out"),
+            "DUPLICATE event_id=evt-task-1 count=2"
+        );
+        assert_eq!(
+            text("report.txt"),
+            "orders=7\noutbox=6\nenqueued=7\nprocessed_unique=6"
+        );
+        assert_eq!(
+            lab_files(&[]).len(),
+            1,
+            "only the report when no lab scenario ran"
+        );
+    }
+}

@@ -159,6 +159,8 @@ async fn run_on<B: Backend>(
             plan: s.plan.clone(),
             timing: Timing {
                 fetch_batch: scenario.fetch_batch,
+                relay_batch: scenario.relay_batch,
+                api_inflight: scenario.api_inflight,
                 ..env.timing
             },
             tasks: if s.role == Role::Api {
@@ -367,16 +369,17 @@ where
         tallies
             .iter()
             .find(|(s, _)| s == scenario)
-            .map(|(_, t)| t.committed_revs.clone())
+            .map(|(_, t)| t.committed.clone())
             .unwrap_or_default()
     };
     let mut missing: Vec<_> = control
         .commits()
         .await?
         .into_iter()
-        .filter(|c| !reported.contains(&c.store_rev))
+        .filter(|c| !reported.contains(&(c.store_rev, c.event_id.clone())))
         .collect();
-    missing.sort_by_key(|c| c.store_rev);
+    // One transaction may commit several effects: within it, the counter tells their order.
+    missing.sort_by_key(|c| (c.store_rev, c.counter));
     for commit in missing {
         let mut event = own(
             Kind::EffectCommitted,

@@ -35,8 +35,8 @@ pub struct Tally {
     pub recovered: Option<bool>,
     /// First and last `ts_ns`.
     pub span_ns: (i64, i64),
-    /// Store revisions of the recorded `effect_committed` rows.
-    pub committed_revs: std::collections::HashSet<i64>,
+    /// The recorded `effect_committed` rows, as (store revision, event).
+    pub committed: std::collections::HashSet<(i64, String)>,
 }
 
 impl Tally {
@@ -251,8 +251,8 @@ impl Writer {
             Kind::Observed => tally.observed = Some(event.detail_json()),
             Kind::RunEnd => tally.recovered = event.detail_json()["recovered"].as_bool(),
             Kind::EffectCommitted => {
-                if let Some(rev) = event.store_rev {
-                    tally.committed_revs.insert(rev);
+                if let (Some(rev), Some(id)) = (event.store_rev, &event.event_id) {
+                    tally.committed.insert((rev, id.clone()));
                 }
             }
             _ => {}

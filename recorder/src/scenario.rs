@@ -98,6 +98,10 @@ pub struct Scenario {
     pub api_rate: u32,
     /// Messages a worker fetches at once.
     pub fetch_batch: usize,
+    /// Records the relay publishes at once and marks with one transaction.
+    pub relay_batch: usize,
+    /// Create requests the API has in flight at once.
+    pub api_inflight: usize,
     /// The tasks the API creates.
     pub tasks: Vec<TaskSpec>,
 }
@@ -185,6 +189,8 @@ impl ScenarioName {
             external: false,
             api_rate: 0,
             fetch_batch: 1,
+            relay_batch: 1,
+            api_inflight: 1,
             tasks: lab_tasks("account-1", "task.created"),
         };
         match self {
@@ -229,6 +235,8 @@ impl ScenarioName {
                 s.workers = load.workers.max(1);
                 s.api_rate = load.rate;
                 s.fetch_batch = 32;
+                s.relay_batch = 64;
+                s.api_inflight = 32;
                 s.tasks = (0..load.tasks)
                     .map(|i| TaskSpec {
                         task_id: format!("task-{}", i + 1),

@@ -28,6 +28,9 @@ use crate::protocol::{
 /// The header that carries the stable event id on every copy.
 pub const EVENT_ID_HEADER: &str = "Outbox-Event-Id";
 
+/// Records marked by one transaction: two operations each, within etcd's default limit of 128.
+const MAX_MARKS_PER_TXN: usize = 64;
+
 /// A connection to one scenario's etcd keys and JetStream stream.
 pub struct EtcdJetStream {
     kv: KvClient,
@@ -240,47 +243,52 @@ impl Store for EtcdJetStream {
             .collect()
     }
 
-    async fn mark_published(&self, intent: &Intent) -> Result<Option<i64>, BackendError> {
-        let pending = self.key(&format!("outbox/pending/{}", intent.event_id));
-        let published = self.key(&format!("outbox/published/{}", intent.event_id));
-        let body = serde_json::to_vec(intent).expect("intent serialises");
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                pending.clone(),
-                CompareOp::Equal,
-                intent.revision,
-            )])
-            .and_then([
-                TxnOp::delete(pending, None),
-                TxnOp::put(published, body, None),
-            ]);
-        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
-        Ok(resp.succeeded().then(|| revision(resp.header())))
+    async fn mark_published(&self, batch: &[&Intent]) -> Result<Vec<Option<i64>>, BackendError> {
+        let mut marked = Vec::with_capacity(batch.len());
+        for chunk in batch.chunks(MAX_MARKS_PER_TXN) {
+            if chunk.len() > 1 {
+                if let Some(rev) = self.mark_all(chunk).await? {
+                    marked.extend(chunk.iter().map(|_| Some(rev)));
+                    continue;
+                }
+            }
+            // One of them changed since it was read: find out which, one guarded transaction each.
+            for intent in chunk {
+                marked.push(self.mark_all(std::slice::from_ref(intent)).await?);
+            }
+        }
+        Ok(marked)
     }
 
-    async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError> {
-        let txn = Txn::new().and_then([
-            TxnOp::get(self.key(&format!("dedup/{event_id}")), None),
-            TxnOp::get(self.key("counter"), None),
-        ]);
-        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
-        let mut gets = resp.op_responses().into_iter().filter_map(|r| match r {
-            TxnOpResponse::Get(g) => Some(g),
-            _ => None,
-        });
-        let dedup = gets
-            .next()
-            .ok_or_else(|| BackendError::Store("short txn reply".into()))?;
-        let counter = gets
-            .next()
-            .ok_or_else(|| BackendError::Store("short txn reply".into()))?;
+    async fn snapshot(&self, event_ids: &[&str]) -> Result<Snapshot, BackendError> {
+        let mut gets: Vec<TxnOp> = event_ids
+            .iter()
+            .map(|id| TxnOp::get(self.key(&format!("dedup/{id}")), None))
+            .collect();
+        gets.push(TxnOp::get(self.key("counter"), None));
+        let resp = self
+            .kv
+            .clone()
+            .txn(Txn::new().and_then(gets))
+            .await
+            .map_err(store)?;
+        let mut read: Vec<_> = resp
+            .op_responses()
+            .into_iter()
+            .filter_map(|r| match r {
+                TxnOpResponse::Get(g) => Some(g.kvs().first().cloned()),
+                _ => None,
+            })
+            .collect();
+        if read.len() != event_ids.len() + 1 {
+            return Err(BackendError::Store("short txn reply".into()));
+        }
+        let counter = read.pop().flatten();
         let (value, rev) = counter
-            .kvs()
-            .first()
             .map(|kv| (parse_i64(kv.value()), kv.mod_revision()))
             .unwrap_or((0, 0));
         Ok(Snapshot {
-            dedup: dedup.kvs().first().map(dedup_key),
+            dedup: read.iter().map(|kv| kv.as_ref().map(dedup_key)).collect(),
             counter: value,
             counter_rev: rev,
         })
@@ -288,15 +296,19 @@ impl Store for EtcdJetStream {
 
     async fn commit(
         &self,
-        intent: &Intent,
+        batch: &[&Intent],
         read: &Snapshot,
         rules: CommitRules,
     ) -> Result<Committed, BackendError> {
-        let dedup = self.key(&format!("dedup/{}", intent.event_id));
         let counter_key = self.key("counter");
+        let dedup = |intent: &Intent| self.key(&format!("dedup/{}", intent.event_id));
         let mut compares = Vec::new();
         if rules.require_new_key {
-            compares.push(Compare::version(dedup.clone(), CompareOp::Equal, 0));
+            compares.extend(
+                batch
+                    .iter()
+                    .map(|i| Compare::version(dedup(i), CompareOp::Equal, 0)),
+            );
         }
         if rules.guard_counter {
             compares.push(Compare::mod_revision(
@@ -317,34 +329,37 @@ impl Store for EtcdJetStream {
             }
             None => None,
         };
-        let counter = read.counter + intent.amount;
-        let txn = Txn::new()
-            .when(compares)
-            .and_then([
-                TxnOp::put(
-                    dedup.clone(),
-                    json!({"task_id": intent.task_id, "counter": counter, "amount": intent.amount})
-                        .to_string(),
-                    dedup_options,
-                ),
-                TxnOp::put(
-                    self.key(&format!("result/{}", intent.task_id)),
-                    json!({"event_id": intent.event_id, "amount": intent.amount}).to_string(),
-                    None,
-                ),
-                TxnOp::put(
-                    self.key(&format!("task/{}", intent.task_id)),
-                    task_json(intent, "done"),
-                    None,
-                ),
-                TxnOp::put(counter_key, counter.to_string(), None),
-            ])
-            .or_else([TxnOp::get(dedup, None)]);
+        let counters = Committed::running(read.counter, batch);
+        let mut ops = Vec::with_capacity(3 * batch.len() + 1);
+        for (intent, counter) in batch.iter().zip(&counters) {
+            ops.push(TxnOp::put(
+                dedup(intent),
+                json!({"task_id": intent.task_id, "counter": counter, "amount": intent.amount})
+                    .to_string(),
+                dedup_options.clone(),
+            ));
+            ops.push(TxnOp::put(
+                self.key(&format!("result/{}", intent.task_id)),
+                json!({"event_id": intent.event_id, "amount": intent.amount}).to_string(),
+                None,
+            ));
+            ops.push(TxnOp::put(
+                self.key(&format!("task/{}", intent.task_id)),
+                task_json(intent, "done"),
+                None,
+            ));
+        }
+        let last = counters.last().copied().unwrap_or(read.counter);
+        ops.push(TxnOp::put(counter_key, last.to_string(), None));
+        let mut txn = Txn::new().when(compares).and_then(ops);
+        if let [only] = batch {
+            txn = txn.or_else([TxnOp::get(dedup(only), None)]);
+        }
         let resp = self.kv.clone().txn(txn).await.map_err(store)?;
         if resp.succeeded() {
             return Ok(Committed::Applied {
                 store_rev: revision(resp.header()),
-                counter,
+                counters,
             });
         }
         let existing = resp.op_responses().into_iter().find_map(|r| match r {
@@ -359,6 +374,28 @@ impl Store for EtcdJetStream {
 }
 
 impl EtcdJetStream {
+    /// Marks every record of `batch` published in one transaction guarded by each record's
+    /// revision: all of them, at the returned revision, or none (`None`) if any changed.
+    async fn mark_all(&self, batch: &[&Intent]) -> Result<Option<i64>, BackendError> {
+        let mut guards = Vec::with_capacity(batch.len());
+        let mut ops = Vec::with_capacity(2 * batch.len());
+        for intent in batch {
+            let pending = self.key(&format!("outbox/pending/{}", intent.event_id));
+            let published = self.key(&format!("outbox/published/{}", intent.event_id));
+            let body = serde_json::to_vec(intent).expect("intent serialises");
+            guards.push(Compare::mod_revision(
+                pending.clone(),
+                CompareOp::Equal,
+                intent.revision,
+            ));
+            ops.push(TxnOp::delete(pending, None));
+            ops.push(TxnOp::put(published, body, None));
+        }
+        let txn = Txn::new().when(guards).and_then(ops);
+        let resp = self.kv.clone().txn(txn).await.map_err(store)?;
+        Ok(resp.succeeded().then(|| revision(resp.header())))
+    }
+
     fn put_pending(&self, task: &TaskSpec) -> TxnOp {
         let intent = task.intent();
         TxnOp::put(

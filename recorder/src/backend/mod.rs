@@ -170,18 +170,25 @@ pub trait Store {
     async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError>;
     /// Pending outbox records, in per-aggregate order, at most `limit`.
     async fn pending(&self, limit: usize) -> Result<Vec<Intent>, BackendError>;
-    /// Marks the record published if it is still the revision read; `None` if it changed.
-    async fn mark_published(&self, intent: &Intent) -> Result<Option<i64>, BackendError>;
-    /// Reads the dedup key and the counter together.
-    async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError>;
-    /// Commits dedup key + result + completed task + counter in one transaction.
+    /// Marks a batch of records published in one guarded transaction: each one only if it is
+    /// still the revision read. Returns, per record, the revision that marked it, or `None` if it
+    /// changed since it was read (another relay marked it).
+    async fn mark_published(&self, batch: &[&Intent]) -> Result<Vec<Option<i64>>, BackendError>;
+    /// Reads the dedup keys of `event_ids` and the counter together.
+    async fn snapshot(&self, event_ids: &[&str]) -> Result<Snapshot, BackendError>;
+    /// Commits, for each record of `batch` (distinct events, at most [`MAX_COMMIT_BATCH`]), its
+    /// dedup key, result and completed task, and the counter once, in one transaction.
     async fn commit(
         &self,
-        intent: &Intent,
+        batch: &[&Intent],
         read: &Snapshot,
         rules: CommitRules,
     ) -> Result<Committed, BackendError>;
 }
+
+/// Effects one commit transaction holds at most (three etcd operations each, within its default
+/// limit of 128 per transaction).
+pub const MAX_COMMIT_BATCH: usize = 32;
 
 /// The broker's side of the protocol.
 #[allow(async_fn_in_trait)]

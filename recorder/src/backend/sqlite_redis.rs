@@ -78,21 +78,35 @@ return moved
 ";
 
 const COMMIT: &str = r"
-local prior = redis.call('GET', KEYS[1])
-if ARGV[4] == '1' and prior then return {'2', prior} end
-local current = tonumber(redis.call('GET', KEYS[3]) or '0')
-if ARGV[5] == '1' and current ~= tonumber(ARGV[6]) then return {'3'} end
-local counter = tonumber(ARGV[6]) + tonumber(ARGV[3])
-local rev = redis.call('INCR', KEYS[4])
-local remembered = rev .. ':' .. counter
-if tonumber(ARGV[7]) > 0 then
-  redis.call('SET', KEYS[1], remembered, 'PX', ARGV[7])
-else
-  redis.call('SET', KEYS[1], remembered)
+local n = #KEYS - 3
+if ARGV[1] == '1' then
+  for i = 1, n do
+    local prior = redis.call('GET', KEYS[3 + i])
+    if prior then
+      if n == 1 then return {'2', prior} end
+      return {'3'}
+    end
+  end
 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('SET', KEYS[3], counter)
-return {'1', tostring(rev), tostring(counter)}
+local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ARGV[2] == '1' and current ~= tonumber(ARGV[3]) then return {'3'} end
+local counter = tonumber(ARGV[3])
+local rev = redis.call('INCR', KEYS[3])
+local out = {'1', tostring(rev)}
+for i = 1, n do
+  local at = 4 + 3 * (i - 1)
+  counter = counter + tonumber(ARGV[at + 3])
+  local remembered = rev .. ':' .. counter
+  if tonumber(ARGV[4]) > 0 then
+    redis.call('SET', KEYS[3 + i], remembered, 'PX', ARGV[4])
+  else
+    redis.call('SET', KEYS[3 + i], remembered)
+  end
+  redis.call('HSET', KEYS[1], ARGV[at + 1], ARGV[at + 2])
+  out[#out + 1] = tostring(counter)
+end
+redis.call('SET', KEYS[2], counter)
+return out
 ";
 
 /// A connection to one scenario's database file and Redis keys.
@@ -320,37 +334,47 @@ impl Store for SqliteRedis {
         })
     }
 
-    async fn mark_published(&self, intent: &Intent) -> Result<Option<i64>, BackendError> {
+    async fn mark_published(&self, batch: &[&Intent]) -> Result<Vec<Option<i64>>, BackendError> {
         self.with_db(|db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.execute(
-                "UPDATE outbox SET status = 'PUBLISHED' WHERE event_id = ?1 AND status = 'PENDING'",
-                [&intent.event_id],
-            )?;
-            if changed == 0 {
-                return Ok(None);
+            let mut changed = Vec::with_capacity(batch.len());
+            {
+                let mut update = tx.prepare_cached(
+                    "UPDATE outbox SET status = 'PUBLISHED' WHERE event_id = ?1 AND status = 'PENDING'",
+                )?;
+                for intent in batch {
+                    changed.push(update.execute([&intent.event_id])? > 0);
+                }
+            }
+            if !changed.contains(&true) {
+                return Ok(vec![None; batch.len()]);
             }
             let rev = bump_rev(&tx)?;
             tx.commit()?;
-            Ok(Some(rev))
+            Ok(changed.into_iter().map(|c| c.then_some(rev)).collect())
         })
     }
 
-    async fn snapshot(&self, event_id: &str) -> Result<Snapshot, BackendError> {
+    async fn snapshot(&self, event_ids: &[&str]) -> Result<Snapshot, BackendError> {
         let mut conn = self.redis().await?;
-        let (dedup, counter): (Option<String>, Option<i64>) = redis::pipe()
-            .atomic()
-            .cmd("GET")
-            .arg(self.key(&format!("dedup:{event_id}")))
-            .cmd("GET")
-            .arg(self.key("counter"))
-            .query_async(&mut conn)
-            .await
-            .map_err(broker)?;
-        let counter = counter.unwrap_or(0);
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for id in event_ids {
+            pipe.cmd("GET").arg(self.key(&format!("dedup:{id}")));
+        }
+        pipe.cmd("GET").arg(self.key("counter"));
+        let mut read: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(broker)?;
+        if read.len() != event_ids.len() + 1 {
+            return Err(BackendError::Store("short snapshot reply".into()));
+        }
+        let counter = read
+            .pop()
+            .flatten()
+            .and_then(|c| c.parse::<i64>().ok())
+            .unwrap_or(0);
         // The guard compares the counter's value: it only grows, so a changed value is a changed counter.
         Ok(Snapshot {
-            dedup: dedup.as_deref().map(dedup_key),
+            dedup: read.iter().map(|v| v.as_deref().map(dedup_key)).collect(),
             counter,
             counter_rev: counter,
         })
@@ -358,47 +382,49 @@ impl Store for SqliteRedis {
 
     async fn commit(
         &self,
-        intent: &Intent,
+        batch: &[&Intent],
         read: &Snapshot,
         rules: CommitRules,
     ) -> Result<Committed, BackendError> {
         let mut conn = self.redis().await?;
         let ttl_ms = rules.dedup_ttl.map(|t| t.as_millis() as i64).unwrap_or(0);
-        let result = json!({"task_id": intent.task_id, "amount": intent.amount}).to_string();
-        let reply: Vec<String> = redis::Script::new(COMMIT)
-            .key(self.key(&format!("dedup:{}", intent.event_id)))
-            .key(self.key("processed"))
+        let script = redis::Script::new(COMMIT);
+        let mut call = script.prepare_invoke();
+        call.key(self.key("processed"))
             .key(self.key("counter"))
-            .key(self.key("rev"))
-            .arg(&intent.event_id)
-            .arg(result)
-            .arg(intent.amount)
-            .arg(if rules.require_new_key { "1" } else { "0" })
+            .key(self.key("rev"));
+        for intent in batch {
+            call.key(self.key(&format!("dedup:{}", intent.event_id)));
+        }
+        call.arg(if rules.require_new_key { "1" } else { "0" })
             .arg(if rules.guard_counter { "1" } else { "0" })
             .arg(read.counter)
-            .arg(ttl_ms)
-            .invoke_async(&mut conn)
-            .await
-            .map_err(broker)?;
+            .arg(ttl_ms);
+        for intent in batch {
+            let result = json!({"task_id": intent.task_id, "amount": intent.amount}).to_string();
+            call.arg(&intent.event_id).arg(result).arg(intent.amount);
+        }
+        let reply: Vec<String> = call.invoke_async(&mut conn).await.map_err(broker)?;
         let number = |s: &str| {
             s.parse::<i64>()
                 .map_err(|_| BackendError::Store(format!("unexpected commit reply {reply:?}")))
         };
-        Ok(
-            match reply
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .as_slice()
-            {
-                ["1", rev, counter] => Committed::Applied {
-                    store_rev: REDIS_REV_BASE + number(rev)?,
-                    counter: number(counter)?,
-                },
-                ["2", prior] => Committed::Duplicate(dedup_key(prior)),
-                _ => Committed::Conflict,
+        Ok(match reply.first().map(String::as_str) {
+            Some("1") if reply.len() == batch.len() + 2 => Committed::Applied {
+                store_rev: REDIS_REV_BASE + number(&reply[1])?,
+                counters: reply[2..]
+                    .iter()
+                    .map(|c| number(c))
+                    .collect::<Result<_, _>>()?,
             },
-        )
+            Some("2") if reply.len() == 2 => Committed::Duplicate(dedup_key(&reply[1])),
+            Some("3") => Committed::Conflict,
+            _ => {
+                return Err(BackendError::Store(format!(
+                    "unexpected commit reply {reply:?}"
+                )))
+            }
+        })
     }
 }
 

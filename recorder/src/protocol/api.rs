@@ -1,10 +1,13 @@
 //! The API's create: the task, its idempotency key and its outbox record in one transaction.
 //!
 //! Creating again with the same idempotency key returns the task created before and writes nothing.
+//! Requests can overlap ([`Timing::api_inflight`](super::Timing)), as a busy API's do; each task's
+//! steps are reported in task order either way.
 //! The broken `split-outbox` variant writes the outbox record in a second transaction, so a crash
 //! between the two leaves an accepted task that will never be published. The dual-write mode is
 //! what the outbox replaces: save the task, then publish it directly.
 
+use futures::StreamExt as _;
 use outbox_trace::Kind;
 use serde_json::json;
 
@@ -14,7 +17,7 @@ use crate::backend::{Broker, Store};
 use crate::faults::CrashPoint;
 use crate::scenario::ApiMode;
 
-/// Creates every task in order.
+/// Creates every task, `rate` per second (0: as fast as the store takes them).
 pub async fn create_all<B: Store + Broker>(
     ctx: &mut ActorCtx,
     backend: &B,
@@ -23,11 +26,28 @@ pub async fn create_all<B: Store + Broker>(
     rate: u32,
 ) -> anyhow::Result<()> {
     let started = tokio::time::Instant::now();
-    for (i, task) in tasks.iter().enumerate() {
+    let arrive = |i: usize| async move {
         if rate > 0 {
             let due = started + std::time::Duration::from_secs_f64(i as f64 / f64::from(rate));
             tokio::time::sleep_until(due).await;
         }
+    };
+    let inflight = ctx.timing.api_inflight.max(1);
+    if mode == ApiMode::Outbox && ctx.protocol.atomic_intent() && inflight > 1 {
+        // One transaction per task, so requests can overlap; their outcomes are taken in order.
+        let mut created = futures::stream::iter(tasks.iter().enumerate())
+            .map(|(i, task)| async move {
+                arrive(i).await;
+                (task, backend.create(task, true).await)
+            })
+            .buffered(inflight);
+        while let Some((task, outcome)) = created.next().await {
+            accepted_with_intent(ctx, task, outcome?);
+        }
+        return Ok(());
+    }
+    for (i, task) in tasks.iter().enumerate() {
+        arrive(i).await;
         match mode {
             ApiMode::Outbox => create(ctx, backend, task).await?,
             ApiMode::DualWrite => dual_write(ctx, backend, task).await?,
@@ -81,35 +101,47 @@ pub async fn create<S: Store>(
     store: &S,
     task: &TaskSpec,
 ) -> anyhow::Result<()> {
-    let mut intent = task.intent();
     let atomic = ctx.protocol.atomic_intent();
-    let Created::Accepted {
-        store_rev,
-        aggregate_seq,
-    } = store.create(task, atomic).await?
-    else {
+    let created = store.create(task, atomic).await?;
+    if atomic {
+        accepted_with_intent(ctx, task, created);
+        return Ok(());
+    }
+    let Created::Accepted { store_rev, .. } = created else {
         // The idempotency key exists: the task was created before; nothing new happens.
         return Ok(());
     };
+    let mut intent = task.intent();
     let mut accepted = intent_event(Kind::TaskAccepted, &intent);
     accepted.store_rev = Some(store_rev);
-    if atomic {
-        intent.aggregate_seq = aggregate_seq.unwrap_or_default();
-        accepted.aggregate_seq = aggregate_seq;
-        ctx.emit(accepted);
-        let mut recorded = intent_event(Kind::IntentRecorded, &intent);
-        recorded.store_rev = Some(store_rev);
-        ctx.emit(recorded);
-        ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
-    } else {
-        accepted.aggregate_seq = None;
-        ctx.emit(accepted);
-        ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
-        let (rev, seq) = store.record_intent(task).await?;
-        intent.aggregate_seq = seq;
-        let mut recorded = intent_event(Kind::IntentRecorded, &intent);
-        recorded.store_rev = Some(rev);
-        ctx.emit(recorded);
-    }
+    ctx.emit(accepted);
+    ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
+    let (rev, seq) = store.record_intent(task).await?;
+    intent.aggregate_seq = seq;
+    let mut recorded = intent_event(Kind::IntentRecorded, &intent);
+    recorded.store_rev = Some(rev);
+    ctx.emit(recorded);
     Ok(())
+}
+
+/// Reports a task created together with its outbox record.
+fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
+    let Created::Accepted {
+        store_rev,
+        aggregate_seq,
+    } = created
+    else {
+        // The idempotency key exists: the task was created before; nothing new happens.
+        return;
+    };
+    let mut intent = task.intent();
+    intent.aggregate_seq = aggregate_seq.unwrap_or_default();
+    let mut accepted = intent_event(Kind::TaskAccepted, &intent);
+    accepted.store_rev = Some(store_rev);
+    accepted.aggregate_seq = aggregate_seq;
+    ctx.emit(accepted);
+    let mut recorded = intent_event(Kind::IntentRecorded, &intent);
+    recorded.store_rev = Some(store_rev);
+    ctx.emit(recorded);
+    ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
 }

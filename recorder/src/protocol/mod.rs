@@ -202,11 +202,11 @@ pub enum Published {
     },
 }
 
-/// What the worker read before deciding: the dedup key and the counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the worker read before deciding: the dedup keys of a batch of events and the counter.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The event's dedup key, if it exists.
-    pub dedup: Option<DedupKey>,
+    /// Each event's dedup key, if it exists, in the order asked.
+    pub dedup: Vec<Option<DedupKey>>,
     /// The counter's value.
     pub counter: i64,
     /// The counter's revision (0 when it does not exist yet).
@@ -234,20 +234,35 @@ pub struct CommitRules {
     pub dedup_ttl: Option<Duration>,
 }
 
-/// What a commit did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a commit of a batch of effects did.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Committed {
-    /// Dedup key, result, completed task and counter written in one transaction.
+    /// Every effect's dedup key, result and completed task, and the counter, written in one
+    /// transaction.
     Applied {
         /// The transaction.
         store_rev: i64,
-        /// The counter after it.
-        counter: i64,
+        /// The counter right after each effect, in batch order.
+        counters: Vec<i64>,
     },
-    /// The dedup key was there: nothing applied.
+    /// A batch of one found its dedup key there: nothing applied.
     Duplicate(DedupKey),
-    /// The counter moved since it was read: retry.
+    /// The counter moved since it was read, or a dedup key appeared in a larger batch: read again
+    /// and retry.
     Conflict,
+}
+
+impl Committed {
+    /// The counter right after each effect of a batch that starts from `counter`.
+    pub fn running(counter: i64, batch: &[&Intent]) -> Vec<i64> {
+        batch
+            .iter()
+            .scan(counter, |value, intent| {
+                *value += intent.amount;
+                Some(*value)
+            })
+            .collect()
+    }
 }
 
 /// Timing knobs shared by the actors.
@@ -263,6 +278,10 @@ pub struct Timing {
     pub fetch_wait: Duration,
     /// Messages fetched at once.
     pub fetch_batch: usize,
+    /// Records the relay publishes at once and marks with one transaction.
+    pub relay_batch: usize,
+    /// Create requests the API has in flight at once.
+    pub api_inflight: usize,
 }
 
 impl Default for Timing {
@@ -273,6 +292,8 @@ impl Default for Timing {
             relay_idle: Duration::from_millis(50),
             fetch_wait: Duration::from_millis(300),
             fetch_batch: 1,
+            relay_batch: 1,
+            api_inflight: 1,
         }
     }
 }

@@ -1,12 +1,17 @@
 //! The relay: reads pending outbox records in per-aggregate order, publishes each with its stable
 //! `event_id`, and marks it published only after the broker's ACK, guarded by the record's revision.
 //!
+//! Records go out in batches ([`Timing::relay_batch`](super::Timing)): every publish of a batch is
+//! in flight at once, in per-aggregate order on one connection, and the ACKed ones are then marked
+//! by one guarded transaction. A batch of one is the step-by-step relay of the lab.
+//!
 //! A copy whose ACK is lost stays pending and is published again: duplicates are expected and the
 //! worker absorbs them. When a publish of an aggregate fails, the rest of that aggregate waits for
 //! the next pass, so first publications keep the aggregate's order.
 
 use std::collections::{HashMap, HashSet};
 
+use futures::future::join_all;
 use outbox_trace::Kind;
 use serde_json::json;
 
@@ -25,19 +30,24 @@ pub async fn run<S: Store, B: Broker>(
     broker: &B,
 ) -> anyhow::Result<()> {
     let mut attempts: HashMap<String, u32> = HashMap::new();
+    let size = ctx.timing.relay_batch.max(1);
     while !ctx.stopping() {
         let pending = store.pending(PASS_LIMIT).await?;
         let mut blocked: HashSet<String> = HashSet::new();
-        for intent in &pending {
+        let mut next = pending.iter();
+        loop {
             if ctx.stopping() {
                 break;
             }
-            if blocked.contains(&intent.aggregate_id) {
-                continue;
+            let batch: Vec<&Intent> = next
+                .by_ref()
+                .filter(|i| !blocked.contains(&i.aggregate_id))
+                .take(size)
+                .collect();
+            if batch.is_empty() {
+                break;
             }
-            if !relay_one(ctx, store, broker, intent, &mut attempts).await? {
-                blocked.insert(intent.aggregate_id.clone());
-            }
+            blocked.extend(relay_batch(ctx, store, broker, &batch, &mut attempts).await?);
         }
         if pending.is_empty() || !blocked.is_empty() {
             tokio::time::sleep(ctx.timing.relay_idle).await;
@@ -46,42 +56,77 @@ pub async fn run<S: Store, B: Broker>(
     Ok(())
 }
 
-/// Publishes and marks one record; false when the publish did not get an ACK.
-async fn relay_one<S: Store, B: Broker>(
+/// Publishes a batch and marks the ACKed records. Returns the aggregates of the records whose
+/// publish got no ACK.
+async fn relay_batch<S: Store, B: Broker>(
     ctx: &mut ActorCtx,
     store: &S,
     broker: &B,
-    intent: &Intent,
+    batch: &[&Intent],
     attempts: &mut HashMap<String, u32>,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Vec<String>> {
     let mark_first = !ctx.protocol.publish_then_mark();
     if mark_first {
-        mark(ctx, store, intent).await?;
-        ctx.crash_point(CrashPoint::RelayBetweenPublishAndMark, Some(intent));
+        mark(ctx, store, batch).await?;
+        for intent in batch {
+            ctx.crash_point(CrashPoint::RelayBetweenPublishAndMark, Some(intent));
+        }
     }
-    ctx.crash_point(CrashPoint::RelayBeforePublish, Some(intent));
-    let attempt = attempts.entry(intent.event_id.clone()).or_default();
-    *attempt += 1;
-    let attempt = *attempt;
-    let mut sent = intent_event(Kind::PublishAttempt, intent);
-    sent.attempt = Some(attempt);
-    ctx.emit(sent);
-    let lose_ack = ctx.plan.take_lose_publish_ack();
-    if lose_ack {
-        ctx.fired(Fault::LosePublishAck);
+    for intent in batch {
+        ctx.crash_point(CrashPoint::RelayBeforePublish, Some(intent));
     }
-    let outcome = broker
-        .publish(intent, lose_ack, ctx.protocol.broker_msg_id())
-        .await;
-    let acked = matches!(outcome, Published::Acked { .. });
-    let mut event = match outcome {
+    let mut sends = Vec::with_capacity(batch.len());
+    for &intent in batch {
+        let attempt = attempts.entry(intent.event_id.clone()).or_default();
+        *attempt += 1;
+        let attempt = *attempt;
+        let mut sent = intent_event(Kind::PublishAttempt, intent);
+        sent.attempt = Some(attempt);
+        ctx.emit(sent);
+        let lose_ack = ctx.plan.take_lose_publish_ack();
+        if lose_ack {
+            ctx.fired(Fault::LosePublishAck);
+        }
+        sends.push((intent, attempt, lose_ack));
+    }
+    let msg_id = ctx.protocol.broker_msg_id();
+    let outcomes = join_all(
+        sends
+            .iter()
+            .map(|&(intent, _, lose_ack)| broker.publish(intent, lose_ack, msg_id)),
+    )
+    .await;
+    let mut acked = Vec::with_capacity(batch.len());
+    let mut failed = Vec::new();
+    for ((intent, attempt, lose_ack), outcome) in sends.into_iter().zip(outcomes) {
+        let mut event = outcome_event(intent, lose_ack, &outcome);
+        event.attempt = Some(attempt);
+        ctx.emit(event);
+        if matches!(outcome, Published::Acked { .. }) {
+            acked.push(intent);
+        } else {
+            failed.push(intent.aggregate_id.clone());
+        }
+    }
+    if !mark_first && !acked.is_empty() {
+        for intent in &acked {
+            ctx.crash_point(CrashPoint::RelayBetweenPublishAndMark, Some(intent));
+        }
+        mark(ctx, store, &acked).await?;
+    }
+    Ok(failed)
+}
+
+/// The event that reports a publish's outcome.
+fn outcome_event(intent: &Intent, lose_ack: bool, outcome: &Published) -> outbox_trace::Event {
+    match outcome {
         Published::Acked {
             broker_seq,
             duplicate,
         } => {
             let mut e = intent_event(Kind::PublishAcked, intent);
-            e.broker_seq = Some(broker_seq);
-            if duplicate {
+            e.broker_seq = Some(*broker_seq);
+            if *duplicate {
                 e.detail = Some(json!({ "broker_duplicate": true }).to_string());
             }
             e
@@ -97,25 +142,19 @@ async fn relay_one<S: Store, B: Broker>(
             e.detail = Some(json!({ "reason": reason }).to_string());
             e
         }
-    };
-    event.attempt = Some(attempt);
-    ctx.emit(event);
-    if !acked {
-        return Ok(false);
     }
-    if !mark_first {
-        ctx.crash_point(CrashPoint::RelayBetweenPublishAndMark, Some(intent));
-        mark(ctx, store, intent).await?;
-    }
-    Ok(true)
 }
 
-async fn mark<S: Store>(ctx: &mut ActorCtx, store: &S, intent: &Intent) -> anyhow::Result<()> {
-    // `None`: the record changed since it was read (another relay marked it); nothing to report.
-    if let Some(rev) = store.mark_published(intent).await? {
-        let mut marked = intent_event(Kind::OutboxMarked, intent);
-        marked.store_rev = Some(rev);
-        ctx.emit(marked);
+/// Marks the batch in one guarded transaction and reports each record it marked.
+async fn mark<S: Store>(ctx: &mut ActorCtx, store: &S, batch: &[&Intent]) -> anyhow::Result<()> {
+    let marked = store.mark_published(batch).await?;
+    for (intent, rev) in batch.iter().zip(marked) {
+        // `None`: the record changed since it was read (another relay marked it); nothing to report.
+        if let Some(rev) = rev {
+            let mut event = intent_event(Kind::OutboxMarked, intent);
+            event.store_rev = Some(rev);
+            ctx.emit(event);
+        }
     }
     Ok(())
 }

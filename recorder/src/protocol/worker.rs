@@ -1,8 +1,10 @@
 //! The worker: a durable consumer that commits dedup key + result + completed task + counter in one
 //! guarded transaction, and ACKs only after that commit (or after finding the dedup key).
 //!
-//! A lost revision race is retried; a present dedup key means a duplicate and no effect. The
-//! effect's computation may repeat; its commit may not.
+//! The deliveries of one fetch are committed together, one transaction for up to
+//! [`MAX_COMMIT_BATCH`] distinct events, and ACKed after it. A lost revision race is read again
+//! and retried; a present dedup key means a duplicate and no effect. The effect's computation may
+//! repeat; its commit may not.
 //!
 //! Where the scenario has an external receiver, every delivery first calls it with `event_id` as the
 //! idempotency key, before the local commit: the receiver's key, not the worker's transaction, is
@@ -15,7 +17,7 @@ use serde_json::json;
 
 use super::{intent_event, CommitRules, Committed, Intent};
 use crate::actor::ActorCtx;
-use crate::backend::{Broker, Delivery, Store};
+use crate::backend::{Broker, Delivery, Store, MAX_COMMIT_BATCH};
 use crate::external::{self, ExternalSpec, Payment};
 use crate::faults::CrashPoint;
 
@@ -26,83 +28,165 @@ pub async fn run<S: Store, B: Broker>(
     broker: &B,
 ) -> anyhow::Result<()> {
     while !ctx.stopping() {
-        for delivery in broker.fetch().await? {
-            handle(ctx, store, broker, &delivery).await?;
+        let deliveries = broker.fetch().await?;
+        if !deliveries.is_empty() {
+            handle(ctx, store, broker, &deliveries).await?;
         }
     }
     Ok(())
 }
 
+/// Handles one fetch: reports each delivery, commits their effects (as few transactions as the
+/// batch allows), then ACKs each.
 async fn handle<S: Store, B: Broker>(
     ctx: &mut ActorCtx,
     store: &S,
     broker: &B,
-    delivery: &Delivery<B::Handle>,
+    deliveries: &[Delivery<B::Handle>],
 ) -> anyhow::Result<()> {
-    let intent = &delivery.intent;
-    let kind = if delivery.count <= 1 {
-        Kind::Delivered
-    } else {
-        Kind::Redelivered
-    };
-    let mut received = intent_event(kind, intent);
-    received.attempt = Some(delivery.count);
-    received.broker_seq = Some(delivery.broker_seq);
-    ctx.emit(received);
-
+    for delivery in deliveries {
+        let kind = if delivery.count <= 1 {
+            Kind::Delivered
+        } else {
+            Kind::Redelivered
+        };
+        let mut received = intent_event(kind, &delivery.intent);
+        received.attempt = Some(delivery.count);
+        received.broker_seq = Some(delivery.broker_seq);
+        ctx.emit(received);
+    }
     let commit_first = ctx.protocol.commit_then_ack();
     if !commit_first {
-        ack(ctx, broker, delivery).await?;
-        ctx.crash_point(CrashPoint::WorkerBetweenCommitAndAck, Some(intent));
+        for delivery in deliveries {
+            ack(ctx, broker, delivery).await?;
+            ctx.crash_point(
+                CrashPoint::WorkerBetweenCommitAndAck,
+                Some(&delivery.intent),
+            );
+        }
     }
     if let Some(external) = ctx.external.clone() {
-        call_external(ctx, &external, intent).await?;
+        for delivery in deliveries {
+            call_external(ctx, &external, &delivery.intent).await?;
+        }
     }
+    for round in rounds(deliveries) {
+        for chunk in round.chunks(MAX_COMMIT_BATCH) {
+            commit(ctx, store, chunk).await?;
+        }
+    }
+    if commit_first {
+        for delivery in deliveries {
+            ctx.crash_point(
+                CrashPoint::WorkerBetweenCommitAndAck,
+                Some(&delivery.intent),
+            );
+            ack(ctx, broker, delivery).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Splits a fetch into rounds of distinct events, keeping delivery order: a second copy of an
+/// event in the same fetch waits for the next round, where it finds the first copy's dedup key.
+fn rounds<H>(deliveries: &[Delivery<H>]) -> Vec<Vec<&Delivery<H>>> {
+    let mut rounds: Vec<Vec<&Delivery<H>>> = Vec::new();
+    for delivery in deliveries {
+        let id = &delivery.intent.event_id;
+        match rounds
+            .iter_mut()
+            .find(|r| r.iter().all(|d| &d.intent.event_id != id))
+        {
+            Some(round) => round.push(delivery),
+            None => rounds.push(vec![delivery]),
+        }
+    }
+    rounds
+}
+
+/// Commits the effects of distinct events in one guarded transaction; those whose dedup key exists
+/// are suppressed, and a lost race is read again and retried.
+async fn commit<S: Store, H>(
+    ctx: &mut ActorCtx,
+    store: &S,
+    batch: &[&Delivery<H>],
+) -> anyhow::Result<()> {
     let rules = CommitRules {
         require_new_key: ctx.protocol.checks_dedup(),
         guard_counter: ctx.protocol.guards_counter(),
         dedup_ttl: ctx.protocol.dedup_ttl(),
     };
-    loop {
-        let read = store.snapshot(&intent.event_id).await?;
-        let outcome = match read.dedup {
-            Some(key) if rules.require_new_key => Committed::Duplicate(key),
-            _ => {
-                if let Some(stall) = ctx.plan.stall_before_commit() {
-                    tokio::time::sleep(stall).await;
+    let mut todo: Vec<&Delivery<H>> = batch.to_vec();
+    while !todo.is_empty() {
+        let ids: Vec<&str> = todo.iter().map(|d| d.intent.event_id.as_str()).collect();
+        let read = store.snapshot(&ids).await?;
+        let mut fresh = Vec::with_capacity(todo.len());
+        for (delivery, key) in todo.iter().zip(&read.dedup) {
+            match key {
+                Some(key) if rules.require_new_key => {
+                    ctx.emit(suppressed(delivery, key.store_rev, key.counter));
                 }
-                store.commit(intent, &read, rules).await?
+                _ => fresh.push(*delivery),
             }
-        };
-        let mut event = match outcome {
-            Committed::Applied { store_rev, counter } => {
-                ctx.crash_point(CrashPoint::WorkerBeforeReportingCommit, Some(intent));
-                let mut e = intent_event(Kind::EffectCommitted, intent);
-                e.store_rev = Some(store_rev);
-                e.counter = Some(counter);
-                e
-            }
-            Committed::Duplicate(key) => {
-                let mut e = intent_event(Kind::DuplicateSuppressed, intent);
-                e.detail = Some(
-                    json!({ "committed_rev": key.store_rev, "counter_after": key.counter, "amount": intent.amount })
-                        .to_string(),
-                );
-                e
-            }
-            Committed::Conflict => intent_event(Kind::CommitConflict, intent),
-        };
-        event.broker_seq = Some(delivery.broker_seq);
-        ctx.emit(event);
-        if outcome != Committed::Conflict {
+        }
+        if fresh.is_empty() {
             break;
         }
-    }
-    if commit_first {
-        ctx.crash_point(CrashPoint::WorkerBetweenCommitAndAck, Some(intent));
-        ack(ctx, broker, delivery).await?;
+        if let Some(stall) = ctx.plan.stall_before_commit() {
+            tokio::time::sleep(stall).await;
+        }
+        let intents: Vec<&Intent> = fresh.iter().map(|d| &d.intent).collect();
+        match store.commit(&intents, &read, rules).await? {
+            Committed::Applied {
+                store_rev,
+                counters,
+            } => {
+                for (delivery, counter) in fresh.iter().zip(counters) {
+                    ctx.crash_point(
+                        CrashPoint::WorkerBeforeReportingCommit,
+                        Some(&delivery.intent),
+                    );
+                    let mut e = intent_event(Kind::EffectCommitted, &delivery.intent);
+                    e.store_rev = Some(store_rev);
+                    e.counter = Some(counter);
+                    e.broker_seq = Some(delivery.broker_seq);
+                    ctx.emit(e);
+                }
+                break;
+            }
+            Committed::Duplicate(key) => {
+                for delivery in &fresh {
+                    ctx.emit(suppressed(delivery, key.store_rev, key.counter));
+                }
+                break;
+            }
+            Committed::Conflict => {
+                for delivery in &fresh {
+                    let mut e = intent_event(Kind::CommitConflict, &delivery.intent);
+                    e.broker_seq = Some(delivery.broker_seq);
+                    ctx.emit(e);
+                }
+                todo = fresh;
+            }
+        }
     }
     Ok(())
+}
+
+/// A `duplicate_suppressed` row naming the commit that wrote the dedup key.
+fn suppressed<H>(
+    delivery: &Delivery<H>,
+    committed_rev: Option<i64>,
+    counter_after: Option<i64>,
+) -> outbox_trace::Event {
+    let intent = &delivery.intent;
+    let mut e = intent_event(Kind::DuplicateSuppressed, intent);
+    e.detail = Some(
+        json!({ "committed_rev": committed_rev, "counter_after": counter_after, "amount": intent.amount })
+            .to_string(),
+    );
+    e.broker_seq = Some(delivery.broker_seq);
+    e
 }
 
 async fn ack<B: Broker>(

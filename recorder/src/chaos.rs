@@ -21,10 +21,39 @@ pub enum Action {
         /// Which worker.
         index: usize,
     },
-    /// SIGKILL nats-server and start it again on the same file store.
-    RestartBroker,
-    /// SIGKILL etcd and start it again on the same data dir.
-    RestartStore,
+    /// SIGKILL a nats-server and start it again on the same file store.
+    RestartBroker {
+        /// Which member of the cluster (0-based; always 0 on a single server).
+        member: usize,
+    },
+    /// SIGKILL an etcd member and start it again on the same data dir.
+    RestartStore {
+        /// Which member of the cluster (0-based; always 0 on a single member).
+        member: usize,
+    },
+}
+
+/// What a plan may hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Targets {
+    /// Worker processes.
+    pub workers: usize,
+    /// Members of each service cluster the recorder may restart: 0 where it may restart none
+    /// (services it did not start, or that lose their data on a restart).
+    pub service_members: usize,
+}
+
+impl Targets {
+    /// The targets of a run: service restarts only where the recorder runs the services itself
+    /// and they keep their data across a restart (etcd and nats-server; the Redis it starts has
+    /// no persistence).
+    pub fn of(workers: usize, backend: BackendKind, own_services: bool, members: usize) -> Self {
+        let restartable = own_services && backend == BackendKind::EtcdJetstream;
+        Targets {
+            workers: workers.max(1),
+            service_members: if restartable { members.max(1) } else { 0 },
+        }
+    }
 }
 
 /// The plan: actions at offsets from the scenario's start.
@@ -37,18 +66,12 @@ pub struct ChaosPlan {
 }
 
 impl ChaosPlan {
-    /// The plan for `seed`: about one action a second over `window`. Service restarts are planned
-    /// only where the recorder runs the services itself and they keep their data across a restart
-    /// (etcd and nats-server; the Redis it starts has no persistence).
-    pub fn new(
-        seed: u64,
-        window: Duration,
-        workers: usize,
-        backend: BackendKind,
-        own_services: bool,
-    ) -> Self {
+    /// The plan for `seed`: about one action a second over `window`, against `targets`. A restart
+    /// picks any member of a cluster, its leader included.
+    pub fn new(seed: u64, window: Duration, targets: Targets) -> Self {
         let mut rng = SplitMix64(seed);
-        let restarts = own_services && backend == BackendKind::EtcdJetstream;
+        let workers = targets.workers as u64;
+        let members = targets.service_members as u64;
         let mut actions = Vec::new();
         let mut at = 0u64;
         loop {
@@ -60,13 +83,14 @@ impl ChaosPlan {
             let action = match roll {
                 0..=9 => Action::KillApi,
                 10..=34 => Action::KillRelay,
-                35..=79 => Action::KillWorker {
-                    index: rng.below(workers.max(1) as u64) as usize,
+                80..=89 if members > 0 => Action::RestartBroker {
+                    member: rng.below(members) as usize,
                 },
-                80..=89 if restarts => Action::RestartBroker,
-                90..=99 if restarts => Action::RestartStore,
+                90..=99 if members > 0 => Action::RestartStore {
+                    member: rng.below(members) as usize,
+                },
                 _ => Action::KillWorker {
-                    index: rng.below(workers.max(1) as u64) as usize,
+                    index: rng.below(workers) as usize,
                 },
             };
             actions.push((at, action));
@@ -75,7 +99,6 @@ impl ChaosPlan {
     }
 }
 
-/// A small, well-known generator: enough for reproducible plans, no dependency.
 struct SplitMix64(u64);
 
 impl SplitMix64 {
@@ -96,48 +119,51 @@ impl SplitMix64 {
 mod tests {
     use super::*;
 
+    const CLUSTER: Targets = Targets {
+        workers: 4,
+        service_members: 3,
+    };
+
     #[test]
     fn the_same_seed_gives_the_same_plan_and_another_seed_another() {
         let window = Duration::from_secs(20);
-        let a = ChaosPlan::new(7, window, 4, BackendKind::EtcdJetstream, true);
-        assert_eq!(
-            a,
-            ChaosPlan::new(7, window, 4, BackendKind::EtcdJetstream, true)
-        );
-        assert_ne!(
-            a,
-            ChaosPlan::new(8, window, 4, BackendKind::EtcdJetstream, true)
-        );
+        let a = ChaosPlan::new(7, window, CLUSTER);
+        assert_eq!(a, ChaosPlan::new(7, window, CLUSTER));
+        assert_ne!(a, ChaosPlan::new(8, window, CLUSTER));
         assert!(a.actions.len() >= 10, "{a:?}");
         assert!(a.actions.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(a.actions.iter().all(|(at, _)| *at <= 20_000));
     }
 
     #[test]
-    fn no_service_restarts_without_services_that_keep_their_data() {
+    fn restarts_reach_every_member_of_a_cluster() {
+        let mut hit = std::collections::HashSet::new();
         for seed in 0..50 {
-            let plan = ChaosPlan::new(
-                seed,
-                Duration::from_secs(20),
-                2,
-                BackendKind::SqliteRedis,
-                true,
-            );
-            assert!(plan
-                .actions
-                .iter()
-                .all(|(_, a)| !matches!(a, Action::RestartBroker | Action::RestartStore)));
-            let plan = ChaosPlan::new(
-                seed,
-                Duration::from_secs(20),
-                2,
-                BackendKind::EtcdJetstream,
-                false,
-            );
-            assert!(plan
-                .actions
-                .iter()
-                .all(|(_, a)| !matches!(a, Action::RestartBroker | Action::RestartStore)));
+            for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), CLUSTER).actions {
+                if let Action::RestartBroker { member } | Action::RestartStore { member } = action {
+                    assert!(member < 3);
+                    hit.insert(action);
+                }
+            }
+        }
+        assert_eq!(hit.len(), 6, "{hit:?}");
+    }
+
+    #[test]
+    fn no_service_restarts_without_services_that_keep_their_data() {
+        let none = [
+            Targets::of(2, BackendKind::SqliteRedis, true, 1),
+            Targets::of(2, BackendKind::EtcdJetstream, false, 1),
+        ];
+        for targets in none {
+            assert_eq!(targets.service_members, 0);
+            for seed in 0..50 {
+                let plan = ChaosPlan::new(seed, Duration::from_secs(20), targets);
+                assert!(plan.actions.iter().all(|(_, a)| !matches!(
+                    a,
+                    Action::RestartBroker { .. } | Action::RestartStore { .. }
+                )));
+            }
         }
     }
 }

@@ -23,6 +23,9 @@ pub enum ConfigError {
         /// The backend.
         backend: &'static str,
     },
+    /// A cluster the recorder cannot start.
+    #[error("{0}")]
+    Cluster(&'static str),
 }
 use crate::protocol::{Protocol, Timing};
 use crate::run::RunConfig;
@@ -104,6 +107,14 @@ pub struct RunArgs {
     /// How long, from each scenario's start, the chaos plan keeps injecting faults.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub chaos_window: Duration,
+    /// Start a cluster of this many etcd members and this many NATS servers (JetStream clustered,
+    /// the stream replicated on all of them) instead of one of each: 1, 3 or 5.
+    #[arg(long, default_value_t = 1)]
+    pub cluster: usize,
+    /// Copies of the stream the NATS servers keep (default: the cluster's size). Set it for your
+    /// own cluster given with --nats.
+    #[arg(long)]
+    pub replicas: Option<usize>,
     /// Protocol variant: the reference, or a deliberately broken one.
     #[arg(long, value_enum, default_value = "reference")]
     pub protocol: Protocol,
@@ -216,6 +227,20 @@ impl RunArgs {
         }
         let mut seen = std::collections::HashSet::new();
         scenarios.retain(|s| seen.insert(*s));
+        if ![1, 3, 5].contains(&self.cluster) {
+            return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
+        }
+        if self.cluster > 1 && self.backend != BackendKind::EtcdJetstream {
+            return Err(ConfigError::Cluster(
+                "--cluster needs --backend etcd-jetstream (SQLite is one file, not a cluster)",
+            ));
+        }
+        if self.cluster > 1 && (self.etcd.is_some() || self.nats.is_some()) {
+            return Err(ConfigError::Cluster(
+                "--cluster starts its own services; with --etcd/--nats, list your members \
+                 comma-separated and set --replicas",
+            ));
+        }
         let etcd = self
             .etcd
             .as_deref()
@@ -241,6 +266,8 @@ impl RunArgs {
             nats,
             redis,
             nats_creds: self.nats_creds.clone(),
+            cluster: self.cluster,
+            replicas: self.replicas.unwrap_or(self.cluster).max(1),
             chaos: self.chaos.map(|seed| (seed, self.chaos_window)),
             load: LoadSpec {
                 tasks: self.tasks.unwrap_or(LoadSpec::default().tasks),

@@ -420,8 +420,8 @@ where
                 .filter(|s| s.role == Role::Worker)
                 .nth(index % workers)
         }
-        Action::RestartBroker | Action::RestartStore => {
-            let kind = if action == Action::RestartBroker {
+        Action::RestartBroker { member } | Action::RestartStore { member } => {
+            let kind = if matches!(action, Action::RestartBroker { .. }) {
                 ServiceKind::Nats
             } else {
                 ServiceKind::Etcd
@@ -429,16 +429,19 @@ where
             let began = Instant::now();
             let restarted = tokio::task::block_in_place(|| {
                 let mut services = env.services.lock().expect("services lock");
-                services
-                    .iter_mut()
-                    .find(|s| s.kind() == kind)
-                    .map(LocalService::restart)
+                let mut members: Vec<&mut LocalService> =
+                    services.iter_mut().filter(|s| s.kind() == kind).collect();
+                let count = members.len().max(1);
+                members
+                    .get_mut(member % count)
+                    .map(|s| s.restart().map(|()| s.name()))
             });
             if let Some(result) = restarted {
-                result?;
+                let name = result?;
                 let detail = json!({
                     "fault": if kind == ServiceKind::Nats { "broker-restart" } else { "store-restart" },
                     "service": kind.program(),
+                    "member": name,
                     "signal": "SIGKILL",
                     "down_ms": began.elapsed().as_millis() as u64,
                 });
@@ -489,10 +492,14 @@ fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
     let port = free_port();
     match endpoints {
         Endpoints::EtcdJetstream {
-            etcd, nats_creds, ..
+            etcd,
+            nats_creds,
+            replicas,
+            ..
         } => Endpoints::EtcdJetstream {
             etcd,
             nats_creds,
+            replicas,
             nats: Endpoint::local(format!("nats://127.0.0.1:{port}")),
         },
         Endpoints::SqliteRedis { db_dir, .. } => Endpoints::SqliteRedis {

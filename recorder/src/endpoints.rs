@@ -1,12 +1,16 @@
 //! Service endpoints as the user gave them, with credentials kept out of everything we print or
 //! record: [`Endpoint`]'s `Display` and [`Endpoint::redacted`] never show a user name, password or
 //! token.
+//!
+//! An endpoint may name the members of a cluster, comma-separated
+//! (`http://10.0.0.1:2379,http://10.0.0.2:2379`): the clients connect to any of them.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// A service URL, possibly with `user:password@` or `token@` in it.
+/// A service URL, or a comma-separated list of them, possibly with `user:password@` or `token@`
+/// in it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
     url: String,
@@ -29,15 +33,17 @@ impl Endpoint {
             shown: redact(raw),
             reason,
         };
-        let url = url::Url::parse(raw).map_err(|e| bad(e.to_string()))?;
-        if !schemes.contains(&url.scheme()) {
-            return Err(bad(format!(
-                "the scheme must be one of {}",
-                schemes.join(", ")
-            )));
-        }
-        if url.host_str().is_none() {
-            return Err(bad("no host".into()));
+        for part in raw.split(',') {
+            let url = url::Url::parse(part.trim()).map_err(|e| bad(e.to_string()))?;
+            if !schemes.contains(&url.scheme()) {
+                return Err(bad(format!(
+                    "the scheme must be one of {}",
+                    schemes.join(", ")
+                )));
+            }
+            if url.host_str().is_none() {
+                return Err(bad("no host".into()));
+            }
         }
         Ok(Endpoint {
             url: raw.to_string(),
@@ -54,21 +60,28 @@ impl Endpoint {
         &self.url
     }
 
-    /// `host:port` (no scheme, no credentials).
+    /// `host:port` of the first member (no scheme, no credentials).
     pub fn host_port(&self) -> String {
-        match url::Url::parse(&self.url) {
-            Ok(u) => format!(
-                "{}:{}",
-                u.host_str().unwrap_or_default(),
-                u.port_or_known_default().unwrap_or_default()
-            ),
-            Err(_) => redact(&self.url),
-        }
+        self.host_ports().swap_remove(0)
     }
 
-    /// `user` and `password`, if the URL carries them.
+    /// `host:port` of every member (no scheme, no credentials).
+    pub fn host_ports(&self) -> Vec<String> {
+        self.members()
+            .map(|part| match url::Url::parse(part) {
+                Ok(u) => format!(
+                    "{}:{}",
+                    u.host_str().unwrap_or_default(),
+                    u.port_or_known_default().unwrap_or_default()
+                ),
+                Err(_) => redact(part),
+            })
+            .collect()
+    }
+
+    /// `user` and `password`, if the (first) URL carries them.
     pub fn credentials(&self) -> Option<(String, String)> {
-        let u = url::Url::parse(&self.url).ok()?;
+        let u = url::Url::parse(self.members().next()?).ok()?;
         if u.username().is_empty() {
             return None;
         }
@@ -80,7 +93,11 @@ impl Endpoint {
 
     /// The URL with any user name, password or token replaced by `***`.
     pub fn redacted(&self) -> String {
-        redact(&self.url)
+        self.members().map(redact).collect::<Vec<_>>().join(",")
+    }
+
+    fn members(&self) -> impl Iterator<Item = &str> {
+        self.url.split(',').map(str::trim)
     }
 }
 
@@ -133,5 +150,18 @@ mod tests {
         assert!(!err.to_string().contains("pw"));
         let q = Endpoint::parse("nats", "nats://h:4222/?token=abc", &["nats"]).unwrap();
         assert!(!q.redacted().contains("abc"));
+    }
+
+    #[test]
+    fn a_cluster_is_a_list_of_members() {
+        let e = Endpoint::parse(
+            "etcd",
+            "http://u:pw@127.0.0.1:1,http://u:pw@127.0.0.1:2",
+            &["http"],
+        )
+        .unwrap();
+        assert_eq!(e.host_ports(), ["127.0.0.1:1", "127.0.0.1:2"]);
+        assert_eq!(e.redacted(), "http://***@127.0.0.1:1/,http://***@127.0.0.1:2/");
+        assert!(Endpoint::parse("etcd", "http://a:1,ftp://b:2", &["http"]).is_err());
     }
 }

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::backend::{BackendKind, Connection, Endpoints, Namespace};
-use crate::chaos::ChaosPlan;
+use crate::chaos::{ChaosPlan, Targets};
 use crate::clock::RunClock;
 use crate::driver::{run_scenario, ScenarioEnv};
 use crate::endpoints::Endpoint;
@@ -41,6 +41,10 @@ pub struct RunConfig {
     pub load: crate::scenario::LoadSpec,
     /// Seed and window of the chaos plan, if any.
     pub chaos: Option<(u64, Duration)>,
+    /// Members of each local cluster the recorder starts (1: one plain service).
+    pub cluster: usize,
+    /// Copies of the stream NATS keeps.
+    pub replicas: usize,
     /// A NATS credentials file for the user's NATS.
     pub nats_creds: Option<PathBuf>,
     /// The user's Redis, or `None` to start our own.
@@ -83,10 +87,10 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         Ok(match given {
             Some(e) => e.clone(),
             None => {
-                let s = LocalService::start(kind, workdir.path())?;
-                let url = Endpoint::local(s.url());
-                own.push(s);
-                url
+                let members = LocalService::start_cluster(kind, workdir.path(), config.cluster)?;
+                let urls: Vec<String> = members.iter().map(LocalService::url).collect();
+                own.extend(members);
+                Endpoint::local(urls.join(","))
             }
         })
     };
@@ -106,6 +110,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
                     etcd,
                     nats,
                     nats_creds,
+                    replicas: config.replicas,
                 },
                 shown,
             )
@@ -136,13 +141,16 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         "scenarios": config.scenarios.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "endpoints": shown_endpoints,
         "ack_wait_ms": ack_wait.as_millis() as u64,
+        "cluster": config.cluster,
+        "replicas": config.replicas,
         "publish_timeout_ms": timing.publish_timeout.as_millis() as u64,
     })
     .to_string();
     let own_services = config.etcd.is_none() && config.nats.is_none();
     let chaos = config.chaos.map(|(seed, window)| {
         let workers = config.load.workers.max(2);
-        ChaosPlan::new(seed, window, workers, config.backend, own_services)
+        let targets = Targets::of(workers, config.backend, own_services, config.cluster);
+        ChaosPlan::new(seed, window, targets)
     });
     let services = std::sync::Mutex::new(own);
     let (journal, recorder) =

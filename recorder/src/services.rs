@@ -2,6 +2,9 @@
 //! dir and stopped when dropped: at the end of a run, on error, on Ctrl-C (the run returns and drops
 //! them) and on panic (unwinding drops them). Each child also gets `PDEATHSIG`, so a killed recorder
 //! takes its services with it.
+//!
+//! [`LocalService::start_cluster`] starts several members of one etcd cluster or one NATS cluster
+//! (JetStream clustered, so streams can be replicated), each with its own ports, data dir and log.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -84,7 +87,18 @@ pub struct LocalService {
     client_port: u16,
     /// A second port: etcd's peer port, nats' monitoring port.
     aux_port: u16,
+    /// This member's place in a cluster, if it is one.
+    member: Option<Member>,
     child: Option<Child>,
+}
+
+/// A member of a local cluster.
+#[derive(Debug, Clone)]
+struct Member {
+    /// 1-based.
+    index: usize,
+    /// Every member's peer port (etcd) or route port (nats), in member order.
+    peer_ports: Vec<u16>,
 }
 
 impl LocalService {
@@ -95,10 +109,60 @@ impl LocalService {
             dir: dir.to_path_buf(),
             client_port: free_port(kind)?,
             aux_port: free_port(kind)?,
+            member: None,
             child: None,
         };
         service.launch()?;
         Ok(service)
+    }
+
+    /// Starts a cluster of `size` members of `kind` (one plain service if `size` is 1) and waits
+    /// until each answers: etcd with a quorum, nats-server with a JetStream metadata leader.
+    pub fn start_cluster(
+        kind: ServiceKind,
+        dir: &Path,
+        size: usize,
+    ) -> Result<Vec<Self>, ServiceError> {
+        if size <= 1 {
+            return Ok(vec![Self::start(kind, dir)?]);
+        }
+        let peer_ports = (0..size)
+            .map(|_| free_port(kind))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut members = Vec::with_capacity(size);
+        for index in 1..=size {
+            let aux_port = match kind {
+                ServiceKind::Etcd => peer_ports[index - 1],
+                _ => free_port(kind)?,
+            };
+            members.push(LocalService {
+                kind,
+                dir: dir.to_path_buf(),
+                client_port: free_port(kind)?,
+                aux_port,
+                member: Some(Member {
+                    index,
+                    peer_ports: peer_ports.clone(),
+                }),
+                child: None,
+            });
+        }
+        // A cluster answers only once a majority is up: start every member, then wait for each.
+        for member in &mut members {
+            member.spawn()?;
+        }
+        for member in &mut members {
+            member.wait_ready()?;
+        }
+        Ok(members)
+    }
+
+    /// `etcd`, or `etcd-2` for the second member of a cluster.
+    pub fn name(&self) -> String {
+        match &self.member {
+            Some(m) => format!("{}-{}", self.kind.program(), m.index),
+            None => self.kind.program().to_string(),
+        }
     }
 
     /// The URL clients connect to.
@@ -130,10 +194,19 @@ impl LocalService {
     }
 
     fn launch(&mut self) -> Result<(), ServiceError> {
+        self.spawn()?;
+        self.wait_ready()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.log", self.name()))
+    }
+
+    fn spawn(&mut self) -> Result<(), ServiceError> {
         let program = self.kind.program();
-        let data = self.dir.join(program);
+        let data = self.dir.join(self.name());
         std::fs::create_dir_all(&data).map_err(|source| ServiceError::Io { program, source })?;
-        let log_path = self.dir.join(format!("{program}.log"));
+        let log_path = self.log_path();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -161,35 +234,70 @@ impl LocalService {
             _ => ServiceError::Io { program, source },
         })?;
         self.child = Some(child);
-        self.wait_ready(&log_path)
+        Ok(())
     }
 
     fn args(&self, data: &Path) -> Vec<String> {
         let (p, a) = (self.client_port, self.aux_port);
         let data = data.display().to_string();
+        let program = self.kind.program();
         match self.kind {
-            ServiceKind::Etcd => vec![
-                "--name=outbox-trace".into(),
-                format!("--data-dir={data}"),
-                format!("--listen-client-urls=http://127.0.0.1:{p}"),
-                format!("--advertise-client-urls=http://127.0.0.1:{p}"),
-                format!("--listen-peer-urls=http://127.0.0.1:{a}"),
-                format!("--initial-advertise-peer-urls=http://127.0.0.1:{a}"),
-                format!("--initial-cluster=outbox-trace=http://127.0.0.1:{a}"),
-                "--logger=zap".into(),
-                "--log-level=error".into(),
-            ],
-            ServiceKind::Nats => vec![
-                "-js".into(),
-                "-sd".into(),
-                data,
-                "-a".into(),
-                "127.0.0.1".into(),
-                "-p".into(),
-                p.to_string(),
-                "-m".into(),
-                a.to_string(),
-            ],
+            ServiceKind::Etcd => {
+                let (name, initial) = match &self.member {
+                    Some(m) => (
+                        self.name(),
+                        m.peer_ports
+                            .iter()
+                            .enumerate()
+                            .map(|(i, port)| format!("{program}-{}=http://127.0.0.1:{port}", i + 1))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    ),
+                    None => (
+                        "outbox-trace".to_string(),
+                        format!("outbox-trace=http://127.0.0.1:{a}"),
+                    ),
+                };
+                vec![
+                    format!("--name={name}"),
+                    format!("--data-dir={data}"),
+                    format!("--listen-client-urls=http://127.0.0.1:{p}"),
+                    format!("--advertise-client-urls=http://127.0.0.1:{p}"),
+                    format!("--listen-peer-urls=http://127.0.0.1:{a}"),
+                    format!("--initial-advertise-peer-urls=http://127.0.0.1:{a}"),
+                    format!("--initial-cluster={initial}"),
+                    "--initial-cluster-token=outbox-trace".into(),
+                    "--logger=zap".into(),
+                    "--log-level=error".into(),
+                ]
+            }
+            ServiceKind::Nats => {
+                let mut args = vec![
+                    "-js".into(),
+                    "-sd".into(),
+                    data,
+                    "-a".into(),
+                    "127.0.0.1".into(),
+                    "-p".into(),
+                    p.to_string(),
+                    "-m".into(),
+                    a.to_string(),
+                ];
+                if let Some(m) = &self.member {
+                    let route = |port: &u16| format!("nats://127.0.0.1:{port}");
+                    args.extend([
+                        "--server_name".into(),
+                        self.name(),
+                        "--cluster_name".into(),
+                        "outbox-trace".into(),
+                        "--cluster".into(),
+                        route(&m.peer_ports[m.index - 1]),
+                        "--routes".into(),
+                        m.peer_ports.iter().map(route).collect::<Vec<_>>().join(","),
+                    ]);
+                }
+                args
+            }
             ServiceKind::Redis => vec![
                 "--bind".into(),
                 "127.0.0.1".into(),
@@ -205,8 +313,9 @@ impl LocalService {
         }
     }
 
-    fn wait_ready(&mut self, log: &Path) -> Result<(), ServiceError> {
+    fn wait_ready(&mut self) -> Result<(), ServiceError> {
         let program = self.kind.program();
+        let log = &self.log_path();
         let limit = Duration::from_secs(30);
         let started = Instant::now();
         loop {
@@ -239,6 +348,13 @@ impl LocalService {
         match self.kind {
             ServiceKind::Etcd => http_get(self.client_port, "/health")
                 .is_some_and(|body| body.contains("\"health\":\"true\"")),
+            ServiceKind::Nats if self.member.is_some() => http_get(self.aux_port, "/jsz")
+                .and_then(|response| {
+                    let body = response.split_once("\r\n\r\n")?.1;
+                    let jsz: serde_json::Value = serde_json::from_str(body).ok()?;
+                    Some(jsz["meta_cluster"]["leader"].as_str()? != "")
+                })
+                .unwrap_or(false),
             ServiceKind::Nats => http_get(self.aux_port, "/healthz?js-enabled-only=true")
                 .is_some_and(|body| {
                     body.starts_with("HTTP/1.1 200") || body.starts_with("HTTP/1.0 200")

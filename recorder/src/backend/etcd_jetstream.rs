@@ -43,6 +43,7 @@ pub struct EtcdJetStream {
     consumer_name: String,
     consumer: tokio::sync::OnceCell<consumer::PullConsumer>,
     ack_wait: Duration,
+    replicas: usize,
     timing: Timing,
 }
 
@@ -52,6 +53,7 @@ impl Backend for EtcdJetStream {
             etcd,
             nats,
             nats_creds,
+            replicas,
         } = &conn.endpoints
         else {
             return Err(BackendError::Store(
@@ -74,10 +76,12 @@ impl Backend for EtcdJetStream {
         } else {
             "http"
         };
-        let client = etcd_client::Client::connect(
-            [format!("{scheme}://{}", etcd.host_port())],
-            Some(options),
-        )
+        let members: Vec<String> = etcd
+            .host_ports()
+            .iter()
+            .map(|h| format!("{scheme}://{h}"))
+            .collect();
+        let client = etcd_client::Client::connect(members, Some(options))
         .await
         .map_err(|e| etcd_unreachable(one_line(&e)))?;
         let mut kv = client.kv_client();
@@ -104,7 +108,12 @@ impl Backend for EtcdJetStream {
                 }
             })?;
         }
-        let nats = nats_options.connect(nats.host_port()).await.map_err(|e| {
+        let servers: Vec<async_nats::ServerAddr> = nats
+            .host_ports()
+            .iter()
+            .filter_map(|h| format!("nats://{h}").parse().ok())
+            .collect();
+        let nats = nats_options.connect(servers).await.map_err(|e| {
             BackendError::Unreachable {
                 service: "nats",
                 endpoint: nats.redacted(),
@@ -123,6 +132,7 @@ impl Backend for EtcdJetStream {
             consumer_name: conn.namespace.consumer.clone(),
             consumer: tokio::sync::OnceCell::new(),
             ack_wait: conn.ack_wait,
+            replicas: (*replicas).max(1),
             timing,
         })
     }
@@ -508,6 +518,7 @@ impl Control for EtcdJetStream {
                 name: self.stream.clone(),
                 subjects: vec![self.subject.clone()],
                 storage: stream::StorageType::File,
+                num_replicas: self.replicas,
                 ..Default::default()
             })
             .await

@@ -101,6 +101,9 @@ pub enum Endpoints {
         /// A NATS credentials file (its path is not secret; its content never leaves it).
         #[serde(default)]
         nats_creds: Option<PathBuf>,
+        /// Copies of the stream the NATS cluster keeps (1 on a single server).
+        #[serde(default = "one")]
+        replicas: usize,
     },
     /// A SQLite directory and Redis.
     SqliteRedis {
@@ -109,6 +112,10 @@ pub enum Endpoints {
         /// Redis' URL.
         redis: Endpoint,
     },
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Endpoints {

@@ -73,6 +73,13 @@ pub struct ActorSpec {
     pub api_rate: u32,
     /// The external receiver (the receiver serves it; workers call it).
     pub external: Option<ExternalSpec>,
+    /// Report every step; when false, only crashes (to measure what tracing costs).
+    #[serde(default = "yes")]
+    pub trace: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One line an actor writes to its standard output.
@@ -89,11 +96,15 @@ pub enum Line {
 #[derive(Debug, Clone, Copy)]
 pub struct Reporter {
     clock: RunClock,
+    trace: bool,
 }
 
 impl Reporter {
     /// Reports one step.
     pub fn emit(&self, mut event: Event) {
+        if !self.trace && event.kind != Kind::Crash {
+            return;
+        }
         event.ts_ns = self.clock.now();
         write_line(&Line::Event(Box::new(event)));
     }
@@ -111,6 +122,7 @@ pub struct ActorCtx {
     /// The external receiver to call, if the scenario has one.
     pub external: Option<ExternalSpec>,
     stop: Arc<AtomicBool>,
+    trace: bool,
 }
 
 impl ActorCtx {
@@ -121,7 +133,10 @@ impl ActorCtx {
 
     /// A reporter for tasks of this actor.
     pub fn reporter(&self) -> Reporter {
-        Reporter { clock: self.clock }
+        Reporter {
+            clock: self.clock,
+            trace: self.trace,
+        }
     }
 
     /// Reports that a fault fired.
@@ -174,6 +189,7 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
         timing: Timing::default(),
         external: None,
         stop: stop_on_stdin_eof(),
+        trace: true,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -227,6 +243,7 @@ pub fn main() -> i32 {
         timing: spec.timing,
         external: spec.external.clone(),
         stop,
+        trace: spec.trace,
     };
     match runtime.block_on(play(&spec, &mut ctx)) {
         Ok(()) => 0,

@@ -60,9 +60,70 @@ pub enum Command {
     /// One actor life; started by `recorder run`, reads its spec on standard input.
     #[command(hide = true)]
     Actor,
+    /// Measure the figures the README quotes: pipeline throughput against raw etcd and JetStream
+    /// rates, tracing overhead, memory and trace size, chaos runs, and the broken variants'
+    /// detection rates.
+    Bench(BenchArgs),
     /// Serve the example payments receiver (the external effect's idempotency API) until standard
     /// input closes; its events go to standard output as JSON lines.
     Receiver(ReceiverArgs),
+}
+
+/// Arguments of `recorder bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Tasks of the pipeline, overhead and chaos runs.
+    #[arg(long, default_value_t = 10_000)]
+    pub tasks: usize,
+    /// Tasks of the memory run.
+    #[arg(long, default_value_t = 100_000)]
+    pub big_tasks: usize,
+    /// Chaos seeds (1..=N) each broken variant runs under.
+    #[arg(long, default_value_t = 20)]
+    pub seeds: u64,
+    /// Where the traces, the log and results.json go.
+    #[arg(long, default_value = "bench")]
+    pub out: PathBuf,
+    /// Only these parts (default: all), comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub parts: Vec<BenchPart>,
+}
+
+/// A part of `recorder bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchPart {
+    /// Throughput against the raw etcd and JetStream rates.
+    Pipeline,
+    /// Tracing on against tracing off.
+    Overhead,
+    /// Peak memory and bytes per event of a large run.
+    Memory,
+    /// Chaos runs of the reference protocol on each backend and the cluster, checked.
+    Chaos,
+    /// Detection rates of the broken variants under chaos.
+    Detection,
+}
+
+impl BenchPart {
+    /// Every part, in the order they run.
+    pub const ALL: [BenchPart; 5] = [
+        BenchPart::Pipeline,
+        BenchPart::Overhead,
+        BenchPart::Memory,
+        BenchPart::Chaos,
+        BenchPart::Detection,
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchPart::Pipeline => "pipeline",
+            BenchPart::Overhead => "overhead",
+            BenchPart::Memory => "memory",
+            BenchPart::Chaos => "chaos",
+            BenchPart::Detection => "detection",
+        }
+    }
 }
 
 /// Arguments of `recorder receiver`.
@@ -115,6 +176,10 @@ pub struct RunArgs {
     /// own cluster given with --nats.
     #[arg(long)]
     pub replicas: Option<usize>,
+    /// Record only the recorder's own rows (run_start, observed, run_end) and crashes, not the
+    /// actors' steps: the same run without tracing, to measure what tracing costs.
+    #[arg(long)]
+    pub no_trace: bool,
     /// Protocol variant: the reference, or a deliberately broken one.
     #[arg(long, value_enum, default_value = "reference")]
     pub protocol: Protocol,
@@ -282,6 +347,7 @@ impl RunArgs {
                 ..Timing::default()
             },
             deadline: self.deadline,
+            trace: !self.no_trace,
             progress: !self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
     }

@@ -57,6 +57,8 @@ pub struct ScenarioEnv<'a> {
     pub progress: bool,
     /// Random faults to inject, if any.
     pub chaos: Option<&'a ChaosPlan>,
+    /// Record the actors' steps (false: only the recorder's own rows and crashes).
+    pub trace: bool,
     /// The services the recorder started (restarted by the chaos plan).
     pub services: &'a std::sync::Mutex<Vec<LocalService>>,
 }
@@ -171,6 +173,7 @@ async fn run_on<B: Backend>(
             api_mode: scenario.api_mode,
             api_rate: scenario.api_rate,
             external: external.clone(),
+            trace: env.trace,
         }
     };
     for s in &mut slots {
@@ -330,7 +333,10 @@ async fn run_on<B: Backend>(
             process.stop(Duration::from_secs(5)).await?;
         }
     }
-    record_unreported_commits(env, name, &control, &own).await?;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if env.trace {
+        record_unreported_commits(env, name, &control, &own).await?;
+    }
     let mut observed = control.observe().await?;
     if let Some(external) = &external {
         let (payments, keys) = crate::external::totals(&external.db)?;
@@ -344,7 +350,7 @@ async fn run_on<B: Backend>(
         .record(own(
             Kind::RunEnd,
             "recorder",
-            json!({ "recovered": recovered, "reason": end_reason }),
+            json!({ "recovered": recovered, "reason": end_reason, "elapsed_ms": elapsed_ms }),
         ))
         .await?;
     Ok(recovered)

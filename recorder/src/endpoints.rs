@@ -161,7 +161,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.host_ports(), ["127.0.0.1:1", "127.0.0.1:2"]);
-        assert_eq!(e.redacted(), "http://***@127.0.0.1:1/,http://***@127.0.0.1:2/");
+        assert_eq!(
+            e.redacted(),
+            "http://***@127.0.0.1:1/,http://***@127.0.0.1:2/"
+        );
         assert!(Endpoint::parse("etcd", "http://a:1,ftp://b:2", &["http"]).is_err());
     }
 }

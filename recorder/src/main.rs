@@ -4,6 +4,7 @@
 
 mod actor;
 mod backend;
+mod bench;
 mod chaos;
 mod cli;
 mod clock;
@@ -51,6 +52,16 @@ fn main() -> ExitCode {
             db: args.db,
             slow_ms: args.slow_ms,
         }) as u8),
+        Command::Bench(args) => {
+            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+            match runtime.block_on(bench::run(&args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("recorder bench: {e:#}");
+                    ExitCode::from(exit_code(&e))
+                }
+            }
+        }
         Command::List => {
             list();
             ExitCode::SUCCESS

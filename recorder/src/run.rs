@@ -57,6 +57,8 @@ pub struct RunConfig {
     pub deadline: Duration,
     /// Print a live progress line.
     pub progress: bool,
+    /// Record the actors' steps (false: only the recorder's own rows and crashes).
+    pub trace: bool,
 }
 
 /// What a run produced.
@@ -168,6 +170,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         tallies: tallies.clone(),
         progress: config.progress,
         chaos: chaos.as_ref(),
+        trace: config.trace,
         services: &services,
     };
     let mut unrecovered = Vec::new();

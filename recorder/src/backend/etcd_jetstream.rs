@@ -82,8 +82,8 @@ impl Backend for EtcdJetStream {
             .map(|h| format!("{scheme}://{h}"))
             .collect();
         let client = etcd_client::Client::connect(members, Some(options))
-        .await
-        .map_err(|e| etcd_unreachable(one_line(&e)))?;
+            .await
+            .map_err(|e| etcd_unreachable(one_line(&e)))?;
         let mut kv = client.kv_client();
         kv.get("/outbox-trace/.ping", None)
             .await
@@ -113,13 +113,14 @@ impl Backend for EtcdJetStream {
             .iter()
             .filter_map(|h| format!("nats://{h}").parse().ok())
             .collect();
-        let nats = nats_options.connect(servers).await.map_err(|e| {
-            BackendError::Unreachable {
+        let nats = nats_options
+            .connect(servers)
+            .await
+            .map_err(|e| BackendError::Unreachable {
                 service: "nats",
                 endpoint: nats.redacted(),
                 reason: one_line(&e),
-            }
-        })?;
+            })?;
         let js = jetstream::new(nats.clone());
         Ok(EtcdJetStream {
             kv,

@@ -1,0 +1,427 @@
+//! `recorder bench`: every figure the README quotes about the recorder, measured on this machine in
+//! one run, each next to what bounds it.
+//!
+//! - `pipeline`: tasks accepted -> effect committed per second, against the raw etcd guarded
+//!   transaction rate and JetStream ACKed publish rate measured on the same services just before.
+//! - `overhead`: the same load with tracing on and off (`--no-trace`), alternated, medians compared.
+//! - `memory`: the recording's peak memory and the trace's bytes per event for a large run.
+//! - `chaos`: a chaos run of the reference protocol on etcd + JetStream, SQLite + Redis and the
+//!   three-node cluster, each checked by `analyzer check`.
+//! - `detection`: each broken protocol variant under chaos seeds 1..=N: how often `analyzer check`
+//!   catches it, and with which invariants.
+//!
+//! Recordings are child processes (`recorder run`), as a user would start them; results go to
+//! `<out>/results.json` and a Markdown summary to standard output.
+
+mod child;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use outbox_trace::Kind;
+use serde_json::{json, Value};
+
+use crate::cli::{BenchArgs, BenchPart};
+use crate::protocol::Protocol;
+use crate::services::{LocalService, ServiceKind};
+
+/// Write transactions each task needs without batching: create (task + outbox record), mark,
+/// commit (dedup key + result + counter).
+const TXNS_PER_TASK: f64 = 3.0;
+
+/// Runs the parts asked for and reports them.
+pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let bench = Bench {
+        recorder: std::env::current_exe()?,
+        out: args.out.clone(),
+        log: args.out.join("bench.log"),
+    };
+    let mut results = serde_json::Map::new();
+    let parts = if args.parts.is_empty() {
+        BenchPart::ALL.to_vec()
+    } else {
+        args.parts.clone()
+    };
+    let needs_services = parts.iter().any(|p| {
+        matches!(
+            p,
+            BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory
+        )
+    });
+    let workdir = tempfile::Builder::new().prefix("outbox-bench-").tempdir()?;
+    let services = if needs_services {
+        Some((
+            LocalService::start(ServiceKind::Etcd, workdir.path())?,
+            LocalService::start(ServiceKind::Nats, workdir.path())?,
+        ))
+    } else {
+        None
+    };
+    let endpoints = services
+        .as_ref()
+        .map(|(e, n)| vec!["--etcd".to_string(), e.url(), "--nats".into(), n.url()])
+        .unwrap_or_default();
+    for part in parts {
+        eprintln!("bench: {}", part.name());
+        let value = match part {
+            BenchPart::Pipeline => {
+                let (etcd, nats) = services.as_ref().expect("services started");
+                bench
+                    .pipeline(args, &etcd.url(), &nats.url(), &endpoints)
+                    .await?
+            }
+            BenchPart::Overhead => bench.overhead(args, &endpoints)?,
+            BenchPart::Memory => bench.memory(args, &endpoints)?,
+            BenchPart::Chaos => bench.chaos(args)?,
+            BenchPart::Detection => bench.detection(args)?,
+        };
+        println!("{}", markdown(part, &value));
+        results.insert(part.name().to_string(), value);
+        let path = args.out.join("results.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&results)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!(
+        "bench: results in {}",
+        args.out.join("results.json").display()
+    );
+    Ok(())
+}
+
+struct Bench {
+    recorder: PathBuf,
+    out: PathBuf,
+    log: PathBuf,
+}
+
+impl Bench {
+    /// `recorder run` with `args`; the trace at `<out>/<name>.parquet`.
+    fn record(&self, name: &str, args: &[&str], extra: &[String]) -> anyhow::Result<Recorded> {
+        let trace = self.out.join(format!("{name}.parquet"));
+        let _ = std::fs::remove_file(&trace);
+        let mut all: Vec<String> = vec!["run".into(), "--quiet".into(), "--out".into()];
+        all.push(trace.display().to_string());
+        all.extend(args.iter().map(|s| s.to_string()));
+        all.extend(extra.iter().cloned());
+        let finished = child::run(&self.recorder, &all, &self.log)?;
+        anyhow::ensure!(
+            matches!(finished.code, Some(0 | 3)),
+            "recorder {} failed ({:?}); see {}",
+            all.join(" "),
+            finished.code,
+            self.log.display()
+        );
+        Ok(Recorded { trace, finished })
+    }
+
+    async fn pipeline(
+        &self,
+        args: &BenchArgs,
+        etcd: &str,
+        nats: &str,
+        endpoints: &[String],
+    ) -> anyhow::Result<Value> {
+        let etcd_rate = raw::etcd_txn_rate(etcd, 20_000, 64).await?;
+        let js_rate = raw::jetstream_publish_rate(nats, 50_000, 256, 1).await?;
+        let tasks = args.tasks.to_string();
+        let run = self.record(
+            "pipeline",
+            &["--tasks", &tasks, "--workers", "4"],
+            endpoints,
+        )?;
+        let stats = TraceStats::read(&run.trace)?;
+        let throughput = stats.tasks as f64 / stats.accepted_to_committed_s;
+        let bound = etcd_rate / TXNS_PER_TASK;
+        Ok(json!({
+            "tasks": stats.tasks,
+            "workers": 4,
+            "etcd_guarded_txn_per_s": round(etcd_rate),
+            "jetstream_acked_publish_per_s": round(js_rate),
+            "txns_per_task_unbatched": TXNS_PER_TASK,
+            "txns_per_task_used": round2(stats.write_txns as f64 / stats.tasks.max(1) as f64),
+            "etcd_bound_tasks_per_s": round(bound),
+            "tasks_per_s": round(throughput),
+            "ratio_to_etcd_bound": round2(throughput / bound),
+            "ratio_to_jetstream": round2(throughput / js_rate),
+            "commit_conflicts": stats.conflicts,
+        }))
+    }
+
+    fn overhead(&self, args: &BenchArgs, endpoints: &[String]) -> anyhow::Result<Value> {
+        let tasks = args.tasks.to_string();
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            for (traced, times) in [(true, &mut on), (false, &mut off)] {
+                let mut flags = vec!["--tasks", tasks.as_str(), "--workers", "4"];
+                if !traced {
+                    flags.push("--no-trace");
+                }
+                let name = format!("overhead-{}-{round}", if traced { "on" } else { "off" });
+                let run = self.record(&name, &flags, endpoints)?;
+                times.push(TraceStats::elapsed_ms(&run.trace)?);
+            }
+        }
+        let (on_ms, off_ms) = (median(&mut on), median(&mut off));
+        Ok(json!({
+            "tasks": args.tasks,
+            "runs_each": 3,
+            "traced_ms": on,
+            "untraced_ms": off,
+            "median_traced_ms": on_ms,
+            "median_untraced_ms": off_ms,
+            "overhead_percent": round2(100.0 * (on_ms as f64 - off_ms as f64) / off_ms.max(1) as f64),
+        }))
+    }
+
+    fn memory(&self, args: &BenchArgs, endpoints: &[String]) -> anyhow::Result<Value> {
+        let tasks = args.big_tasks.to_string();
+        let run = self.record("memory", &["--tasks", &tasks, "--workers", "4"], endpoints)?;
+        let rows = outbox_trace::TraceFile::open(&run.trace)?.info().rows;
+        let bytes = std::fs::metadata(&run.trace)?.len();
+        Ok(json!({
+            "tasks": args.big_tasks,
+            "events": rows,
+            "trace_bytes": bytes,
+            "bytes_per_event": round2(bytes as f64 / rows.max(1) as f64),
+            "peak_rss_mib": round(run.finished.peak_rss_kib as f64 / 1024.0),
+            "wall_s": round2(run.finished.wall.as_secs_f64()),
+        }))
+    }
+
+    fn chaos(&self, args: &BenchArgs) -> anyhow::Result<Value> {
+        let analyzer = child::analyzer()?;
+        let tasks = args.tasks.to_string();
+        let mut out = Vec::new();
+        let setups: [(&str, &[&str]); 3] = [
+            ("etcd-jetstream", &["--backend", "etcd-jetstream"]),
+            ("sqlite-redis", &["--backend", "sqlite-redis"]),
+            ("etcd-jetstream --cluster 3", &["--cluster", "3"]),
+        ];
+        for (label, setup) in setups {
+            let name = format!("chaos-{}", label.replace([' ', '-'], "_"));
+            let mut flags = vec!["--tasks", &tasks, "--workers", "4", "--chaos", "1"];
+            flags.extend_from_slice(setup);
+            flags.extend(["--chaos-window", "10s"]);
+            let run = self.record(&name, &flags, &[])?;
+            let verdict = check(&analyzer, &run.trace, &self.log)?;
+            let stats = TraceStats::read(&run.trace)?;
+            out.push(json!({
+                "setup": label,
+                "tasks": stats.tasks,
+                "crashes": stats.crashes,
+                "service_restarts": stats.faults,
+                "redeliveries": stats.redeliveries,
+                "suppressions": stats.suppressions,
+                "verdict": verdict.verdict,
+            }));
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn detection(&self, args: &BenchArgs) -> anyhow::Result<Value> {
+        let analyzer = child::analyzer()?;
+        let dir = self.out.join("detection");
+        std::fs::create_dir_all(&dir)?;
+        let mut out = Vec::new();
+        let variants = <Protocol as clap::ValueEnum>::value_variants()
+            .iter()
+            // The external call happens only in the external-effect scenario, not under load.
+            .filter(|p| **p != Protocol::NoIdempotencyKey);
+        for protocol in variants {
+            let mut caught = 0;
+            let mut by: BTreeMap<String, u32> = BTreeMap::new();
+            for seed in 1..=args.seeds {
+                let name = format!("detection/{}-{seed}", protocol.name());
+                let seed = seed.to_string();
+                let flags = [
+                    "--tasks",
+                    "300",
+                    "--rate",
+                    "100",
+                    "--workers",
+                    "4",
+                    "--chaos",
+                    &seed,
+                    "--chaos-window",
+                    "4s",
+                    "--protocol",
+                    protocol.name(),
+                ];
+                let run = self.record(&name, &flags, &[])?;
+                let verdict = check(&analyzer, &run.trace, &self.log)?;
+                if verdict.verdict == "invalid" {
+                    caught += 1;
+                }
+                for id in verdict.failed {
+                    *by.entry(id).or_default() += 1;
+                }
+            }
+            out.push(json!({
+                "protocol": protocol.name(),
+                "seeds": args.seeds,
+                "caught": caught,
+                "failed_invariants": by,
+            }));
+        }
+        Ok(Value::Array(out))
+    }
+}
+
+/// A finished recording.
+struct Recorded {
+    trace: PathBuf,
+    finished: child::Finished,
+}
+
+/// What `analyzer check` said of a trace.
+struct Verdict {
+    verdict: String,
+    failed: Vec<String>,
+}
+
+fn check(analyzer: &Path, trace: &Path, log: &Path) -> anyhow::Result<Verdict> {
+    let output = std::process::Command::new(analyzer)
+        .args(["check", "--json"])
+        .arg(trace)
+        .output()
+        .with_context(|| format!("running {}", analyzer.display()))?;
+    let report: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "analyzer check {} gave no JSON ({}); see {}",
+            trace.display(),
+            String::from_utf8_lossy(&output.stderr).trim(),
+            log.display()
+        )
+    })?;
+    let mut failed = Vec::new();
+    for scenario in report["scenarios"].as_array().into_iter().flatten() {
+        for inv in scenario["invariants"].as_array().into_iter().flatten() {
+            if inv["verdict"] == "fail" {
+                failed.extend(inv["id"].as_str().map(str::to_string));
+            }
+        }
+    }
+    Ok(Verdict {
+        verdict: report["verdict"].as_str().unwrap_or("unknown").to_string(),
+        failed,
+    })
+}
+
+/// The figures a benchmark reads from a trace.
+#[derive(Default)]
+struct TraceStats {
+    tasks: u64,
+    accepted_to_committed_s: f64,
+    write_txns: u64,
+    conflicts: u64,
+    crashes: u64,
+    faults: u64,
+    redeliveries: u64,
+    suppressions: u64,
+}
+
+impl TraceStats {
+    fn read(path: &Path) -> anyhow::Result<Self> {
+        let trace = outbox_trace::read_trace(path)?;
+        let mut s = TraceStats::default();
+        let (mut first_accept, mut last_commit) = (i64::MAX, i64::MIN);
+        let mut revs = std::collections::HashSet::new();
+        for e in &trace.events {
+            match e.kind {
+                Kind::TaskAccepted => {
+                    s.tasks += 1;
+                    first_accept = first_accept.min(e.ts_ns);
+                }
+                Kind::EffectCommitted => last_commit = last_commit.max(e.ts_ns),
+                Kind::CommitConflict => s.conflicts += 1,
+                Kind::Crash => s.crashes += 1,
+                Kind::Fault => s.faults += 1,
+                Kind::Redelivered => s.redeliveries += 1,
+                Kind::DuplicateSuppressed => s.suppressions += 1,
+                _ => {}
+            }
+            if matches!(
+                e.kind,
+                Kind::TaskAccepted | Kind::OutboxMarked | Kind::EffectCommitted
+            ) {
+                revs.extend(e.store_rev);
+            }
+        }
+        s.write_txns = revs.len() as u64;
+        s.accepted_to_committed_s = (last_commit - first_accept).max(1) as f64 / 1e9;
+        Ok(s)
+    }
+
+    /// The scenario's time from its actors' start to quiet, from `run_end`.
+    fn elapsed_ms(path: &Path) -> anyhow::Result<u64> {
+        let trace = outbox_trace::read_trace(path)?;
+        trace
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::RunEnd)
+            .find_map(|e| e.detail_json()["elapsed_ms"].as_u64())
+            .ok_or_else(|| anyhow::anyhow!("{} has no run_end.elapsed_ms", path.display()))
+    }
+}
+
+fn markdown(part: BenchPart, value: &Value) -> String {
+    let mut out = format!("\n### {}\n\n", part.name());
+    match value {
+        Value::Array(rows) => {
+            let keys: Vec<&String> = rows
+                .first()
+                .and_then(Value::as_object)
+                .map(|o| o.keys().collect())
+                .unwrap_or_default();
+            out += &format!(
+                "| {} |\n",
+                keys.iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+            out += &format!("|{}\n", "---|".repeat(keys.len()));
+            for row in rows {
+                let cells: Vec<String> = keys.iter().map(|k| cell(&row[k.as_str()])).collect();
+                out += &format!("| {} |\n", cells.join(" | "));
+            }
+        }
+        Value::Object(map) => {
+            out += "| figure | value |\n|---|---|\n";
+            for (k, v) in map {
+                out += &format!("| {k} | {} |\n", cell(v));
+            }
+        }
+        other => out += &other.to_string(),
+    }
+    out
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+fn median(values: &mut [u64]) -> u64 {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+fn round(x: f64) -> f64 {
+    x.round()
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}

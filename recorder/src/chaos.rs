@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::backend::BackendKind;
 
 /// One planned fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "action")]
 pub enum Action {
     /// SIGKILL the API process (it is restarted and retries its creates with the same keys).

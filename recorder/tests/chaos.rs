@@ -7,13 +7,16 @@ mod common;
 use outbox_analyzer::analysis::{analyse, RunVerdict};
 use outbox_trace::Kind;
 
-fn chaos(backend: &str, seed: &str) {
+fn chaos(backend: &str, seed: &str) -> Vec<outbox_trace::Event> {
+    chaos_with(&["--backend", backend], seed)
+}
+
+fn chaos_with(setup: &[&str], seed: &str) -> Vec<outbox_trace::Event> {
     let dir = tempfile::tempdir().unwrap();
-    let events = common::record_ok(
-        dir.path(),
-        &[
-            "--backend",
-            backend,
+    let args: Vec<&str> = setup
+        .iter()
+        .copied()
+        .chain([
             "--tasks",
             "400",
             "--workers",
@@ -22,8 +25,9 @@ fn chaos(backend: &str, seed: &str) {
             seed,
             "--chaos-window",
             "5s",
-        ],
-    );
+        ])
+        .collect();
+    let events = common::record_ok(dir.path(), &args);
     let rows = common::scenario(&events, "load");
     let start = common::of(&rows, Kind::RunStart)[0].detail_json();
     let planned = start["chaos"]["actions"]
@@ -59,6 +63,7 @@ fn chaos(backend: &str, seed: &str) {
         RunVerdict::Valid,
         "the reference survives chaos"
     );
+    events
 }
 
 #[test]
@@ -69,4 +74,37 @@ fn chaos_on_etcd_jetstream() {
 #[test]
 fn chaos_on_sqlite_redis() {
     chaos("sqlite-redis", "5");
+}
+
+#[test]
+fn chaos_on_a_three_node_cluster_restarts_members_and_holds() {
+    let events = chaos_with(&["--cluster", "3"], "8");
+    let start = events
+        .iter()
+        .find(|e| e.kind == Kind::RunStart)
+        .unwrap()
+        .detail_json();
+    let actions = start["chaos"]["actions"].as_array().unwrap();
+    assert!(
+        actions.iter().any(|a| a[1]["member"].as_u64().is_some()),
+        "the plan restarts cluster members: {start}"
+    );
+    let members: std::collections::BTreeSet<String> = events
+        .iter()
+        .filter(|e| e.kind == Kind::Fault)
+        .filter_map(|e| e.detail_json()["member"].as_str().map(str::to_string))
+        .collect();
+    assert!(!members.is_empty(), "a member was restarted");
+    assert!(
+        members.iter().all(|m| [
+            "etcd-1",
+            "etcd-2",
+            "etcd-3",
+            "nats-server-1",
+            "nats-server-2",
+            "nats-server-3"
+        ]
+        .contains(&m.as_str())),
+        "{members:?}"
+    );
 }

@@ -112,3 +112,25 @@ fn an_unreadable_nats_credentials_file_is_one_line() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+#[test]
+fn a_cluster_the_recorder_cannot_start_is_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["--cluster", "2"], "--cluster must be 1, 3 or 5"),
+        (
+            &["--cluster", "3", "--backend", "sqlite-redis"],
+            "--cluster needs --backend etcd-jetstream",
+        ),
+        (
+            &["--cluster", "3", "--etcd", "http://127.0.0.1:1"],
+            "--cluster starts its own services",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = recorder().arg("run").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let err = stderr(&output);
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

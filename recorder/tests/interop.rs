@@ -79,4 +79,24 @@ fn compose_file_is_valid() {
     for service in ["etcd:", "nats:", "redis:", "-js"] {
         assert!(text.contains(service), "compose.yaml lacks {service}");
     }
+    // The `cluster` profile: three etcd members and three NATS servers.
+    let output = Command::new("docker-compose")
+        .args([
+            "-f",
+            compose,
+            "--profile",
+            "cluster",
+            "config",
+            "--services",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let services = String::from_utf8_lossy(&output.stdout);
+    for member in ["etcd-1", "etcd-2", "etcd-3", "nats-1", "nats-2", "nats-3"] {
+        assert!(
+            services.lines().any(|s| s == member),
+            "the cluster profile lacks {member}: {services}"
+        );
+    }
 }

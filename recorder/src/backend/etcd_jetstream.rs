@@ -385,6 +385,37 @@ impl Store for EtcdJetStream {
 }
 
 impl EtcdJetStream {
+    /// Every key under `rest`, read in pages so that no reply exceeds the client's message limit.
+    async fn range(&self, rest: &str) -> Result<Vec<etcd_client::KeyValue>, BackendError> {
+        const PAGE: i64 = 2_000;
+        let prefix = self.key(rest).into_bytes();
+        let mut end = prefix.clone();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let mut from = prefix;
+        let mut out = Vec::new();
+        loop {
+            let options = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            let mut resp = self
+                .kv
+                .clone()
+                .get(from.clone(), Some(options))
+                .await
+                .map_err(store)?;
+            let more = resp.more();
+            let page = resp.take_kvs();
+            if let Some(last) = page.last() {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            out.extend(page);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
     /// Marks every record of `batch` published in one transaction guarded by each record's
     /// revision: all of them, at the returned revision, or none (`None`) if any changed.
     async fn mark_all(&self, batch: &[&Intent]) -> Result<Option<i64>, BackendError> {
@@ -547,14 +578,8 @@ impl Control for EtcdJetStream {
 
     async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError> {
         let prefix = self.key("dedup/");
-        let keys = self
-            .kv
-            .clone()
-            .get(prefix.clone(), Some(GetOptions::new().with_prefix()))
-            .await
-            .map_err(store)?;
+        let keys = self.range("dedup/").await?;
         Ok(keys
-            .kvs()
             .iter()
             .filter_map(|kv| {
                 let value: serde_json::Value = serde_json::from_slice(kv.value()).ok()?;
@@ -574,14 +599,8 @@ impl Control for EtcdJetStream {
     async fn observe(&self) -> Result<serde_json::Value, BackendError> {
         let mut stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
         let stream_messages = stream.info().await.map_err(broker)?.state.messages;
-        let tasks = self
-            .kv
-            .clone()
-            .get(self.key("task/"), Some(GetOptions::new().with_prefix()))
-            .await
-            .map_err(store)?;
+        let tasks = self.range("task/").await?;
         let tasks_done = tasks
-            .kvs()
             .iter()
             .filter(|kv| {
                 serde_json::from_slice::<serde_json::Value>(kv.value())
@@ -596,7 +615,7 @@ impl Control for EtcdJetStream {
             "dedup_keys": self.count("dedup/").await?,
             "outbox_pending": self.count("outbox/pending/").await?,
             "outbox_published": self.count("outbox/published/").await?,
-            "tasks": tasks.kvs().len(),
+            "tasks": tasks.len(),
             "tasks_done": tasks_done,
         }))
     }

@@ -385,6 +385,31 @@ impl Store for EtcdJetStream {
 }
 
 impl EtcdJetStream {
+    /// Creates the namespace's stream (with its replicas) and its durable consumer.
+    async fn create_stream_and_consumer(&self) -> Result<(), BackendError> {
+        let stream = self
+            .js
+            .create_stream(stream::Config {
+                name: self.stream.clone(),
+                subjects: vec![self.subject.clone()],
+                storage: stream::StorageType::File,
+                num_replicas: self.replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(broker)?;
+        stream
+            .create_consumer(consumer::pull::Config {
+                durable_name: Some(self.consumer_name.clone()),
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: self.ack_wait,
+                ..Default::default()
+            })
+            .await
+            .map_err(broker)?;
+        Ok(())
+    }
+
     /// Every key under `rest`, read in pages so that no reply exceeds the client's message limit.
     async fn range(&self, rest: &str) -> Result<Vec<etcd_client::KeyValue>, BackendError> {
         const PAGE: i64 = 2_000;
@@ -544,27 +569,17 @@ impl Broker for EtcdJetStream {
 
 impl Control for EtcdJetStream {
     async fn setup(&self) -> Result<(), BackendError> {
-        let stream = self
-            .js
-            .create_stream(stream::Config {
-                name: self.stream.clone(),
-                subjects: vec![self.subject.clone()],
-                storage: stream::StorageType::File,
-                num_replicas: self.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(broker)?;
-        stream
-            .create_consumer(consumer::pull::Config {
-                durable_name: Some(self.consumer_name.clone()),
-                ack_policy: consumer::AckPolicy::Explicit,
-                ack_wait: self.ack_wait,
-                ..Default::default()
-            })
-            .await
-            .map_err(broker)?;
-        Ok(())
+        // A cluster that has just elected its leaders may not place a replicated stream at once.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.create_stream_and_consumer().await {
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::info!("setting up the stream: {e}; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                done => return done,
+            }
+        }
     }
 
     async fn progress(&self) -> Result<Progress, BackendError> {

@@ -352,7 +352,7 @@ impl LocalService {
                 .and_then(|response| {
                     let body = response.split_once("\r\n\r\n")?.1;
                     let jsz: serde_json::Value = serde_json::from_str(body).ok()?;
-                    Some(jsz["meta_cluster"]["leader"].as_str()? != "")
+                    Some(!jsz["meta_cluster"]["leader"].as_str()?.is_empty())
                 })
                 .unwrap_or(false),
             ServiceKind::Nats => http_get(self.aux_port, "/healthz?js-enabled-only=true")

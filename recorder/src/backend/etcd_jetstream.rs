@@ -569,8 +569,10 @@ impl Broker for EtcdJetStream {
 
 impl Control for EtcdJetStream {
     async fn setup(&self) -> Result<(), BackendError> {
-        // A cluster that has just elected its leaders may not place a replicated stream at once.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        // A cluster that has just elected its leaders may not place a replicated stream at once;
+        // a single server either can or cannot, so its error is final.
+        let settle = if self.replicas > 1 { 30 } else { 0 };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(settle);
         loop {
             match self.create_stream_and_consumer().await {
                 Err(e) if tokio::time::Instant::now() < deadline => {

@@ -1,0 +1,208 @@
+//! The actor processes of one scenario: one slot per actor, each holding its current life, and what
+//! happens when a life ends. A planned crash or a chaos SIGKILL starts the next incarnation at once;
+//! an error (a service went away, say) starts it after a short, growing pause; the API's clean exit
+//! is its end.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::Stamp;
+use crate::actor::{ActorSpec, Role};
+use crate::faults::{Fault, FaultPlan, CRASH_EXIT_CODE};
+use crate::journal::Recorder;
+use crate::scenario::Scenario;
+use crate::supervisor::ActorProcess;
+use outbox_trace::Kind;
+
+/// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
+const MAX_ERRORS: u32 = 20;
+
+/// One actor and its current life.
+pub struct Slot {
+    /// What it does.
+    pub role: Role,
+    /// Its name in the trace.
+    pub actor: String,
+    /// Faults armed for its next life.
+    pub plan: FaultPlan,
+    /// Which life.
+    pub incarnation: u32,
+    errors: u32,
+    process: Option<ActorProcess>,
+    /// When a life that ended on an error is started again.
+    respawn_at: Option<Instant>,
+    /// The chaos plan SIGKILLed the current life.
+    killed: bool,
+    finished: bool,
+}
+
+/// Every actor of a scenario. `spec` builds the spec of a slot's next life.
+pub struct Cast<'a, F: Fn(&Slot) -> ActorSpec> {
+    slots: Vec<Slot>,
+    spec: F,
+    scenario: &'a str,
+    recorder: &'a Recorder,
+}
+
+impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
+    /// Starts the scenario's actors: the receiver (if any), the API, the relay and the workers.
+    pub async fn start(
+        scenario: &'a Scenario,
+        spec: F,
+        recorder: &'a Recorder,
+    ) -> anyhow::Result<Self> {
+        let mut slots = Vec::new();
+        if scenario.external {
+            slots.push(slot(Role::Receiver, "receiver".into(), &[]));
+        }
+        slots.push(slot(Role::Api, "api".into(), &scenario.api));
+        slots.push(slot(Role::Relay, "relay".into(), &scenario.relay));
+        for i in 1..=scenario.workers {
+            let actor = if scenario.workers == 1 {
+                "worker".to_string()
+            } else {
+                format!("worker-{i}")
+            };
+            slots.push(slot(Role::Worker, actor, &scenario.worker));
+        }
+        let mut cast = Cast {
+            slots,
+            spec,
+            scenario: scenario.name.as_str(),
+            recorder,
+        };
+        for i in 0..cast.slots.len() {
+            cast.spawn(i).await?;
+        }
+        Ok(cast)
+    }
+
+    async fn spawn(&mut self, i: usize) -> anyhow::Result<()> {
+        let spec = (self.spec)(&self.slots[i]);
+        let slot = &mut self.slots[i];
+        let process =
+            ActorProcess::spawn(&spec, &slot.actor, self.scenario, self.recorder.clone()).await?;
+        slot.process = Some(process);
+        Ok(())
+    }
+
+    /// Looks at every actor once: starts the lives due, records the ends, starts the next lives.
+    /// Returns whether every actor is alive (or, for the API, done).
+    pub async fn tend(&mut self, stamp: &Stamp) -> anyhow::Result<bool> {
+        let mut all_alive = true;
+        for i in 0..self.slots.len() {
+            if self.slots[i]
+                .respawn_at
+                .is_some_and(|at| Instant::now() >= at)
+            {
+                self.slots[i].respawn_at = None;
+                self.slots[i].incarnation += 1;
+                self.spawn(i).await?;
+            }
+            let s = &mut self.slots[i];
+            let Some(process) = s.process.as_mut() else {
+                all_alive &= s.finished;
+                continue;
+            };
+            let Some(status) = process.try_exit()? else {
+                continue;
+            };
+            let process = s.process.take().expect("present");
+            let report = process.collect().await?;
+            for fault in &report.fired {
+                s.plan.disarm(fault);
+            }
+            if s.role == Role::Api && status.success() {
+                s.finished = true;
+                continue;
+            }
+            all_alive = false;
+            let killed = std::mem::take(&mut s.killed);
+            if !report.crash_reported {
+                let point = if killed { "chaos:sigkill" } else { "exit" };
+                let mut crash = stamp.event(
+                    Kind::Crash,
+                    &s.actor,
+                    json!({ "point": point, "status": status.to_string() }),
+                );
+                crash.incarnation = s.incarnation;
+                self.recorder.record(crash).await?;
+            }
+            let planned = killed
+                || (status.code() == Some(CRASH_EXIT_CODE)
+                    && report.crash_reported
+                    && !report.fired.is_empty());
+            if planned {
+                s.incarnation += 1;
+                self.spawn(i).await?;
+                continue;
+            }
+            s.errors += 1;
+            if s.errors > MAX_ERRORS {
+                anyhow::bail!(
+                    "{} kept failing ({MAX_ERRORS} times) in scenario {}; see its errors above",
+                    s.actor,
+                    self.scenario
+                );
+            }
+            s.respawn_at =
+                Some(Instant::now() + Duration::from_millis(u64::from(s.errors.min(10)) * 200));
+        }
+        Ok(all_alive)
+    }
+
+    /// The API created every task and exited cleanly.
+    pub fn api_done(&self) -> bool {
+        self.slots.iter().any(|s| s.role == Role::Api && s.finished)
+    }
+
+    /// Stops the first actor of `role` and starts its next life from scratch.
+    pub async fn restart(&mut self, role: Role) -> anyhow::Result<()> {
+        let Some(i) = self.slots.iter().position(|s| s.role == role) else {
+            return Ok(());
+        };
+        if let Some(process) = self.slots[i].process.take() {
+            process.stop(Duration::from_secs(5)).await?;
+        }
+        self.slots[i].incarnation += 1;
+        self.spawn(i).await
+    }
+
+    /// SIGKILLs the current life of the `index`-th actor of `role` (counted modulo their number).
+    pub fn kill(&mut self, role: Role, index: usize) {
+        let mut of_role: Vec<&mut Slot> =
+            self.slots.iter_mut().filter(|s| s.role == role).collect();
+        let count = of_role.len().max(1);
+        if let Some(slot) = of_role.get_mut(index % count) {
+            if let Some(process) = slot.process.as_mut() {
+                slot.killed = true;
+                process.kill_now();
+            }
+        }
+    }
+
+    /// Stops every actor still running.
+    pub async fn stop_all(&mut self) -> anyhow::Result<()> {
+        for s in &mut self.slots {
+            if let Some(process) = s.process.take() {
+                process.stop(Duration::from_secs(5)).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn slot(role: Role, actor: String, faults: &[Fault]) -> Slot {
+    Slot {
+        role,
+        actor,
+        plan: FaultPlan::new(faults.to_vec()),
+        incarnation: 0,
+        errors: 0,
+        process: None,
+        respawn_at: None,
+        killed: false,
+        finished: false,
+    }
+}

@@ -1,0 +1,65 @@
+//! Carrying out one action of a chaos plan and recording it: a SIGKILL of an actor (its `crash`
+//! row comes when the cast sees the life end) or a SIGKILL and restart of a service member (a
+//! `fault` row naming the member and how long it was down).
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::cast::{Cast, Slot};
+use super::{ScenarioEnv, Stamp};
+use crate::actor::{ActorSpec, Role};
+use crate::chaos::Action;
+use crate::services::{LocalService, ServiceKind};
+use outbox_trace::Kind;
+
+/// Carries out `action`.
+pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
+    env: &ScenarioEnv<'_>,
+    action: Action,
+    cast: &mut Cast<'_, F>,
+    stamp: &Stamp,
+) -> anyhow::Result<()> {
+    match action {
+        Action::KillApi => cast.kill(Role::Api, 0),
+        Action::KillRelay => cast.kill(Role::Relay, 0),
+        Action::KillWorker { index } => cast.kill(Role::Worker, index),
+        Action::RestartBroker { member } => restart(env, ServiceKind::Nats, member, stamp).await?,
+        Action::RestartStore { member } => restart(env, ServiceKind::Etcd, member, stamp).await?,
+    }
+    Ok(())
+}
+
+/// SIGKILLs member `member` (modulo their number) of the local `kind` services and starts it
+/// again on its data, if the recorder runs such a service.
+async fn restart(
+    env: &ScenarioEnv<'_>,
+    kind: ServiceKind,
+    member: usize,
+    stamp: &Stamp,
+) -> anyhow::Result<()> {
+    let began = Instant::now();
+    let restarted = tokio::task::block_in_place(|| {
+        let mut services = env.services.lock().expect("services lock");
+        let mut members: Vec<&mut LocalService> =
+            services.iter_mut().filter(|s| s.kind() == kind).collect();
+        let count = members.len().max(1);
+        members
+            .get_mut(member % count)
+            .map(|s| s.restart().map(|()| s.name()))
+    });
+    if let Some(result) = restarted {
+        let name = result?;
+        let detail = json!({
+            "fault": if kind == ServiceKind::Nats { "broker-restart" } else { "store-restart" },
+            "service": kind.program(),
+            "member": name,
+            "signal": "SIGKILL",
+            "down_ms": began.elapsed().as_millis() as u64,
+        });
+        env.recorder
+            .record(stamp.event(Kind::Fault, "faults", detail))
+            .await?;
+    }
+    Ok(())
+}

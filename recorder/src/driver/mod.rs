@@ -1,0 +1,309 @@
+//! Running one scenario: start the actors, restart the ones that crash, wait until the services are
+//! quiet, read the ground truth back, and close the scenario with `run_end`.
+//!
+//! "Quiet" is read from the services, not guessed from time: the API finished, every actor is alive,
+//! no outbox record is pending and the broker has nothing undelivered or unACKed, three checks in a
+//! row. A scenario that does not get there before its deadline ends with `recovered: false`.
+//!
+//! [`cast`] keeps the actor processes alive, [`inject`] carries out the chaos plan and
+//! [`observer`] reads the ground truth back at the end.
+
+mod cast;
+mod inject;
+mod observer;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use outbox_trace::{Event, Kind};
+use serde_json::json;
+
+use self::cast::{Cast, Slot};
+use crate::actor::{ActorSpec, Role};
+use crate::backend::etcd_jetstream::EtcdJetStream;
+use crate::backend::sqlite_redis::SqliteRedis;
+use crate::backend::{Backend, BackendKind, Connection, Endpoints, Progress};
+use crate::chaos::ChaosPlan;
+use crate::clock::RunClock;
+use crate::endpoints::Endpoint;
+use crate::external::ExternalSpec;
+use crate::journal::{Recorder, Tallies};
+use crate::protocol::{Protocol, Timing};
+use crate::scenario::Scenario;
+use crate::services::LocalService;
+
+/// How often the driver looks at its actors and the services.
+const TICK: Duration = Duration::from_millis(100);
+/// Consecutive quiet checks that end a scenario.
+const QUIET_CHECKS: u32 = 3;
+
+/// What a scenario run shares with the rest of the run.
+pub struct ScenarioEnv<'a> {
+    /// The run's clock.
+    pub clock: RunClock,
+    /// Where events go.
+    pub recorder: &'a Recorder,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// Timing knobs (AckWait already adjusted for the variant).
+    pub timing: Timing,
+    /// How long a scenario may take to become quiet.
+    pub deadline: Duration,
+    /// Set by Ctrl-C.
+    pub interrupted: &'a Arc<AtomicBool>,
+    /// The run's own temporary directory (the external receiver keeps its database there).
+    pub workdir: &'a std::path::Path,
+    /// Live counts, for the progress line.
+    pub tallies: Tallies,
+    /// Show a live progress line (on a terminal).
+    pub progress: bool,
+    /// Random faults to inject, if any.
+    pub chaos: Option<&'a ChaosPlan>,
+    /// Record the actors' steps (false: only the recorder's own rows and crashes).
+    pub trace: bool,
+    /// The services the recorder started (restarted by the chaos plan).
+    pub services: &'a std::sync::Mutex<Vec<LocalService>>,
+}
+
+/// Makes the rows the recorder writes itself (not an actor's), stamped with the scenario and the
+/// run's clock.
+pub struct Stamp {
+    clock: RunClock,
+    scenario: String,
+}
+
+impl Stamp {
+    /// A row of `kind` by `actor` with `detail`.
+    pub fn event(&self, kind: Kind, actor: &str, detail: serde_json::Value) -> Event {
+        let mut event = Event::new(kind);
+        event.ts_ns = self.clock.now();
+        event.scenario.clone_from(&self.scenario);
+        event.actor = actor.to_string();
+        event.detail = Some(detail.to_string());
+        event
+    }
+}
+
+/// Runs one scenario to its `run_end`. Returns whether it recovered.
+pub async fn run_scenario(
+    env: &ScenarioEnv<'_>,
+    scenario: &Scenario,
+    connection: &Connection,
+) -> anyhow::Result<bool> {
+    match connection.endpoints.kind() {
+        BackendKind::EtcdJetstream => run_on::<EtcdJetStream>(env, scenario, connection).await,
+        BackendKind::SqliteRedis => run_on::<SqliteRedis>(env, scenario, connection).await,
+    }
+}
+
+async fn run_on<B: Backend>(
+    env: &ScenarioEnv<'_>,
+    scenario: &Scenario,
+    connection: &Connection,
+) -> anyhow::Result<bool> {
+    let name = scenario.name.as_str();
+    let control = B::connect(connection, env.timing).await?;
+    control
+        .setup()
+        .await
+        .with_context(|| format!("setting up scenario {name}"))?;
+    let stamp = Stamp {
+        clock: env.clock,
+        scenario: name.to_string(),
+    };
+    env.recorder
+        .record(stamp.event(
+            Kind::RunStart,
+            "recorder",
+            json!({
+                "protocol": env.protocol.name(),
+                "ack_wait_ms": env.timing.ack_wait.as_millis() as u64,
+                "workers": scenario.workers,
+                "tasks": scenario.tasks.len(),
+                "faults": { "api": scenario.api, "relay": scenario.relay, "worker": scenario.worker },
+                "chaos": env.chaos,
+                "counter_start": 0,
+            }),
+        ))
+        .await?;
+
+    let external = scenario.external.then(|| ExternalSpec {
+        addr: format!("127.0.0.1:{}", free_port()),
+        db: env.workdir.join(format!("receiver-{name}.db")),
+        slow_ms: 0,
+    });
+    let spec = |s: &Slot| {
+        let mut connection = connection.clone();
+        connection.member.clone_from(&s.actor);
+        if s.role == Role::Api && scenario.api_broker_down {
+            connection.endpoints = with_dead_broker(connection.endpoints);
+        }
+        ActorSpec {
+            role: s.role,
+            incarnation: s.incarnation,
+            clock: env.clock,
+            connection,
+            protocol: env.protocol,
+            plan: s.plan.clone(),
+            timing: Timing {
+                fetch_batch: scenario.fetch_batch,
+                relay_batch: scenario.relay_batch,
+                api_inflight: scenario.api_inflight,
+                ..env.timing
+            },
+            tasks: if s.role == Role::Api {
+                scenario.tasks.clone()
+            } else {
+                Vec::new()
+            },
+            api_mode: scenario.api_mode,
+            api_rate: scenario.api_rate,
+            external: external.clone(),
+            trace: env.trace,
+        }
+    };
+    let mut cast = Cast::start(scenario, spec, env.recorder).await?;
+
+    let started = Instant::now();
+    let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
+    let mut last_progress = Instant::now();
+    let mut chaos = env
+        .chaos
+        .map(|c| c.actions.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .peekable();
+    let mut quiet = 0;
+    let mut end_reason = "quiet";
+    let recovered = loop {
+        if env.interrupted.load(Ordering::Relaxed) {
+            end_reason = "interrupted";
+            break false;
+        }
+        if started.elapsed() > env.deadline {
+            end_reason = "deadline";
+            break false;
+        }
+        while let Some((at, action)) = chaos.peek() {
+            if started.elapsed() < Duration::from_millis(*at) {
+                break;
+            }
+            let action = *action;
+            chaos.next();
+            inject::inject(env, action, &mut cast, &stamp).await?;
+        }
+        let all_alive = cast.tend(&stamp).await?;
+        let progress = match control.progress().await {
+            Ok(p) => p,
+            Err(e) => {
+                // A service is restarting: not quiet yet.
+                tracing::debug!("progress: {e}");
+                Progress {
+                    outbox_pending: u64::MAX,
+                    broker_pending: u64::MAX,
+                }
+            }
+        };
+        let chaos_done = chaos.peek().is_none();
+        if all_alive
+            && cast.api_done()
+            && chaos_done
+            && progress.outbox_pending == 0
+            && progress.broker_pending == 0
+        {
+            quiet += 1;
+            if quiet >= QUIET_CHECKS && relay_runs_left > 0 {
+                // Run the relay again from scratch: it must find nothing left to publish.
+                relay_runs_left -= 1;
+                quiet = 0;
+                let mut seen = control.observe().await?;
+                seen["phase"] = json!(format!(
+                    "after relay run {}",
+                    scenario.relay_runs - relay_runs_left - 1
+                ));
+                env.recorder
+                    .record(stamp.event(Kind::Observed, "observer", seen))
+                    .await?;
+                cast.restart(Role::Relay).await?;
+            } else if quiet >= QUIET_CHECKS {
+                break true;
+            }
+        } else {
+            quiet = 0;
+        }
+        if env.progress && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            show_progress(name, &env.tallies, started.elapsed());
+        }
+        tokio::time::sleep(TICK).await;
+    };
+    if env.progress {
+        show_progress(name, &env.tallies, started.elapsed());
+        eprintln!();
+    }
+
+    cast.stop_all().await?;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if env.trace {
+        observer::record_unreported_commits(env, &control, &stamp).await?;
+    }
+    observer::record_observed(env, &control, external.as_ref(), &stamp).await?;
+    env.recorder
+        .record(stamp.event(
+            Kind::RunEnd,
+            "recorder",
+            json!({ "recovered": recovered, "reason": end_reason, "elapsed_ms": elapsed_ms }),
+        ))
+        .await?;
+    Ok(recovered)
+}
+
+/// One line, rewritten in place: how far the scenario has got.
+fn show_progress(name: &str, tallies: &Tallies, elapsed: Duration) {
+    use outbox_trace::Kind::*;
+    let tallies = tallies.lock().expect("tally lock");
+    let Some((_, t)) = tallies.iter().find(|(s, _)| s == name) else {
+        return;
+    };
+    eprint!(
+        "\r  {name}: accepted {}  published {}  committed {}  acked {}  crashes {}  ({:.1} s)   ",
+        t.count(TaskAccepted),
+        t.count(PublishAcked),
+        t.count(EffectCommitted),
+        t.count(Acked),
+        t.count(Crash),
+        elapsed.as_secs_f64()
+    );
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(9)
+}
+
+/// The same endpoints with the broker moved to a loopback port nobody listens on.
+fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
+    let port = free_port();
+    match endpoints {
+        Endpoints::EtcdJetstream {
+            etcd,
+            nats_creds,
+            replicas,
+            ..
+        } => Endpoints::EtcdJetstream {
+            etcd,
+            nats_creds,
+            replicas,
+            nats: Endpoint::local(format!("nats://127.0.0.1:{port}")),
+        },
+        Endpoints::SqliteRedis { db_dir, .. } => Endpoints::SqliteRedis {
+            db_dir,
+            redis: Endpoint::local(format!("redis://127.0.0.1:{port}")),
+        },
+    }
+}

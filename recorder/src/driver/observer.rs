@@ -1,0 +1,69 @@
+//! What the observer records at the end of a scenario, read from the services themselves: the
+//! effect commits no worker reported, then the ground truth (`observed`).
+
+use serde_json::json;
+
+use super::{ScenarioEnv, Stamp};
+use crate::backend::Control;
+use crate::external::ExternalSpec;
+use outbox_trace::Kind;
+
+/// Records, as the observer saw them in the store, the effect commits no worker reported: a worker
+/// killed between its commit and its report leaves the commit in the store and not in the trace.
+/// Each is read from the dedup key the commit wrote (its revision, the counter after it) and
+/// marked `detail.seen_in: "store"`.
+pub async fn record_unreported_commits<B: Control>(
+    env: &ScenarioEnv<'_>,
+    control: &B,
+    stamp: &Stamp,
+) -> anyhow::Result<()> {
+    env.recorder.sync().await?;
+    let reported = {
+        let tallies = env.tallies.lock().expect("tally lock");
+        tallies
+            .iter()
+            .find(|(s, _)| *s == stamp.scenario)
+            .map(|(_, t)| t.committed.clone())
+            .unwrap_or_default()
+    };
+    let mut missing: Vec<_> = control
+        .commits()
+        .await?
+        .into_iter()
+        .filter(|c| !reported.contains(&(c.store_rev, c.event_id.clone())))
+        .collect();
+    // One transaction may commit several effects: within it, the counter tells their order.
+    missing.sort_by_key(|c| (c.store_rev, c.counter));
+    for commit in missing {
+        let mut event = stamp.event(
+            Kind::EffectCommitted,
+            "observer",
+            json!({ "seen_in": "store", "why": "the committing worker died before reporting it" }),
+        );
+        event.event_id = Some(commit.event_id);
+        event.task_id = Some(commit.task_id);
+        event.amount = Some(commit.amount);
+        event.store_rev = Some(commit.store_rev);
+        event.counter = Some(commit.counter);
+        env.recorder.record(event).await?;
+    }
+    Ok(())
+}
+
+/// Records the ground truth: the backend's own view, plus the external receiver's totals.
+pub async fn record_observed<B: Control>(
+    env: &ScenarioEnv<'_>,
+    control: &B,
+    external: Option<&ExternalSpec>,
+    stamp: &Stamp,
+) -> anyhow::Result<()> {
+    let mut observed = control.observe().await?;
+    if let Some(external) = external {
+        let (payments, keys) = crate::external::totals(&external.db)?;
+        observed["external_payments"] = json!(payments);
+        observed["external_keys"] = json!(keys);
+    }
+    env.recorder
+        .record(stamp.event(Kind::Observed, "observer", observed))
+        .await
+}

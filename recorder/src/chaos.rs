@@ -21,7 +21,7 @@ pub enum Action {
         /// Which worker.
         index: usize,
     },
-    /// SIGKILL a nats-server and start it again on the same file store.
+    /// SIGKILL a broker (nats-server, or redis-server) and start it again on the same data.
     RestartBroker {
         /// Which member of the cluster (0-based; always 0 on a single server).
         member: usize,
@@ -38,20 +38,26 @@ pub enum Action {
 pub struct Targets {
     /// Worker processes.
     pub workers: usize,
-    /// Members of each service cluster the recorder may restart: 0 where it may restart none
-    /// (services it did not start, or that lose their data on a restart).
-    pub service_members: usize,
+    /// Broker servers the recorder may restart (0: none).
+    pub broker_members: usize,
+    /// Store servers the recorder may restart (0: none).
+    pub store_members: usize,
 }
 
 impl Targets {
-    /// The targets of a run: service restarts only where the recorder runs the services itself
-    /// and they keep their data across a restart (etcd and nats-server; the Redis it starts has
-    /// no persistence).
+    /// The targets of a run: service restarts only where the recorder runs the services itself,
+    /// each on the data it keeps across a restart: etcd and nats-server (`members` of each), or
+    /// redis-server (its append-only file); a SQLite file is no server to restart.
     pub fn of(workers: usize, backend: BackendKind, own_services: bool, members: usize) -> Self {
-        let restartable = own_services && backend == BackendKind::EtcdJetstream;
+        let members = if own_services { members.max(1) } else { 0 };
+        let (broker_members, store_members) = match backend {
+            BackendKind::EtcdJetstream => (members, members),
+            BackendKind::SqliteRedis => (members.min(1), 0),
+        };
         Targets {
             workers: workers.max(1),
-            service_members: if restartable { members.max(1) } else { 0 },
+            broker_members,
+            store_members,
         }
     }
 }
@@ -71,7 +77,8 @@ impl ChaosPlan {
     pub fn new(seed: u64, window: Duration, targets: Targets) -> Self {
         let mut rng = SplitMix64(seed);
         let workers = targets.workers as u64;
-        let members = targets.service_members as u64;
+        let brokers = targets.broker_members as u64;
+        let stores = targets.store_members as u64;
         let mut actions = Vec::new();
         let mut at = 0u64;
         loop {
@@ -83,11 +90,11 @@ impl ChaosPlan {
             let action = match roll {
                 0..=9 => Action::KillApi,
                 10..=34 => Action::KillRelay,
-                80..=89 if members > 0 => Action::RestartBroker {
-                    member: rng.below(members) as usize,
+                80..=89 if brokers > 0 => Action::RestartBroker {
+                    member: rng.below(brokers) as usize,
                 },
-                90..=99 if members > 0 => Action::RestartStore {
-                    member: rng.below(members) as usize,
+                90..=99 if stores > 0 => Action::RestartStore {
+                    member: rng.below(stores) as usize,
                 },
                 _ => Action::KillWorker {
                     index: rng.below(workers) as usize,
@@ -121,7 +128,8 @@ mod tests {
 
     const CLUSTER: Targets = Targets {
         workers: 4,
-        service_members: 3,
+        broker_members: 3,
+        store_members: 3,
     };
 
     #[test]
@@ -149,21 +157,28 @@ mod tests {
         assert_eq!(hit.len(), 6, "{hit:?}");
     }
 
-    #[test]
-    fn no_service_restarts_without_services_that_keep_their_data() {
-        let none = [
-            Targets::of(2, BackendKind::SqliteRedis, true, 1),
-            Targets::of(2, BackendKind::EtcdJetstream, false, 1),
-        ];
-        for targets in none {
-            assert_eq!(targets.service_members, 0);
-            for seed in 0..50 {
-                let plan = ChaosPlan::new(seed, Duration::from_secs(20), targets);
-                assert!(plan.actions.iter().all(|(_, a)| !matches!(
-                    a,
-                    Action::RestartBroker { .. } | Action::RestartStore { .. }
-                )));
+    fn restarts(targets: Targets) -> (usize, usize) {
+        let (mut brokers, mut stores) = (0, 0);
+        for seed in 0..50 {
+            for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), targets).actions {
+                match action {
+                    Action::RestartBroker { .. } => brokers += 1,
+                    Action::RestartStore { .. } => stores += 1,
+                    _ => {}
+                }
             }
         }
+        (brokers, stores)
+    }
+
+    #[test]
+    fn only_services_the_recorder_runs_and_that_keep_their_data_are_restarted() {
+        let theirs = Targets::of(2, BackendKind::EtcdJetstream, false, 1);
+        assert_eq!(restarts(theirs), (0, 0));
+        let (brokers, stores) = restarts(Targets::of(2, BackendKind::EtcdJetstream, true, 1));
+        assert!(brokers > 0 && stores > 0);
+        // Redis is restarted on its append-only file; the SQLite file is no server.
+        let (brokers, stores) = restarts(Targets::of(2, BackendKind::SqliteRedis, true, 1));
+        assert!(brokers > 0 && stores == 0);
     }
 }

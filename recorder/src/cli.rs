@@ -162,7 +162,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     pub rate: u32,
     /// Inject random faults from this seed: SIGKILLs of the actors and, where the recorder runs
-    /// them, restarts of etcd and nats-server. The same seed gives the same plan.
+    /// them, restarts of etcd, nats-server and redis-server. The same seed gives the same plan.
     #[arg(long)]
     pub chaos: Option<u64>,
     /// How long, from each scenario's start, the chaos plan keeps injecting faults.

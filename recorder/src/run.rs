@@ -148,7 +148,10 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         "publish_timeout_ms": timing.publish_timeout.as_millis() as u64,
     })
     .to_string();
-    let own_services = config.etcd.is_none() && config.nats.is_none();
+    let own_services = match config.backend {
+        BackendKind::EtcdJetstream => config.etcd.is_none() && config.nats.is_none(),
+        BackendKind::SqliteRedis => config.redis.is_none(),
+    };
     let chaos = config.chaos.map(|(seed, window)| {
         let workers = config.load.workers.max(2);
         let targets = Targets::of(workers, config.backend, own_services, config.cluster);

@@ -63,8 +63,8 @@ pub enum ServiceKind {
     Etcd,
     /// nats-server with JetStream on a file store.
     Nats,
-    /// redis-server without persistence (for the SQLite + Redis stack; exercised by the tests).
-    #[allow(dead_code)]
+    /// redis-server with an append-only file synced on every write, so it keeps its data across
+    /// a SIGKILL and a restart.
     Redis,
 }
 
@@ -76,6 +76,11 @@ impl ServiceKind {
             ServiceKind::Nats => "nats-server",
             ServiceKind::Redis => "redis-server",
         }
+    }
+
+    /// True for a broker (nats-server, redis-server), false for a store (etcd).
+    pub fn is_broker(self) -> bool {
+        self != ServiceKind::Etcd
     }
 }
 
@@ -306,7 +311,9 @@ impl LocalService {
                 "--save".into(),
                 String::new(),
                 "--appendonly".into(),
-                "no".into(),
+                "yes".into(),
+                "--appendfsync".into(),
+                "always".into(),
                 "--dir".into(),
                 data,
             ],

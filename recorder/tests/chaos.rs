@@ -72,8 +72,13 @@ fn chaos_on_etcd_jetstream() {
 }
 
 #[test]
-fn chaos_on_sqlite_redis() {
-    chaos("sqlite-redis", "5");
+fn chaos_on_sqlite_redis_restarts_redis_on_its_append_only_file() {
+    let events = chaos("sqlite-redis", "9");
+    let restarted = events
+        .iter()
+        .filter(|e| e.kind == Kind::Fault && e.detail_json()["service"] == "redis-server")
+        .count();
+    assert!(restarted >= 1, "redis-server was restarted under load");
 }
 
 #[test]

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde_json::json;
 
@@ -115,7 +115,7 @@ pub struct SqliteRedis {
     db_path: PathBuf,
     redis: Endpoint,
     client: redis::Client,
-    conn: tokio::sync::OnceCell<MultiplexedConnection>,
+    conn: tokio::sync::OnceCell<ConnectionManager>,
     prefix: String,
     member: String,
     ack_wait: Duration,
@@ -165,11 +165,19 @@ impl SqliteRedis {
     }
 
     /// The Redis connection, made on first use (so a create that never publishes never needs Redis).
-    async fn redis(&self) -> Result<MultiplexedConnection, BackendError> {
+    /// It reconnects by itself after Redis restarts: the request that finds it broken fails, the
+    /// next ones go through once Redis is back.
+    async fn redis(&self) -> Result<ConnectionManager, BackendError> {
         self.conn
             .get_or_try_init(|| async {
-                let connect = self.client.get_multiplexed_async_connection();
-                match tokio::time::timeout(Duration::from_secs(3), connect).await {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(3)))
+                    .set_response_timeout(Some(Duration::from_secs(10)))
+                    .set_number_of_retries(1)
+                    .set_min_delay(Duration::from_millis(100))
+                    .set_max_delay(Duration::from_secs(1));
+                let connect = self.client.get_connection_manager_with_config(config);
+                match tokio::time::timeout(Duration::from_secs(5), connect).await {
                     Ok(Ok(c)) => Ok(c),
                     Ok(Err(e)) => Err(self.unreachable(one_line(&e))),
                     Err(_) => Err(self.unreachable("no answer within 3 s".into())),
@@ -636,39 +644,40 @@ impl Control for SqliteRedis {
             .await
             .map_err(broker)?;
         let mut out = Vec::new();
-        for key in keys {
-            let Some(event_id) = key.strip_prefix(&prefix).map(str::to_string) else {
-                continue;
-            };
-            let value: Option<String> = redis::cmd("GET")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .map_err(broker)?;
-            let result: Option<String> = redis::cmd("HGET")
+        for keys in keys.chunks(1_000) {
+            let ids: Vec<&str> = keys
+                .iter()
+                .map(|k| k.strip_prefix(&prefix).unwrap_or(k))
+                .collect();
+            let (values, results): (Vec<Option<String>>, Vec<Option<String>>) = redis::pipe()
+                .cmd("MGET")
+                .arg(keys)
+                .cmd("HMGET")
                 .arg(self.key("processed"))
-                .arg(&event_id)
+                .arg(&ids)
                 .query_async(&mut conn)
                 .await
                 .map_err(broker)?;
-            let (Some(value), Some(result)) = (value, result) else {
-                continue;
-            };
-            let remembered = dedup_key(&value);
-            let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
-            if let (Some(store_rev), Some(counter), Some(task_id), Some(amount)) = (
-                remembered.store_rev,
-                remembered.counter,
-                result["task_id"].as_str(),
-                result["amount"].as_i64(),
-            ) {
-                out.push(StoredCommit {
-                    event_id,
-                    task_id: task_id.to_string(),
-                    amount,
-                    store_rev,
-                    counter,
-                });
+            for ((event_id, value), result) in ids.into_iter().zip(values).zip(results) {
+                let (Some(value), Some(result)) = (value, result) else {
+                    continue;
+                };
+                let remembered = dedup_key(&value);
+                let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
+                if let (Some(store_rev), Some(counter), Some(task_id), Some(amount)) = (
+                    remembered.store_rev,
+                    remembered.counter,
+                    result["task_id"].as_str(),
+                    result["amount"].as_i64(),
+                ) {
+                    out.push(StoredCommit {
+                        event_id: event_id.to_string(),
+                        task_id: task_id.to_string(),
+                        amount,
+                        store_rev,
+                        counter,
+                    });
+                }
             }
         }
         Ok(out)

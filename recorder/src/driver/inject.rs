@@ -10,7 +10,7 @@ use super::cast::{Cast, Slot};
 use super::{ScenarioEnv, Stamp};
 use crate::actor::{ActorSpec, Role};
 use crate::chaos::Action;
-use crate::services::{LocalService, ServiceKind};
+use crate::services::LocalService;
 use outbox_trace::Kind;
 
 /// Carries out `action`.
@@ -24,34 +24,36 @@ pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
         Action::KillApi => cast.kill(Role::Api, 0),
         Action::KillRelay => cast.kill(Role::Relay, 0),
         Action::KillWorker { index } => cast.kill(Role::Worker, index),
-        Action::RestartBroker { member } => restart(env, ServiceKind::Nats, member, stamp).await?,
-        Action::RestartStore { member } => restart(env, ServiceKind::Etcd, member, stamp).await?,
+        Action::RestartBroker { member } => restart(env, true, member, stamp).await?,
+        Action::RestartStore { member } => restart(env, false, member, stamp).await?,
     }
     Ok(())
 }
 
-/// SIGKILLs member `member` (modulo their number) of the local `kind` services and starts it
+/// SIGKILLs member `member` (modulo their number) of the local brokers (or stores) and starts it
 /// again on its data, if the recorder runs such a service.
 async fn restart(
     env: &ScenarioEnv<'_>,
-    kind: ServiceKind,
+    broker: bool,
     member: usize,
     stamp: &Stamp,
 ) -> anyhow::Result<()> {
     let began = Instant::now();
     let restarted = tokio::task::block_in_place(|| {
         let mut services = env.services.lock().expect("services lock");
-        let mut members: Vec<&mut LocalService> =
-            services.iter_mut().filter(|s| s.kind() == kind).collect();
+        let mut members: Vec<&mut LocalService> = services
+            .iter_mut()
+            .filter(|s| s.kind().is_broker() == broker)
+            .collect();
         let count = members.len().max(1);
         members
             .get_mut(member % count)
-            .map(|s| s.restart().map(|()| s.name()))
+            .map(|s| s.restart().map(|()| (s.kind(), s.name())))
     });
     if let Some(result) = restarted {
-        let name = result?;
+        let (kind, name) = result?;
         let detail = json!({
-            "fault": if kind == ServiceKind::Nats { "broker-restart" } else { "store-restart" },
+            "fault": if broker { "broker-restart" } else { "store-restart" },
             "service": kind.program(),
             "member": name,
             "signal": "SIGKILL",

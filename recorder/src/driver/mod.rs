@@ -218,7 +218,7 @@ async fn run_on<B: Backend>(
                 // Run the relay again from scratch: it must find nothing left to publish.
                 relay_runs_left -= 1;
                 quiet = 0;
-                let mut seen = control.observe().await?;
+                let mut seen = observer::patiently(|| control.observe()).await?;
                 seen["phase"] = json!(format!(
                     "after relay run {}",
                     scenario.relay_runs - relay_runs_left - 1

@@ -1,10 +1,35 @@
 //! What the observer records at the end of a scenario, read from the services themselves: the
 //! effect commits no worker reported, then the ground truth (`observed`).
 
+use std::future::Future;
+use std::time::{Duration, Instant};
+
 use serde_json::json;
 
 use super::{ScenarioEnv, Stamp};
-use crate::backend::Control;
+use crate::backend::{BackendError, Control};
+
+/// How long a read of the ground truth is retried: a cluster member restarted moments before may
+/// still be electing its leaders.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Runs `read` until it succeeds or [`PATIENCE`] has passed.
+pub async fn patiently<T, F, Fut>(mut read: F) -> Result<T, BackendError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, BackendError>>,
+{
+    let began = Instant::now();
+    loop {
+        match read().await {
+            Err(e) if began.elapsed() < PATIENCE => {
+                tracing::info!("reading the ground truth: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            done => return done,
+        }
+    }
+}
 use crate::external::ExternalSpec;
 use outbox_trace::Kind;
 
@@ -26,8 +51,7 @@ pub async fn record_unreported_commits<B: Control>(
             .map(|(_, t)| t.committed.clone())
             .unwrap_or_default()
     };
-    let mut missing: Vec<_> = control
-        .commits()
+    let mut missing: Vec<_> = patiently(|| control.commits())
         .await?
         .into_iter()
         .filter(|c| !reported.contains(&(c.store_rev, c.event_id.clone())))
@@ -57,7 +81,7 @@ pub async fn record_observed<B: Control>(
     external: Option<&ExternalSpec>,
     stamp: &Stamp,
 ) -> anyhow::Result<()> {
-    let mut observed = control.observe().await?;
+    let mut observed = patiently(|| control.observe()).await?;
     if let Some(external) = external {
         let (payments, keys) = crate::external::totals(&external.db)?;
         observed["external_payments"] = json!(payments);

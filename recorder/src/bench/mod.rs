@@ -136,16 +136,20 @@ impl Bench {
         let stats = TraceStats::read(&run.trace)?;
         let throughput = stats.tasks as f64 / stats.accepted_to_committed_s;
         let bound = etcd_rate / TXNS_PER_TASK;
+        let used = stats.write_txns as f64 / stats.tasks.max(1) as f64;
+        let used_bound = etcd_rate / used.max(f64::MIN_POSITIVE);
         Ok(json!({
             "tasks": stats.tasks,
             "workers": 4,
             "etcd_guarded_txn_per_s": round(etcd_rate),
             "jetstream_acked_publish_per_s": round(js_rate),
             "txns_per_task_unbatched": TXNS_PER_TASK,
-            "txns_per_task_used": round2(stats.write_txns as f64 / stats.tasks.max(1) as f64),
+            "txns_per_task_used": round2(used),
             "etcd_bound_tasks_per_s": round(bound),
+            "etcd_bound_for_txns_used_tasks_per_s": round(used_bound),
             "tasks_per_s": round(throughput),
             "ratio_to_etcd_bound": round2(throughput / bound),
+            "ratio_to_etcd_bound_for_txns_used": round2(throughput / used_bound),
             "ratio_to_jetstream": round2(throughput / js_rate),
             "commit_conflicts": stats.conflicts,
         }))

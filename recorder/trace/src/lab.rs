@@ -2,7 +2,7 @@
 //! `report.txt`), computed from the `observed` details the recorder writes for the scenarios of one
 //! run. One definition, so the recorder's files and the analyzer's report always say the same.
 
-use serde_json::Value;
+use crate::detail::Observed;
 
 /// One lab file and its lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,14 +15,11 @@ pub struct LabFile {
 
 /// The lab's files for the scenarios given as `(scenario, last observed detail)`. A file whose
 /// scenario is absent is left out; `report.txt` sums every scenario given.
-pub fn lab_files<'a>(observed: &[(&'a str, &'a Value)]) -> Vec<LabFile> {
+pub fn lab_files(observed: &[(&str, &Observed)]) -> Vec<LabFile> {
     let of = |name: &str| observed.iter().find(|(s, _)| *s == name).map(|(_, o)| *o);
     let mut files = Vec::new();
     if let Some(o) = of("dual-write") {
-        let (orders, published) = (
-            o["orders"].as_u64().unwrap_or(0),
-            o["enqueued"].as_u64().unwrap_or(0),
-        );
+        let (orders, published) = (o.orders.unwrap_or(0), o.enqueued.unwrap_or(0));
         let word = if orders == published {
             "CONSISTENT"
         } else {
@@ -34,7 +31,7 @@ pub fn lab_files<'a>(observed: &[(&'a str, &'a Value)]) -> Vec<LabFile> {
         });
     }
     if let Some(o) = of("aggregate-order") {
-        let line = if o["order_ok"] == true {
+        let line = if o.order_ok == Some(true) {
             "ORDER OK"
         } else {
             "ORDER VIOLATED"
@@ -45,7 +42,7 @@ pub fn lab_files<'a>(observed: &[(&'a str, &'a Value)]) -> Vec<LabFile> {
         });
     }
     if let Some(o) = of("relay-crash") {
-        let line = match o["duplicates"].as_object().and_then(|d| d.iter().next()) {
+        let line = match o.duplicates.iter().next() {
             Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
             None => "NO DUPLICATE".to_string(),
         };
@@ -54,13 +51,17 @@ pub fn lab_files<'a>(observed: &[(&'a str, &'a Value)]) -> Vec<LabFile> {
             lines: vec![line],
         });
     }
-    let sum = |key: &str| -> u64 { observed.iter().filter_map(|(_, o)| o[key].as_u64()).sum() };
+    let sum = |figure: fn(&Observed) -> Option<i64>| -> i64 {
+        observed.iter().filter_map(|(_, o)| figure(o)).sum()
+    };
     files.push(LabFile {
         name: "report.txt",
-        lines: ["orders", "outbox", "enqueued", "processed_unique"]
-            .iter()
-            .map(|k| format!("{k}={}", sum(k)))
-            .collect(),
+        lines: vec![
+            format!("orders={}", sum(|o| o.orders)),
+            format!("outbox={}", sum(|o| o.outbox)),
+            format!("enqueued={}", sum(|o| o.enqueued)),
+            format!("processed_unique={}", sum(|o| o.processed_unique)),
+        ],
     });
     files
 }
@@ -68,13 +69,21 @@ pub fn lab_files<'a>(observed: &[(&'a str, &'a Value)]) -> Vec<LabFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::{Detail, Kind};
+
+    fn json(text: &str) -> Observed {
+        Detail::parse(Kind::Observed, text).observed().unwrap().clone()
+    }
 
     #[test]
     fn the_lines_follow_the_observed_numbers() {
-        let dual = json!({"orders": 1, "enqueued": 0, "outbox": 0, "processed_unique": 0});
-        let order = json!({"order_ok": false, "orders": 3, "enqueued": 3, "outbox": 3, "processed_unique": 3});
-        let crash = json!({"duplicates": {"evt-task-1": 2}, "orders": 3, "enqueued": 4, "outbox": 3, "processed_unique": 3});
+        let dual = json(r#"{"orders": 1, "enqueued": 0, "outbox": 0, "processed_unique": 0}"#);
+        let order = json(
+            r#"{"order_ok": false, "orders": 3, "enqueued": 3, "outbox": 3, "processed_unique": 3}"#,
+        );
+        let crash = json(
+            r#"{"duplicates": {"evt-task-1": 2}, "orders": 3, "enqueued": 4, "outbox": 3, "processed_unique": 3}"#,
+        );
         let files = lab_files(&[
             ("dual-write", &dual),
             ("aggregate-order", &order),

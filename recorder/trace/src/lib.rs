@@ -6,15 +6,19 @@
 //! so the analyzer stays small.
 #![deny(missing_docs)]
 
+pub mod detail;
 mod error;
 mod event;
+pub mod figures;
 mod kind;
 pub mod lab;
 mod reader;
 pub mod schema;
 mod writer;
 
+pub use detail::Detail;
 pub use error::TraceError;
+pub use figures::{FigureRow, FigureTally, Figures};
 pub use event::Event;
 pub use kind::{Field, Kind, UnknownKind};
 pub use reader::{

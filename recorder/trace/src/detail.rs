@@ -1,0 +1,421 @@
+//! The `detail` column, typed: one struct per kind that carries a detail object, decoded once.
+//!
+//! `detail` is JSON text in the file. Writers build these structs and serialize them; readers
+//! decode them with [`Detail::parse`]. Decoding is lenient, as a reader of other producers' files
+//! must be: an integer may be a JSON number or a decimal string, a value of the wrong type reads
+//! as absent, and keys this contract does not name are kept in `other`. Nothing outside this
+//! module looks a `detail` key up by its name.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::Kind;
+
+/// `run_start.detail`: how the scenario was set up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// The protocol variant (`reference`, `ack-before-commit`, ...).
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// The consumer's AckWait in milliseconds.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub ack_wait_ms: Option<i64>,
+    /// Worker processes.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub workers: Option<i64>,
+    /// Tasks the API creates.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<i64>,
+    /// The effect counter's value before the first commit.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub counter_start: Option<i64>,
+    /// The scripted crash points per role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Value>,
+    /// The chaos plan, when the run injected random faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<Value>,
+    /// Keys this contract does not name.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `crash.detail`: where the actor died.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Crash {
+    /// The named crash point (`before-publish`, `after-commit-before-ack`, `killed`, `error`, ...).
+    #[serde(default, deserialize_with = "lenient::string_or_empty")]
+    pub point: String,
+    /// The error that ended the life, for point `error`.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The process's exit status, as the recorder saw it.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Keys this contract does not name.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `fault.detail`: what was done to a dependency.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    /// The fault's name (`broker-restart`, `store-restart`, ...).
+    #[serde(default, deserialize_with = "lenient::string_or_empty")]
+    pub fault: String,
+    /// The service's program.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// The cluster member hit.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+    /// The signal sent.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// How long the service was down, in milliseconds.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub down_ms: Option<i64>,
+    /// Keys this contract does not name.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `observed.detail`: the ground truth read back from the real systems.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    /// Tasks in the store.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<i64>,
+    /// Tasks in the store marked done.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub tasks_done: Option<i64>,
+    /// Messages the broker holds (or held): copies published.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub stream_messages: Option<i64>,
+    /// The effect counter.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub counter: Option<i64>,
+    /// Effect results stored.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub results: Option<i64>,
+    /// A synonym of `results` some producers use.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub processed: Option<i64>,
+    /// Dedup keys stored.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub dedup_keys: Option<i64>,
+    /// Outbox records not yet published.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub outbox_pending: Option<i64>,
+    /// Outbox records marked published.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub outbox_published: Option<i64>,
+    /// Payments the external receiver made.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub external_payments: Option<i64>,
+    /// Idempotency keys the external receiver holds.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub external_keys: Option<i64>,
+    /// Dual-write lab: rows in `orders`.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub orders: Option<i64>,
+    /// Dual-write lab: rows in `outbox`.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<i64>,
+    /// Dual-write lab: messages appended to the broker's log.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub enqueued: Option<i64>,
+    /// Dual-write lab: distinct events processed.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub processed_unique: Option<i64>,
+    /// Dual-write lab: whether every aggregate was consumed in `seq` order.
+    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    pub order_ok: Option<bool>,
+    /// Dual-write lab: events published more than once, with their copies.
+    #[serde(default, deserialize_with = "lenient::counts", skip_serializing_if = "BTreeMap::is_empty")]
+    pub duplicates: BTreeMap<String, i64>,
+    /// When during the scenario this was read (absent: at the end).
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Keys this contract does not name.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Observed {
+    /// Effect results: `results`, or its synonym `processed`.
+    pub fn results(&self) -> Option<i64> {
+        self.results.or(self.processed)
+    }
+}
+
+/// `run_end.detail`: how the scenario ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    /// Every dependency and actor was back up and attempts went on until quiet. Absent when the
+    /// producer did not say, or said it with something other than a boolean.
+    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<bool>,
+    /// Why the scenario ended.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How long the scenario took, in milliseconds.
+    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<i64>,
+    /// Keys this contract does not name.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// The detail of a protocol step: why a publish was not ACKed, whether an external call carried
+/// its key, or that the observer read the step from the store.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    /// Why a publish failed or went unACKed.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The injected fault behind it.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// The broker reported the copy as a duplicate it dropped.
+    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    pub broker_duplicate: Option<bool>,
+    /// Whether an external request carried the idempotency key.
+    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<bool>,
+    /// `store` when the observer read this step back from the store after its actor died.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub seen_in: Option<String>,
+    /// Why the observer had to read it.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Keys this contract does not name.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Note {
+    /// Whether the observer read this step from the store (`seen_in: "store"`).
+    pub fn seen_in_store(&self) -> bool {
+        self.seen_in.as_deref() == Some("store")
+    }
+}
+
+/// A decoded `detail`, by the kind of its row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detail {
+    /// Of `run_start`.
+    RunStart(RunStart),
+    /// Of `crash`.
+    Crash(Crash),
+    /// Of `fault`.
+    Fault(Fault),
+    /// Of `observed`.
+    Observed(Observed),
+    /// Of `run_end`.
+    RunEnd(RunEnd),
+    /// Of any other kind.
+    Note(Note),
+    /// The text is not a JSON object.
+    NotAnObject,
+}
+
+impl Detail {
+    /// Decodes the `detail` text of a row of `kind`. Text that is not a JSON object gives
+    /// [`Detail::NotAnObject`]; it never fails.
+    pub fn parse(kind: Kind, text: &str) -> Detail {
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+            return Detail::NotAnObject;
+        };
+        let value = Value::Object(map);
+        let typed = match kind {
+            Kind::RunStart => serde_json::from_value(value).map(Detail::RunStart),
+            Kind::Crash => serde_json::from_value(value).map(Detail::Crash),
+            Kind::Fault => serde_json::from_value(value).map(Detail::Fault),
+            Kind::Observed => serde_json::from_value(value).map(Detail::Observed),
+            Kind::RunEnd => serde_json::from_value(value).map(Detail::RunEnd),
+            _ => serde_json::from_value(value).map(Detail::Note),
+        };
+        // The lenient fields accept any JSON value, so an object always decodes.
+        typed.unwrap_or(Detail::NotAnObject)
+    }
+
+    /// The JSON text of this detail.
+    pub fn to_json(&self) -> String {
+        let text = match self {
+            Detail::RunStart(d) => serde_json::to_string(d),
+            Detail::Crash(d) => serde_json::to_string(d),
+            Detail::Fault(d) => serde_json::to_string(d),
+            Detail::Observed(d) => serde_json::to_string(d),
+            Detail::RunEnd(d) => serde_json::to_string(d),
+            Detail::Note(d) => serde_json::to_string(d),
+            Detail::NotAnObject => Ok("null".to_string()),
+        };
+        // Maps with string keys and plain values always serialize.
+        text.unwrap_or_else(|_| "{}".to_string())
+    }
+
+    /// The run's start detail, if this is one.
+    pub fn run_start(&self) -> Option<&RunStart> {
+        match self {
+            Detail::RunStart(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// The crash detail, if this is one.
+    pub fn crash(&self) -> Option<&Crash> {
+        match self {
+            Detail::Crash(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// The fault detail, if this is one.
+    pub fn fault(&self) -> Option<&Fault> {
+        match self {
+            Detail::Fault(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// The observed ground truth, if this is one.
+    pub fn observed(&self) -> Option<&Observed> {
+        match self {
+            Detail::Observed(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// The run's end detail, if this is one.
+    pub fn run_end(&self) -> Option<&RunEnd> {
+        match self {
+            Detail::RunEnd(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// The note of a protocol step, if this is one.
+    pub fn note(&self) -> Option<&Note> {
+        match self {
+            Detail::Note(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// The recorder's configuration in the `outbox_trace.run` file metadata: the parts a reader uses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The backend.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The protocol variant.
+    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Everything else the recorder wrote.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl RunConfig {
+    /// Decodes the metadata text; `None` when it is not a JSON object.
+    pub fn parse(text: &str) -> Option<RunConfig> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => serde_json::from_value(v).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// Deserializers that read a wrong-typed value as absent instead of failing.
+mod lenient {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer};
+    use serde_json::Value;
+
+    /// An integer from a JSON number or a decimal string.
+    pub fn int_of(v: &Value) -> Option<i64> {
+        match v {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_u64().and_then(|u| i64::try_from(u).ok())),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        Ok(int_of(&Value::deserialize(d)?))
+    }
+
+    pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+        Ok(Value::deserialize(d)?.as_bool())
+    }
+
+    pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    pub fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(string(d)?.unwrap_or_default())
+    }
+
+    pub fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, i64>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Object(map) => map
+                .into_iter()
+                .filter_map(|(k, v)| int_of(&v).map(|n| (k, n)))
+                .collect(),
+            _ => BTreeMap::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_may_be_strings_and_wrong_types_read_as_absent() {
+        let d = Detail::parse(
+            Kind::Observed,
+            r#"{"counter": "10", "results": 3, "tasks": true, "extra": 1}"#,
+        );
+        let o = d.observed().unwrap();
+        assert_eq!(o.counter, Some(10));
+        assert_eq!(o.results(), Some(3));
+        assert_eq!(o.tasks, None);
+        assert_eq!(o.other.get("extra"), Some(&Value::from(1)));
+    }
+
+    #[test]
+    fn recovered_must_be_a_boolean() {
+        let end = |t| Detail::parse(Kind::RunEnd, t).run_end().unwrap().recovered;
+        assert_eq!(end(r#"{"recovered": true}"#), Some(true));
+        assert_eq!(end(r#"{"recovered": "yes"}"#), None);
+        assert_eq!(end(r#"{}"#), None);
+    }
+
+    #[test]
+    fn text_that_is_not_an_object_is_said_so() {
+        assert_eq!(Detail::parse(Kind::Crash, "not json"), Detail::NotAnObject);
+        assert_eq!(Detail::parse(Kind::Crash, "[1]"), Detail::NotAnObject);
+    }
+
+    #[test]
+    fn a_detail_round_trips_through_its_text() {
+        let crash = Detail::Crash(Crash {
+            point: "after-commit-before-ack".into(),
+            ..Crash::default()
+        });
+        assert_eq!(Detail::parse(Kind::Crash, &crash.to_json()), crash);
+        let observed = Detail::Observed(Observed {
+            counter: Some(10),
+            duplicates: [("evt-1".to_string(), 2)].into(),
+            ..Observed::default()
+        });
+        assert_eq!(Detail::parse(Kind::Observed, &observed.to_json()), observed);
+    }
+}

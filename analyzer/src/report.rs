@@ -106,16 +106,20 @@ pub fn lab_json(scenes: &[Scene], traces: &[PathBuf]) -> Value {
 /// The SQLite + Redis lab's lines (`dualwrite.out`, `order_check.out`, `atleastonce.out`,
 /// `report.txt`), from the scenarios' last `observed` rows. Empty for other backends.
 pub fn lab_lines(scenes: &[Scene]) -> Vec<(String, String)> {
-    let observed: Vec<(&str, serde_json::Value)> = scenes
+    let observed: Vec<(&str, outbox_trace::detail::Observed)> = scenes
         .iter()
         .filter(|s| s.backend == "sqlite-redis")
-        .map(|s| (s.scenario.as_str(), observed(s)))
-        .filter(|(_, o)| !o.is_null())
+        .filter_map(|s| {
+            let e = s.events.iter().rev().find(|e| e.kind == Kind::Observed)?;
+            let detail = outbox_trace::Detail::parse(Kind::Observed, e.detail.as_deref()?);
+            Some((s.scenario.as_str(), detail.observed()?.clone()))
+        })
         .collect();
     if observed.is_empty() {
         return Vec::new();
     }
-    let borrowed: Vec<(&str, &serde_json::Value)> = observed.iter().map(|(s, o)| (*s, o)).collect();
+    let borrowed: Vec<(&str, &outbox_trace::detail::Observed)> =
+        observed.iter().map(|(s, o)| (*s, o)).collect();
     outbox_trace::lab::lab_files(&borrowed)
         .into_iter()
         .map(|f| (f.name.to_string(), f.lines.join(" ")))

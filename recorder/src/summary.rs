@@ -94,10 +94,15 @@ pub fn write_lab_lines(
     tallies: &[(String, Tally)],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let observed: Vec<(&str, &Value)> = tallies
+    let observed: Vec<(&str, outbox_trace::detail::Observed)> = tallies
         .iter()
-        .filter_map(|(s, t)| t.observed.as_ref().map(|o| (s.as_str(), o)))
+        .filter_map(|(s, t)| {
+            let o = outbox_trace::Detail::parse(outbox_trace::Kind::Observed, &t.observed.as_ref()?.to_string());
+            Some((s.as_str(), o.observed()?.clone()))
+        })
         .collect();
+    let observed: Vec<(&str, &outbox_trace::detail::Observed)> =
+        observed.iter().map(|(s, o)| (*s, o)).collect();
     let mut paths = Vec::new();
     for file in outbox_trace::lab::lab_files(&observed) {
         let path = dir.join(file.name);

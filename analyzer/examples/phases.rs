@@ -1,4 +1,4 @@
-//! Times the phases of `analyzer check` on one file: loading, each invariant, the counts.
+//! Times the phases of `analyzer check` on one file: loading, each invariant, the figures.
 //! `cargo run --release -p outbox-analyzer --example phases -- trace.parquet [--load-only]`
 //!
 //! `--decode-only` times the contract reader alone; with `DICT=low` (run, scenario, backend,
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use outbox_analyzer::check::Invariant;
-use outbox_analyzer::counts::Counts;
+
 use outbox_analyzer::load::Loaded;
 
 fn main() -> anyhow::Result<()> {
@@ -68,9 +68,9 @@ fn main() -> anyhow::Result<()> {
     }
     let t = Instant::now();
     for h in &loaded.histories {
-        std::hint::black_box(Counts::of(h));
+        std::hint::black_box(outbox_analyzer::figures::of(h));
     }
-    println!("counts          {:>8.3} s", t.elapsed().as_secs_f64());
+    println!("figures         {:>8.3} s", t.elapsed().as_secs_f64());
     println!("total           {:>8.3} s", start.elapsed().as_secs_f64());
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::check::{check_all, Outcome, Verdict};
-use crate::counts::Counts;
+use outbox_trace::Figures;
 use crate::load::{FileError, Loaded};
 
 /// The verdict on a scenario or on the whole check.
@@ -49,8 +49,8 @@ pub struct ScenarioReport {
     pub history: usize,
     /// One outcome per invariant, in the contract's order.
     pub outcomes: Vec<Outcome>,
-    /// The summary counts.
-    pub counts: Counts,
+    /// The figures (one definition, shared with every other output).
+    pub figures: Figures,
     /// The combined verdict.
     pub verdict: RunVerdict,
 }
@@ -81,7 +81,7 @@ pub fn analyse(paths: &[PathBuf]) -> Result<Report, FileError> {
             ScenarioReport {
                 history: i,
                 verdict: RunVerdict::of(&outcomes),
-                counts: Counts::of(h),
+                figures: crate::figures::of(h),
                 outcomes,
             }
         })

@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use outbox_trace::{Event, Kind};
+use outbox_trace::Kind;
 use serde::Serialize;
 
-use crate::scene::Scene;
+use crate::intern::{Id, IdTable};
+use crate::scene::{RowRef, Scene};
 
 /// What a transaction did, by the kinds it reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -57,7 +58,7 @@ pub struct Shape {
     /// The role.
     pub role: Role,
     /// The kinds reported with one `store_rev`, sorted.
-    pub kinds: Vec<&'static str>,
+    pub kinds: Vec<Kind>,
     /// How many transactions.
     pub count: usize,
 }
@@ -66,7 +67,7 @@ pub struct Shape {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {
     /// The row's kind.
-    pub kind: &'static str,
+    pub kind: Kind,
     /// The row's `seq`.
     pub seq: u64,
     /// The transaction (`store_rev`), or `None` outside any.
@@ -107,8 +108,7 @@ impl Boundaries {
         !creates.is_empty()
             && self.tasks_without_intent == 0
             && creates.iter().all(|s| {
-                s.kinds.contains(&Kind::TaskAccepted.as_str())
-                    && s.kinds.contains(&Kind::IntentRecorded.as_str())
+                s.kinds.contains(&Kind::TaskAccepted) && s.kinds.contains(&Kind::IntentRecorded)
             })
     }
 }
@@ -124,76 +124,66 @@ const STEPS: &[Kind] = &[
     Kind::Acked,
 ];
 
-/// Derives the boundaries of `scene`.
+/// Derives the boundaries of `scene`, in one pass over its rows plus one lookup per task.
 pub fn derive(scene: &Scene) -> Boundaries {
     let mut by_rev: BTreeMap<i64, Vec<Kind>> = BTreeMap::new();
-    for e in &scene.events {
-        if let Some(rev) = e.store_rev {
-            by_rev.entry(rev).or_default().push(e.kind);
+    for r in &scene.history.rows {
+        if let Some(rev) = r.store_rev() {
+            by_rev.entry(rev).or_default().push(r.kind);
         }
     }
-    let mut counted: BTreeMap<(Role, Vec<&'static str>), usize> = BTreeMap::new();
+    let mut counted: BTreeMap<(Role, Vec<Kind>), usize> = BTreeMap::new();
     for kinds in by_rev.values_mut() {
         kinds.sort();
         kinds.dedup();
-        let names = kinds.iter().map(|k| k.as_str()).collect();
-        *counted.entry((Role::of(kinds), names)).or_default() += 1;
+        *counted
+            .entry((Role::of(kinds), kinds.clone()))
+            .or_default() += 1;
     }
     let shapes = counted
         .into_iter()
         .map(|((role, kinds), count)| Shape { role, kinds, count })
         .collect();
-    let intents: Vec<&str> = scene
-        .events
-        .iter()
-        .filter(|e| e.kind == Kind::IntentRecorded)
-        .filter_map(|e| e.event_id.as_deref())
-        .collect();
-    let accepted: Vec<&Event> = scene
-        .events
-        .iter()
-        .filter(|e| e.kind == Kind::TaskAccepted)
-        .collect();
+    let mut intents = IdTable::new(scene.history.id_bound(), false);
+    for r in scene.of(Kind::IntentRecorded) {
+        if let Some(e) = r.row.event {
+            *intents.get_mut(e) = true;
+        }
+    }
+    let accepted: Vec<RowRef> = scene.of(Kind::TaskAccepted).collect();
     let tasks_without_intent = accepted
         .iter()
-        .filter(|e| {
-            e.event_id
-                .as_deref()
-                .is_none_or(|id| !intents.contains(&id))
-        })
+        .filter(|a| a.row.event.is_none_or(|e| !*intents.get(e)))
         .count();
     let task = representative(scene, &accepted);
-    let steps = task
-        .as_deref()
-        .map(|t| task_steps(scene, t))
-        .unwrap_or_default();
+    let steps = task.map(|t| task_steps(scene, t)).unwrap_or_default();
     Boundaries {
-        scenario: scene.scenario.clone(),
-        protocol: scene.protocol.clone(),
+        scenario: scene.scenario.to_string(),
+        protocol: scene.protocol.map(String::from),
         shapes,
-        task,
+        task: task.map(|t| scene.names.name(t).to_string()),
         steps,
         tasks_without_intent,
-        conflicts: scene
-            .events
-            .iter()
-            .filter(|e| e.kind == Kind::CommitConflict)
-            .count(),
+        conflicts: scene.history.count(Kind::CommitConflict),
     }
 }
 
 /// The task that reaches a commit and whose create shows the most distinct transactions.
-fn representative(scene: &Scene, accepted: &[&Event]) -> Option<String> {
-    let mut best: Option<(usize, &str)> = None;
+fn representative(scene: &Scene, accepted: &[RowRef]) -> Option<Id> {
+    let mut best: Option<(usize, Id)> = None;
+    let mut seen = IdTable::new(scene.history.id_bound(), false);
     for a in accepted {
-        let Some(task) = a.task_id.as_deref() else {
+        let Some(task) = a.row.task else {
             continue;
         };
+        if std::mem::replace(seen.get_mut(task), true) {
+            continue;
+        }
         let steps = task_steps(scene, task);
-        let has = |k: Kind| steps.iter().any(|s| s.kind == k.as_str());
+        let has = |k: Kind| steps.iter().any(|s| s.kind == k);
         let creates: std::collections::BTreeSet<i64> = steps
             .iter()
-            .filter(|s| s.kind == "task_accepted" || s.kind == "intent_recorded")
+            .filter(|s| matches!(s.kind, Kind::TaskAccepted | Kind::IntentRecorded))
             .filter_map(|s| s.rev)
             .collect();
         let score = creates.len() * 10 + usize::from(has(Kind::EffectCommitted)) * 5 + steps.len();
@@ -201,42 +191,40 @@ fn representative(scene: &Scene, accepted: &[&Event]) -> Option<String> {
             best = Some((score, task));
         }
     }
-    best.map(|(_, t)| t.to_string())
+    best.map(|(_, t)| t)
 }
 
 /// The first row of each of [`STEPS`] for `task` (found by task or by its event).
-fn task_steps(scene: &Scene, task: &str) -> Vec<Step> {
-    let event = scene
-        .events
-        .iter()
-        .find(|e| e.task_id.as_deref() == Some(task) && e.event_id.is_some())
-        .and_then(|e| e.event_id.as_deref());
-    let mine = |e: &Event| {
-        e.task_id.as_deref() == Some(task) || (event.is_some() && e.event_id.as_deref() == event)
-    };
+fn task_steps(scene: &Scene, task: Id) -> Vec<Step> {
+    let index = scene.history.indices();
+    let rows = index.task_rows(&scene.history.rows, task);
     STEPS
         .iter()
-        .filter_map(|k| scene.events.iter().find(|e| e.kind == *k && mine(e)))
-        .map(|e| Step {
-            kind: e.kind.as_str(),
-            seq: e.seq,
-            rev: e.store_rev,
-            actor: e.actor.clone(),
-            broker_seq: e.broker_seq,
+        .filter_map(|k| {
+            rows.iter()
+                .map(|&at| scene.row(at as usize))
+                .find(|r| r.kind() == *k)
+        })
+        .map(|r| Step {
+            kind: r.kind(),
+            seq: r.seq(),
+            rev: r.row.store_rev(),
+            actor: r.actor().to_string(),
+            broker_seq: r.row.broker_seq(),
         })
         .collect()
 }
 
 /// What a step stands for, in the lab's words.
-pub fn meaning(kind: &str) -> &'static str {
+pub fn meaning(kind: Kind) -> &'static str {
     match kind {
-        "task_accepted" => "task + idempotency key",
-        "intent_recorded" => "outbox record",
-        "publish_acked" => "broker's publish ACK",
-        "outbox_marked" => "outbox record marked published",
-        "delivered" => "delivery to the worker",
-        "effect_committed" => "dedup key + result + task done + counter",
-        "acked" => "consumer ACK",
+        Kind::TaskAccepted => "task + idempotency key",
+        Kind::IntentRecorded => "outbox record",
+        Kind::PublishAcked => "broker's publish ACK",
+        Kind::OutboxMarked => "outbox record marked published",
+        Kind::Delivered => "delivery to the worker",
+        Kind::EffectCommitted => "dedup key + result + task done + counter",
+        Kind::Acked => "consumer ACK",
         _ => "",
     }
 }
@@ -284,7 +272,11 @@ pub fn text(b: &Boundaries) -> String {
             "  {:<8} {} x {}",
             s.role.as_str(),
             s.count,
-            s.kinds.join(" + ")
+            s.kinds
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
         );
     }
     if b.tasks_without_intent > 0 {

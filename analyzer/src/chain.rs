@@ -5,11 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use outbox_trace::{Event, Kind};
+use outbox_trace::Kind;
 
 use crate::check::Verdict;
 use crate::explain;
-use crate::scene::{Scene, Scenes};
+use crate::intern::Id;
+use crate::scene::{RowRef, Scene, Scenes};
 
 /// What to draw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,11 +61,11 @@ pub enum ChainError {
 #[derive(Debug, Clone)]
 pub struct Chain<'a> {
     /// The scene the rows come from.
-    pub scene: &'a Scene,
+    pub scene: Scene<'a>,
     /// A one-line title.
     pub title: String,
     /// The rows, in `seq` order.
-    pub rows: Vec<&'a Event>,
+    pub rows: Vec<RowRef<'a>>,
     /// `seq`s to mark (a violation's witness).
     pub marked: BTreeSet<u64>,
     /// The violation's explanation, when the chain is a witness.
@@ -76,7 +77,7 @@ pub struct Chain<'a> {
 pub struct NumberedViolation {
     /// 1-based number.
     pub number: usize,
-    /// Index into [`Scenes::scenes`].
+    /// Index into [`Scenes::scene`].
     pub scene: usize,
     /// The invariant id.
     pub invariant: &'static str,
@@ -84,8 +85,8 @@ pub struct NumberedViolation {
     pub event: Option<String>,
     /// The task concerned.
     pub task: Option<String>,
-    /// The witness rows' `seq`s.
-    pub witness: Vec<u64>,
+    /// The witness rows (indices into the scene's rows).
+    pub witness: Vec<usize>,
     /// The explanation.
     pub text: String,
 }
@@ -104,7 +105,7 @@ pub fn violations(scenes: &Scenes) -> Vec<NumberedViolation> {
                     invariant: o.invariant.id(),
                     event: loaded.names.name_opt(v.event).map(String::from),
                     task: loaded.names.name_opt(v.task).map(String::from),
-                    witness: v.witness.iter().map(|&at| h.rows[at].seq).collect(),
+                    witness: v.witness.clone(),
                     text: explain::violation(v, h, &loaded.names),
                 });
             }
@@ -125,41 +126,53 @@ pub fn select<'a>(
     }
     match selector {
         Selector::Task(t) => {
-            let chain = by_key(&candidates, &format!("task {t}"), |e| {
-                e.task_id.as_deref() == Some(t.as_str())
-            })?;
-            Ok(task_chain(chain.scene, t))
+            let scene = one_scene(&candidates, &format!("task {t}"), |s, id| {
+                !s.history.indices().by_task.of(id).is_empty()
+            }, t)?;
+            let id = scene.id(t).ok_or_else(|| ChainError::NotFound(format!("task {t}")))?;
+            Ok(task_chain(scene, id))
         }
-        Selector::Event(id) => by_key(&candidates, &format!("event {id}"), |e| {
-            e.event_id.as_deref() == Some(id.as_str())
-        }),
+        Selector::Event(e) => {
+            let what = format!("event {e}");
+            let scene = one_scene(&candidates, &what, |s, id| {
+                !s.history.indices().by_event.of(id).is_empty()
+            }, e)?;
+            let id = scene.id(e).ok_or_else(|| ChainError::NotFound(what.clone()))?;
+            let rows = drawable(scene.at(scene.history.indices().by_event.of(id)));
+            Ok(Chain {
+                scene,
+                title: format!("{} · {what}", scene.scenario),
+                rows: with_lives(scene, rows),
+                marked: BTreeSet::new(),
+                note: None,
+            })
+        }
         Selector::MostEventful => {
             let scene = candidates[0];
-            let task = most_eventful(scene).ok_or(ChainError::NoTask(scene.scenario.clone()))?;
-            Ok(task_chain(scene, &task))
+            let task = most_eventful(scene)
+                .ok_or_else(|| ChainError::NoTask(scene.scenario.to_string()))?;
+            Ok(task_chain(scene, task))
         }
         Selector::Violation(n) => {
             let all: Vec<NumberedViolation> = violations(scenes)
                 .into_iter()
-                .filter(|v| scenario.is_none_or(|s| scenes.scenes[v.scene].scenario == s))
+                .filter(|v| scenario.is_none_or(|s| scenes.scene(v.scene).scenario == s))
                 .collect();
             let v = all.get(n.wrapping_sub(1)).ok_or(ChainError::NoViolation {
                 wanted: *n,
                 found: all.len(),
             })?;
-            let scene = &scenes.scenes[v.scene];
-            let mut chain = match (&v.event, &v.task) {
-                (Some(e), _) => gather(scene, |r| r.event_id.as_deref() == Some(e.as_str())),
-                (None, Some(t)) => gather(scene, |r| r.task_id.as_deref() == Some(t.as_str())),
-                (None, None) => Vec::new(),
+            let scene = scenes.scene(v.scene);
+            let index = scene.history.indices();
+            let about = match (&v.event, &v.task) {
+                (Some(e), _) => scene.id(e).map(|id| index.by_event.of(id)),
+                (None, Some(t)) => scene.id(t).map(|id| index.by_task.of(id)),
+                (None, None) => None,
             };
-            for seq in &v.witness {
-                if let Some(r) = scene.by_seq(*seq) {
-                    chain.push(r);
-                }
-            }
-            chain.sort_by_key(|r| r.seq);
-            chain.dedup_by_key(|r| r.seq);
+            let mut chain = drawable(scene.at(about.unwrap_or(&[])));
+            chain.extend(v.witness.iter().map(|&at| scene.row(at)));
+            chain.sort_by_key(RowRef::seq);
+            chain.dedup_by_key(|r| r.seq());
             let about = v.event.as_deref().or(v.task.as_deref()).unwrap_or("run");
             Ok(Chain {
                 scene,
@@ -168,31 +181,28 @@ pub fn select<'a>(
                     scene.scenario, v.number, v.invariant
                 ),
                 rows: with_lives(scene, chain),
-                marked: v.witness.iter().copied().collect(),
+                marked: v.witness.iter().map(|&at| scene.row(at).seq()).collect(),
                 note: Some(v.text.clone()),
             })
         }
     }
 }
 
-fn by_key<'a>(
-    candidates: &[&'a Scene],
+/// The one candidate scene in which `name` has rows (`has`), or why there is none or several.
+fn one_scene<'a>(
+    candidates: &[Scene<'a>],
     what: &str,
-    pick: impl Fn(&Event) -> bool + Copy,
-) -> Result<Chain<'a>, ChainError> {
-    let hits: Vec<&&Scene> = candidates
+    has: impl Fn(&Scene<'a>, Id) -> bool,
+    name: &str,
+) -> Result<Scene<'a>, ChainError> {
+    let hits: Vec<Scene<'a>> = candidates
         .iter()
-        .filter(|s| s.events.iter().any(pick))
+        .filter(|s| s.id(name).is_some_and(|id| has(s, id)))
+        .copied()
         .collect();
     match hits.as_slice() {
         [] => Err(ChainError::NotFound(what.to_string())),
-        [scene] => Ok(Chain {
-            scene,
-            title: format!("{} · {what}", scene.scenario),
-            rows: with_lives(scene, gather(scene, pick)),
-            marked: BTreeSet::new(),
-            note: None,
-        }),
+        [scene] => Ok(*scene),
         many => Err(ChainError::Ambiguous {
             what: what.to_string(),
             count: many.len(),
@@ -205,87 +215,78 @@ fn by_key<'a>(
     }
 }
 
-/// The chain of `task` in `scene`.
-pub fn task_chain<'a>(scene: &'a Scene, task: &str) -> Chain<'a> {
-    let pick = |e: &Event| e.task_id.as_deref() == Some(task);
-    // Rows of the task's events that lack task_id (a foreign producer's) belong to it too.
-    let events: BTreeSet<&str> = scene
-        .events
-        .iter()
-        .filter(|e| pick(e))
-        .filter_map(|e| e.event_id.as_deref())
-        .collect();
-    let rows = gather(scene, |e| {
-        pick(e) || e.event_id.as_deref().is_some_and(|id| events.contains(id))
-    });
+/// The chain of `task` in `scene`: its rows, the rows of its events that lack a `task_id` (a
+/// foreign producer's), and the lives of the actors that took part.
+pub fn task_chain(scene: Scene<'_>, task: Id) -> Chain<'_> {
+    let index = scene.history.indices();
+    let rows = drawable(scene.at(&index.task_rows(&scene.history.rows, task)));
     Chain {
         scene,
-        title: format!("{} · task {task}", scene.scenario),
+        title: format!("{} · task {}", scene.scenario, scene.names.name(task)),
         rows: with_lives(scene, rows),
         marked: BTreeSet::new(),
         note: None,
     }
 }
 
-fn gather(scene: &Scene, pick: impl Fn(&Event) -> bool) -> Vec<&Event> {
-    scene
-        .events
-        .iter()
-        .filter(|e| pick(e) && !matches!(e.kind, Kind::Observed | Kind::RunStart | Kind::RunEnd))
+/// Leaves out the rows about the whole scenario rather than one task.
+fn drawable(rows: Vec<RowRef<'_>>) -> Vec<RowRef<'_>> {
+    rows.into_iter()
+        .filter(|r| !matches!(r.kind(), Kind::Observed | Kind::RunStart | Kind::RunEnd))
         .collect()
 }
 
 /// Adds the crash and the restart of every actor incarnation that appears in `rows`, so each
 /// segment of a lane has its start and its end.
-fn with_lives<'a>(scene: &'a Scene, mut rows: Vec<&'a Event>) -> Vec<&'a Event> {
-    let lives: BTreeSet<(&str, u32)> = rows
-        .iter()
-        .map(|r| (r.actor.as_str(), r.incarnation))
-        .collect();
-    rows.extend(scene.events.iter().filter(|e| {
-        matches!(e.kind, Kind::Crash | Kind::Restart)
-            && lives.contains(&(e.actor.as_str(), e.incarnation))
-    }));
-    rows.sort_by_key(|r| r.seq);
-    rows.dedup_by_key(|r| r.seq);
-    rows
-}
-
-/// How eventful a task was: retries, losses, redeliveries, suppressions, conflicts, crashes.
-fn score(scene: &Scene, task: &str) -> usize {
-    let chain = task_chain(scene, task);
-    chain
-        .rows
-        .iter()
-        .map(|r| match r.kind {
-            Kind::Redelivered | Kind::DuplicateSuppressed | Kind::Crash => 3,
-            Kind::PublishUnacked | Kind::PublishFailed | Kind::CommitConflict => 3,
-            Kind::ExternalReplayed => 2,
-            Kind::PublishAttempt if r.attempt.unwrap_or(1) > 1 => 2,
-            _ => 0,
-        })
-        .sum::<usize>()
-        * 1000
-        + chain.rows.len()
-}
-
-/// The task whose chain has the most retries, redeliveries, suppressions and crashes; the first
-/// accepted among equals.
-pub fn most_eventful(scene: &Scene) -> Option<String> {
-    let mut tasks: Vec<&str> = Vec::new();
-    for e in &scene.events {
-        if let Some(t) = e.task_id.as_deref() {
-            if !tasks.contains(&t) {
-                tasks.push(t);
+fn with_lives<'a>(scene: Scene<'a>, mut rows: Vec<RowRef<'a>>) -> Vec<RowRef<'a>> {
+    let mut lives: Vec<(Id, u32)> = rows.iter().map(|r| (r.row.actor, r.incarnation())).collect();
+    lives.sort_unstable();
+    lives.dedup();
+    let index = scene.history.indices();
+    for (actor, incarnation) in lives {
+        // A life's crash is its last row; its restart its first.
+        let life = index.life(actor, incarnation);
+        for &at in life.first().into_iter().chain(life.last()) {
+            let r = scene.row(at as usize);
+            if matches!(r.kind(), Kind::Crash | Kind::Restart) {
+                rows.push(r);
             }
         }
     }
-    let mut best: Option<(usize, &str)> = None;
-    for t in tasks {
-        let s = score(scene, t);
-        if best.is_none_or(|(b, _)| s > b) {
-            best = Some((s, t));
+    rows.sort_by_key(RowRef::seq);
+    rows.dedup_by_key(|r| r.seq());
+    rows
+}
+
+/// How eventful one row makes a task: retries, losses, redeliveries, suppressions, conflicts,
+/// crashes.
+fn weight(r: &RowRef<'_>) -> usize {
+    match r.kind() {
+        Kind::Redelivered | Kind::DuplicateSuppressed | Kind::Crash => 3,
+        Kind::PublishUnacked | Kind::PublishFailed | Kind::CommitConflict => 3,
+        Kind::ExternalReplayed => 2,
+        Kind::PublishAttempt if r.row.attempt().unwrap_or(1) > 1 => 2,
+        _ => 0,
+    }
+}
+
+/// The task whose chain has the most retries, redeliveries, suppressions and crashes; the first
+/// to appear among equals. Each task's chain is scored once, from the indices.
+pub fn most_eventful(scene: Scene<'_>) -> Option<Id> {
+    let index = scene.history.indices();
+    let mut first_seen: Vec<(u32, Id)> = index
+        .by_task
+        .ids()
+        .map(|t| (index.by_task.of(t)[0], t))
+        .collect();
+    first_seen.sort_unstable();
+    let mut best: Option<(usize, Id)> = None;
+    for (_, t) in first_seen {
+        let s = task_chain(scene, t);
+        let score = s.rows.iter().map(weight).sum::<usize>() * 1000 + s.rows.len();
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, t));
         }
     }
-    best.map(|(_, t)| t.to_string())
+    best.map(|(_, t)| t)
 }

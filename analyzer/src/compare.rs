@@ -9,6 +9,7 @@ use outbox_trace::Kind;
 use serde::Serialize;
 
 use crate::check::{Invariant, Verdict};
+use crate::intern::IdTable;
 use crate::render::figure::{Align, Figure, Prim, Rgb, GREY, INK};
 use crate::scene::{file_stem, Scene};
 
@@ -73,16 +74,17 @@ fn percentile(sorted: &[i64], p: usize) -> Option<i64> {
 
 /// Milliseconds from each task's acceptance to its first committed effect, sorted.
 pub fn latencies(scene: &Scene) -> Vec<i64> {
+    let mut committed = IdTable::new(scene.history.id_bound(), None);
+    for c in scene.of(Kind::EffectCommitted) {
+        if let Some(t) = c.row.task {
+            committed.get_mut(t).get_or_insert(c.ts_ns());
+        }
+    }
     let mut out: Vec<i64> = scene
-        .events
-        .iter()
-        .filter(|e| e.kind == Kind::TaskAccepted)
+        .of(Kind::TaskAccepted)
         .filter_map(|a| {
-            let c = scene
-                .events
-                .iter()
-                .find(|c| c.kind == Kind::EffectCommitted && c.task_id == a.task_id)?;
-            Some((c.ts_ns - a.ts_ns) / 1_000_000)
+            let c = (*committed.get(a.row.task?))?;
+            Some((c - a.ts_ns()) / 1_000_000)
         })
         .collect();
     out.sort_unstable();
@@ -91,16 +93,17 @@ pub fn latencies(scene: &Scene) -> Vec<i64> {
 
 /// The measures of one scene.
 pub fn measures(scene: &Scene) -> Measures {
-    let c = &scene.counts;
+    let c = scene.figures;
     let lat = latencies(scene);
-    let first = scene.events.first().map_or(0, |e| e.ts_ns);
-    let last = scene.events.last().map_or(0, |e| e.ts_ns);
+    let rows = &scene.history.rows;
+    let first = rows.first().map_or(0, |e| e.ts_ns);
+    let last = rows.last().map_or(0, |e| e.ts_ns);
     let n = |v: u64| Some(v as i64);
     let numbers = vec![
         ("tasks", n(c.tasks)),
         ("publish attempts", n(c.publish_attempts)),
         ("stream copies", n(c.stream_copies)),
-        ("deliveries", n(c.deliveries + c.redeliveries)),
+        ("deliveries", n(c.deliveries)),
         ("redeliveries", n(c.redeliveries)),
         ("suppressions", n(c.suppressions)),
         ("effects", n(c.effects)),
@@ -164,9 +167,9 @@ pub struct Comparison {
 /// A run: one `(file, run_id)`.
 fn run_name(scene: &Scene, several_runs: bool) -> String {
     if several_runs {
-        format!("{}:{}", file_stem(&scene.path), scene.run_id)
+        format!("{}:{}", file_stem(scene.path), scene.run_id)
     } else {
-        file_stem(&scene.path)
+        file_stem(scene.path)
     }
 }
 
@@ -174,7 +177,7 @@ fn run_name(scene: &Scene, several_runs: bool) -> String {
 pub fn compare(scenes: &[Scene], scenario: Option<&str>) -> Result<Comparison, CompareError> {
     let several = {
         let mut ids: Vec<(usize, &str)> =
-            scenes.iter().map(|s| (s.file, s.run_id.as_str())).collect();
+            scenes.iter().map(|s| (s.file, s.run_id)).collect();
         ids.sort_unstable();
         ids.dedup();
         let files: BTreeSet<usize> = ids.iter().map(|(f, _)| *f).collect();
@@ -189,8 +192,8 @@ pub fn compare(scenes: &[Scene], scenario: Option<&str>) -> Result<Comparison, C
     }
     let mut names: Vec<&str> = Vec::new();
     for s in scenes {
-        if scenario.is_none_or(|w| w == s.scenario) && !names.contains(&s.scenario.as_str()) {
-            names.push(&s.scenario);
+        if scenario.is_none_or(|w| w == s.scenario) && !names.contains(&s.scenario) {
+            names.push(s.scenario);
         }
     }
     let mut shared = Vec::new();
@@ -204,8 +207,8 @@ pub fn compare(scenes: &[Scene], scenario: Option<&str>) -> Result<Comparison, C
                     .find(|s| s.scenario == name && run_name(s, several) == *r)
                     .map(|s| Column {
                         run: r.clone(),
-                        backend: s.backend.clone(),
-                        protocol: s.protocol.clone(),
+                        backend: s.backend.to_string(),
+                        protocol: s.protocol.map(String::from),
                         measures: measures(s),
                     })
             })

@@ -3,12 +3,14 @@
 //! API, the relay, the worker and the receiver did, in their own order), so timing between actors
 //! does not count as a difference. The first diverging step is the earliest in the second run.
 
-use outbox_trace::{Event, Kind};
+use std::collections::HashSet;
+
+use outbox_trace::Kind;
 use serde::Serialize;
 
 use crate::chain::{task_chain, Chain};
 use crate::render::layout::role;
-use crate::scene::Scene;
+use crate::scene::{RowRef, Scene};
 
 /// One side of a divergence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -16,7 +18,7 @@ pub struct Side {
     /// The row's `seq`.
     pub seq: u64,
     /// Its kind.
-    pub kind: &'static str,
+    pub kind: Kind,
     /// Who did it.
     pub actor: String,
 }
@@ -31,7 +33,7 @@ pub struct Divergence {
     /// The lane (actor role) where they differ.
     pub lane: String,
     /// The step both lanes took last before differing.
-    pub after: Option<&'static str>,
+    pub after: Option<Kind>,
     /// What the first run did there (`None`: its lane ended).
     pub a: Option<Side>,
     /// What the second run did there.
@@ -60,13 +62,13 @@ impl Divergence {
             self.b.as_ref().map(|s| s.kind),
         );
         let why = match kinds {
-            (Some("effect_committed" | "duplicate_suppressed"), Some("acked")) => {
+            (Some(Kind::EffectCommitted | Kind::DuplicateSuppressed), Some(Kind::Acked)) => {
                 " -- the ACK came before the commit"
             }
-            (Some("duplicate_suppressed"), Some("effect_committed")) => {
+            (Some(Kind::DuplicateSuppressed), Some(Kind::EffectCommitted)) => {
                 " -- a second effect where the duplicate was suppressed"
             }
-            (Some("effect_committed"), Some("duplicate_suppressed")) => {
+            (Some(Kind::EffectCommitted), Some(Kind::DuplicateSuppressed)) => {
                 " -- a suppression where the first run took effect"
             }
             _ => "",
@@ -89,51 +91,42 @@ pub struct Diff {
     pub first: Option<Divergence>,
 }
 
+/// The scene's accepted tasks, in order of first acceptance.
 fn tasks(scene: &Scene) -> Vec<String> {
+    let mut seen = HashSet::new();
     scene
-        .events
-        .iter()
-        .filter(|e| e.kind == Kind::TaskAccepted)
-        .filter_map(|e| e.task_id.clone())
-        .fold(Vec::new(), |mut v, t| {
-            if !v.contains(&t) {
-                v.push(t);
-            }
-            v
-        })
+        .of(Kind::TaskAccepted)
+        .filter_map(|r| r.task_id())
+        .filter(|t| seen.insert(*t))
+        .map(String::from)
+        .collect()
 }
 
 /// The step as compared: its kind, and for a crash its point.
-fn key(e: &Event) -> String {
-    match e.kind {
-        Kind::Crash => {
-            let d = e.detail_json();
-            format!(
-                "crash {}",
-                d.get("point").and_then(|p| p.as_str()).unwrap_or("?")
-            )
-        }
-        k => k.as_str().to_string(),
+fn key<'a>(e: &RowRef<'a>) -> (Kind, Option<&'a str>) {
+    match e.kind() {
+        Kind::Crash => (Kind::Crash, Some(e.crash_point())),
+        k => (k, None),
     }
 }
 
-fn lanes<'a>(chain: &Chain<'a>) -> Vec<(String, Vec<&'a Event>)> {
-    let mut out: Vec<(String, Vec<&'a Event>)> = Vec::new();
-    for e in chain.rows.iter().filter(|e| e.kind != Kind::Restart) {
-        let r = role(&e.actor).to_string();
+fn lanes<'a>(chain: &Chain<'a>) -> Vec<(String, Vec<RowRef<'a>>)> {
+    let mut out: Vec<(String, Vec<RowRef<'a>>)> = Vec::new();
+    for e in chain.rows.iter().filter(|e| e.kind() != Kind::Restart) {
+        let r = role(e.actor()).to_string();
         match out.iter_mut().find(|(l, _)| *l == r) {
-            Some((_, v)) => v.push(e),
-            None => out.push((r, vec![e])),
+            Some((_, v)) => v.push(*e),
+            None => out.push((r, vec![*e])),
         }
     }
     out
 }
 
-fn side(e: Option<&&Event>) -> Option<Side> {
+fn side(e: Option<&RowRef>) -> Option<Side> {
     e.map(|e| Side {
-        seq: e.seq,
-        kind: e.kind.as_str(),
-        actor: format!("{}#{}", e.actor, e.incarnation),
+        seq: e.seq(),
+        kind: e.kind(),
+        actor: format!("{}#{}", e.actor(), e.incarnation()),
     })
 }
 
@@ -167,7 +160,7 @@ pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Opt
                 after: i
                     .checked_sub(1)
                     .and_then(|p| ra.get(p))
-                    .map(|e| e.kind.as_str()),
+                    .map(RowRef::kind),
                 a: side(ra.get(i)),
                 b: side(rb.get(i)),
             });
@@ -184,10 +177,11 @@ pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Opt
 /// Aligns the tasks of `a` and `b` and finds where each pair parts.
 pub fn diff(a: &Scene, b: &Scene) -> Diff {
     let (ta, tb) = (tasks(a), tasks(b));
-    let by_id = ta.iter().any(|t| tb.contains(t));
+    let in_b: HashSet<&str> = tb.iter().map(String::as_str).collect();
+    let by_id = ta.iter().any(|t| in_b.contains(t.as_str()));
     let pairs: Vec<(String, String)> = if by_id {
         ta.iter()
-            .filter(|t| tb.contains(t))
+            .filter(|t| in_b.contains(t.as_str()))
             .map(|t| (t.clone(), t.clone()))
             .collect()
     } else {
@@ -196,7 +190,12 @@ pub fn diff(a: &Scene, b: &Scene) -> Diff {
     let tasks: Vec<(String, String, Option<Divergence>)> = pairs
         .into_iter()
         .map(|(x, y)| {
-            let d = first_divergence(&task_chain(a, &x), &task_chain(b, &y), &x, &y);
+            let d = match (a.id(&x), b.id(&y)) {
+                (Some(ia), Some(ib)) => {
+                    first_divergence(&task_chain(*a, ia), &task_chain(*b, ib), &x, &y)
+                }
+                _ => None,
+            };
             (x, y, d)
         })
         .collect();
@@ -205,7 +204,7 @@ pub fn diff(a: &Scene, b: &Scene) -> Diff {
         .filter_map(|(_, _, d)| d.clone())
         .min_by_key(|d| d.b.as_ref().map_or(u64::MAX, |s| s.seq));
     Diff {
-        scenario: a.scenario.clone(),
+        scenario: a.scenario.to_string(),
         by_id,
         tasks,
         first,

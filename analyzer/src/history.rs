@@ -2,9 +2,12 @@
 //! strings interned and optional numbers kept without `Option` padding.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::detail::{Observed, RunEnd, RunStart};
+use outbox_trace::{Detail, Field, Kind};
 
+use crate::index::Indices;
 use crate::intern::Id;
 #[cfg(doc)]
 use crate::intern::IdTable;
@@ -46,6 +49,8 @@ impl Present {
 pub struct Row {
     /// Recording order within the run.
     pub seq: u64,
+    /// Nanoseconds since the run started (drawing only: no check reads it).
+    pub ts_ns: i64,
     aggregate_seq: u64,
     broker_seq: u64,
     store_rev: i64,
@@ -91,6 +96,7 @@ impl Row {
     pub fn new(seq: u64, kind: Kind, actor: Id, incarnation: u32) -> Self {
         Row {
             seq,
+            ts_ns: 0,
             aggregate_seq: 0,
             broker_seq: 0,
             store_rev: 0,
@@ -180,12 +186,27 @@ impl Row {
     }
 }
 
-/// Kinds whose `detail` the analyzer keeps (the rest are never read by a check).
+/// Kinds whose `detail` the analyzer keeps (the rest are never read).
 pub fn keeps_detail(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::RunStart | Kind::Crash | Kind::Fault | Kind::Observed | Kind::RunEnd
+        Kind::RunStart
+            | Kind::Crash
+            | Kind::Fault
+            | Kind::Observed
+            | Kind::RunEnd
+            | Kind::PublishUnacked
+            | Kind::PublishFailed
     )
+}
+
+/// A kept `detail`: the file's text (witnesses quote it as written) and its typed decoding.
+#[derive(Debug, Clone)]
+pub struct KeptDetail {
+    /// The text as the file holds it.
+    pub text: Box<str>,
+    /// The text decoded once, by the row's kind.
+    pub typed: Detail,
 }
 
 /// One `(run_id, scenario)` of one file.
@@ -203,8 +224,8 @@ pub struct History {
     pub other_backends: Vec<Id>,
     /// Rows of known kinds, sorted by `seq` once loading is done.
     pub rows: Vec<Row>,
-    /// `detail` texts of the kinds in [`keeps_detail`].
-    pub details: Vec<Box<str>>,
+    /// `detail`s of the kinds in [`keeps_detail`].
+    pub details: Vec<KeptDetail>,
     /// Rows whose kind requires a field they lack: `(kind, column) -> rows`.
     pub missing: BTreeMap<(Kind, &'static str), u64>,
     /// Row indices per kind (position in [`Kind::ALL`]), built by [`History::finish`].
@@ -215,6 +236,8 @@ pub struct History {
     indexed: usize,
     /// Whether the rows indexed came in `seq` order.
     in_order: bool,
+    /// Rows by event, task, aggregate and actor life, built on first use.
+    indices: OnceLock<Indices>,
 }
 
 impl History {
@@ -233,21 +256,50 @@ impl History {
             id_bound: 0,
             indexed: 0,
             in_order: true,
+            indices: OnceLock::new(),
         }
     }
 
-    /// The kept `detail` of a row, parsed as JSON (`Null` when absent or not JSON).
-    pub fn detail_json(&self, row: &Row) -> serde_json::Value {
-        self.detail_text(row)
-            .and_then(|d| serde_json::from_str(d).ok())
-            .unwrap_or(serde_json::Value::Null)
+    /// The kept `detail` of a row, typed.
+    pub fn detail(&self, row: &Row) -> Option<&Detail> {
+        self.kept(row).map(|d| &d.typed)
     }
 
-    /// The kept `detail` text of a row.
+    /// The kept `detail` text of a row, as the file holds it.
     pub fn detail_text(&self, row: &Row) -> Option<&str> {
-        row.detail
-            .and_then(|i| self.details.get(i as usize))
-            .map(|d| d.as_ref())
+        self.kept(row).map(|d| d.text.as_ref())
+    }
+
+    fn kept(&self, row: &Row) -> Option<&KeptDetail> {
+        row.detail.and_then(|i| self.details.get(i as usize))
+    }
+
+    /// The last `observed` row's index and ground truth (every total absent when its detail is
+    /// missing or not an object).
+    pub fn observed(&self) -> Option<(usize, &Observed)> {
+        static NOTHING: std::sync::LazyLock<Observed> = std::sync::LazyLock::new(Observed::default);
+        let at = self.last_of(Kind::Observed)?;
+        let observed = self.detail(&self.rows[at]).and_then(Detail::observed);
+        Some((at, observed.unwrap_or(&NOTHING)))
+    }
+
+    /// The last `run_end` row's index and detail (absent detail: all fields absent).
+    pub fn run_end(&self) -> Option<(usize, Option<&RunEnd>)> {
+        let at = self.last_of(Kind::RunEnd)?;
+        Some((at, self.detail(&self.rows[at]).and_then(Detail::run_end)))
+    }
+
+    /// The first `run_start` row's detail.
+    pub fn run_start(&self) -> Option<&RunStart> {
+        let at = self.first_of(Kind::RunStart)?;
+        self.detail(&self.rows[at])?.run_start()
+    }
+
+    /// The rows by event, task, aggregate and actor life (built once, in linear time, on the
+    /// first call).
+    pub fn indices(&self) -> &Indices {
+        self.indices
+            .get_or_init(|| Indices::build(&self.rows, self.id_bound))
     }
 
     /// The index of the last row of `kind` (by `seq`).
@@ -342,7 +394,7 @@ mod tests {
     fn a_row_stays_small() {
         // Ten million rows must fit comfortably in memory.
         assert!(
-            std::mem::size_of::<Row>() <= 88,
+            std::mem::size_of::<Row>() <= 96,
             "{}",
             std::mem::size_of::<Row>()
         );

@@ -25,7 +25,8 @@ impl Id {
         self.0.get() as usize - 1
     }
 
-    fn from_index(i: usize) -> Option<Id> {
+    /// The id at position `i` of an [`IdTable`].
+    pub fn from_index(i: usize) -> Option<Id> {
         let n = u32::try_from(i.checked_add(1)?).ok()?;
         NonZeroU32::new(n).map(Id)
     }
@@ -126,6 +127,15 @@ impl Interner {
         self.table
             .insert_unique(hash, (id, short), |&(_, h)| widen(h));
         Ok(id)
+    }
+
+    /// The id of `name`, if it was ever interned.
+    pub fn get(&self, name: &str) -> Option<Id> {
+        let name = name.as_bytes();
+        let short = self.hasher.hash_one(name) as u32;
+        let (text, ends) = (self.text.as_bytes(), &self.ends);
+        let same = |&(id, h): &(Id, u32)| h == short && span(text, ends, id) == name;
+        self.table.find(widen(short), same).map(|&(id, _)| id)
     }
 
     /// The string behind `id` (empty for an id this interner never gave out).

@@ -14,7 +14,7 @@ use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch};
 use arrow_buffer::NullBuffer;
 use outbox_trace::{Kind, ReadOptions, TraceError, TraceFile};
 
-use crate::history::{keeps_detail, History, Numbers, Row};
+use crate::history::{keeps_detail, History, KeptDetail, Numbers, Row};
 use crate::intern::{FastMap, Id, InternError, Interner};
 
 /// Why a file could not be loaded. Displays as one line.
@@ -76,6 +76,8 @@ pub struct LoadedFile {
     pub rows: u64,
     /// Notes about the file.
     pub notes: Vec<FileNote>,
+    /// The recorder's configuration (`outbox_trace.run`), when the file carries one.
+    pub run: Option<outbox_trace::detail::RunConfig>,
 }
 
 /// Everything loaded from the files given: the interner shared by all histories.
@@ -162,6 +164,10 @@ impl Loaded {
             path: path.to_path_buf(),
             rows: info.rows,
             notes,
+            run: info
+                .run_json
+                .as_deref()
+                .and_then(outbox_trace::detail::RunConfig::parse),
         });
         Ok(())
     }
@@ -415,6 +421,7 @@ impl FileState {
             .as_string_opt::<i32>()
             .ok_or(LoadError::Canonical("kind"))?;
         let seq = Nums::<UInt64Type>::of(batch, 2, "seq")?;
+        let ts = Nums::<Int64Type>::of(batch, 3, "ts_ns")?;
         let inc = Nums::<UInt32Type>::of(batch, 6, "incarnation")?;
         let agg_seq = Nums::<UInt64Type>::of(batch, 11, "aggregate_seq")?;
         let attempt = Nums::<UInt32Type>::of(batch, 12, "attempt")?;
@@ -470,12 +477,17 @@ impl FileState {
                 amount: amount.opt(i),
                 counter: counter.opt(i),
             });
+            row.ts_ns = ts.get(i);
             row.task = task.opt(i);
             row.event = event.opt(i);
             row.aggregate = agg.opt(i);
             if keeps_detail(k) && detail.is_valid(i) {
                 row.detail = u32::try_from(history.details.len()).ok();
-                history.details.push(detail.value(i).into());
+                let text = detail.value(i);
+                history.details.push(KeptDetail {
+                    text: text.into(),
+                    typed: outbox_trace::Detail::parse(k, text),
+                });
             }
             for field in k.required_fields() {
                 if !row.has(*field) {

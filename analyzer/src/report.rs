@@ -7,13 +7,15 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use outbox_trace::{Event, Kind};
-use serde_json::{json, Value};
+use outbox_trace::{Figures, Kind};
+use serde::Serialize;
+use serde_json::json;
 
 use crate::boundaries::{self, Boundaries};
 use crate::chain;
 use crate::check::Verdict;
 use crate::render::{self, layout, RenderError};
+use crate::intern::{FastMap, IdTable};
 use crate::scene::{Scene, Scenes};
 
 /// Why the report could not be written.
@@ -41,7 +43,7 @@ fn slugs(scenes: &[Scene]) -> Vec<String> {
             let raw = if shared {
                 format!("{}-{}", s.run_id, s.scenario)
             } else {
-                s.scenario.clone()
+                s.scenario.to_string()
             };
             raw.chars()
                 .map(|c| {
@@ -56,47 +58,48 @@ fn slugs(scenes: &[Scene]) -> Vec<String> {
         .collect()
 }
 
-fn observed(scene: &Scene) -> Value {
-    scene.last_detail(Kind::Observed).unwrap_or(Value::Null)
+/// One scenario of `lab.json`: who, the verdicts, and the figures under their own keys.
+#[derive(Debug, Serialize)]
+pub struct LabScenario<'a> {
+    /// The scenario.
+    pub scenario: &'a str,
+    /// Its run.
+    pub run_id: &'a str,
+    /// Its backend.
+    pub backend: &'a str,
+    /// Its protocol variant, when recorded.
+    pub protocol: Option<&'a str>,
+    /// The figures (one definition: `outbox_trace::figures`).
+    #[serde(flatten)]
+    pub figures: &'a Figures,
+    /// `run_end.detail.recovered`.
+    pub recovered: Option<bool>,
+    /// The combined verdict.
+    pub verdict: &'static str,
+    /// Each invariant's verdict.
+    pub invariants: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The lab JSON figures of one scenario.
-pub fn figures(scene: &Scene) -> Value {
-    let o = observed(scene);
-    let n = |k: Kind| scene.events.iter().filter(|e| e.kind == k).count();
-    let recovered = scene
-        .last_detail(Kind::RunEnd)
-        .and_then(|d| d.get("recovered").and_then(Value::as_bool));
-    let invariants: serde_json::Map<String, Value> = scene
-        .outcomes
-        .iter()
-        .map(|o| (o.invariant.id().to_string(), json!(o.verdict.as_str())))
-        .collect();
-    json!({
-        "scenario": scene.scenario,
-        "run_id": scene.run_id,
-        "backend": scene.backend,
-        "protocol": scene.protocol,
-        "stream_messages": o["stream_messages"],
-        "publish_attempts": n(Kind::PublishAttempt),
-        "publish_acks_lost": n(Kind::PublishUnacked),
-        "deliveries": n(Kind::Delivered) + n(Kind::Redelivered),
-        "redeliveries": n(Kind::Redelivered),
-        "suppressions": n(Kind::DuplicateSuppressed),
-        "effects": n(Kind::EffectCommitted),
-        "commit_conflicts": n(Kind::CommitConflict),
-        "crashes": n(Kind::Crash),
-        "counter": o["counter"],
-        "results": o["results"],
-        "dedup_keys": o["dedup_keys"],
-        "recovered": recovered,
-        "verdict": scene.verdict.as_str(),
-        "invariants": invariants,
-    })
+/// The `lab.json` entry of one scenario.
+pub fn figures<'a>(scene: &Scene<'a>) -> LabScenario<'a> {
+    LabScenario {
+        scenario: scene.scenario,
+        run_id: scene.run_id,
+        backend: scene.backend,
+        protocol: scene.protocol,
+        figures: scene.figures,
+        recovered: scene.recovered(),
+        verdict: scene.verdict.as_str(),
+        invariants: scene
+            .outcomes
+            .iter()
+            .map(|o| (o.invariant.id().to_string(), json!(o.verdict.as_str())))
+            .collect(),
+    }
 }
 
 /// The lab JSON of the whole file.
-pub fn lab_json(scenes: &[Scene], traces: &[PathBuf]) -> Value {
+pub fn lab_json(scenes: &[Scene], traces: &[PathBuf]) -> serde_json::Value {
     json!({
         "traces": traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "scenarios": scenes.iter().map(figures).collect::<Vec<_>>(),
@@ -106,21 +109,19 @@ pub fn lab_json(scenes: &[Scene], traces: &[PathBuf]) -> Value {
 /// The SQLite + Redis lab's lines (`dualwrite.out`, `order_check.out`, `atleastonce.out`,
 /// `report.txt`), from the scenarios' last `observed` rows. Empty for other backends.
 pub fn lab_lines(scenes: &[Scene]) -> Vec<(String, String)> {
-    let observed: Vec<(&str, outbox_trace::detail::Observed)> = scenes
+    let observed: Vec<(&str, &outbox_trace::detail::Observed)> = scenes
         .iter()
         .filter(|s| s.backend == "sqlite-redis")
         .filter_map(|s| {
-            let e = s.events.iter().rev().find(|e| e.kind == Kind::Observed)?;
-            let detail = outbox_trace::Detail::parse(Kind::Observed, e.detail.as_deref()?);
-            Some((s.scenario.as_str(), detail.observed()?.clone()))
+            let (at, o) = s.history.observed()?;
+            s.history.detail(&s.history.rows[at])?;
+            Some((s.scenario, o))
         })
         .collect();
     if observed.is_empty() {
         return Vec::new();
     }
-    let borrowed: Vec<(&str, &outbox_trace::detail::Observed)> =
-        observed.iter().map(|(s, o)| (*s, o)).collect();
-    outbox_trace::lab::lab_files(&borrowed)
+    outbox_trace::lab::lab_files(&observed)
         .into_iter()
         .map(|f| (f.name.to_string(), f.lines.join(" ")))
         .collect()
@@ -128,55 +129,53 @@ pub fn lab_lines(scenes: &[Scene]) -> Vec<(String, String)> {
 
 /// The delay from the last delivery of a copy to its redelivery, in ms, for every redelivery.
 fn redelivery_delays(scene: &Scene) -> Vec<i64> {
+    let mut last: FastMap<(crate::intern::Id, Option<u64>), i64> = FastMap::default();
     let mut out = Vec::new();
-    for (i, r) in scene.events.iter().enumerate() {
-        if r.kind != Kind::Redelivered {
-            continue;
+    for r in scene.rows().filter(|r| r.row.is_delivery()) {
+        let Some(event) = r.row.event else { continue };
+        let copy = (event, r.row.broker_seq());
+        if r.kind() == Kind::Redelivered {
+            if let Some(d) = last.get(&copy) {
+                out.push((r.ts_ns() - d) / 1_000_000);
+            }
         }
-        let before = scene.events[..i].iter().rev().find(|d| {
-            matches!(d.kind, Kind::Delivered | Kind::Redelivered)
-                && d.event_id == r.event_id
-                && d.broker_seq == r.broker_seq
-        });
-        if let Some(d) = before {
-            out.push((r.ts_ns - d.ts_ns) / 1_000_000);
-        }
+        last.insert(copy, r.ts_ns());
     }
     out
 }
 
 /// How long after its commit each dedup key was last needed (a suppression), in ms.
 fn key_uses(scene: &Scene) -> Vec<i64> {
-    let commit = |e: &Event| {
-        scene
-            .events
-            .iter()
-            .find(|c| c.kind == Kind::EffectCommitted && c.event_id == e.event_id)
-            .map(|c| c.ts_ns)
-    };
+    let mut committed = IdTable::new(scene.history.id_bound(), None);
+    for c in scene.of(Kind::EffectCommitted) {
+        if let Some(e) = c.row.event {
+            committed.get_mut(e).get_or_insert(c.ts_ns());
+        }
+    }
     scene
-        .events
-        .iter()
-        .filter(|e| e.kind == Kind::DuplicateSuppressed)
-        .filter_map(|e| commit(e).map(|c| (e.ts_ns - c) / 1_000_000))
+        .of(Kind::DuplicateSuppressed)
+        .filter_map(|e| {
+            let c = (*committed.get(e.row.event?))?;
+            Some((e.ts_ns() - c) / 1_000_000)
+        })
         .collect()
 }
 
 /// The ADR's facts, as Markdown.
 pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     let mut md = String::new();
-    let waits: BTreeSet<i64> = scenes.iter().filter_map(Scene::ack_wait_ms).collect();
+    let waits: BTreeSet<i64> = scenes.iter().filter_map(|s| s.ack_wait_ms()).collect();
     let delays: Vec<(i64, &str)> = scenes
         .iter()
         .flat_map(|s| {
             redelivery_delays(s)
                 .into_iter()
-                .map(|d| (d, s.scenario.as_str()))
+                .map(|d| (d, s.scenario))
         })
         .collect();
     let uses: Vec<(i64, &str)> = scenes
         .iter()
-        .flat_map(|s| key_uses(s).into_iter().map(|d| (d, s.scenario.as_str())))
+        .flat_map(|s| key_uses(s).into_iter().map(|d| (d, s.scenario)))
         .collect();
     let _ = writeln!(md, "### Retention: dedup keys against redelivery\n");
     let waits: Vec<String> = waits.iter().map(|w| format!("{w} ms")).collect();
@@ -204,13 +203,8 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     let mut lost = Vec::new();
     let mut shortest_life: Option<(i64, &str)> = None;
     for s in scenes {
-        let o = observed(s);
-        let effects = s
-            .events
-            .iter()
-            .filter(|e| e.kind == Kind::EffectCommitted)
-            .count() as u64;
-        if let Some(keys) = o["dedup_keys"].as_u64() {
+        let effects = s.figures.effects as i64;
+        if let Some(keys) = s.figures.dedup_keys {
             if keys < effects {
                 lost.push(format!(
                     "`{}` ({keys} keys for {effects} effects)",
@@ -218,22 +212,12 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
                 ));
             }
         }
-        let end = s
-            .events
-            .iter()
-            .rev()
-            .find(|e| e.kind == Kind::Observed)
-            .map(|e| e.ts_ns);
-        let last_commit = s
-            .events
-            .iter()
-            .filter(|e| e.kind == Kind::EffectCommitted)
-            .map(|e| e.ts_ns)
-            .max();
+        let end = s.of(Kind::Observed).next_back().map(|e| e.ts_ns());
+        let last_commit = s.of(Kind::EffectCommitted).map(|e| e.ts_ns()).max();
         if let (Some(end), Some(c)) = (end, last_commit) {
             let life = (end - c) / 1_000_000;
             if shortest_life.is_none_or(|(l, _)| life < l) {
-                shortest_life = Some((life, s.scenario.as_str()));
+                shortest_life = Some((life, s.scenario));
             }
         }
     }
@@ -248,10 +232,11 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     let mut shapes: BTreeSet<String> = BTreeSet::new();
     for b in bounds {
         for s in &b.shapes {
+            let kinds: Vec<&str> = s.kinds.iter().map(|k| k.as_str()).collect();
             shapes.insert(format!(
                 "{} transaction: {}",
                 s.role.as_str(),
-                s.kinds.join(" + ")
+                kinds.join(" + ")
             ));
         }
     }
@@ -293,7 +278,7 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
 
 fn invariant_table(scene: &Scene) -> String {
     let mut md = String::from("| invariant | class | verdict | violations |\n|---|---|---|---|\n");
-    for o in &scene.outcomes {
+    for o in scene.outcomes {
         let verdict = match o.verdict {
             Verdict::Fail => "**FAIL**",
             Verdict::Pass => "pass",
@@ -331,7 +316,8 @@ pub fn write_report(
     };
     mkdir(dir)?;
     let mut written = Vec::new();
-    let all = &scenes.scenes;
+    let all: Vec<Scene> = scenes.scenes().collect();
+    let all = all.as_slice();
     let json = serde_json::to_string_pretty(&lab_json(all, traces)).unwrap_or_default() + "\n";
     write(&dir.join("lab.json"), json.as_bytes())?;
     written.push(dir.join("lab.json"));
@@ -342,14 +328,8 @@ pub fn write_report(
     );
     md.push_str("| scenario | backend | protocol | verdict | counter | results | stream | publishes | redeliveries | suppressions | effects |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for s in all {
-        let f = figures(s);
-        let show = |v: &Value| {
-            if v.is_null() {
-                "-".to_string()
-            } else {
-                v.to_string()
-            }
-        };
+        let f = s.figures;
+        let show = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
         let verdict = if s.verdict.as_str() == "invalid" {
             "**invalid**".to_string()
         } else {
@@ -360,14 +340,14 @@ pub fn write_report(
             "| {} | {} | {} | {verdict} | {} | {} | {} | {} | {} | {} | {} |",
             s.scenario,
             s.backend,
-            s.protocol.as_deref().unwrap_or("-"),
-            show(&f["counter"]),
-            show(&f["results"]),
-            show(&f["stream_messages"]),
-            show(&f["publish_attempts"]),
-            show(&f["redeliveries"]),
-            show(&f["suppressions"]),
-            show(&f["effects"]),
+            s.protocol.unwrap_or("-"),
+            show(f.counter),
+            show(f.results),
+            show(f.stream_messages),
+            f.publish_attempts,
+            f.redeliveries,
+            f.suppressions,
+            f.effects,
         );
     }
     md.push_str("\nThe figures per scenario are in [`lab.json`](lab.json).\n");
@@ -385,8 +365,9 @@ pub fn write_report(
         mkdir(&sub)?;
         let _ = writeln!(md, "\n## {}\n\n{}", scene.scenario, invariant_table(scene));
         let b = boundaries::derive(scene);
-        if let Some(task) = chain::most_eventful(scene) {
-            let c = chain::task_chain(scene, &task);
+        if let Some(id) = chain::most_eventful(*scene) {
+            let task = scene.names.name(id);
+            let c = chain::task_chain(*scene, id);
             let lay = layout::layout(&c);
             let svg = render::svg::to_svg(&render::chain_figure(&lay))?;
             write(&sub.join("chain.svg"), svg.as_bytes())?;

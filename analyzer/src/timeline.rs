@@ -4,9 +4,9 @@
 //! result depends on the bucket count and the number of kinds, not on the number of events;
 //! [`crate::render::timeline`] draws it.
 
-use outbox_trace::{Event, Kind};
+use outbox_trace::Kind;
 
-use crate::scene::{Scene, Scenes};
+use crate::scene::{RowRef, Scene, Scenes};
 
 /// The default number of time buckets.
 pub const BUCKETS: usize = 120;
@@ -128,23 +128,19 @@ pub fn select<'a>(
     scenes: &'a Scenes,
     run: Option<&str>,
     scenario: Option<&str>,
-) -> Result<Vec<&'a Scene>, TimelineError> {
+) -> Result<Vec<Scene<'a>>, TimelineError> {
     let run_id = match run {
         Some(r) => r,
-        None => match scenes.scenes.first() {
-            Some(s) => s.run_id.as_str(),
+        None => match scenes.scenes().next() {
+            Some(s) => s.run_id,
             None => return Err(TimelineError::Empty),
         },
     };
-    let of_run: Vec<&Scene> = scenes
-        .scenes
-        .iter()
-        .filter(|s| s.run_id == run_id)
-        .collect();
+    let of_run: Vec<Scene> = scenes.scenes().filter(|s| s.run_id == run_id).collect();
     if of_run.is_empty() {
         return Err(TimelineError::NoRun(run_id.to_string()));
     }
-    let chosen: Vec<&Scene> = of_run
+    let chosen: Vec<Scene> = of_run
         .into_iter()
         .filter(|s| scenario.is_none_or(|want| s.scenario == want))
         .collect();
@@ -157,13 +153,10 @@ pub fn select<'a>(
 }
 
 /// The timeline of the given scenes (of one run), cut into `buckets` equal time buckets.
-pub fn timeline(scenes: &[&Scene], buckets: usize) -> Result<Timeline, TimelineError> {
+pub fn timeline(scenes: &[Scene], buckets: usize) -> Result<Timeline, TimelineError> {
     let buckets = buckets.max(1);
-    let events = || scenes.iter().flat_map(|s| s.events.iter());
-    let (Some(start_ns), Some(end_ns)) = (
-        events().map(|e| e.ts_ns).min(),
-        events().map(|e| e.ts_ns).max(),
-    ) else {
+    let times = || scenes.iter().flat_map(|s| s.history.rows.iter().map(|r| r.ts_ns));
+    let (Some(start_ns), Some(end_ns)) = (times().min(), times().max()) else {
         return Err(TimelineError::Empty);
     };
     let span = i128::from(end_ns) - i128::from(start_ns) + 1;
@@ -176,13 +169,13 @@ pub fn timeline(scenes: &[&Scene], buckets: usize) -> Result<Timeline, TimelineE
     let mut markers = Vec::new();
     let mut rows = 0;
     for scene in scenes {
-        for e in &scene.events {
+        for e in scene.rows() {
             rows += 1;
-            let k = kind_index(e.kind);
-            counts[k][bucket_of(e.ts_ns)] += 1;
+            let k = kind_index(e.kind());
+            counts[k][bucket_of(e.ts_ns())] += 1;
             totals[k] += 1;
-            if let Some(m) = marker(e) {
-                markers.push((e.ts_ns, e.seq, m));
+            if let Some(m) = marker(scene, &e) {
+                markers.push((e.ts_ns(), e.seq(), m));
             }
         }
     }
@@ -200,16 +193,16 @@ pub fn timeline(scenes: &[&Scene], buckets: usize) -> Result<Timeline, TimelineE
     let mut spans: Vec<ScenarioSpan> = scenes
         .iter()
         .filter_map(|s| {
-            let ts = s.events.iter().map(|e| e.ts_ns);
+            let ts = s.history.rows.iter().map(|r| r.ts_ns);
             Some(ScenarioSpan {
-                name: s.scenario.clone(),
+                name: s.scenario.to_string(),
                 start_ns: ts.clone().min()?,
                 end_ns: ts.max()?,
             })
         })
         .collect();
     spans.sort_by(|a, b| (a.start_ns, &a.name).cmp(&(b.start_ns, &b.name)));
-    let run_id = &scenes[0].run_id;
+    let run_id = scenes[0].run_id;
     let title = match scenes {
         [one] => format!("timeline · {run_id} · {}", one.scenario),
         _ => format!("timeline · {run_id} · {} scenarios", scenes.len()),
@@ -231,28 +224,19 @@ fn kind_index(kind: Kind) -> usize {
 }
 
 /// The marker of a `crash` or `fault` row.
-fn marker(e: &Event) -> Option<Marker> {
-    let field = |name: &str| {
-        e.detail_json()
-            .get(name)
-            .and_then(|v| v.as_str().map(String::from))
-    };
-    let (mark, label) = match e.kind {
+fn marker(scene: &Scene, e: &RowRef) -> Option<Marker> {
+    let (mark, label) = match e.kind() {
         Kind::Crash => {
-            let point = field("point").unwrap_or_else(|| "?".into());
-            let label = format!("{}#{} at {point}", e.actor, e.incarnation);
+            let label = format!("{}#{} at {}", e.actor(), e.incarnation(), e.crash_point());
             (Mark::Crash, label)
         }
-        Kind::Fault => {
-            let fault = field("fault").unwrap_or_else(|| "?".into());
-            (Mark::Fault, format!("{}: {fault}", e.actor))
-        }
+        Kind::Fault => (Mark::Fault, format!("{}: {}", e.actor(), e.fault_name())),
         _ => return None,
     };
     Some(Marker {
-        ts_ns: e.ts_ns,
+        ts_ns: e.ts_ns(),
         mark,
         label,
-        scenario: e.scenario.clone(),
+        scenario: scene.scenario.to_string(),
     })
 }

@@ -49,7 +49,7 @@ fn valid_trace_exits_0_with_one_line_per_invariant() {
             "{id} missing in\n{text}"
         );
     }
-    assert!(text.contains("counts: 3 tasks, 3 publish attempts, 3 stream copies, 3 deliveries, 1 redeliveries, 1 suppressions, 3 effects, 4 ACKs"), "{text}");
+    assert!(text.contains("counts: 3 tasks, 3 publish attempts, 3 stream copies, 4 deliveries, 1 redeliveries, 1 suppressions, 3 effects, 4 ACKs"), "{text}");
     assert!(text.contains("counter 10"), "{text}");
     assert!(text.contains("verdict: valid"), "{text}");
 }

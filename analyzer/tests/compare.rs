@@ -7,6 +7,7 @@ mod variants;
 use std::path::{Path, PathBuf};
 
 use common::write;
+use outbox_trace::Kind;
 use outbox_analyzer::compare::{self, compare};
 use outbox_analyzer::diff::diff;
 use outbox_analyzer::scene::Scenes;
@@ -53,7 +54,7 @@ fn compare_shows_the_failing_invariant_and_the_count_that_differs() {
             dir.path(),
             &[("reference.parquet", crashed_lab()), (variant, events)],
         );
-        let c = compare(&s.scenes, None).expect("compare");
+        let c = compare(&s.scenes().collect::<Vec<_>>(), None).expect("compare");
         let cols = &c.shared[0].columns;
         assert_eq!(verdict(&cols[0], failing), "pass");
         assert_eq!(verdict(&cols[1], failing), "fail", "{variant}");
@@ -89,7 +90,7 @@ fn compare_of_two_backends_uses_shared_scenarios_and_names_the_rest() {
         dir.path(),
         &[("etcd.parquet", crashed_lab()), ("sqlite.parquet", other)],
     );
-    let c = compare(&s.scenes, None).unwrap();
+    let c = compare(&s.scenes().collect::<Vec<_>>(), None).unwrap();
     assert_eq!(c.shared.len(), 1);
     assert_eq!(c.shared[0].scenario, "lost-consumer-ack");
     assert_eq!(
@@ -107,9 +108,9 @@ fn compare_of_two_backends_uses_shared_scenarios_and_names_the_rest() {
 fn latency_percentiles_come_from_accept_to_commit() {
     let dir = tempfile::tempdir().unwrap();
     let (_, s) = scenes(dir.path(), &[("r.parquet", crashed_lab())]);
-    let lat = compare::latencies(&s.scenes[0]);
+    let lat = compare::latencies(&s.scene(0));
     assert_eq!(lat.len(), 3);
-    let m = compare::measures(&s.scenes[0]);
+    let m = compare::measures(&s.scene(0));
     let get = |n: &str| m.numbers.iter().find(|(k, _)| *k == n).unwrap().1;
     assert_eq!(get("latency max ms"), lat.last().copied());
     assert!(get("latency p50 ms") <= get("latency p99 ms"));
@@ -125,12 +126,12 @@ fn diff_names_the_ack_before_the_commit() {
             ("b.parquet", ack_before_commit()),
         ],
     );
-    let d = diff(&s.scenes[0], &s.scenes[1]);
+    let d = diff(&s.scene(0), &s.scene(1));
     let first = d.first.expect("divergence");
     assert_eq!(first.task_a, "t-2");
     assert_eq!(first.lane, "worker");
-    assert_eq!(first.a.as_ref().unwrap().kind, "effect_committed");
-    assert_eq!(first.b.as_ref().unwrap().kind, "acked");
+    assert_eq!(first.a.as_ref().unwrap().kind, Kind::EffectCommitted);
+    assert_eq!(first.b.as_ref().unwrap().kind, Kind::Acked);
     assert!(first.describe().contains("the ACK came before the commit"));
 }
 
@@ -141,11 +142,11 @@ fn diff_names_the_second_effect_of_no_dedup() {
         dir.path(),
         &[("a.parquet", crashed_lab()), ("b.parquet", no_dedup())],
     );
-    let d = diff(&s.scenes[0], &s.scenes[1]);
+    let d = diff(&s.scene(0), &s.scene(1));
     let first = d.first.expect("divergence");
-    assert_eq!(first.after, Some("redelivered"));
-    assert_eq!(first.a.as_ref().unwrap().kind, "duplicate_suppressed");
-    assert_eq!(first.b.as_ref().unwrap().kind, "effect_committed");
+    assert_eq!(first.after, Some(Kind::Redelivered));
+    assert_eq!(first.a.as_ref().unwrap().kind, Kind::DuplicateSuppressed);
+    assert_eq!(first.b.as_ref().unwrap().kind, Kind::EffectCommitted);
     assert!(d.tasks.iter().filter(|(_, _, x)| x.is_some()).count() == 1);
 }
 
@@ -156,5 +157,5 @@ fn diff_of_a_run_with_itself_finds_nothing() {
         dir.path(),
         &[("a.parquet", crashed_lab()), ("b.parquet", crashed_lab())],
     );
-    assert!(diff(&s.scenes[0], &s.scenes[1]).first.is_none());
+    assert!(diff(&s.scene(0), &s.scene(1)).first.is_none());
 }

@@ -149,7 +149,7 @@ fn real_recording_chain_and_boundaries_are_pinned() {
         &render::mermaid::chain_mermaid(&lay),
     );
     let scene = scenes.select(Some("lost-consumer-ack"))[0];
-    let b = boundaries::derive(scene);
+    let b = boundaries::derive(&scene);
     golden("etcd-boundaries.txt", &boundaries::text(&b));
     golden(
         "etcd-boundaries.svg",
@@ -183,8 +183,8 @@ fn external_effect_has_a_receiver_lane() {
 fn split_outbox_boundaries_differ_from_the_reference() {
     let reference = Scenes::load(&[fixture("etcd_reference.parquet")]).unwrap();
     let split = Scenes::load(&[fixture("etcd_split_outbox.parquet")]).unwrap();
-    let a = boundaries::derive(reference.select(Some("crash-after-accept"))[0]);
-    let b = boundaries::derive(split.select(Some("crash-after-accept"))[0]);
+    let a = boundaries::derive(&reference.select(Some("crash-after-accept"))[0]);
+    let b = boundaries::derive(&split.select(Some("crash-after-accept"))[0]);
     assert!(a.create_is_atomic());
     assert!(!b.create_is_atomic());
     let create = |b: &boundaries::Boundaries| {
@@ -194,10 +194,10 @@ fn split_outbox_boundaries_differ_from_the_reference() {
             .map(|s| s.kinds.clone())
             .collect::<Vec<_>>()
     };
-    assert_eq!(create(&a), vec![vec!["task_accepted", "intent_recorded"]]);
+    assert_eq!(create(&a), vec![vec![Kind::TaskAccepted, Kind::IntentRecorded]]);
     assert_eq!(
         create(&b),
-        vec![vec!["intent_recorded"], vec!["task_accepted"]]
+        vec![vec![Kind::TaskAccepted], vec![Kind::IntentRecorded]]
     );
     // The drawn task's create is one box in the reference and two in the split variant.
     let creates = |b: &boundaries::Boundaries| {
@@ -205,7 +205,7 @@ fn split_outbox_boundaries_differ_from_the_reference() {
             .iter()
             .filter(|g| {
                 g.iter()
-                    .any(|s| s.kind == "task_accepted" || s.kind == "intent_recorded")
+                    .any(|s| matches!(s.kind, Kind::TaskAccepted | Kind::IntentRecorded))
             })
             .count()
     };

@@ -298,19 +298,16 @@ fn assert_valid(what: &str, text: &str) {
 /// how many diagrams were checked.
 fn check_all(name: &str, scenes: &Scenes) -> usize {
     let mut checked = 0;
-    for scene in &scenes.scenes {
-        let tasks: BTreeSet<&str> = scene
-            .events
-            .iter()
-            .filter_map(|e| e.task_id.as_deref())
-            .collect();
+    for scene in scenes.scenes() {
+        let tasks: BTreeSet<&str> = scene.rows().filter_map(|e| e.task_id()).collect();
         for task in tasks {
-            let lay = layout::layout(&chain::task_chain(scene, task));
+            let id = scene.id(task).expect("interned");
+            let lay = layout::layout(&chain::task_chain(scene, id));
             let what = format!("{name} {} task {task}", scene.scenario);
             assert_valid(&what, &chain_mermaid(&lay));
             checked += 1;
         }
-        let b = boundaries::derive(scene);
+        let b = boundaries::derive(&scene);
         assert_valid(
             &format!("{name} {} boundaries", scene.scenario),
             &boundaries::mermaid(&b),

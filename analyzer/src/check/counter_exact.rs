@@ -5,7 +5,7 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, json_int, last_detail, Finding, Invariant, Outcome, Reason, Skips, Violation,
+    earliest, Finding, Invariant, Outcome, Reason, Skips, Violation,
 };
 use crate::history::History;
 
@@ -28,10 +28,7 @@ pub fn check(h: &History) -> Outcome {
     if !commits.is_sorted_by_key(rev) {
         commits.sort_by_key(rev);
     }
-    let start = h
-        .first_of(Kind::RunStart)
-        .and_then(|at| json_int(&h.detail_json(&h.rows[at]), "counter_start"))
-        .unwrap_or(0);
+    let start = h.run_start().and_then(|d| d.counter_start).unwrap_or(0);
     let mut found = Vec::new();
     let mut value = start;
     let mut sum = start;
@@ -56,8 +53,9 @@ pub fn check(h: &History) -> Outcome {
         value = counter;
         prev = Some(at);
     }
-    let observed = last_detail(h, Kind::Observed)
-        .and_then(|(at, detail)| json_int(&detail, "counter").map(|c| (at, c)));
+    let observed = h
+        .observed()
+        .and_then(|(at, o)| o.counter.map(|c| (at, c)));
     let mut incomplete = None;
     match observed {
         Some((at, counter)) if counter != sum => {

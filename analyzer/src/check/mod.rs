@@ -401,20 +401,3 @@ pub fn check_all(h: &History) -> Vec<Outcome> {
             .collect()
     })
 }
-
-/// The `detail` of the last row of `kind`, parsed, with the row's index.
-pub fn last_detail(h: &History, kind: Kind) -> Option<(usize, serde_json::Value)> {
-    let at = h.last_of(kind)?;
-    Some((at, h.detail_json(&h.rows[at])))
-}
-
-/// An integer in a JSON object, accepting numbers and numeric strings.
-pub fn json_int(v: &serde_json::Value, key: &str) -> Option<i64> {
-    match v.get(key)? {
-        serde_json::Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_u64().and_then(|u| i64::try_from(u).ok())),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}

@@ -7,21 +7,19 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, last_detail, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
 use crate::intern::{Id, IdTable};
 
 /// Decides `no-lost-task`.
 pub fn check(h: &History) -> Outcome {
-    let Some((_, detail)) = last_detail(h, Kind::RunEnd) else {
+    let Some((_, end)) = h.run_end() else {
         return Outcome::unknown(Invariant::NoLostTask, Reason::NoRunEnd);
     };
-    match detail.get("recovered") {
-        Some(serde_json::Value::Bool(true)) => {}
-        Some(serde_json::Value::Bool(false)) => {
-            return Outcome::unknown(Invariant::NoLostTask, Reason::NotRecovered)
-        }
-        _ => return Outcome::unknown(Invariant::NoLostTask, Reason::RecoveredMissing),
+    match end.and_then(|e| e.recovered) {
+        Some(true) => {}
+        Some(false) => return Outcome::unknown(Invariant::NoLostTask, Reason::NotRecovered),
+        None => return Outcome::unknown(Invariant::NoLostTask, Reason::RecoveredMissing),
     }
     let mut skips = Skips::default();
     // Per task: its first acceptance and whether an effect was seen.

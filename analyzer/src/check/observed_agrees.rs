@@ -8,14 +8,14 @@ use outbox_trace::Kind;
 use outbox_trace::Field;
 
 use super::{
-    json_int, last_detail, Finding, Invariant, Outcome, Reason, Skips, Violation, EXAMPLES,
+    Finding, Invariant, Outcome, Reason, Skips, Violation, EXAMPLES,
 };
 use crate::history::History;
 use crate::intern::IdTable;
 
 /// Decides `observed-agrees`.
 pub fn check(h: &History) -> Outcome {
-    let Some((at, detail)) = last_detail(h, Kind::Observed) else {
+    let Some((at, observed)) = h.observed() else {
         return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObserved);
     };
     let effects = i64::try_from(h.count(Kind::EffectCommitted)).unwrap_or(i64::MAX);
@@ -31,16 +31,16 @@ pub fn check(h: &History) -> Outcome {
             }
         }
     }
-    let comparisons: [(&'static str, i64, bool); 4] = [
-        ("results", effects, false),
-        ("processed", effects, false),
-        ("dedup_keys", effects, false),
-        ("stream_messages", published, true),
+    let comparisons: [(&'static str, Option<i64>, i64, bool); 4] = [
+        ("results", observed.results, effects, false),
+        ("processed", observed.processed, effects, false),
+        ("dedup_keys", observed.dedup_keys, effects, false),
+        ("stream_messages", observed.stream_messages, published, true),
     ];
     let mut compared = 0;
     let mut violations = Vec::new();
-    for (key, trace, at_least) in comparisons {
-        let Some(observed) = json_int(&detail, key) else {
+    for (key, observed, trace, at_least) in comparisons {
+        let Some(observed) = observed else {
             continue;
         };
         compared += 1;

@@ -108,7 +108,7 @@ pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> anyhow::Result<
     let candidates = scenes.select(args.scenario.as_deref());
     let scene = candidates
         .iter()
-        .find(|s| s.counts.effects > 0)
+        .find(|s| s.figures.effects > 0)
         .or(candidates.first())
         .ok_or_else(|| ChainError::NoScenario(args.scenario.clone().unwrap_or_default()))?;
     let b = boundaries::derive(scene);
@@ -138,7 +138,8 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
 /// Runs `analyzer compare`.
 pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
     let scenes = load(&args.paths)?;
-    let c = compare::compare(&scenes.scenes, args.scenario.as_deref())?;
+    let all: Vec<_> = scenes.scenes().collect();
+    let c = compare::compare(&all, args.scenario.as_deref())?;
     if let Some(plot) = &args.plot {
         let format = resolve_format(None, Some(plot), Format::Svg);
         let format = if format == Format::Png {
@@ -172,8 +173,9 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
     let (na, nb) = (file_stem(&args.a), file_stem(&args.b));
     let mut diffs = Vec::new();
     for sa in a.select(args.scenario.as_deref()) {
-        if let Some(sb) = b.scenes.iter().find(|s| s.scenario == sa.scenario) {
-            diffs.push((sa, sb, diff::diff(sa, sb)));
+        if let Some(sb) = b.scenes().find(|s| s.scenario == sa.scenario) {
+            let d = diff::diff(&sa, &sb);
+            diffs.push((sa, sb, d));
         }
     }
     if diffs.is_empty() {
@@ -227,9 +229,9 @@ pub fn timeline(args: &TimelineArgs, out: &mut dyn Write) -> anyhow::Result<Exit
 }
 
 /// The diverging task's two chains side by side, the diverging steps marked.
-fn side_by_side(
-    a: &crate::scene::Scene,
-    b: &crate::scene::Scene,
+fn side_by_side<'a>(
+    a: &crate::scene::Scene<'a>,
+    b: &crate::scene::Scene<'a>,
     d: &diff::Diff,
     na: &str,
     nb: &str,
@@ -243,8 +245,12 @@ fn side_by_side(
             .map(|(x, y, _)| (x.clone(), y.clone()))
             .unwrap_or_default(),
     };
-    let mut ca = chain::task_chain(a, &ta);
-    let mut cb = chain::task_chain(b, &tb);
+    let chain_of = |s: &crate::scene::Scene<'a>, t: &str| -> Option<chain::Chain<'a>> {
+        Some(chain::task_chain(*s, s.id(t)?))
+    };
+    let (Some(mut ca), Some(mut cb)) = (chain_of(a, &ta), chain_of(b, &tb)) else {
+        return Figure::new(40, 40);
+    };
     if let Some(f) = &d.first {
         ca.marked.extend(f.a.as_ref().map(|s| s.seq));
         cb.marked.extend(f.b.as_ref().map(|s| s.seq));

@@ -34,11 +34,12 @@
 //!           "more": 0                                  // violations not shown
 //!         }
 //!       ],
-//!       "counts": {
-//!         "tasks": 3, "publish_attempts": 4, "stream_copies": 3, "deliveries": 3,
-//!         "redeliveries": 1, "suppressions": 1, "effects": 3, "acks": 4, "crashes": 0,
-//!         "counter": 10 | null
-//!       }
+//!       "tasks": 3, "publish_attempts": 4, "publish_acks_lost": 1, "stream_copies": 3,
+//!       "stream_messages": 4 | null, "deliveries": 4, "redeliveries": 1, "suppressions": 1,
+//!       "effects": 3, "acks": 4, "crashes": 0, "conflicts": 0, "counter": 10 | null,
+//!       "results": 3 | null, "dedup_keys": 3 | null, "outbox_pending": 0 | null,
+//!       "counts": { ... }                              // the same figures again, as format 1 had them
+//!     }
 //!     }
 //!   ]
 //! }
@@ -56,7 +57,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::analysis::{Report, ScenarioReport};
 use crate::check::{Outcome, Violation};
-use crate::counts::Counts;
+use outbox_trace::Figures;
 use crate::explain::{self, Value};
 use crate::history::History;
 use crate::intern::Interner;
@@ -88,7 +89,10 @@ struct ScenarioDoc<'a> {
     verdict: &'static str,
     notes: Vec<String>,
     invariants: Vec<InvariantDoc>,
-    counts: &'a Counts,
+    /// The figures, also under their own keys beside `scenario`.
+    counts: &'a Figures,
+    #[serde(flatten)]
+    figures: &'a Figures,
 }
 
 #[derive(Serialize)]
@@ -145,7 +149,8 @@ fn scenario<'a>(report: &'a Report, s: &'a ScenarioReport) -> ScenarioDoc<'a> {
         verdict: s.verdict.as_str(),
         notes: explain::scenario_notes(h, names),
         invariants: s.outcomes.iter().map(|o| invariant(o, h, names)).collect(),
-        counts: &s.counts,
+        counts: &s.figures,
+        figures: &s.figures,
     }
 }
 

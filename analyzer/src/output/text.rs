@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use crate::analysis::{Report, RunVerdict, ScenarioReport};
 use crate::check::{Outcome, Verdict};
-use crate::counts::Counts;
+use outbox_trace::Figures;
 use crate::explain;
 use crate::history::History;
 use crate::intern::Interner;
@@ -57,7 +57,7 @@ fn scenario(report: &Report, s: &ScenarioReport, out: &mut dyn Write) -> io::Res
     for o in &s.outcomes {
         writeln!(out, "  {}", verdict_line(o))?;
     }
-    writeln!(out, "  counts: {}", counts_line(&s.counts))?;
+    writeln!(out, "  counts: {}", counts_line(&s.figures))?;
     for o in s.outcomes.iter().filter(|o| o.verdict == Verdict::Fail) {
         violations(o, h, names, out)?;
     }
@@ -83,7 +83,7 @@ fn verdict_line(o: &Outcome) -> String {
     line
 }
 
-fn counts_line(c: &Counts) -> String {
+fn counts_line(c: &Figures) -> String {
     let counter = c
         .counter
         .map_or_else(|| "counter unknown".to_string(), |v| format!("counter {v}"));

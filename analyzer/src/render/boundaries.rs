@@ -51,7 +51,7 @@ pub fn boundaries_figure(b: &Boundaries) -> Figure {
         f.text((x0 + BOX_W / 2, TOP + 14), &head, 12, stroke, Align::Center);
         for (j, s) in g.iter().enumerate() {
             let y = TOP + 36 + j as i32 * LINE;
-            f.text((x0 + 8, y), s.kind, 12, INK, Align::Left);
+            f.text((x0 + 8, y), s.kind.as_str(), 12, INK, Align::Left);
             f.text((x0 + 8, y + 14), meaning(s.kind), 10, GREY, Align::Left);
         }
         if i + 1 < groups.len() {
@@ -71,7 +71,11 @@ pub fn boundaries_figure(b: &Boundaries) -> Figure {
             "{:<9} {} x  {}",
             s.role.as_str(),
             s.count,
-            s.kinds.join(" + ")
+            s.kinds
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
         );
         f.text(
             (30, table_top + 20 * (i as i32 + 1)),

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use outbox_trace::{Event, Kind};
+use outbox_trace::Kind;
 
 use crate::chain::Chain;
+use crate::scene::RowRef;
 
 /// At most this many steps are laid out; the rest are counted as "N more events not shown".
 pub const MAX_STEPS: usize = 40;
@@ -174,8 +175,8 @@ fn lane_keys(chain: &Chain) -> Vec<String> {
         .map(|a| (rank(a), a.to_string()))
         .collect();
     for e in &chain.rows {
-        keys.insert((rank(&e.actor), e.actor.clone()));
-        if e.kind == Kind::ExternalRequest {
+        keys.insert((rank(e.actor()), e.actor().to_string()));
+        if e.kind() == Kind::ExternalRequest {
             keys.insert((4, receiver_of(chain)));
         }
     }
@@ -183,12 +184,15 @@ fn lane_keys(chain: &Chain) -> Vec<String> {
 }
 
 fn receiver_of(chain: &Chain) -> String {
-    chain
-        .scene
-        .events
-        .iter()
-        .find(|e| role(&e.actor) == "receiver")
-        .map_or_else(|| "receiver".to_string(), |e| e.actor.clone())
+    let scene = &chain.scene;
+    scene
+        .history
+        .indices()
+        .actors()
+        .map(|a| scene.names.name(a))
+        .find(|a| role(a) == "receiver")
+        .unwrap_or("receiver")
+        .to_string()
 }
 
 /// Lays out `chain`.
@@ -216,10 +220,10 @@ pub fn layout(chain: &Chain) -> ChainLayout {
     let mut steps = Vec::with_capacity(shown);
     let mut gaps = Vec::new();
     let mut y = TOP;
-    let mut prev: Option<&Event> = None;
+    let mut prev: Option<&RowRef> = None;
     for e in chain.rows.iter().take(shown) {
         if let Some(p) = prev {
-            if e.ts_ns - p.ts_ns >= GAP_NS {
+            if e.ts_ns() - p.ts_ns() >= GAP_NS {
                 gaps.push(Gap {
                     y0: y - ROW / 2,
                     y1: y - ROW / 2 + GAP_ROW,
@@ -228,17 +232,17 @@ pub fn layout(chain: &Chain) -> ChainLayout {
                 y += GAP_ROW;
             }
         }
-        let own = lane_of(&e.actor);
+        let own = lane_of(e.actor());
         let (shape, label, tone) = describe(e, own, broker, api, receiver);
         steps.push(Step {
-            seq: e.seq,
-            ms: e.ts_ns.div_euclid(1_000_000),
+            seq: e.seq(),
+            ms: e.ts_ns().div_euclid(1_000_000),
             y,
             shape,
             fitted: String::new(),
             label,
             tone,
-            marked: chain.marked.contains(&e.seq),
+            marked: chain.marked.contains(&e.seq()),
         });
         prev = Some(e);
         y += ROW;
@@ -286,10 +290,10 @@ pub fn fit(text: &str, px: i32) -> String {
     cut
 }
 
-fn gap_label(chain: &Chain, prev: &Event, next: &Event) -> String {
+fn gap_label(chain: &Chain, prev: &RowRef, next: &RowRef) -> String {
     let secs = |ns: i64| format!("{:.2} s", ns as f64 / 1e9);
-    let quiet = secs(next.ts_ns - prev.ts_ns);
-    if next.kind != Kind::Redelivered {
+    let quiet = secs(next.ts_ns() - prev.ts_ns());
+    if next.kind() != Kind::Redelivered {
         return format!("{quiet} pass");
     }
     let wait = chain
@@ -300,21 +304,21 @@ fn gap_label(chain: &Chain, prev: &Event, next: &Event) -> String {
         .rows
         .iter()
         .rev()
-        .find(|r| r.seq < next.seq && same_copy(r, next));
+        .find(|r| r.seq() < next.seq() && same_copy(r, next));
     match delivery {
         Some(d) => format!(
             "{wait}no ACK, redelivered {} after the delivery ({quiet} quiet)",
-            secs(next.ts_ns - d.ts_ns)
+            secs(next.ts_ns() - d.ts_ns())
         ),
         None => format!("{wait}no ACK, redelivered after {quiet} quiet"),
     }
 }
 
 /// Whether `r` is a delivery of the same copy (event and broker position) as `next`.
-fn same_copy(r: &Event, next: &Event) -> bool {
-    matches!(r.kind, Kind::Delivered | Kind::Redelivered)
-        && r.event_id == next.event_id
-        && r.broker_seq == next.broker_seq
+fn same_copy(r: &RowRef, next: &RowRef) -> bool {
+    r.row.is_delivery()
+        && r.row.event == next.row.event
+        && r.row.broker_seq() == next.row.broker_seq()
 }
 
 fn opt<T: std::fmt::Display>(prefix: &str, v: Option<T>) -> String {
@@ -322,7 +326,7 @@ fn opt<T: std::fmt::Display>(prefix: &str, v: Option<T>) -> String {
 }
 
 fn describe(
-    e: &Event,
+    e: &RowRef,
     own: usize,
     broker: usize,
     api: usize,
@@ -331,14 +335,15 @@ fn describe(
     use Kind::*;
     let arrow = |from, to| Shape::Arrow { from, to };
     let note = Shape::Note { lane: own };
-    let rev = opt(" · rev ", e.store_rev);
-    let bseq = opt(" seq ", e.broker_seq);
-    let attempt = opt(" #", e.attempt);
-    match e.kind {
+    let r = e.row;
+    let rev = opt(" · rev ", r.store_rev());
+    let bseq = opt(" seq ", r.broker_seq());
+    let attempt = opt(" #", r.attempt());
+    match e.kind() {
         TaskAccepted => (note, format!("task accepted{rev}"), Tone::Plain),
         IntentRecorded => (note, format!("intent recorded{rev}"), Tone::Plain),
         PublishAttempt => {
-            let tone = if e.attempt.unwrap_or(1) > 1 {
+            let tone = if r.attempt().unwrap_or(1) > 1 {
                 Tone::Retry
             } else {
                 Tone::Plain
@@ -359,20 +364,20 @@ fn describe(
         OutboxMarked => (arrow(own, api), format!("mark published{rev}"), Tone::Plain),
         Delivered => (
             arrow(broker, own),
-            format!("deliver{bseq}{}", opt(" · count ", e.attempt)),
+            format!("deliver{bseq}{}", opt(" · count ", r.attempt())),
             Tone::Plain,
         ),
         Redelivered => (
             arrow(broker, own),
-            format!("redeliver{bseq}{}", opt(" · count ", e.attempt)),
+            format!("redeliver{bseq}{}", opt(" · count ", r.attempt())),
             Tone::Retry,
         ),
         EffectCommitted => (
             arrow(own, api),
             format!(
                 "commit{rev}{}{}",
-                opt(" · counter ", e.counter),
-                opt(" +", e.amount)
+                opt(" · counter ", r.counter()),
+                opt(" +", r.amount())
             ),
             Tone::Effect,
         ),
@@ -390,33 +395,25 @@ fn describe(
         ),
         ExternalApplied => (note, "applied: paid".into(), Tone::Effect),
         ExternalReplayed => (note, "key seen: replayed, not paid".into(), Tone::Absorbed),
-        Crash => {
-            let point = e.detail_json();
-            let point = point.get("point").and_then(|p| p.as_str()).unwrap_or("?");
-            (
-                Shape::Crash { lane: own },
-                format!("crash #{}: {}", e.incarnation, short_point(point)),
-                Tone::Loss,
-            )
-        }
+        Crash => (
+            Shape::Crash { lane: own },
+            format!(
+                "crash #{}: {}",
+                e.incarnation(),
+                short_point(e.crash_point())
+            ),
+            Tone::Loss,
+        ),
         Restart => (
             Shape::Restart { lane: own },
-            format!("restart: {}#{}", e.actor, e.incarnation),
+            format!("restart: {}#{}", e.actor(), e.incarnation()),
             Tone::Retry,
         ),
-        Fault => {
-            let d = e.detail_json();
-            let f = d
-                .get("fault")
-                .and_then(|p| p.as_str())
-                .unwrap_or("?")
-                .to_string();
-            (
-                Shape::Note { lane: broker },
-                format!("fault: {f}"),
-                Tone::Loss,
-            )
-        }
+        Fault => (
+            Shape::Note { lane: broker },
+            format!("fault: {}", e.fault_name()),
+            Tone::Loss,
+        ),
         other => (note, other.as_str().to_string(), Tone::Plain),
     }
 }
@@ -433,8 +430,8 @@ fn segments(lanes: &mut [Lane], chain: &Chain, steps: &[Step], bottom: i32) {
         let mut lives: Vec<u32> = chain
             .rows
             .iter()
-            .filter(|e| e.actor == lane.key && y_of(e.seq).is_some())
-            .map(|e| e.incarnation)
+            .filter(|e| e.actor() == lane.key && y_of(e.seq()).is_some())
+            .map(|e| e.incarnation())
             .collect();
         lives.sort_unstable();
         lives.dedup();
@@ -452,8 +449,8 @@ fn segments(lanes: &mut [Lane], chain: &Chain, steps: &[Step], bottom: i32) {
                 chain
                     .rows
                     .iter()
-                    .find(|e| e.actor == lane.key && e.incarnation == inc && e.kind == k)
-                    .and_then(|e| y_of(e.seq))
+                    .find(|e| e.actor() == lane.key && e.incarnation() == inc && e.kind() == k)
+                    .and_then(|e| y_of(e.seq()))
             };
             let crash = of_life(Kind::Crash);
             lane.segments.push(Segment {

@@ -124,7 +124,8 @@ kinds! {
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, so widths and alignment (`{:<18}`) apply as they do to strings.
+        f.pad(self.as_str())
     }
 }
 

@@ -1,0 +1,43 @@
+//! The figures of one history, counted with the contract's one definition
+//! ([`outbox_trace::figures`]): the same numbers `analyzer check --json`, the report's `lab.json`,
+//! `analyzer compare` and the recorder's own summary give.
+
+use outbox_trace::{FigureRow, FigureTally, Figures, Kind};
+
+use crate::history::History;
+use crate::intern::Id;
+
+/// The kinds any figure counts.
+const COUNTED: &[Kind] = &[
+    Kind::TaskAccepted,
+    Kind::PublishAttempt,
+    Kind::PublishAcked,
+    Kind::PublishUnacked,
+    Kind::Delivered,
+    Kind::Redelivered,
+    Kind::DuplicateSuppressed,
+    Kind::EffectCommitted,
+    Kind::CommitConflict,
+    Kind::Acked,
+    Kind::Crash,
+];
+
+/// The figures of `h`, visiting only the rows of the kinds counted.
+pub fn of(h: &History) -> Figures {
+    let mut tally: FigureTally<Id> = FigureTally::default();
+    for &kind in COUNTED {
+        for (_, r) in h.of(kind) {
+            tally.add(FigureRow {
+                kind,
+                task: r.task,
+                broker_seq: r.broker_seq(),
+                store_rev: r.store_rev(),
+                counter: r.counter(),
+            });
+        }
+    }
+    if let Some((_, observed)) = h.observed() {
+        tally.observe(observed);
+    }
+    tally.figures()
+}

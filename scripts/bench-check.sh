@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): `analyzer check` against DuckDB on one large valid trace.
+# Benchmark (not a test): the analyzer against DuckDB on synthetic valid traces.
 #
-# Builds the release binaries, writes a synthetic valid trace of ROWS events (10 million by default)
-# with the `synth_trace` example unless the file already exists, then times, RUNS times each:
-#   - `target/release/analyzer check FILE` (loads the trace and decides all nine invariants);
-#   - DuckDB (Python package, default settings: one thread per core) running SQL equivalent to
-#     `single-effect`, to `ack-after-commit`, and both in one process.
-# Every command is a fresh process; wall time and peak resident memory come from the operating
-# system (wait4); CPU time (user + system) is shown too, as it varies less than wall time on a
-# shared machine. The table shows the median of the runs. Nothing here asserts a time.
+# Builds the release binaries and writes (unless they exist) synthetic valid traces with the
+# `synth_trace` example: CHECK_ROWS events (10 million by default) for `check`, and VIEW_ROWS
+# events (180,000 and 1,000,000 by default) for the views. Then, in one run, best of RUNS
+# (3), the commands interleaved round by round, each a fresh process:
+#   - `analyzer check` on the large trace, against DuckDB's `single-effect` query alone (the
+#     yardstick: group effect_committed rows by event_id, keep those seen twice);
+#   - on each view trace: `chain` (no selector), `boundaries`, `timeline`, `report`,
+#     `compare` of the file with itself and `diff` of the file with itself, against DuckDB's
+#     `single-effect` plus `ack-after-commit` in one process;
+#   - with LARGE_ROWS set (e.g. 100000000), `check` on that trace too, with its ratio to the
+#     CHECK_ROWS time.
+# Wall time, CPU time (user + system) and peak resident memory come from the operating system
+# (wait4). Nothing here asserts a time.
 #
-# Usage: scripts/bench-check.sh            (env: ROWS, RUNS, BENCH_DIR)
+# Usage: scripts/bench-check.sh   (env: CHECK_ROWS, VIEW_ROWS, LARGE_ROWS, RUNS, BENCH_DIR)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ROWS="${ROWS:-10000000}"
+CHECK_ROWS="${CHECK_ROWS:-10000000}"
+VIEW_ROWS="${VIEW_ROWS:-180000 1000000}"
+LARGE_ROWS="${LARGE_ROWS:-}"
 RUNS="${RUNS:-3}"
 BENCH_DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/outbox-trace-bench}"
-TRACE="$BENCH_DIR/synth-$ROWS.parquet"
 
 python3 -c 'import duckdb' 2>/dev/null || {
     echo "bench-check: the duckdb Python package is needed (pip install duckdb)" >&2
@@ -25,47 +31,53 @@ python3 -c 'import duckdb' 2>/dev/null || {
 }
 cargo build --release --quiet -p outbox-analyzer --bin analyzer --example synth_trace
 mkdir -p "$BENCH_DIR"
-if [[ ! -s "$TRACE" ]]; then
-    echo "writing $TRACE ..."
-    target/release/examples/synth_trace "$TRACE.tmp" "$ROWS"
-    mv "$TRACE.tmp" "$TRACE"
-fi
+traces=()
+for rows in "$CHECK_ROWS" $VIEW_ROWS $LARGE_ROWS; do
+    trace="$BENCH_DIR/synth-$rows.parquet"
+    if [[ ! -s "$trace" ]]; then
+        echo "writing $trace ..."
+        target/release/examples/synth_trace "$trace.tmp" "$rows"
+        mv "$trace.tmp" "$trace"
+    fi
+    traces+=("$trace")
+done
 
-exec python3 - "$TRACE" "$RUNS" <<'PY'
-"""Runs each command RUNS times as a child process and prints the medians."""
+exec python3 - "$RUNS" "$BENCH_DIR" "$CHECK_ROWS" "$LARGE_ROWS" $VIEW_ROWS <<'PY'
+"""Runs every command RUNS times, interleaved round by round, and prints the best of each."""
 import os
-import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import duckdb
 
-trace, runs = sys.argv[1], int(sys.argv[2])
-scan = "read_parquet('{}')".format(trace.replace("'", "''"))
+runs, bench_dir, check_rows, large_rows = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+view_rows = sys.argv[5:]
+path = lambda rows: os.path.join(bench_dir, f"synth-{rows}.parquet")
 
-# single-effect: no event_id (and no task_id) has more than one effect_committed, per scenario.
-SINGLE_EFFECT = f"""
-SELECT
-  (SELECT count(*) FROM (
-     SELECT 1 FROM {scan} WHERE event_id IS NOT NULL
-     GROUP BY run_id, scenario, event_id
-     HAVING count(*) FILTER (kind = 'effect_committed') > 1)) AS events_twice,
-  (SELECT count(*) FROM (
-     SELECT 1 FROM {scan} WHERE task_id IS NOT NULL
-     GROUP BY run_id, scenario, task_id
-     HAVING count(*) FILTER (kind = 'effect_committed') > 1)) AS tasks_twice
-"""
+
+def scan(trace):
+    return "read_parquet('{}')".format(trace.replace("'", "''"))
+
+
+# The yardstick: event_ids with more than one effect_committed.
+def single_effect(trace):
+    return f"""select count(*) from (select event_id from {scan(trace)}
+  where kind = 'effect_committed' group by event_id having count(*) > 1)"""
+
 
 # ack-after-commit: per actor incarnation and event, in seq order, an `acked` whose latest earlier
 # delivery has no effect_committed / duplicate_suppressed after it (or that has none at all).
-ACK_AFTER_COMMIT = f"""
+def ack_after_commit(trace):
+    scan_ = scan(trace)
+    return f"""
 WITH w AS (
   SELECT kind,
     max(CASE WHEN kind IN ('delivered', 'redelivered') THEN seq END) OVER before AS delivery,
     max(CASE WHEN kind IN ('effect_committed', 'duplicate_suppressed') THEN seq END)
       OVER before AS settle
-  FROM {scan}
+  FROM {scan_}
   WHERE event_id IS NOT NULL
     AND kind IN ('delivered', 'redelivered', 'effect_committed', 'duplicate_suppressed', 'acked')
   WINDOW before AS (
@@ -96,23 +108,61 @@ def run(argv):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
 
 
+out_dir = tempfile.mkdtemp(prefix="bench-check-")
+duck = lambda *sql: [sys.executable, "-c", DUCKDB, *sql]
+analyzer = "target/release/analyzer"
+big = path(check_rows)
 commands = [
-    ("analyzer check (all 9 invariants)", ["target/release/analyzer", "check", trace]),
-    ("duckdb single-effect", [sys.executable, "-c", DUCKDB, SINGLE_EFFECT]),
-    ("duckdb ack-after-commit", [sys.executable, "-c", DUCKDB, ACK_AFTER_COMMIT]),
-    ("duckdb both queries", [sys.executable, "-c", DUCKDB, SINGLE_EFFECT, ACK_AFTER_COMMIT]),
+    (f"check, {check_rows} events", [analyzer, "check", big]),
+    (f"duckdb single-effect, {check_rows}", duck(single_effect(big))),
 ]
+if large_rows:
+    large = path(large_rows)
+    commands += [
+        (f"check, {large_rows} events", [analyzer, "check", large]),
+        (f"duckdb single-effect, {large_rows}", duck(single_effect(large))),
+    ]
+for rows in view_rows:
+    t = path(rows)
+    commands += [
+        (f"duckdb both queries, {rows}", duck(single_effect(t), ack_after_commit(t))),
+        (f"chain, {rows}", [analyzer, "chain", t]),
+        (f"boundaries, {rows}", [analyzer, "boundaries", t]),
+        (f"timeline, {rows}", [analyzer, "timeline", t, "-o", f"{out_dir}/timeline-{rows}.svg"]),
+        (f"report, {rows}", [analyzer, "report", t, "-o", f"{out_dir}/report-{rows}"]),
+        (f"compare (itself), {rows}", [analyzer, "compare", t, t]),
+        (f"diff (itself), {rows}", [analyzer, "diff", t, t]),
+    ]
 
 threads = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
-size = os.path.getsize(trace)
-print(f"trace: {trace} ({size / 2**20:.1f} MiB)")
 print(f"cores: {os.cpu_count()}; duckdb {duckdb.__version__}, threads = {threads} (default)")
-print(f"median of {runs} runs; every run is a fresh process\n")
-print(f"{'command':<36}{'wall s':>8}{'cpu s':>8}{'peak MiB':>10}   result")
-for name, argv in commands:
-    samples = [run(argv) for _ in range(runs)]
-    wall, cpu, rss = (statistics.median(s[i] for s in samples) for i in range(3))
-    out = samples[-1][3].strip().splitlines()
-    result = out[-1] if out else ""
-    print(f"{name:<36}{wall:>8.2f}{cpu:>8.2f}{rss:>10.0f}   {result}", flush=True)
+for rows in [check_rows, *([large_rows] if large_rows else []), *view_rows]:
+    print(f"trace {path(rows)}: {os.path.getsize(path(rows)) / 2**20:.1f} MiB")
+print(f"best of {runs} runs, interleaved; every run is a fresh process\n")
+best = {}
+for _ in range(runs):
+    for name, argv in commands:
+        sample = run(argv)
+        if name not in best or sample[0] < best[name][0]:
+            best[name] = sample
+print(f"{'command':<40}{'wall s':>8}{'cpu s':>8}{'peak MiB':>10}")
+for name, _ in commands:
+    wall, cpu, rss, _ = best[name]
+    print(f"{name:<40}{wall:>8.2f}{cpu:>8.2f}{rss:>10.0f}")
+wall = lambda name: best[name][0]
+print()
+ratio = wall(f"check, {check_rows} events") / wall(f"duckdb single-effect, {check_rows}")
+print(f"check on {check_rows} events: {ratio:.2f} x DuckDB single-effect (goal: at most 1), "
+      f"peak {best[f'check, {check_rows} events'][2]:.0f} MiB (goal: at most 512)")
+if large_rows:
+    r = wall(f"check, {large_rows} events") / wall(f"check, {check_rows} events")
+    print(f"check on {large_rows} events: {r:.1f} x its {check_rows}-event time (goal: at most 12), "
+          f"peak {best[f'check, {large_rows} events'][2]:.0f} MiB (goal: at most 2048)")
+for rows in view_rows:
+    yard = wall(f"duckdb both queries, {rows}")
+    slowest = max((wall(n), n) for n, _ in commands if n.endswith(f", {rows}") and not n.startswith("duckdb"))
+    print(f"views on {rows} events: slowest {slowest[1].split(',')[0]} {slowest[0]:.2f} s = "
+          f"{slowest[0] / yard:.2f} x DuckDB both queries (goal: at most 3)"
+          + (f"; check on {check_rows} events takes {wall(f'check, {check_rows} events'):.2f} s"
+             if int(rows) >= 1_000_000 else ""))
 PY

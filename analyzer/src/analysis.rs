@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use crate::check::{check_all, Outcome, Verdict};
-use outbox_trace::Figures;
 use crate::load::{FileError, Loaded};
+use outbox_trace::Figures;
 
 /// The verdict on a scenario or on the whole check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

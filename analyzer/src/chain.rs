@@ -126,18 +126,28 @@ pub fn select<'a>(
     }
     match selector {
         Selector::Task(t) => {
-            let scene = one_scene(&candidates, &format!("task {t}"), |s, id| {
-                !s.history.indices().by_task.of(id).is_empty()
-            }, t)?;
-            let id = scene.id(t).ok_or_else(|| ChainError::NotFound(format!("task {t}")))?;
+            let scene = one_scene(
+                &candidates,
+                &format!("task {t}"),
+                |s, id| !s.history.indices().by_task.of(id).is_empty(),
+                t,
+            )?;
+            let id = scene
+                .id(t)
+                .ok_or_else(|| ChainError::NotFound(format!("task {t}")))?;
             Ok(task_chain(scene, id))
         }
         Selector::Event(e) => {
             let what = format!("event {e}");
-            let scene = one_scene(&candidates, &what, |s, id| {
-                !s.history.indices().by_event.of(id).is_empty()
-            }, e)?;
-            let id = scene.id(e).ok_or_else(|| ChainError::NotFound(what.clone()))?;
+            let scene = one_scene(
+                &candidates,
+                &what,
+                |s, id| !s.history.indices().by_event.of(id).is_empty(),
+                e,
+            )?;
+            let id = scene
+                .id(e)
+                .ok_or_else(|| ChainError::NotFound(what.clone()))?;
             let rows = drawable(scene.at(scene.history.indices().by_event.of(id)));
             Ok(Chain {
                 scene,
@@ -239,7 +249,10 @@ fn drawable(rows: Vec<RowRef<'_>>) -> Vec<RowRef<'_>> {
 /// Adds the crash and the restart of every actor incarnation that appears in `rows`, so each
 /// segment of a lane has its start and its end.
 fn with_lives<'a>(scene: Scene<'a>, mut rows: Vec<RowRef<'a>>) -> Vec<RowRef<'a>> {
-    let mut lives: Vec<(Id, u32)> = rows.iter().map(|r| (r.row.actor, r.incarnation())).collect();
+    let mut lives: Vec<(Id, u32)> = rows
+        .iter()
+        .map(|r| (r.row.actor, r.incarnation()))
+        .collect();
     lives.sort_unstable();
     lives.dedup();
     let index = scene.history.indices();

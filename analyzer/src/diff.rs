@@ -157,10 +157,7 @@ pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Opt
                 task_a: task_a.to_string(),
                 task_b: task_b.to_string(),
                 lane: name.clone(),
-                after: i
-                    .checked_sub(1)
-                    .and_then(|p| ra.get(p))
-                    .map(RowRef::kind),
+                after: i.checked_sub(1).and_then(|p| ra.get(p)).map(RowRef::kind),
                 a: side(ra.get(i)),
                 b: side(rb.get(i)),
             });
@@ -209,35 +206,4 @@ pub fn diff(a: &Scene, b: &Scene) -> Diff {
         tasks,
         first,
     }
-}
-
-/// The diff as text.
-pub fn text(d: &Diff, a: &str, b: &str) -> String {
-    use std::fmt::Write;
-    let mut out = format!("scenario {}: first run {a}, second run {b}\n", d.scenario);
-    if !d.by_id {
-        out.push_str("task ids differ: tasks aligned by acceptance order\n");
-    }
-    match &d.first {
-        Some(first) => {
-            let _ = writeln!(out, "first divergence: {}", first.describe());
-        }
-        None => out.push_str("no divergence: every aligned task took the same steps\n"),
-    }
-    for (x, y, div) in &d.tasks {
-        let name = if x == y {
-            x.clone()
-        } else {
-            format!("{x} / {y}")
-        };
-        match div {
-            Some(div) => {
-                let _ = writeln!(out, "  {}", div.describe());
-            }
-            None => {
-                let _ = writeln!(out, "  {name}: same steps");
-            }
-        }
-    }
-    out
 }

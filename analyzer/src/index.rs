@@ -105,7 +105,10 @@ impl Indices {
     /// (another producer's deliveries, say), ascending and without repeats.
     pub fn task_rows(&self, rows: &[Row], task: Id) -> Vec<u32> {
         let own = self.by_task.of(task);
-        let mut events: Vec<Id> = own.iter().filter_map(|&at| rows[at as usize].event).collect();
+        let mut events: Vec<Id> = own
+            .iter()
+            .filter_map(|&at| rows[at as usize].event)
+            .collect();
         events.sort_unstable();
         events.dedup();
         let mut out: Vec<u32> = own.to_vec();

@@ -14,8 +14,8 @@ use serde_json::json;
 use crate::boundaries::{self, Boundaries};
 use crate::chain;
 use crate::check::Verdict;
-use crate::render::{self, layout, RenderError};
 use crate::intern::{FastMap, IdTable};
+use crate::render::{self, layout, RenderError};
 use crate::scene::{Scene, Scenes};
 
 /// Why the report could not be written.
@@ -167,11 +167,7 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     let waits: BTreeSet<i64> = scenes.iter().filter_map(|s| s.ack_wait_ms()).collect();
     let delays: Vec<(i64, &str)> = scenes
         .iter()
-        .flat_map(|s| {
-            redelivery_delays(s)
-                .into_iter()
-                .map(|d| (d, s.scenario))
-        })
+        .flat_map(|s| redelivery_delays(s).into_iter().map(|d| (d, s.scenario)))
         .collect();
     let uses: Vec<(i64, &str)> = scenes
         .iter()
@@ -386,7 +382,7 @@ pub fn write_report(
             let _ = writeln!(
                 md,
                 "### Atomic boundaries\n\n![boundaries]({slug}/boundaries.svg)\n\n```\n{}```",
-                boundaries::text(&b)
+                render::boundaries::boundaries_text(&b)
             );
         }
         bounds.push(b);

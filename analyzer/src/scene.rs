@@ -119,13 +119,17 @@ impl<'a> Scene<'a> {
     /// Every row, in `seq` order.
     pub fn rows(&self) -> impl DoubleEndedIterator<Item = RowRef<'a>> + ExactSizeIterator + 'a {
         let (h, names) = (self.history, self.names);
-        h.rows.iter().enumerate().map(move |(at, row)| RowRef { at, row, h, names })
+        h.rows
+            .iter()
+            .enumerate()
+            .map(move |(at, row)| RowRef { at, row, h, names })
     }
 
     /// The rows of `kind`, in `seq` order.
     pub fn of(&self, kind: Kind) -> impl DoubleEndedIterator<Item = RowRef<'a>> + 'a {
         let (h, names) = (self.history, self.names);
-        h.of(kind).map(move |(at, row)| RowRef { at, row, h, names })
+        h.of(kind)
+            .map(move |(at, row)| RowRef { at, row, h, names })
     }
 
     /// The rows at these indices.
@@ -135,7 +139,11 @@ impl<'a> Scene<'a> {
 
     /// The row with this `seq`.
     pub fn by_seq(&self, seq: u64) -> Option<RowRef<'a>> {
-        let at = self.history.rows.binary_search_by_key(&seq, |r| r.seq).ok()?;
+        let at = self
+            .history
+            .rows
+            .binary_search_by_key(&seq, |r| r.seq)
+            .ok()?;
         Some(self.row(at))
     }
 

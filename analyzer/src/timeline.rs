@@ -155,7 +155,11 @@ pub fn select<'a>(
 /// The timeline of the given scenes (of one run), cut into `buckets` equal time buckets.
 pub fn timeline(scenes: &[Scene], buckets: usize) -> Result<Timeline, TimelineError> {
     let buckets = buckets.max(1);
-    let times = || scenes.iter().flat_map(|s| s.history.rows.iter().map(|r| r.ts_ns));
+    let times = || {
+        scenes
+            .iter()
+            .flat_map(|s| s.history.rows.iter().map(|r| r.ts_ns))
+    };
     let (Some(start_ns), Some(end_ns)) = (times().min(), times().max()) else {
         return Err(TimelineError::Empty);
     };

@@ -7,11 +7,11 @@ mod variants;
 use std::path::{Path, PathBuf};
 
 use common::write;
-use outbox_trace::Kind;
 use outbox_analyzer::compare::{self, compare};
 use outbox_analyzer::diff::diff;
 use outbox_analyzer::scene::Scenes;
 use outbox_trace::Event;
+use outbox_trace::Kind;
 use variants::{ack_before_commit, crashed_lab, no_dedup};
 
 fn scenes(dir: &Path, runs: &[(&str, Vec<Event>)]) -> (Vec<PathBuf>, Scenes) {
@@ -64,7 +64,7 @@ fn compare_shows_the_failing_invariant_and_the_count_that_differs() {
             "{variant}"
         );
         assert!(cols[1].measures.failing.contains(&measure));
-        let text = compare::text(&c);
+        let text = outbox_analyzer::render::compare::compare_text(&c);
         assert!(text.contains("pass -> fail"), "{text}");
         assert!(text.contains(" !"), "{text}");
     }
@@ -97,10 +97,13 @@ fn compare_of_two_backends_uses_shared_scenarios_and_names_the_rest() {
         c.not_shared,
         vec![("dual-write".to_string(), vec!["sqlite".to_string()])]
     );
-    assert!(compare::text(&c).contains("not shared: scenario dual-write only in sqlite"));
+    assert!(outbox_analyzer::render::compare::compare_text(&c)
+        .contains("not shared: scenario dual-write only in sqlite"));
     let json = serde_json::to_value(&c).unwrap();
     assert_eq!(json["shared"][0]["columns"][1]["backend"], "sqlite-redis");
-    let svg = outbox_analyzer::render::svg::to_svg(&compare::plot(&c)).unwrap();
+    let svg =
+        outbox_analyzer::render::svg::to_svg(&outbox_analyzer::render::compare::compare_figure(&c))
+            .unwrap();
     assert!(svg.contains("latency p50 ms") && svg.contains("sqlite"));
 }
 

@@ -150,7 +150,10 @@ fn real_recording_chain_and_boundaries_are_pinned() {
     );
     let scene = scenes.select(Some("lost-consumer-ack"))[0];
     let b = boundaries::derive(&scene);
-    golden("etcd-boundaries.txt", &boundaries::text(&b));
+    golden(
+        "etcd-boundaries.txt",
+        &render::boundaries::boundaries_text(&b),
+    );
     golden(
         "etcd-boundaries.svg",
         &render::svg::to_svg(&render::boundaries::boundaries_figure(&b)).unwrap(),
@@ -194,7 +197,10 @@ fn split_outbox_boundaries_differ_from_the_reference() {
             .map(|s| s.kinds.clone())
             .collect::<Vec<_>>()
     };
-    assert_eq!(create(&a), vec![vec![Kind::TaskAccepted, Kind::IntentRecorded]]);
+    assert_eq!(
+        create(&a),
+        vec![vec![Kind::TaskAccepted, Kind::IntentRecorded]]
+    );
     assert_eq!(
         create(&b),
         vec![vec![Kind::TaskAccepted], vec![Kind::IntentRecorded]]

@@ -310,7 +310,7 @@ fn check_all(name: &str, scenes: &Scenes) -> usize {
         let b = boundaries::derive(&scene);
         assert_valid(
             &format!("{name} {} boundaries", scene.scenario),
-            &boundaries::mermaid(&b),
+            &outbox_analyzer::render::boundaries::boundaries_mermaid(&b),
         );
         checked += 1;
     }

@@ -12,7 +12,10 @@ const ROWS: u64 = 160_000;
 fn trace(dir: &Path) -> PathBuf {
     let path = dir.join("large.parquet");
     let (rows, tasks) = outbox_analyzer::synth::write(&path, ROWS).expect("write");
-    assert!(rows >= 150_000 && tasks > 10_000, "{rows} rows, {tasks} tasks");
+    assert!(
+        rows >= 150_000 && tasks > 10_000,
+        "{rows} rows, {tasks} tasks"
+    );
     path
 }
 
@@ -22,8 +25,8 @@ fn analyzer(args: &[&str]) -> (Option<i32>, String) {
         .args(args)
         .output()
         .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code(), text)
 }
 
@@ -43,7 +46,10 @@ fn every_view_handles_a_large_trace() {
 
     let (code, text) = analyzer(&["chain", file, "--task", "t-15000"]);
     assert_eq!(code, Some(0), "{text}");
-    assert!(text.contains("t-15000") && text.contains("redeliver"), "{text}");
+    assert!(
+        text.contains("t-15000") && text.contains("redeliver"),
+        "{text}"
+    );
 
     let (code, text) = analyzer(&["boundaries", file]);
     assert_eq!(code, Some(0), "{text}");

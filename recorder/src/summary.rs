@@ -97,7 +97,10 @@ pub fn write_lab_lines(
     let observed: Vec<(&str, outbox_trace::detail::Observed)> = tallies
         .iter()
         .filter_map(|(s, t)| {
-            let o = outbox_trace::Detail::parse(outbox_trace::Kind::Observed, &t.observed.as_ref()?.to_string());
+            let o = outbox_trace::Detail::parse(
+                outbox_trace::Kind::Observed,
+                &t.observed.as_ref()?.to_string(),
+            );
             Some((s.as_str(), o.observed()?.clone()))
         })
         .collect();

@@ -4,9 +4,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{
-    earliest, Finding, Invariant, Outcome, Reason, Skips, Violation,
-};
+use super::{earliest, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
 
 /// Decides `counter-exact`.
@@ -53,9 +51,7 @@ pub fn check(h: &History) -> Outcome {
         value = counter;
         prev = Some(at);
     }
-    let observed = h
-        .observed()
-        .and_then(|(at, o)| o.counter.map(|c| (at, c)));
+    let observed = h.observed().and_then(|(at, o)| o.counter.map(|c| (at, c)));
     let mut incomplete = None;
     match observed {
         Some((at, counter)) if counter != sum => {

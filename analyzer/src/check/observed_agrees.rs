@@ -7,9 +7,7 @@ use outbox_trace::Kind;
 
 use outbox_trace::Field;
 
-use super::{
-    Finding, Invariant, Outcome, Reason, Skips, Violation, EXAMPLES,
-};
+use super::{Finding, Invariant, Outcome, Reason, Skips, Violation, EXAMPLES};
 use crate::history::History;
 use crate::intern::IdTable;
 

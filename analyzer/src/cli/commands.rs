@@ -117,8 +117,8 @@ pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> anyhow::Result<
         format,
         || render::boundaries::boundaries_figure(&b),
         |f| match f {
-            Format::Mermaid => boundaries::mermaid(&b),
-            _ => boundaries::text(&b),
+            Format::Mermaid => render::boundaries::boundaries_mermaid(&b),
+            _ => render::boundaries::boundaries_text(&b),
         },
         args.output.as_deref(),
         out,
@@ -149,7 +149,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<Exit> 
         };
         emit(
             format,
-            || compare::plot(&c),
+            || render::compare::compare_figure(&c),
             |_| String::new(),
             Some(plot),
             out,
@@ -158,7 +158,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<Exit> 
     let text = if args.json {
         serde_json::to_string_pretty(&c)? + "\n"
     } else {
-        compare::text(&c)
+        render::compare::compare_text(&c)
     };
     write_text(&text, None, out)?;
     Ok(Exit::Valid)
@@ -201,7 +201,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
         _ => {
             let text: Vec<String> = diffs
                 .iter()
-                .map(|(_, _, d)| diff::text(d, &na, &nb))
+                .map(|(_, _, d)| render::diff::diff_text(d, &na, &nb))
                 .collect();
             write_text(&text.join("\n"), args.output.as_deref(), out)?;
         }

@@ -57,10 +57,10 @@ use serde_json::{Map, Value as Json};
 
 use crate::analysis::{Report, ScenarioReport};
 use crate::check::{Outcome, Violation};
-use outbox_trace::Figures;
 use crate::explain::{self, Value};
 use crate::history::History;
 use crate::intern::Interner;
+use outbox_trace::Figures;
 
 /// The version of this shape.
 pub const FORMAT: u32 = 1;

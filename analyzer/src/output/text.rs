@@ -5,10 +5,10 @@ use std::io::{self, Write};
 
 use crate::analysis::{Report, RunVerdict, ScenarioReport};
 use crate::check::{Outcome, Verdict};
-use outbox_trace::Figures;
 use crate::explain;
 use crate::history::History;
 use crate::intern::Interner;
+use outbox_trace::Figures;
 
 /// Witness rows shown per violation before "N more row(s)".
 const WITNESS_ROWS: usize = 12;

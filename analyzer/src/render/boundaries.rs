@@ -1,6 +1,7 @@
 //! The boundaries diagram: the representative task's steps left to right, a solid box around each
 //! transaction (the steps that share one `store_rev`), dashed boxes for the steps outside every
-//! transaction, and under them how many transactions held which kinds.
+//! transaction, and under them how many transactions held which kinds; and the same as text and
+//! as a Mermaid flowchart.
 
 use crate::boundaries::{groups, meaning, Boundaries};
 
@@ -96,4 +97,108 @@ pub fn boundaries_figure(b: &Boundaries) -> Figure {
     let conflicts = format!("commit conflicts (revision races retried): {}", b.conflicts);
     f.text((30, extra + 20), &conflicts, 12, INK, Align::Left);
     f
+}
+
+/// The boundaries as text.
+pub fn boundaries_text(b: &Boundaries) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let protocol = b.protocol.as_deref().unwrap_or("?");
+    let _ = writeln!(out, "{} (protocol {protocol})", b.scenario);
+    if let Some(t) = &b.task {
+        let _ = writeln!(out, "task {t}:");
+    }
+    for group in groups(&b.steps) {
+        match group[0].rev {
+            Some(rev) => {
+                let _ = writeln!(out, "  [transaction store_rev {rev}]");
+                for s in group {
+                    let _ = writeln!(
+                        out,
+                        "      {:<18} {} (seq {})",
+                        s.kind,
+                        meaning(s.kind),
+                        s.seq
+                    );
+                }
+            }
+            None => {
+                for s in group {
+                    let _ = writeln!(
+                        out,
+                        "  outside: {:<9} {} (seq {})",
+                        s.kind,
+                        meaning(s.kind),
+                        s.seq
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "transactions by what they held:");
+    for s in &b.shapes {
+        let _ = writeln!(
+            out,
+            "  {:<8} {} x {}",
+            s.role.as_str(),
+            s.count,
+            s.kinds
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        );
+    }
+    if b.tasks_without_intent > 0 {
+        let _ = writeln!(
+            out,
+            "  {} accepted task(s) never got an intent",
+            b.tasks_without_intent
+        );
+    }
+    let verdict = if b.create_is_atomic() {
+        "task and outbox record committed together"
+    } else {
+        "task and outbox record NOT committed together"
+    };
+    let _ = writeln!(out, "create: {verdict}; commit conflicts: {}", b.conflicts);
+    out
+}
+
+/// The boundaries as a Mermaid flowchart: one subgraph per transaction, dashed nodes outside.
+pub fn boundaries_mermaid(b: &Boundaries) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("flowchart LR\n");
+    let mut prev: Option<String> = None;
+    for (g, group) in groups(&b.steps).into_iter().enumerate() {
+        let first = format!("s{g}_0");
+        match group[0].rev {
+            Some(rev) => {
+                let _ = writeln!(out, "    subgraph t{g}[\"transaction store_rev {rev}\"]");
+                for (i, s) in group.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "        s{g}_{i}[\"{}<br/>{}\"]",
+                        s.kind,
+                        meaning(s.kind)
+                    );
+                }
+                let _ = writeln!(out, "    end");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "    {first}([\"{}<br/>{} - outside any transaction\"])",
+                    group[0].kind,
+                    meaning(group[0].kind)
+                );
+                let _ = writeln!(out, "    style {first} stroke-dasharray: 5 5");
+            }
+        }
+        if let Some(p) = prev {
+            let _ = writeln!(out, "    {p} --> {first}");
+        }
+        prev = Some(format!("s{g}_{}", group.len() - 1));
+    }
+    out
 }

@@ -3,6 +3,8 @@
 //! layout as words.
 
 pub mod boundaries;
+pub mod compare;
+pub mod diff;
 pub mod figure;
 pub mod font;
 pub mod layout;

@@ -218,7 +218,11 @@ fn distinct(mut values: Vec<u64>) -> u64 {
 mod tests {
     use super::*;
 
-    fn row(kind: Kind, task: Option<&'static str>, broker_seq: Option<u64>) -> FigureRow<&'static str> {
+    fn row(
+        kind: Kind,
+        task: Option<&'static str>,
+        broker_seq: Option<u64>,
+    ) -> FigureRow<&'static str> {
         FigureRow {
             kind,
             task,
@@ -245,7 +249,10 @@ mod tests {
         t.add(row(Kind::Delivered, None, Some(1)));
         t.add(row(Kind::Redelivered, None, Some(1)));
         let f = t.figures();
-        assert_eq!((f.tasks, f.deliveries, f.redeliveries, f.stream_copies), (1, 2, 1, 1));
+        assert_eq!(
+            (f.tasks, f.deliveries, f.redeliveries, f.stream_copies),
+            (1, 2, 1, 1)
+        );
         assert_eq!(f.stream_messages, None);
     }
 

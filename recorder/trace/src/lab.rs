@@ -72,7 +72,10 @@ mod tests {
     use crate::{Detail, Kind};
 
     fn json(text: &str) -> Observed {
-        Detail::parse(Kind::Observed, text).observed().unwrap().clone()
+        Detail::parse(Kind::Observed, text)
+            .observed()
+            .unwrap()
+            .clone()
     }
 
     #[test]

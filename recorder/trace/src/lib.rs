@@ -18,8 +18,8 @@ mod writer;
 
 pub use detail::Detail;
 pub use error::TraceError;
-pub use figures::{FigureRow, FigureTally, Figures};
 pub use event::Event;
+pub use figures::{FigureRow, FigureTally, Figures};
 pub use kind::{Field, Kind, UnknownKind};
 pub use reader::{
     batch_events, dictionary_type, read_trace, FileInfo, ReadOptions, SeqCheck, Trace, TraceFile,

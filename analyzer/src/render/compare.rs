@@ -1,0 +1,209 @@
+//! The comparison of runs drawn: Markdown-compatible text tables, one per shared scenario, and
+//! grouped bars of the figures and latencies.
+
+use crate::compare::{Comparison, NUMBERS};
+use crate::render::figure::{Align, Figure, Prim, Rgb, GREY, INK};
+
+fn cell(v: Option<i64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// The comparison as text tables (Markdown-compatible), one per shared scenario.
+pub fn compare_text(c: &Comparison) -> String {
+    use comfy_table::{presets::ASCII_MARKDOWN, Table};
+    use std::fmt::Write;
+    let mut out = String::new();
+    let two = c.runs.len() == 2;
+    for s in &c.shared {
+        let _ = writeln!(out, "scenario {}", s.scenario);
+        let mut t = Table::new();
+        t.load_preset(ASCII_MARKDOWN);
+        let mut head = vec!["measure".to_string()];
+        for col in &s.columns {
+            let p = col.protocol.as_deref().unwrap_or("?");
+            head.push(format!("{} ({}, {p})", col.run, col.backend));
+        }
+        if two {
+            head.push("difference".into());
+        }
+        t.set_header(head);
+        for (i, (id, _)) in s.columns[0].measures.verdicts.iter().enumerate() {
+            let mut row = vec![id.to_string()];
+            let vs: Vec<&str> = s.columns.iter().map(|c| c.measures.verdicts[i].1).collect();
+            row.extend(vs.iter().map(|v| {
+                if *v == "fail" {
+                    "FAIL".to_string()
+                } else {
+                    v.to_string()
+                }
+            }));
+            if two {
+                row.push(if vs[0] == vs[1] {
+                    String::new()
+                } else {
+                    format!("{} -> {}", vs[0], vs[1])
+                });
+            }
+            t.add_row(row);
+        }
+        for (i, name) in NUMBERS.iter().enumerate() {
+            let mut row = vec![name.to_string()];
+            let vals: Vec<Option<i64>> =
+                s.columns.iter().map(|c| c.measures.numbers[i].1).collect();
+            for (col, v) in s.columns.iter().zip(&vals) {
+                let mark = if col.measures.failing.contains(name) {
+                    " !"
+                } else {
+                    ""
+                };
+                row.push(format!("{}{mark}", cell(*v)));
+            }
+            if two {
+                row.push(match (vals[0], vals[1]) {
+                    (Some(a), Some(b)) if a != b => format!("{:+}", b - a),
+                    _ => String::new(),
+                });
+            }
+            t.add_row(row);
+        }
+        let _ = writeln!(out, "{t}\n");
+    }
+    let _ = writeln!(out, "`!` marks a figure tied to a failing invariant.");
+    for (name, have) in &c.not_shared {
+        let _ = writeln!(
+            out,
+            "not shared: scenario {name} only in {}",
+            have.join(", ")
+        );
+    }
+    out
+}
+
+const PALETTE: &[Rgb] = &[
+    (40, 90, 190),
+    (210, 110, 20),
+    (30, 140, 60),
+    (160, 40, 160),
+    (120, 120, 120),
+];
+
+/// Grouped bars: counts summed over the shared scenarios (left) and latencies (right), one bar
+/// per run in each group.
+pub fn compare_figure(c: &Comparison) -> Figure {
+    let counts = &NUMBERS[..9];
+    let lats = &NUMBERS[10..];
+    let total = |run: usize, name: &str| -> i64 {
+        c.shared
+            .iter()
+            .filter_map(|s| {
+                let m = &s.columns[run].measures;
+                m.numbers
+                    .iter()
+                    .find(|(n, _)| n == &name)
+                    .and_then(|(_, v)| *v)
+            })
+            .sum()
+    };
+    let worst = |run: usize, name: &str| -> i64 {
+        c.shared
+            .iter()
+            .filter_map(|s| {
+                s.columns[run]
+                    .measures
+                    .numbers
+                    .iter()
+                    .find(|(n, _)| n == &name)
+                    .and_then(|(_, v)| *v)
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let runs = c.runs.len();
+    let bar = 24;
+    let group = ((runs as i32) * bar + 24).max(90);
+    let panel = |n: usize| n as i32 * group + 60;
+    let width = panel(counts.len()) + panel(lats.len()) + 60;
+    let (top, bottom) = (70, 330);
+    let mut f = Figure::new(width, bottom + 90 + runs as i32 * 18);
+    let scenarios: Vec<&str> = c.shared.iter().map(|s| s.scenario.as_str()).collect();
+    let title = format!("compare · {} shared scenario(s)", scenarios.len());
+    f.text((20, 20), &title, 16, INK, Align::Left);
+    let draw_panel = |f: &mut Figure,
+                      x0: i32,
+                      names: &[&str],
+                      value: &dyn Fn(usize, &str) -> i64,
+                      heading: &str| {
+        let max = names
+            .iter()
+            .flat_map(|n| (0..runs).map(move |r| value(r, n)))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        f.text((x0, 46), heading, 12, INK, Align::Left);
+        f.line(
+            (x0, bottom),
+            (x0 + names.len() as i32 * group, bottom),
+            GREY,
+            1,
+            false,
+        );
+        for (g, name) in names.iter().enumerate() {
+            let gx = x0 + g as i32 * group + 12;
+            for r in 0..runs {
+                let v = value(r, name);
+                let h = ((bottom - top) as i64 * v / max) as i32;
+                let x = gx + r as i32 * bar;
+                f.push(Prim::Rect {
+                    min: (x, bottom - h),
+                    max: (x + bar - 2, bottom),
+                    stroke: None,
+                    fill: Some(PALETTE[r % PALETTE.len()]),
+                    dashed: false,
+                });
+                f.text(
+                    (x + bar / 2, bottom - h - 8),
+                    &v.to_string(),
+                    9,
+                    INK,
+                    Align::Center,
+                );
+            }
+            f.text(
+                (
+                    gx + (runs as i32 * bar) / 2,
+                    bottom + 14 + (g as i32 % 2) * 14,
+                ),
+                name,
+                10,
+                INK,
+                Align::Center,
+            );
+        }
+    };
+    draw_panel(
+        &mut f,
+        40,
+        counts,
+        &total,
+        "counts, summed over shared scenarios",
+    );
+    draw_panel(
+        &mut f,
+        40 + panel(counts.len()),
+        lats,
+        &worst,
+        "latency accepted -> committed, ms",
+    );
+    for (r, run) in c.runs.iter().enumerate() {
+        let y = bottom + 50 + r as i32 * 18;
+        f.push(Prim::Rect {
+            min: (40, y - 6),
+            max: (52, y + 6),
+            stroke: None,
+            fill: Some(PALETTE[r % PALETTE.len()]),
+            dashed: false,
+        });
+        f.text((60, y), run, 12, INK, Align::Left);
+    }
+    f
+}

@@ -127,9 +127,10 @@ impl Loaded {
             scope.spawn(move || {
                 let mut dictionaries = Dictionaries::default();
                 for batch in file.batches() {
-                    let prepared = batch
-                        .map_err(LoadError::from)
-                        .and_then(|b| dictionaries.prepare(b, names));
+                    let prepared = batch.map_err(LoadError::from).and_then(|b| {
+                        // Corrupt data that got past the decoder must not panic here either.
+                        outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
+                    });
                     let failed = prepared.is_err();
                     if tx.send(prepared).is_err() || failed {
                         break;
@@ -138,7 +139,8 @@ impl Loaded {
             });
             // On an early return `rx` is dropped, so the decoder stops at its next send.
             for prepared in rx {
-                state.batch(&prepared?, histories)?;
+                let prepared = prepared?;
+                outbox_trace::guarded(|| Ok(state.batch(&prepared, histories)))??;
             }
             Ok(())
         })?;

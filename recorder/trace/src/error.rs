@@ -64,6 +64,9 @@ pub enum TraceError {
     /// A `detail` value, or the run metadata, is not valid JSON.
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+    /// The decoder failed on corrupt data (a panic inside the Parquet or Arrow decoder, caught).
+    #[error("corrupt file: the decoder failed ({0})")]
+    Corrupt(String),
     /// The file holds no rows.
     #[error("the file holds no events")]
     Empty,

@@ -79,6 +79,10 @@ impl TraceFile {
 
     /// Opens `path` like [`TraceFile::open`], reading as `options` say.
     pub fn open_with(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
+        guarded(|| Self::open_unguarded(path, options))
+    }
+
+    fn open_unguarded(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
         let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
         let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
         let meta = metadata.metadata().file_metadata().clone();
@@ -169,11 +173,31 @@ impl TraceFile {
     /// The rows, as batches in the canonical schema with required columns free of nulls.
     /// With [`ReadOptions::dictionary`], the columns named there are `Dictionary(Int32, Utf8)`
     /// instead (see [`TraceFile::schema`]).
+    ///
+    /// A decoder that panics on a corrupt page ends the iteration with
+    /// [`TraceError::Corrupt`].
     pub fn batches(self) -> impl Iterator<Item = Result<RecordBatch, TraceError>> {
         let (order, types) = (self.order, self.types);
         let schema = batch_schema(&types);
-        self.reader
-            .map(move |batch| normalise(&batch?, &order, &types, &schema))
+        let mut reader = Some(self.reader);
+        std::iter::from_fn(move || {
+            let mut current = reader.take()?;
+            let next = guarded(|| {
+                current
+                    .next()
+                    .map(|batch| normalise(&batch?, &order, &types, &schema))
+                    .transpose()
+            });
+            match next {
+                Ok(Some(batch)) => {
+                    reader = Some(current);
+                    Some(Ok(batch))
+                }
+                Ok(None) => None,
+                // After an error (or a caught panic) the decoder's state is not trusted again.
+                Err(e) => Some(Err(e)),
+            }
+        })
     }
 
     /// The schema of the batches [`TraceFile::batches`] hands out.
@@ -201,6 +225,63 @@ impl TraceFile {
             events,
             unknown_kinds,
         })
+    }
+}
+
+/// Runs `work`, turning a panic inside it (the Parquet and Arrow decoders can panic on corrupt
+/// pages) into [`TraceError::Corrupt`]. The panic is not printed: the error says what happened.
+pub fn guarded<T>(work: impl FnOnce() -> Result<T, TraceError>) -> Result<T, TraceError> {
+    quiet_panics::install();
+    let _quiet = quiet_panics::Quiet::enter();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the decoder gave up".to_string());
+            Err(TraceError::Corrupt(reason))
+        }
+    }
+}
+
+/// A panic hook that stays silent on threads inside [`guarded`] and defers to the hook it
+/// replaced everywhere else.
+mod quiet_panics {
+    use std::cell::Cell;
+    use std::sync::Once;
+
+    thread_local! {
+        static QUIET: Cell<u32> = const { Cell::new(0) };
+    }
+
+    pub fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if QUIET.with(Cell::get) == 0 {
+                    previous(info);
+                }
+            }));
+        });
+    }
+
+    /// Silences panics on this thread while alive.
+    pub struct Quiet;
+
+    impl Quiet {
+        pub fn enter() -> Quiet {
+            QUIET.with(|q| q.set(q.get() + 1));
+            Quiet
+        }
+    }
+
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            QUIET.with(|q| q.set(q.get().saturating_sub(1)));
+        }
     }
 }
 

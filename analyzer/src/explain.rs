@@ -3,7 +3,7 @@
 
 use outbox_trace::Kind;
 
-use crate::check::{Finding, Reason, Violation};
+use crate::check::{Finding, Reason, Total, Violation};
 use crate::history::{History, Row};
 use crate::intern::Interner;
 use crate::load::FileNote;
@@ -89,7 +89,7 @@ pub fn reason(r: &Reason) -> String {
         Reason::NoObserved => "no observed row".into(),
         Reason::NoObservedCounter => "no observed row with a counter".into(),
         Reason::NoObservedTotals => {
-            "the observed row has none of results, processed, dedup_keys, stream_messages".into()
+            "the observed row has none of results, processed, dedup_keys, stream_messages, tasks, outbox_published + outbox_pending".into()
         }
         Reason::MissingFields { kind, column, rows } => {
             format!("{rows} {kind} row(s) lack {column} and could not be used")
@@ -279,15 +279,19 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
         ),
         Finding::ObservedMismatch {
             observed_row,
-            key,
+            total,
             observed,
             trace,
             at_least,
         } => {
-            let what = if *key == "stream_messages" {
-                format!("{trace} distinct event(s) have a publish ACK")
-            } else {
-                format!("the trace has {trace} effect_committed row(s)")
+            let key = total.key();
+            let what = match total {
+                Total::StreamMessages => format!("{trace} distinct event(s) have a publish ACK"),
+                Total::Tasks => format!("the trace accepted {trace} distinct task(s)"),
+                Total::Intents => format!("the trace recorded {trace} distinct intent(s)"),
+                Total::Results | Total::Processed | Total::DedupKeys => {
+                    format!("the trace has {trace} effect_committed row(s)")
+                }
             };
             let need = if *at_least { "at least" } else { "exactly" };
             format!(

@@ -312,6 +312,40 @@ fn too_few_stream_messages_break_observed_agrees() {
 }
 
 #[test]
+fn a_task_in_the_store_missing_from_the_trace_breaks_observed_agrees() {
+    let mut t = lab();
+    let obs = find(&t, Observed, None);
+    let totals = r#"{"counter":10,"tasks":3,"outbox_published":3,"outbox_pending":0}"#;
+    t[obs].detail = Some(totals.into());
+    assert_eq!(check(&t).verdict, RunVerdict::Valid);
+    // One acceptance removed: the store holds three tasks, the trace accepts two.
+    let accepted = find(&t, TaskAccepted, Some("evt-2"));
+    t.remove(accepted);
+    let report = check(&t);
+    assert!(failing_events(&report, "observed-agrees").is_empty());
+    assert!(
+        explanation(&report, "observed-agrees").contains("tasks = 3"),
+        "{}",
+        explanation(&report, "observed-agrees")
+    );
+    assert!(explanation(&report, "observed-agrees").contains("accepted 2 distinct task(s)"));
+}
+
+#[test]
+fn an_intent_in_the_store_missing_from_the_trace_breaks_observed_agrees() {
+    let mut t = lab();
+    let obs = find(&t, Observed, None);
+    t[obs].detail = Some(r#"{"counter":10,"outbox_published":3,"outbox_pending":1}"#.into());
+    only_fails(&check(&t), "observed-agrees");
+    // Compared only where both keys are present.
+    t[obs].detail = Some(r#"{"counter":10,"outbox_pending":1}"#.into());
+    assert_ne!(
+        outcome(&check(&t), "observed-agrees").verdict,
+        Verdict::Fail
+    );
+}
+
+#[test]
 fn no_observed_row_is_unknown() {
     let mut t = lab();
     t.remove(find(&t, Observed, None));

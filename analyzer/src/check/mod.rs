@@ -225,8 +225,8 @@ pub enum Finding {
     ObservedMismatch {
         /// The `observed` row.
         observed_row: usize,
-        /// The `detail` key.
-        key: &'static str,
+        /// Which total.
+        total: Total,
         /// Its value.
         observed: i64,
         /// What the trace says.
@@ -244,6 +244,37 @@ pub enum Finding {
         /// The `task_accepted` row.
         accepted: usize,
     },
+}
+
+/// A ground-truth total of the `observed` row that the trace can count too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Total {
+    /// `results`: effect results stored.
+    Results,
+    /// `processed`: a synonym of `results`.
+    Processed,
+    /// `dedup_keys`: dedup keys stored.
+    DedupKeys,
+    /// `stream_messages`: copies the broker holds.
+    StreamMessages,
+    /// `tasks`: tasks in the store.
+    Tasks,
+    /// `outbox_published + outbox_pending`: outbox records in the store.
+    Intents,
+}
+
+impl Total {
+    /// The `observed` key(s) it is read from.
+    pub fn key(self) -> &'static str {
+        match self {
+            Total::Results => "results",
+            Total::Processed => "processed",
+            Total::DedupKeys => "dedup_keys",
+            Total::StreamMessages => "stream_messages",
+            Total::Tasks => "tasks",
+            Total::Intents => "outbox_published + outbox_pending",
+        }
+    }
 }
 
 /// One violation: who it concerns, what broke, and the rows that show it.

@@ -1,15 +1,32 @@
 //! `observed-agrees`: the last `observed` row's totals agree with the trace. `results` (or its
 //! synonym `processed`) and `dedup_keys` equal the number of `effect_committed` rows;
-//! `stream_messages` is at least the number of distinct events with a `publish_acked`. Absent keys
-//! are skipped.
+//! `stream_messages` is at least the number of distinct events with a `publish_acked`; `tasks`
+//! equals the distinct accepted tasks and `outbox_published + outbox_pending` the distinct
+//! intents (observer-filled rows included). A comparison is made only where its keys are present.
 
-use outbox_trace::Kind;
+use outbox_trace::{Field, Kind};
 
-use outbox_trace::Field;
-
-use super::{Finding, Invariant, Outcome, Reason, Skips, Violation, EXAMPLES};
+use super::{Finding, Invariant, Outcome, Reason, Skips, Total, Violation, EXAMPLES};
 use crate::history::History;
 use crate::intern::IdTable;
+
+/// How many distinct values of `key` the rows of `kind` carry (rows lacking it are skipped).
+fn distinct(
+    h: &History,
+    kind: Kind,
+    field: Field,
+    key: impl Fn(&crate::history::Row) -> Option<crate::intern::Id>,
+    skips: &mut Skips,
+) -> i64 {
+    let mut seen = IdTable::new(h.id_bound(), false);
+    let mut n = 0;
+    for (_, r) in h.of(kind) {
+        if let (true, Some(id)) = (skips.usable(r, &[field]), key(r)) {
+            n += i64::from(!std::mem::replace(seen.get_mut(id), true));
+        }
+    }
+    n
+}
 
 /// Decides `observed-agrees`.
 pub fn check(h: &History) -> Outcome {
@@ -17,27 +34,42 @@ pub fn check(h: &History) -> Outcome {
         return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObserved);
     };
     let effects = i64::try_from(h.count(Kind::EffectCommitted)).unwrap_or(i64::MAX);
-    let mut seen = IdTable::new(h.id_bound(), false);
-    let mut published: i64 = 0;
     let mut skips = Skips::default();
-    for (_, r) in h.of(Kind::PublishAcked) {
-        if skips.usable(r, &[Field::EventId]) {
-            if let Some(e) = r.event {
-                let seen = seen.get_mut(e);
-                published += i64::from(!*seen);
-                *seen = true;
-            }
-        }
-    }
-    let comparisons: [(&'static str, Option<i64>, i64, bool); 4] = [
-        ("results", observed.results, effects, false),
-        ("processed", observed.processed, effects, false),
-        ("dedup_keys", observed.dedup_keys, effects, false),
-        ("stream_messages", observed.stream_messages, published, true),
+    let published = distinct(
+        h,
+        Kind::PublishAcked,
+        Field::EventId,
+        |r| r.event,
+        &mut skips,
+    );
+    let tasks = distinct(h, Kind::TaskAccepted, Field::TaskId, |r| r.task, &mut skips);
+    let intents = distinct(
+        h,
+        Kind::IntentRecorded,
+        Field::EventId,
+        |r| r.event,
+        &mut skips,
+    );
+    let outbox = match (observed.outbox_published, observed.outbox_pending) {
+        (Some(p), Some(q)) => Some(p.saturating_add(q)),
+        _ => None,
+    };
+    let comparisons: [(Total, Option<i64>, i64, bool); 6] = [
+        (Total::Results, observed.results, effects, false),
+        (Total::Processed, observed.processed, effects, false),
+        (Total::DedupKeys, observed.dedup_keys, effects, false),
+        (
+            Total::StreamMessages,
+            observed.stream_messages,
+            published,
+            true,
+        ),
+        (Total::Tasks, observed.tasks, tasks, false),
+        (Total::Intents, outbox, intents, false),
     ];
     let mut compared = 0;
     let mut violations = Vec::new();
-    for (key, observed, trace, at_least) in comparisons {
+    for (total, observed, trace, at_least) in comparisons {
         let Some(observed) = observed else {
             continue;
         };
@@ -50,7 +82,7 @@ pub fn check(h: &History) -> Outcome {
         if !ok {
             let finding = Finding::ObservedMismatch {
                 observed_row: at,
-                key,
+                total,
                 observed,
                 trace,
                 at_least,

@@ -12,6 +12,7 @@ use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch};
 use arrow_buffer::NullBuffer;
+use outbox_trace::schema::column;
 use outbox_trace::{Kind, ReadOptions, TraceError, TraceFile};
 
 use crate::history::{keeps_detail, History, KeptDetail, Numbers, Row};
@@ -102,7 +103,7 @@ impl Loaded {
 
     fn load_inner(&mut self, path: &Path) -> Result<(), LoadError> {
         let options = ReadOptions {
-            dictionary: STRING_COLUMNS.iter().map(|(_, name)| *name).collect(),
+            dictionary: STRING_COLUMNS.to_vec(),
             ..ReadOptions::default()
         };
         let file = TraceFile::open_with(path, &options)?;
@@ -302,8 +303,8 @@ impl Dictionaries {
     /// Interns the dictionaries of `batch` that are new.
     fn prepare(&mut self, batch: RecordBatch, names: &mut Interner) -> Result<Prepared, LoadError> {
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
-        for ((at, name), dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
-            ids.push(dict.ids(dictionary(&batch, *at, name)?, names)?);
+        for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
+            ids.push(dict.ids(dictionary(&batch, name)?, names)?);
         }
         // Kinds by dictionary value: parsed once per value, not per row.
         let kinds = ids[KIND]
@@ -345,11 +346,10 @@ impl<'a> Ids<'a> {
 /// A `Dictionary(Int32, Utf8)` column of a batch.
 fn dictionary<'a>(
     batch: &'a RecordBatch,
-    i: usize,
     name: &'static str,
 ) -> Result<&'a DictionaryArray<Int32Type>, LoadError> {
     batch
-        .column(i)
+        .column(column(name))
         .as_dictionary_opt::<Int32Type>()
         .ok_or(LoadError::Canonical(name))
 }
@@ -361,9 +361,9 @@ struct Nums<'a, T: ArrowPrimitiveType> {
 }
 
 impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
-    fn of(batch: &'a RecordBatch, i: usize, name: &'static str) -> Result<Self, LoadError> {
+    fn of(batch: &'a RecordBatch, name: &'static str) -> Result<Self, LoadError> {
         let a = batch
-            .column(i)
+            .column(column(name))
             .as_primitive_opt::<T>()
             .ok_or(LoadError::Canonical(name))?;
         Ok(Nums {
@@ -389,25 +389,24 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
 const KIND: usize = 4;
 
 /// The string columns the checks compare, read as dictionaries (each distinct value of a row
-/// group is interned once, and a row costs an array lookup), with their positions in the
-/// contract's order (see `outbox_trace::schema::COLUMNS`).
-const STRING_COLUMNS: [(usize, &str); 8] = [
-    (0, "run_id"),
-    (1, "scenario"),
-    (4, "backend"),
-    (5, "actor"),
-    (7, "kind"),
-    (8, "task_id"),
-    (9, "event_id"),
-    (10, "aggregate_id"),
+/// group is interned once, and a row costs an array lookup).
+const STRING_COLUMNS: [&str; 8] = [
+    "run_id",
+    "scenario",
+    "backend",
+    "actor",
+    "kind",
+    "task_id",
+    "event_id",
+    "aggregate_id",
 ];
 
 impl FileState {
     fn batch(&mut self, p: &Prepared, histories: &mut Vec<History>) -> Result<(), LoadError> {
         let batch = &p.batch;
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
-        for ((at, name), ids_of) in STRING_COLUMNS.iter().zip(&p.ids) {
-            let a = dictionary(batch, *at, name)?;
+        for (name, ids_of) in STRING_COLUMNS.iter().zip(&p.ids) {
+            let a = dictionary(batch, name)?;
             ids.push(Ids {
                 keys: a.keys().values(),
                 nulls: a.nulls(),
@@ -418,21 +417,21 @@ impl FileState {
             return Err(LoadError::Canonical("kind"));
         };
         let kinds = &p.kinds;
-        let kind_names = dictionary(batch, 7, "kind")?
+        let kind_names = dictionary(batch, "kind")?
             .values()
             .as_string_opt::<i32>()
             .ok_or(LoadError::Canonical("kind"))?;
-        let seq = Nums::<UInt64Type>::of(batch, 2, "seq")?;
-        let ts = Nums::<Int64Type>::of(batch, 3, "ts_ns")?;
-        let inc = Nums::<UInt32Type>::of(batch, 6, "incarnation")?;
-        let agg_seq = Nums::<UInt64Type>::of(batch, 11, "aggregate_seq")?;
-        let attempt = Nums::<UInt32Type>::of(batch, 12, "attempt")?;
-        let broker = Nums::<UInt64Type>::of(batch, 13, "broker_seq")?;
-        let rev = Nums::<Int64Type>::of(batch, 14, "store_rev")?;
-        let amount = Nums::<Int64Type>::of(batch, 15, "amount")?;
-        let counter = Nums::<Int64Type>::of(batch, 16, "counter")?;
+        let seq = Nums::<UInt64Type>::of(batch, "seq")?;
+        let ts = Nums::<Int64Type>::of(batch, "ts_ns")?;
+        let inc = Nums::<UInt32Type>::of(batch, "incarnation")?;
+        let agg_seq = Nums::<UInt64Type>::of(batch, "aggregate_seq")?;
+        let attempt = Nums::<UInt32Type>::of(batch, "attempt")?;
+        let broker = Nums::<UInt64Type>::of(batch, "broker_seq")?;
+        let rev = Nums::<Int64Type>::of(batch, "store_rev")?;
+        let amount = Nums::<Int64Type>::of(batch, "amount")?;
+        let counter = Nums::<Int64Type>::of(batch, "counter")?;
         let detail = batch
-            .column(17)
+            .column(column("detail"))
             .as_string_opt::<i32>()
             .ok_or(LoadError::Canonical("detail"))?;
         let required = |name| LoadError::Canonical(name);

@@ -77,6 +77,33 @@ columns! {
     "detail": Utf8, true;
 }
 
+/// The position of the column `name` in [`COLUMNS`] (and in canonical batches), at compile time:
+/// `const SEQ: usize = column("seq");` fails to compile for a name the contract lacks.
+pub const fn column(name: &str) -> usize {
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        if same(COLUMNS[i].name.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a column of outbox-trace/1")
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The canonical Arrow schema (the one writers use and readers normalise to).
 pub fn schema() -> SchemaRef {
     Arc::new(Schema::new(

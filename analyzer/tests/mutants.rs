@@ -84,7 +84,7 @@ fn no_mutant_of_a_committed_trace_makes_the_analyzer_panic() {
             let mutant = mutate(&bytes, &mut rng);
             let path = dir.path().join("mutant.parquet");
             std::fs::write(&path, &mutant).unwrap();
-            let outcome = std::panic::catch_unwind(|| match Scenes::load(&[path.clone()]) {
+            let outcome = std::panic::catch_unwind(|| match Scenes::load(std::slice::from_ref(&path)) {
                 Ok(scenes) => {
                     // A file that loads must also draw: the views read the same model.
                     for scene in scenes.scenes() {

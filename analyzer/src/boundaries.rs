@@ -63,6 +63,14 @@ pub struct Shape {
     pub count: usize,
 }
 
+impl Shape {
+    /// The kinds, joined: `task_accepted + intent_recorded`.
+    pub fn kinds_text(&self) -> String {
+        let names: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
+        names.join(" + ")
+    }
+}
+
 /// One step of the representative task, inside a transaction or outside all of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {

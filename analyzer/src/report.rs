@@ -228,11 +228,10 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     let mut shapes: BTreeSet<String> = BTreeSet::new();
     for b in bounds {
         for s in &b.shapes {
-            let kinds: Vec<&str> = s.kinds.iter().map(|k| k.as_str()).collect();
             shapes.insert(format!(
                 "{} transaction: {}",
                 s.role.as_str(),
-                kinds.join(" + ")
+                s.kinds_text()
             ));
         }
     }

@@ -84,21 +84,22 @@ fn no_mutant_of_a_committed_trace_makes_the_analyzer_panic() {
             let mutant = mutate(&bytes, &mut rng);
             let path = dir.path().join("mutant.parquet");
             std::fs::write(&path, &mutant).unwrap();
-            let outcome = std::panic::catch_unwind(|| match Scenes::load(std::slice::from_ref(&path)) {
-                Ok(scenes) => {
-                    // A file that loads must also draw: the views read the same model.
-                    for scene in scenes.scenes() {
-                        let _ = outbox_analyzer::boundaries::derive(&scene);
-                        let _ = outbox_analyzer::chain::most_eventful(scene);
+            let outcome =
+                std::panic::catch_unwind(|| match Scenes::load(std::slice::from_ref(&path)) {
+                    Ok(scenes) => {
+                        // A file that loads must also draw: the views read the same model.
+                        for scene in scenes.scenes() {
+                            let _ = outbox_analyzer::boundaries::derive(&scene);
+                            let _ = outbox_analyzer::chain::most_eventful(scene);
+                        }
+                        true
                     }
-                    true
-                }
-                Err(e) => {
-                    let line = e.to_string();
-                    assert!(!line.contains('\n'), "two lines: {line}");
-                    false
-                }
-            });
+                    Err(e) => {
+                        let line = e.to_string();
+                        assert!(!line.contains('\n'), "two lines: {line}");
+                        false
+                    }
+                });
             let corrupt = || {
                 let path = dir.path().join("mutant.parquet");
                 matches!(Scenes::load(&[path]), Err(e) if e.to_string().contains("corrupt file"))

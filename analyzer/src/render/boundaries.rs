@@ -68,16 +68,7 @@ pub fn boundaries_figure(b: &Boundaries) -> Figure {
         Align::Left,
     );
     for (i, s) in b.shapes.iter().enumerate() {
-        let line = format!(
-            "{:<9} {} x  {}",
-            s.role.as_str(),
-            s.count,
-            s.kinds
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(" + ")
-        );
+        let line = format!("{:<9} {} x  {}", s.role.as_str(), s.count, s.kinds_text());
         f.text(
             (30, table_top + 20 * (i as i32 + 1)),
             &line,
@@ -142,11 +133,7 @@ pub fn boundaries_text(b: &Boundaries) -> String {
             "  {:<8} {} x {}",
             s.role.as_str(),
             s.count,
-            s.kinds
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(" + ")
+            s.kinds_text()
         );
     }
     if b.tasks_without_intent > 0 {

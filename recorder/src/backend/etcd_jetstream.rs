@@ -15,6 +15,7 @@ use etcd_client::{
     TxnOp, TxnOpResponse,
 };
 use futures::StreamExt;
+use outbox_trace::detail::Observed;
 use serde_json::json;
 
 use super::{
@@ -613,7 +614,7 @@ impl Control for EtcdJetStream {
             .collect())
     }
 
-    async fn observe(&self) -> Result<serde_json::Value, BackendError> {
+    async fn observe(&self) -> Result<Observed, BackendError> {
         let mut stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
         let stream_messages = stream.info().await.map_err(broker)?.state.messages;
         let tasks = self.range("task/").await?;
@@ -625,16 +626,17 @@ impl Control for EtcdJetStream {
                     .unwrap_or(false)
             })
             .count();
-        Ok(json!({
-            "stream_messages": stream_messages,
-            "counter": self.counter().await?,
-            "results": self.count("result/").await?,
-            "dedup_keys": self.count("dedup/").await?,
-            "outbox_pending": self.count("outbox/pending/").await?,
-            "outbox_published": self.count("outbox/published/").await?,
-            "tasks": tasks.len(),
-            "tasks_done": tasks_done,
-        }))
+        Ok(Observed {
+            stream_messages: Some(stream_messages as i64),
+            counter: Some(self.counter().await?),
+            results: Some(self.count("result/").await? as i64),
+            dedup_keys: Some(self.count("dedup/").await? as i64),
+            outbox_pending: Some(self.count("outbox/pending/").await? as i64),
+            outbox_published: Some(self.count("outbox/published/").await? as i64),
+            tasks: Some(tasks.len() as i64),
+            tasks_done: Some(tasks_done as i64),
+            ..Observed::default()
+        })
     }
 }
 

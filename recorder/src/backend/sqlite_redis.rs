@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use outbox_trace::detail::Observed;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde_json::json;
@@ -683,7 +684,7 @@ impl Control for SqliteRedis {
         Ok(out)
     }
 
-    async fn observe(&self) -> Result<serde_json::Value, BackendError> {
+    async fn observe(&self) -> Result<Observed, BackendError> {
         let count = |sql: &str| self.with_db(|db| db.query_row(sql, [], |r| r.get::<_, i64>(0)));
         let orders = count("SELECT COUNT(*) FROM orders")?;
         let outbox = count("SELECT COUNT(*) FROM outbox")?;
@@ -738,23 +739,30 @@ impl Control for SqliteRedis {
                 *last = intent.aggregate_seq;
             }
         }
-        let duplicates: BTreeMap<&String, &u64> = copies.iter().filter(|(_, n)| **n > 1).collect();
-        Ok(json!({
-            "orders": orders,
-            "outbox": outbox,
-            "outbox_pending": outbox_pending,
-            "enqueued": log.len(),
-            "queue_length": queue,
-            "processed_unique": processed,
-            "stream_messages": log.len(),
-            "results": processed,
-            "dedup_keys": dedup.len(),
-            "counter": counter.unwrap_or(0),
-            "tasks": orders,
-            "duplicates": duplicates,
-            "order_ok": order_ok,
-            "db": self.db_path.display().to_string(),
-        }))
+        let duplicates: BTreeMap<String, i64> = copies
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(id, n)| (id, n as i64))
+            .collect();
+        let mut other = serde_json::Map::new();
+        other.insert("queue_length".into(), queue.into());
+        other.insert("db".into(), self.db_path.display().to_string().into());
+        Ok(Observed {
+            orders: Some(orders),
+            outbox: Some(outbox),
+            outbox_pending: Some(outbox_pending),
+            enqueued: Some(log.len() as i64),
+            processed_unique: Some(processed),
+            stream_messages: Some(log.len() as i64),
+            results: Some(processed),
+            dedup_keys: Some(dedup.len() as i64),
+            counter: Some(counter.unwrap_or(0)),
+            tasks: Some(orders),
+            duplicates: Some(duplicates),
+            order_ok: Some(order_ok),
+            other,
+            ..Observed::default()
+        })
     }
 }
 

@@ -17,19 +17,39 @@ use crate::Kind;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunStart {
     /// The protocol variant (`reference`, `ack-before-commit`, ...).
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub protocol: Option<String>,
     /// The consumer's AckWait in milliseconds.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ack_wait_ms: Option<i64>,
     /// Worker processes.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub workers: Option<i64>,
     /// Tasks the API creates.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tasks: Option<i64>,
     /// The effect counter's value before the first commit.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub counter_start: Option<i64>,
     /// The scripted crash points per role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,10 +69,18 @@ pub struct Crash {
     #[serde(default, deserialize_with = "lenient::string_or_empty")]
     pub point: String,
     /// The error that ended the life, for point `error`.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub error: Option<String>,
     /// The process's exit status, as the recorder saw it.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub status: Option<String>,
     /// Keys this contract does not name.
     #[serde(flatten)]
@@ -66,16 +94,32 @@ pub struct Fault {
     #[serde(default, deserialize_with = "lenient::string_or_empty")]
     pub fault: String,
     /// The service's program.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub service: Option<String>,
     /// The cluster member hit.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub member: Option<String>,
     /// The signal sent.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub signal: Option<String>,
     /// How long the service was down, in milliseconds.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub down_ms: Option<i64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
@@ -86,58 +130,131 @@ pub struct Fault {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observed {
     /// Tasks in the store.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tasks: Option<i64>,
     /// Tasks in the store marked done.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tasks_done: Option<i64>,
     /// Messages the broker holds (or held): copies published.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub stream_messages: Option<i64>,
     /// The effect counter.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub counter: Option<i64>,
     /// Effect results stored.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub results: Option<i64>,
     /// A synonym of `results` some producers use.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub processed: Option<i64>,
     /// Dedup keys stored.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub dedup_keys: Option<i64>,
     /// Outbox records not yet published.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub outbox_pending: Option<i64>,
     /// Outbox records marked published.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub outbox_published: Option<i64>,
     /// Payments the external receiver made.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub external_payments: Option<i64>,
     /// Idempotency keys the external receiver holds.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub external_keys: Option<i64>,
     /// Dual-write lab: rows in `orders`.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub orders: Option<i64>,
     /// Dual-write lab: rows in `outbox`.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub outbox: Option<i64>,
     /// Dual-write lab: messages appended to the broker's log.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub enqueued: Option<i64>,
     /// Dual-write lab: distinct events processed.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub processed_unique: Option<i64>,
     /// Dual-write lab: whether every aggregate was consumed in `seq` order.
-    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::boolean",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub order_ok: Option<bool>,
-    /// Dual-write lab: events published more than once, with their copies.
-    #[serde(default, deserialize_with = "lenient::counts", skip_serializing_if = "BTreeMap::is_empty")]
-    pub duplicates: BTreeMap<String, i64>,
+    /// Dual-write lab: events published more than once, with their copies (absent where the
+    /// backend does not count copies per event; empty when it found none).
+    #[serde(
+        default,
+        deserialize_with = "lenient::counts",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duplicates: Option<BTreeMap<String, i64>>,
     /// When during the scenario this was read (absent: at the end).
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub phase: Option<String>,
     /// Keys this contract does not name.
     #[serde(flatten)]
@@ -156,13 +273,25 @@ impl Observed {
 pub struct RunEnd {
     /// Every dependency and actor was back up and attempts went on until quiet. Absent when the
     /// producer did not say, or said it with something other than a boolean.
-    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::boolean",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub recovered: Option<bool>,
     /// Why the scenario ended.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reason: Option<String>,
     /// How long the scenario took, in milliseconds.
-    #[serde(default, deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub elapsed_ms: Option<i64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
@@ -170,33 +299,84 @@ pub struct RunEnd {
 }
 
 /// The detail of a protocol step: why a publish was not ACKed, whether an external call carried
-/// its key, or that the observer read the step from the store.
+/// its key, which commit a suppressed duplicate found, or that the observer read the step from the
+/// store.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Note {
     /// Why a publish failed or went unACKed.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reason: Option<String>,
     /// The injected fault behind it.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub fault: Option<String>,
     /// The broker reported the copy as a duplicate it dropped.
-    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::boolean",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub broker_duplicate: Option<bool>,
     /// Whether an external request carried the idempotency key.
-    #[serde(default, deserialize_with = "lenient::boolean", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::boolean",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub idempotency_key: Option<bool>,
     /// `store` when the observer read this step back from the store after its actor died.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub seen_in: Option<String>,
     /// Why the observer had to read it.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub why: Option<String>,
+    /// `duplicate_suppressed`: the `store_rev` of the commit that wrote the dedup key found.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub committed_rev: Option<i64>,
+    /// `duplicate_suppressed`: the counter right after that commit.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub counter_after: Option<i64>,
+    /// `duplicate_suppressed`: the size of the effect not applied again.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub amount: Option<i64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
 
 impl Note {
+    /// Whether the note says nothing (a row with such a note has no `detail`).
+    pub fn is_empty(&self) -> bool {
+        *self == Note::default()
+    }
+
     /// Whether the observer read this step from the store (`seen_in: "store"`).
     pub fn seen_in_store(&self) -> bool {
         self.seen_in.as_deref() == Some("store")
@@ -305,10 +485,18 @@ impl Detail {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
     /// The backend.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub backend: Option<String>,
     /// The protocol variant.
-    #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub protocol: Option<String>,
     /// Everything else the recorder wrote.
     #[serde(flatten)]
@@ -362,13 +550,16 @@ mod lenient {
         Ok(string(d)?.unwrap_or_default())
     }
 
-    pub fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, i64>, D::Error> {
+    pub fn counts<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<BTreeMap<String, i64>>, D::Error> {
         Ok(match Value::deserialize(d)? {
-            Value::Object(map) => map
-                .into_iter()
-                .filter_map(|(k, v)| int_of(&v).map(|n| (k, n)))
-                .collect(),
-            _ => BTreeMap::new(),
+            Value::Object(map) => Some(
+                map.into_iter()
+                    .filter_map(|(k, v)| int_of(&v).map(|n| (k, n)))
+                    .collect(),
+            ),
+            _ => None,
         })
     }
 }
@@ -413,7 +604,7 @@ mod tests {
         assert_eq!(Detail::parse(Kind::Crash, &crash.to_json()), crash);
         let observed = Detail::Observed(Observed {
             counter: Some(10),
-            duplicates: [("evt-1".to_string(), 2)].into(),
+            duplicates: Some([("evt-1".to_string(), 2)].into()),
             ..Observed::default()
         });
         assert_eq!(Detail::parse(Kind::Observed, &observed.to_json()), observed);

@@ -42,7 +42,7 @@ pub fn lab_files(observed: &[(&str, &Observed)]) -> Vec<LabFile> {
         });
     }
     if let Some(o) = of("relay-crash") {
-        let line = match o.duplicates.iter().next() {
+        let line = match o.duplicates.iter().flatten().next() {
             Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
             None => "NO DUPLICATE".to_string(),
         };
@@ -72,7 +72,10 @@ mod tests {
     use crate::{Detail, Kind};
 
     fn json(text: &str) -> Observed {
-        Detail::parse(Kind::Observed, text).observed().unwrap().clone()
+        Detail::parse(Kind::Observed, text)
+            .observed()
+            .unwrap()
+            .clone()
     }
 
     #[test]

@@ -5,14 +5,12 @@
 //! output. Closing standard input asks it to stop (so a dying recorder takes its actors with it). A
 //! crash point is a real `exit`, after the crash line was flushed.
 
+use std::fmt;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use std::fmt;
-
-use outbox_trace::detail;
-use outbox_trace::{Kind, Step};
+use outbox_trace::{detail, Kind, Step};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::etcd_jetstream::EtcdJetStream;

@@ -27,7 +27,7 @@ fn load(backend: &str) {
     let expected: i64 = (0..tasks).map(|i| (i % 9) + 1).sum();
     let seen = common::observed(&rows);
     assert_eq!(seen.counter, Some(expected));
-    assert_eq!(seen.results, Some(tasks as i64));
+    assert_eq!(seen.results, Some(tasks));
     let workers: std::collections::BTreeSet<&str> = common::of(&rows, Kind::EffectCommitted)
         .iter()
         .map(|e| e.actor.as_str())

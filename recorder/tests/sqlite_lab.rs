@@ -91,7 +91,8 @@ fn the_whole_lab_on_sqlite_and_redis() {
     };
     assert_eq!(report.lines().count(), 4);
     assert!(value("enqueued") >= value("processed_unique"));
-    let total = |figure: fn(&outbox_trace::detail::Observed) -> Option<i64>| -> u64 {
+    type Figure = fn(&outbox_trace::detail::Observed) -> Option<i64>;
+    let total = |figure: Figure| -> u64 {
         events
             .iter()
             .filter(|e| e.kind == Kind::Observed)
@@ -100,7 +101,7 @@ fn the_whole_lab_on_sqlite_and_redis() {
             .map(|o| figure(&o).unwrap() as u64)
             .sum()
     };
-    let figures: [(&str, fn(&outbox_trace::detail::Observed) -> Option<i64>); 4] = [
+    let figures: [(&str, Figure); 4] = [
         ("orders", |o| o.orders),
         ("outbox", |o| o.outbox),
         ("enqueued", |o| o.enqueued),

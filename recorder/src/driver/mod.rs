@@ -136,7 +136,8 @@ async fn run_on<B: Backend>(
         tasks: Some(scenario.tasks.len() as i64),
         counter_start: Some(0),
         faults: Some(serde_json::to_value(faults)?),
-        chaos: env.chaos.map(serde_json::to_value).transpose()?,
+        // `null` when the run has no chaos plan: the key is always there.
+        chaos: Some(serde_json::to_value(env.chaos)?),
         ..RunStart::default()
     };
     env.recorder

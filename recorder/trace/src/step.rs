@@ -978,6 +978,25 @@ mod tests {
     }
 
     #[test]
+    fn every_step_row_survives_the_columns_both_ways() {
+        let rows: Vec<Event> = every_step()
+            .into_iter()
+            .enumerate()
+            .map(|(i, step)| {
+                step.into_event(Identity {
+                    seq: i as u64 + 1,
+                    ..identity()
+                })
+            })
+            .collect();
+        let batch = crate::to_batch(&rows).unwrap();
+        assert_eq!(batch.num_columns(), crate::schema::COLUMNS.len());
+        let mut unknown = std::collections::BTreeMap::new();
+        assert_eq!(crate::batch_events(&batch, &mut unknown), rows);
+        assert!(unknown.is_empty());
+    }
+
+    #[test]
     fn every_step_round_trips_through_its_json() {
         for step in every_step() {
             let text = serde_json::to_string(&step).unwrap();

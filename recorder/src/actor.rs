@@ -372,3 +372,39 @@ async fn play_on<B: Backend>(
         Role::Receiver => unreachable!("the receiver needs no backend"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actors_are_named_by_role_and_index() {
+        let worker = |index| ActorId {
+            role: Role::Worker,
+            index,
+        };
+        assert_eq!(worker(Some(2)).to_string(), "worker-2");
+        assert_eq!(worker(None).to_string(), "worker");
+        assert_eq!(
+            Author::from(ActorId::only(Role::Relay)).to_string(),
+            "relay"
+        );
+        assert_eq!(Author::Observer.to_string(), "observer");
+        assert_eq!(Author::Faults.to_string(), "faults");
+        assert_eq!(Author::Recorder.to_string(), "recorder");
+    }
+
+    #[test]
+    fn a_step_line_reads_back_as_the_same_step() {
+        let step = Step::crash("relay:before-publish", None);
+        let text = serde_json::to_string(&Line::Step {
+            ts_ns: 42,
+            step: Box::new(step.clone()),
+        })
+        .unwrap();
+        match serde_json::from_str::<Line>(&text).unwrap() {
+            Line::Step { ts_ns, step: back } => assert_eq!((ts_ns, *back), (42, step)),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use outbox_trace::detail::Observed;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
@@ -410,7 +410,11 @@ impl Store for SqliteRedis {
             .arg(read.counter)
             .arg(ttl_ms);
         for intent in batch {
-            let result = json!({"task_id": intent.task_id, "amount": intent.amount}).to_string();
+            let result = serde_json::to_string(&ResultRecord {
+                amount: intent.amount,
+                task_id: intent.task_id.clone(),
+            })
+            .expect("plain records serialise");
             call.arg(&intent.event_id).arg(result).arg(intent.amount);
         }
         let reply: Vec<String> = call.invoke_async(&mut conn).await.map_err(broker)?;
@@ -664,17 +668,14 @@ impl Control for SqliteRedis {
                     continue;
                 };
                 let remembered = dedup_key(&value);
-                let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
-                if let (Some(store_rev), Some(counter), Some(task_id), Some(amount)) = (
-                    remembered.store_rev,
-                    remembered.counter,
-                    result["task_id"].as_str(),
-                    result["amount"].as_i64(),
-                ) {
+                let result = serde_json::from_str::<ResultRecord>(&result).ok();
+                if let (Some(store_rev), Some(counter), Some(result)) =
+                    (remembered.store_rev, remembered.counter, result)
+                {
                     out.push(StoredCommit {
                         event_id: event_id.to_string(),
-                        task_id: task_id.to_string(),
-                        amount,
+                        task_id: result.task_id,
+                        amount: result.amount,
                         store_rev,
                         counter,
                     });
@@ -764,6 +765,13 @@ impl Control for SqliteRedis {
             ..Observed::default()
         })
     }
+}
+
+/// An effect's result as the `processed` hash keeps it.
+#[derive(Serialize, Deserialize)]
+struct ResultRecord {
+    amount: i64,
+    task_id: String,
 }
 
 /// What a dedup key remembers (`rev:counter`) of the commit that wrote it.

@@ -60,7 +60,7 @@ impl<W: Write + Send> TraceWriter<W> {
         self.write_batch(&to_batch(events)?)
     }
 
-    /// Appends a batch already in the canonical schema (see [`crate::schema()`]).
+    /// Appends a batch already in the canonical schema (see [`crate::schema::schema()`]).
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), TraceError> {
         self.inner.write(batch)?;
         Ok(())

@@ -5,13 +5,13 @@
 //! output. Closing standard input asks it to stop (so a dying recorder takes its actors with it). A
 //! crash point is a real `exit`, after the crash line was flushed.
 
+use std::fmt;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use outbox_trace::{Event, Kind};
+use outbox_trace::{detail, Kind, Step};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
@@ -44,6 +44,64 @@ impl Role {
             Role::Relay => "relay",
             Role::Worker => "worker",
             Role::Receiver => "receiver",
+        }
+    }
+}
+
+/// One actor of a scenario: its role, and which of the role's actors when there are several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActorId {
+    /// What it does.
+    pub role: Role,
+    /// 1-based, among several actors of the role (`None`: the only one).
+    pub index: Option<u32>,
+}
+
+impl ActorId {
+    /// The only actor of `role`.
+    pub fn only(role: Role) -> Self {
+        ActorId { role, index: None }
+    }
+}
+
+/// `worker`, `worker-2`, ...: the actor's name in the trace.
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.role.name())?;
+        match self.index {
+            Some(i) => write!(f, "-{i}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Who writes a row: an actor process, or the recorder itself in one of its parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Author {
+    /// An actor's own report.
+    Actor(ActorId),
+    /// The recorder: `run_start`, `run_end`, and the crash of a life that could not report it.
+    Recorder,
+    /// What was read back from the services.
+    Observer,
+    /// Faults injected on the services.
+    Faults,
+}
+
+impl From<ActorId> for Author {
+    fn from(id: ActorId) -> Self {
+        Author::Actor(id)
+    }
+}
+
+/// The `actor` column.
+impl fmt::Display for Author {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Author::Actor(id) => id.fmt(f),
+            Author::Recorder => f.write_str("recorder"),
+            Author::Observer => f.write_str("observer"),
+            Author::Faults => f.write_str("faults"),
         }
     }
 }
@@ -86,8 +144,13 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "line", content = "body", rename_all = "kebab-case")]
 pub enum Line {
-    /// A protocol step (identity columns are filled in by the recorder).
-    Event(Box<Event>),
+    /// A protocol step and when it happened (who did it, and where, the recorder fills in).
+    Step {
+        /// Nanoseconds on the run's clock.
+        ts_ns: i64,
+        /// What happened.
+        step: Box<Step>,
+    },
     /// A fault of the plan fired and is spent.
     Fired(Fault),
 }
@@ -101,12 +164,14 @@ pub struct Reporter {
 
 impl Reporter {
     /// Reports one step.
-    pub fn emit(&self, mut event: Event) {
-        if !self.trace && event.kind != Kind::Crash {
+    pub fn emit(&self, step: Step) {
+        if !self.trace && step.kind() != Kind::Crash {
             return;
         }
-        event.ts_ns = self.clock.now();
-        write_line(&Line::Event(Box::new(event)));
+        write_line(&Line::Step {
+            ts_ns: self.clock.now(),
+            step: Box::new(step),
+        });
     }
 }
 
@@ -127,8 +192,8 @@ pub struct ActorCtx {
 
 impl ActorCtx {
     /// Reports one step.
-    pub fn emit(&self, event: Event) {
-        self.reporter().emit(event);
+    pub fn emit(&self, step: Step) {
+        self.reporter().emit(step);
     }
 
     /// A reporter for tasks of this actor.
@@ -150,12 +215,7 @@ impl ActorCtx {
         if !self.plan.crashes_at(point) {
             return;
         }
-        let mut event = match about {
-            Some(intent) => protocol::intent_event(Kind::Crash, intent),
-            None => Event::new(Kind::Crash),
-        };
-        event.detail = Some(json!({ "point": point.name() }).to_string());
-        self.emit(event);
+        self.emit(Step::crash(point.name(), about.map(|i| i.about().loose())));
         self.fired(Fault::Crash { point });
         std::process::exit(CRASH_EXIT_CODE);
     }
@@ -248,9 +308,14 @@ pub fn main() -> i32 {
     match runtime.block_on(play(&spec, &mut ctx)) {
         Ok(()) => 0,
         Err(e) => {
-            let mut event = Event::new(Kind::Crash);
-            event.detail = Some(json!({ "point": "error", "error": format!("{e:#}") }).to_string());
-            ctx.emit(event);
+            ctx.emit(Step::Crash {
+                about: None,
+                crash: detail::Crash {
+                    point: "error".to_string(),
+                    error: Some(format!("{e:#}")),
+                    ..detail::Crash::default()
+                },
+            });
             eprintln!(
                 "recorder actor {}#{}: {e:#}",
                 spec.role.name(),
@@ -263,7 +328,7 @@ pub fn main() -> i32 {
 
 async fn play(spec: &ActorSpec, ctx: &mut ActorCtx) -> anyhow::Result<()> {
     if spec.incarnation > 0 {
-        ctx.emit(Event::new(Kind::Restart));
+        ctx.emit(Step::Restart);
     }
     if spec.role == Role::Receiver {
         let external = spec
@@ -305,5 +370,41 @@ async fn play_on<B: Backend>(
         Role::Relay => protocol::relay::run(ctx, &backend, &backend).await,
         Role::Worker => protocol::worker::run(ctx, &backend, &backend).await,
         Role::Receiver => unreachable!("the receiver needs no backend"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actors_are_named_by_role_and_index() {
+        let worker = |index| ActorId {
+            role: Role::Worker,
+            index,
+        };
+        assert_eq!(worker(Some(2)).to_string(), "worker-2");
+        assert_eq!(worker(None).to_string(), "worker");
+        assert_eq!(
+            Author::from(ActorId::only(Role::Relay)).to_string(),
+            "relay"
+        );
+        assert_eq!(Author::Observer.to_string(), "observer");
+        assert_eq!(Author::Faults.to_string(), "faults");
+        assert_eq!(Author::Recorder.to_string(), "recorder");
+    }
+
+    #[test]
+    fn a_step_line_reads_back_as_the_same_step() {
+        let step = Step::crash("relay:before-publish", None);
+        let text = serde_json::to_string(&Line::Step {
+            ts_ns: 42,
+            step: Box::new(step.clone()),
+        })
+        .unwrap();
+        match serde_json::from_str::<Line>(&text).unwrap() {
+            Line::Step { ts_ns, step: back } => assert_eq!((ts_ns, *back), (42, step)),
+            other => panic!("{other:?}"),
+        }
     }
 }

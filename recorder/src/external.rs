@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use outbox_trace::{Event, Kind};
+use outbox_trace::detail::Note;
+use outbox_trace::{About, Step};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -121,13 +122,7 @@ async fn handle(
     let (key, body) = read_request(&mut reader).await?;
     let payment: Payment = serde_json::from_str(&body).context("payment body")?;
     let mut stream = reader.into_inner();
-    let event = |kind: Kind| {
-        let mut e = Event::new(kind);
-        e.event_id = Some(payment.event_id.clone());
-        e.task_id = Some(payment.task_id.clone());
-        e.amount = Some(payment.amount);
-        e
-    };
+    let about = || About::new(payment.event_id.clone(), Some(payment.task_id.clone()));
     let claim = match &key {
         None => Claim::New,
         Some(key) => {
@@ -159,7 +154,11 @@ async fn handle(
     };
     let answer = match claim {
         Claim::Done(status, response) => {
-            events.emit(event(Kind::ExternalReplayed));
+            events.emit(Step::ExternalReplayed {
+                about: about(),
+                amount: Some(payment.amount),
+                note: Note::default(),
+            });
             Answer {
                 status,
                 replayed: true,
@@ -193,7 +192,11 @@ async fn handle(
                 tx.commit()?;
                 response
             };
-            events.emit(event(Kind::ExternalApplied));
+            events.emit(Step::ExternalApplied {
+                about: about(),
+                amount: Some(payment.amount),
+                note: Note::default(),
+            });
             Answer {
                 status: 201,
                 replayed: false,

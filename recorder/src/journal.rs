@@ -8,14 +8,16 @@
 //! `<out>` and removed. A run that finds segments left over from a killed run joins them into
 //! `<out-stem>.interrupted.parquet` first.
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use outbox_trace::{Event, Kind, TraceFile, TraceWriter};
+use outbox_trace::{Event, FigureRow, FigureTally, Identity, Step, TraceFile, TraceWriter};
 use tokio::sync::mpsc;
+
+use crate::actor::Author;
 
 /// How often a segment is closed while events flow.
 const SEGMENT_INTERVAL: Duration = Duration::from_secs(1);
@@ -27,23 +29,67 @@ const QUEUE: usize = 64 * 1024;
 /// Per-scenario counts kept while events pass, for progress and the summary.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
-    /// Rows per kind.
-    pub kinds: BTreeMap<Kind, u64>,
-    /// The last `observed` detail.
-    pub observed: Option<serde_json::Value>,
+    /// The scenario's figures (the last `observed` ground truth included).
+    pub figures: FigureTally<String>,
     /// `run_end.recovered`.
     pub recovered: Option<bool>,
     /// First and last `ts_ns`.
-    pub span_ns: (i64, i64),
+    pub span_ns: Option<(i64, i64)>,
     /// The recorded `effect_committed` rows, as (store revision, event).
-    pub committed: std::collections::HashSet<(i64, String)>,
+    pub committed: HashSet<(i64, String)>,
 }
 
 impl Tally {
-    /// Rows of one kind.
-    pub fn count(&self, kind: Kind) -> u64 {
-        self.kinds.get(&kind).copied().unwrap_or(0)
+    /// Milliseconds from the scenario's first row to its last.
+    pub fn duration_ms(&self) -> i64 {
+        self.span_ns
+            .map(|(first, last)| (last - first) / 1_000_000)
+            .unwrap_or(0)
     }
+
+    /// Takes what the tally needs of a step's typed detail and ids.
+    fn take(&mut self, step: &Step) {
+        match step {
+            Step::Observed(observed) => self.figures.observe(observed),
+            Step::RunEnd(end) => self.recovered = end.recovered,
+            Step::EffectCommitted {
+                about, store_rev, ..
+            } => {
+                self.committed.insert((*store_rev, about.event_id.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts the row made from a step.
+    fn count(&mut self, event: &Event) {
+        let row = FigureRow::of(event);
+        self.figures.add(FigureRow {
+            kind: row.kind,
+            task: row.task.map(str::to_string),
+            broker_seq: row.broker_seq,
+            store_rev: row.store_rev,
+            counter: row.counter,
+        });
+        let first = self.span_ns.map_or(event.ts_ns, |(first, _)| first);
+        self.span_ns = Some((first, event.ts_ns));
+    }
+}
+
+/// A step on its way into the trace: who reported it, in which scenario, and when. The journal
+/// adds the run, the backend and `seq`.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The scenario.
+    pub scenario: String,
+    /// Who reported it.
+    pub author: Author,
+    /// The author's life.
+    pub incarnation: u32,
+    /// Nanoseconds on the run's clock.
+    pub ts_ns: i64,
+    /// What happened.
+    pub step: Step,
 }
 
 /// Tallies by scenario, in the order scenarios started.
@@ -57,16 +103,16 @@ pub struct Recorder {
 
 /// What goes through the queue.
 enum Message {
-    /// An event to record.
-    Event(Event),
+    /// A step to record.
+    Step(Box<Entry>),
     /// Answer once everything queued before has been taken in (and tallied).
     Sync(tokio::sync::oneshot::Sender<()>),
 }
 
 impl Recorder {
-    /// Queues one event, waiting if the queue is full. Fails only if the writer died.
-    pub async fn record(&self, event: Event) -> anyhow::Result<()> {
-        self.send(Message::Event(event)).await
+    /// Queues one step, waiting if the queue is full. Fails only if the writer died.
+    pub async fn record(&self, entry: Entry) -> anyhow::Result<()> {
+        self.send(Message::Step(Box::new(entry))).await
     }
 
     /// Waits until every event queued so far is taken in, so the tallies include them.
@@ -212,7 +258,7 @@ impl Writer {
         loop {
             let wait = SEGMENT_INTERVAL.saturating_sub(last_flush.elapsed());
             match tokio::time::timeout(wait, rx.recv()).await {
-                Ok(Some(Message::Event(event))) => self.accept(event),
+                Ok(Some(Message::Step(entry))) => self.accept(*entry),
                 Ok(Some(Message::Sync(done))) => {
                     let _ = done.send(());
                 }
@@ -228,35 +274,37 @@ impl Writer {
         Ok(self.seq)
     }
 
-    fn accept(&mut self, mut event: Event) {
+    fn accept(&mut self, entry: Entry) {
         self.seq += 1;
-        event.seq = self.seq;
-        event.run_id.clone_from(&self.run_id);
-        event.backend.clone_from(&self.backend);
+        let Entry {
+            scenario,
+            author,
+            incarnation,
+            ts_ns,
+            step,
+        } = entry;
+        let identity = Identity {
+            run_id: self.run_id.clone(),
+            scenario,
+            seq: self.seq,
+            ts_ns,
+            backend: self.backend.clone(),
+            actor: author.to_string(),
+            incarnation,
+        };
         let mut tallies = self.tallies.lock().expect("tally lock");
-        let index = match tallies.iter().position(|(s, _)| *s == event.scenario) {
+        let index = match tallies.iter().position(|(s, _)| *s == identity.scenario) {
             Some(i) => i,
             None => {
-                tallies.push((event.scenario.clone(), Tally::default()));
+                tallies.push((identity.scenario.clone(), Tally::default()));
                 tallies.len() - 1
             }
         };
         let tally = &mut tallies[index].1;
-        *tally.kinds.entry(event.kind).or_default() += 1;
-        if tally.kinds.len() == 1 && tally.kinds.values().sum::<u64>() == 1 {
-            tally.span_ns.0 = event.ts_ns;
-        }
-        tally.span_ns.1 = event.ts_ns;
-        match event.kind {
-            Kind::Observed => tally.observed = Some(event.detail_json()),
-            Kind::RunEnd => tally.recovered = event.detail_json()["recovered"].as_bool(),
-            Kind::EffectCommitted => {
-                if let (Some(rev), Some(id)) = (event.store_rev, &event.event_id) {
-                    tally.committed.insert((rev, id.clone()));
-                }
-            }
-            _ => {}
-        }
+        tally.take(&step);
+        // The one conversion from the typed step to the row.
+        let event = step.into_event(identity);
+        tally.count(&event);
         drop(tallies);
         self.buffer.push(event);
     }

@@ -1,45 +1,63 @@
 //! What the recorder prints at the end of a run, and the lab's JSON (`--report`).
+//!
+//! Both show [`Figures`], counted by the journal as events pass with the one definition every
+//! output of the project uses (see `outbox_trace::figures`).
 
-use outbox_trace::Kind;
-use serde_json::{json, Value};
+use outbox_trace::detail::Observed;
+use outbox_trace::Figures;
+use serde::Serialize;
 
 use crate::journal::Tally;
 use crate::run::RunConfig;
 
-/// One scenario's figures: from the events that passed through the journal and from the ground
-/// truth read back at the end.
-fn figures(scenario: &str, t: &Tally) -> Value {
-    let observed = t.observed.clone().unwrap_or(Value::Null);
-    json!({
-        "scenario": scenario,
-        "stream_messages": observed["stream_messages"],
-        "publish_attempts": t.count(Kind::PublishAttempt),
-        "publish_acks_lost": t.count(Kind::PublishUnacked),
-        "deliveries": t.count(Kind::Delivered) + t.count(Kind::Redelivered),
-        "redeliveries": t.count(Kind::Redelivered),
-        "suppressions": t.count(Kind::DuplicateSuppressed),
-        "effects": t.count(Kind::EffectCommitted),
-        "commit_conflicts": t.count(Kind::CommitConflict),
-        "crashes": t.count(Kind::Crash),
-        "counter": observed["counter"],
-        "results": observed["results"],
-        "dedup_keys": observed["dedup_keys"],
-        "outbox_pending": observed["outbox_pending"],
-        "recovered": t.recovered,
-        "duration_ms": (t.span_ns.1 - t.span_ns.0) / 1_000_000,
-    })
+/// One scenario in the lab's JSON: its figures, whether it recovered, and how long it took.
+#[derive(Debug, Serialize)]
+struct ScenarioFigures<'a> {
+    scenario: &'a str,
+    #[serde(flatten)]
+    figures: Figures,
+    recovered: Option<bool>,
+    duration_ms: i64,
+}
+
+impl<'a> ScenarioFigures<'a> {
+    fn of(scenario: &'a str, t: &Tally) -> Self {
+        ScenarioFigures {
+            scenario,
+            figures: t.figures.figures(),
+            recovered: t.recovered,
+            duration_ms: t.duration_ms(),
+        }
+    }
+}
+
+/// The lab's JSON (`--report`).
+#[derive(Debug, Serialize)]
+pub struct LabJson<'a> {
+    run_id: &'a str,
+    backend: &'static str,
+    protocol: &'static str,
+    trace: String,
+    scenarios: Vec<ScenarioFigures<'a>>,
 }
 
 /// The lab's JSON: for every scenario the stream count, publish attempts, deliveries,
-/// redeliveries, suppressions, counter and results.
-pub fn lab_json(run_id: &str, config: &RunConfig, tallies: &[(String, Tally)]) -> Value {
-    json!({
-        "run_id": run_id,
-        "backend": config.backend.name(),
-        "protocol": config.protocol.name(),
-        "trace": config.out.display().to_string(),
-        "scenarios": tallies.iter().map(|(s, t)| figures(s, t)).collect::<Vec<_>>(),
-    })
+/// redeliveries, suppressions, counter and results, and the rest of its figures.
+pub fn lab_json<'a>(
+    run_id: &'a str,
+    config: &RunConfig,
+    tallies: &'a [(String, Tally)],
+) -> LabJson<'a> {
+    LabJson {
+        run_id,
+        backend: config.backend.name(),
+        protocol: config.protocol.name(),
+        trace: config.out.display().to_string(),
+        scenarios: tallies
+            .iter()
+            .map(|(s, t)| ScenarioFigures::of(s, t))
+            .collect(),
+    }
 }
 
 /// Prints one line per scenario.
@@ -62,22 +80,19 @@ pub fn print_summary(run_id: &str, config: &RunConfig, tallies: &[(String, Tally
         "effects",
         "recovered"
     );
+    let show = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
     for (scenario, t) in tallies {
-        let f = figures(scenario, t);
-        let show = |v: &Value| match v {
-            Value::Null => "-".to_string(),
-            other => other.to_string(),
-        };
+        let f = t.figures.figures();
         println!(
             "{:<22} {:>7} {:>7} {:>7} {:>9} {:>8} {:>7} {:>7} {:>9}",
             scenario,
-            show(&f["counter"]),
-            show(&f["results"]),
-            show(&f["stream_messages"]),
-            show(&f["publish_attempts"]),
-            show(&f["redeliveries"]),
-            show(&f["suppressions"]),
-            show(&f["effects"]),
+            show(f.counter),
+            show(f.results),
+            show(f.stream_messages),
+            f.publish_attempts,
+            f.redeliveries,
+            f.suppressions,
+            f.effects,
             match t.recovered {
                 Some(true) => "yes",
                 Some(false) => "NO",
@@ -94,18 +109,10 @@ pub fn write_lab_lines(
     tallies: &[(String, Tally)],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let observed: Vec<(&str, outbox_trace::detail::Observed)> = tallies
+    let observed: Vec<(&str, &Observed)> = tallies
         .iter()
-        .filter_map(|(s, t)| {
-            let o = outbox_trace::Detail::parse(
-                outbox_trace::Kind::Observed,
-                &t.observed.as_ref()?.to_string(),
-            );
-            Some((s.as_str(), o.observed()?.clone()))
-        })
+        .filter_map(|(s, t)| Some((s.as_str(), t.figures.observed()?)))
         .collect();
-    let observed: Vec<(&str, &outbox_trace::detail::Observed)> =
-        observed.iter().map(|(s, o)| (*s, o)).collect();
     let mut paths = Vec::new();
     for file in outbox_trace::lab::lab_files(&observed) {
         let path = dir.join(file.name);

@@ -13,9 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::task::JoinHandle;
 
-use crate::actor::{ActorSpec, Line};
+use crate::actor::{ActorId, ActorSpec, Author, Line};
 use crate::faults::Fault;
-use crate::journal::Recorder;
+use crate::journal::{Entry, Recorder};
 
 /// What an actor life reported besides its events.
 #[derive(Debug, Default)]
@@ -37,7 +37,7 @@ impl ActorProcess {
     /// Starts one life of `actor` in `scenario`.
     pub async fn spawn(
         spec: &ActorSpec,
-        actor: &str,
+        actor: ActorId,
         scenario: &str,
         recorder: Recorder,
     ) -> anyhow::Result<Self> {
@@ -76,7 +76,6 @@ impl ActorProcess {
             .context("sending the actor its spec")?;
         stdin.flush().await?;
         let stdout = child.stdout.take().context("actor stdout")?;
-        let name = actor.to_string();
         let scenario = scenario.to_string();
         let incarnation = spec.incarnation;
         let pump = tokio::spawn(async move {
@@ -84,17 +83,22 @@ impl ActorProcess {
             let mut report = LifeReport::default();
             while let Some(text) = lines.next_line().await? {
                 let parsed: Line = serde_json::from_str(&text).with_context(|| {
-                    format!("actor {name}#{incarnation} wrote an unreadable line: {text:.200}")
+                    format!("actor {actor}#{incarnation} wrote an unreadable line: {text:.200}")
                 })?;
                 match parsed {
-                    Line::Event(mut event) => {
-                        if event.kind == outbox_trace::Kind::Crash {
+                    Line::Step { ts_ns, step } => {
+                        if step.kind() == outbox_trace::Kind::Crash {
                             report.crash_reported = true;
                         }
-                        event.scenario.clone_from(&scenario);
-                        event.actor.clone_from(&name);
-                        event.incarnation = incarnation;
-                        recorder.record(*event).await?;
+                        recorder
+                            .record(Entry {
+                                scenario: scenario.clone(),
+                                author: Author::Actor(actor),
+                                incarnation,
+                                ts_ns,
+                                step: *step,
+                            })
+                            .await?;
                     }
                     Line::Fired(fault) => report.fired.push(fault),
                 }

@@ -29,16 +29,17 @@ fn chaos_with(setup: &[&str], seed: &str) -> Vec<outbox_trace::Event> {
         .collect();
     let events = common::record_ok(dir.path(), &args);
     let rows = common::scenario(&events, "load");
-    let start = common::of(&rows, Kind::RunStart)[0].detail_json();
-    let planned = start["chaos"]["actions"]
+    let start = common::run_start(common::of(&rows, Kind::RunStart)[0]);
+    let plan = start.chaos.expect("the plan is recorded");
+    let planned = plan["actions"]
         .as_array()
-        .expect("the plan is recorded")
+        .expect("the plan's actions")
         .len();
-    assert!(planned >= 3, "{start}");
+    assert!(planned >= 3, "{plan}");
     let injected = rows
         .iter()
         .filter(|e| {
-            (e.kind == Kind::Crash && e.detail_json()["point"] == "chaos:sigkill")
+            (e.kind == Kind::Crash && common::crash_point(e) == "chaos:sigkill")
                 || e.kind == Kind::Fault
         })
         .count();
@@ -46,17 +47,18 @@ fn chaos_with(setup: &[&str], seed: &str) -> Vec<outbox_trace::Event> {
         injected >= 2,
         "faults were injected: {injected} of {planned}"
     );
-    let end = common::of(&rows, Kind::RunEnd)[0].detail_json();
-    assert_eq!(end["recovered"], true, "{end}");
+    let end = common::run_end(common::of(&rows, Kind::RunEnd)[0]);
+    assert_eq!(end.recovered, Some(true), "{end:?}");
     let truth = common::observed(&rows);
     let expected: i64 = (0..400).map(|i| (i % 9) + 1).sum();
     assert_eq!(
-        truth["counter"], expected,
-        "every task applied exactly once: {truth}"
+        truth.counter,
+        Some(expected),
+        "every task applied exactly once: {truth:?}"
     );
-    assert_eq!(truth["results"], 400, "{truth}");
-    assert_eq!(truth["dedup_keys"], 400, "{truth}");
-    assert_eq!(truth["outbox_pending"], 0, "{truth}");
+    assert_eq!(truth.results, Some(400), "{truth:?}");
+    assert_eq!(truth.dedup_keys, Some(400), "{truth:?}");
+    assert_eq!(truth.outbox_pending, Some(0), "{truth:?}");
     let report = analyse(&[common::trace_path(dir.path())]).unwrap();
     assert_eq!(
         report.verdict,
@@ -76,7 +78,9 @@ fn chaos_on_sqlite_redis_restarts_redis_on_its_append_only_file() {
     let events = chaos("sqlite-redis", "9");
     let restarted = events
         .iter()
-        .filter(|e| e.kind == Kind::Fault && e.detail_json()["service"] == "redis-server")
+        .filter(|e| {
+            e.kind == Kind::Fault && common::fault(e).service.as_deref() == Some("redis-server")
+        })
         .count();
     assert!(restarted >= 1, "redis-server was restarted under load");
 }
@@ -84,20 +88,17 @@ fn chaos_on_sqlite_redis_restarts_redis_on_its_append_only_file() {
 #[test]
 fn chaos_on_a_three_node_cluster_restarts_members_and_holds() {
     let events = chaos_with(&["--cluster", "3"], "8");
-    let start = events
-        .iter()
-        .find(|e| e.kind == Kind::RunStart)
-        .unwrap()
-        .detail_json();
-    let actions = start["chaos"]["actions"].as_array().unwrap();
+    let start = common::run_start(events.iter().find(|e| e.kind == Kind::RunStart).unwrap());
+    let plan = start.chaos.expect("the plan is recorded");
+    let actions = plan["actions"].as_array().unwrap();
     assert!(
         actions.iter().any(|a| a[1]["member"].as_u64().is_some()),
-        "the plan restarts cluster members: {start}"
+        "the plan restarts cluster members: {plan}"
     );
     let members: std::collections::BTreeSet<String> = events
         .iter()
         .filter(|e| e.kind == Kind::Fault)
-        .filter_map(|e| e.detail_json()["member"].as_str().map(str::to_string))
+        .filter_map(|e| common::fault(e).member)
         .collect();
     assert!(!members.is_empty(), "a member was restarted");
     assert!(

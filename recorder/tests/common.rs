@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use outbox_trace::{read_trace, Event, Kind};
+use outbox_trace::detail::{self, Note, Observed};
+use outbox_trace::{read_trace, Detail, Event, Kind, Step};
 
 /// Runs `recorder run` with `args`, writing to `dir/run.parquet`; returns the command's output.
 pub fn record(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -52,12 +53,64 @@ pub fn of<'a>(events: &[&'a Event], kind: Kind) -> Vec<&'a Event> {
     events.iter().copied().filter(|e| e.kind == kind).collect()
 }
 
-/// The `observed` detail of a scenario.
-pub fn observed(events: &[&Event]) -> serde_json::Value {
-    of(events, Kind::Observed)
-        .last()
-        .expect("an observed row")
-        .detail_json()
+/// A row read back as its typed step.
+pub fn step(e: &Event) -> Step {
+    Step::try_from(e).unwrap_or_else(|err| panic!("{err}: {e:?}"))
+}
+
+/// The typed `detail` of a row (`NotAnObject` when it has none).
+pub fn detail(e: &Event) -> Detail {
+    Detail::parse(e.kind, e.detail.as_deref().unwrap_or(""))
+}
+
+/// The crash point of a `crash` row.
+pub fn crash_point(e: &Event) -> String {
+    match step(e) {
+        Step::Crash { crash, .. } => crash.point,
+        other => panic!("not a crash: {other:?}"),
+    }
+}
+
+/// The note of a protocol step's row (empty when it has none).
+pub fn note(e: &Event) -> Note {
+    detail(e).note().cloned().unwrap_or_default()
+}
+
+/// The detail of a `run_start` row.
+pub fn run_start(e: &Event) -> detail::RunStart {
+    match step(e) {
+        Step::RunStart(d) => d,
+        other => panic!("not a run_start: {other:?}"),
+    }
+}
+
+/// The detail of a `run_end` row.
+pub fn run_end(e: &Event) -> detail::RunEnd {
+    match step(e) {
+        Step::RunEnd(d) => d,
+        other => panic!("not a run_end: {other:?}"),
+    }
+}
+
+/// The detail of a `fault` row.
+pub fn fault(e: &Event) -> detail::Fault {
+    match step(e) {
+        Step::Fault(d) => d,
+        other => panic!("not a fault: {other:?}"),
+    }
+}
+
+/// The detail of an `observed` row.
+pub fn observed_in(e: &Event) -> Observed {
+    match step(e) {
+        Step::Observed(d) => d,
+        other => panic!("not an observed row: {other:?}"),
+    }
+}
+
+/// The last `observed` detail of a scenario.
+pub fn observed(events: &[&Event]) -> Observed {
+    observed_in(of(events, Kind::Observed).last().expect("an observed row"))
 }
 
 /// The index of the first row matching `pred` at or after `from`.

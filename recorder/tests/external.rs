@@ -92,11 +92,13 @@ fn the_receiver_applies_once_per_key_replays_and_says_in_progress() {
     drop(child.stdin.take());
     let mut kinds = Vec::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        // `{"line": "step", "body": {"ts_ns": .., "step": {..}}}`: the receiver's typed steps.
         let line: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        kinds.push((
-            line["body"]["kind"].as_str().unwrap().to_string(),
-            line["body"]["event_id"].as_str().unwrap().to_string(),
-        ));
+        assert_eq!(line["line"], "step", "{line}");
+        let step: outbox_trace::Step =
+            serde_json::from_value(line["body"]["step"].clone()).unwrap();
+        let row = step.into_event(outbox_trace::Identity::default());
+        kinds.push((row.kind.as_str().to_string(), row.event_id.unwrap()));
     }
     assert!(child.wait().unwrap().success());
     let applied = |id: &str| {
@@ -124,7 +126,7 @@ fn every_crash_around_the_call_retries_it_and_the_key_keeps_one_payment() {
     let rows = scenario(&events, "external-effect");
     let points: Vec<String> = of(&rows, Kind::Crash)
         .iter()
-        .map(|e| e.detail_json()["point"].as_str().unwrap().to_string())
+        .map(|e| crash_point(e))
         .collect();
     for point in [
         "worker:after-external-request",
@@ -138,7 +140,7 @@ fn every_crash_around_the_call_retries_it_and_the_key_keeps_one_payment() {
         );
         // The crashed event's call is made again by a later life.
         let crash = position(&rows, 0, |e| {
-            e.kind == Kind::Crash && e.detail_json()["point"] == point
+            e.kind == Kind::Crash && crash_point(e) == point
         })
         .unwrap();
         let id = rows[crash].event_id.clone();
@@ -161,8 +163,8 @@ fn every_crash_around_the_call_retries_it_and_the_key_keeps_one_payment() {
         of(&rows, Kind::ExternalReplayed).len() >= 3,
         "every retry was answered from the stored key"
     );
-    assert_eq!(observed(&rows)["external_payments"], 3);
-    assert_eq!(observed(&rows)["counter"], 10);
+    assert_eq!(observed(&rows).external_payments, Some(3));
+    assert_eq!(observed(&rows).counter, Some(10));
     let report = analyse(&[trace_path(dir.path())]).unwrap();
     assert!(report.scenarios[0]
         .outcomes
@@ -183,7 +185,7 @@ fn without_the_key_the_retries_pay_twice_and_the_analyzer_says_so() {
         ],
     );
     let rows = scenario(&events, "external-effect");
-    assert!(observed(&rows)["external_payments"].as_u64().unwrap() > 3);
+    assert!(observed(&rows).external_payments.unwrap() > 3);
     let report = analyse(&[trace_path(dir.path())]).unwrap();
     let failed: Vec<&str> = report.scenarios[0]
         .outcomes

@@ -28,10 +28,10 @@ fn every_scenario_gives_counter_ten_and_three_results() {
     for &name in &names {
         let rows = scenario(&events, name);
         let seen = observed(&rows);
-        assert_eq!(seen["counter"], 10, "{name}: counter");
-        assert_eq!(seen["results"], 3, "{name}: results");
-        assert_eq!(seen["dedup_keys"], 3, "{name}: dedup keys");
-        assert_eq!(seen["outbox_pending"], 0, "{name}: pending outbox");
+        assert_eq!(seen.counter, Some(10), "{name}: counter");
+        assert_eq!(seen.results, Some(3), "{name}: results");
+        assert_eq!(seen.dedup_keys, Some(3), "{name}: dedup keys");
+        assert_eq!(seen.outbox_pending, Some(0), "{name}: pending outbox");
         assert_eq!(of(&rows, Kind::EffectCommitted).len(), 3, "{name}: effects");
         let total: i64 = of(&rows, Kind::EffectCommitted)
             .iter()
@@ -40,7 +40,7 @@ fn every_scenario_gives_counter_ten_and_three_results() {
         assert_eq!(total, 10, "{name}: committed amounts");
         let end = of(&rows, Kind::RunEnd);
         assert_eq!(end.len(), 1);
-        assert_eq!(end[0].detail_json()["recovered"], true, "{name}: recovered");
+        assert_eq!(run_end(end[0]).recovered, Some(true), "{name}: recovered");
         assert!(rows.iter().all(|e| e.backend == "etcd-jetstream"));
     }
     // seq is unique and increasing across the file.
@@ -81,7 +81,7 @@ fn crash_before_publish_leaves_the_stream_empty_until_the_relay_restarts() {
     let rows = scenario(&events, "crash-before-publish");
     let crash =
         position(&rows, 0, |e| e.kind == Kind::Crash && e.actor == "relay").expect("relay crash");
-    assert_eq!(rows[crash].detail_json()["point"], "relay:before-publish");
+    assert_eq!(crash_point(rows[crash]), "relay:before-publish");
     assert_eq!(rows[crash].incarnation, 0);
     assert!(
         position(&rows, 0, |e| e.kind == Kind::PublishAttempt).unwrap() > crash,
@@ -109,7 +109,7 @@ fn crash_before_publish_leaves_the_stream_empty_until_the_relay_restarts() {
         publish.is_some(),
         "the restarted relay publishes the pending intent"
     );
-    assert_eq!(observed(&rows)["stream_messages"], 3);
+    assert_eq!(observed(&rows).stream_messages, Some(3));
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn lost_publish_ack_stores_a_second_copy_and_the_worker_applies_once() {
         .count();
     assert_eq!(effects, 1);
     assert_eq!(of(&rows, Kind::DuplicateSuppressed).len(), 1);
-    assert!(observed(&rows)["stream_messages"].as_u64().unwrap() >= 4);
+    assert!(observed(&rows).stream_messages.unwrap() >= 4);
 }
 
 #[test]
@@ -160,10 +160,7 @@ fn lost_consumer_ack_is_redelivered_to_the_next_life_and_suppressed() {
     let rows = scenario(&events, "lost-consumer-ack");
     let crash =
         position(&rows, 0, |e| e.kind == Kind::Crash && e.actor == "worker").expect("worker crash");
-    assert_eq!(
-        rows[crash].detail_json()["point"],
-        "worker:between-commit-and-ack"
-    );
+    assert_eq!(crash_point(rows[crash]), "worker:between-commit-and-ack");
     let event_id = rows[crash].event_id.clone().unwrap();
     let same = |e: &outbox_trace::Event| e.event_id.as_ref() == Some(&event_id);
     let commit = position(&rows, 0, |e| e.kind == Kind::EffectCommitted && same(e)).unwrap();
@@ -204,10 +201,7 @@ fn creating_twice_with_one_idempotency_key_yields_one_task() {
     let rows = scenario(&events, "crash-after-accept");
     let crash =
         position(&rows, 0, |e| e.kind == Kind::Crash && e.actor == "api").expect("api crash");
-    assert_eq!(
-        rows[crash].detail_json()["point"],
-        "api:between-task-and-outbox"
-    );
+    assert_eq!(crash_point(rows[crash]), "api:between-task-and-outbox");
     // The API's next life creates the same three tasks again with the same keys.
     assert!(position(&rows, crash, |e| e.kind == Kind::Restart
         && e.actor == "api")
@@ -217,8 +211,8 @@ fn creating_twice_with_one_idempotency_key_yields_one_task() {
         3,
         "the retried key is not accepted again"
     );
-    assert_eq!(observed(&rows)["tasks"], 3);
-    assert_eq!(observed(&rows)["counter"], 10);
+    assert_eq!(observed(&rows).tasks, Some(3));
+    assert_eq!(observed(&rows).counter, Some(10));
 }
 
 #[test]
@@ -246,5 +240,5 @@ fn concurrent_workers_turn_the_race_into_a_retry() {
             "each commit steps the counter by its amount"
         );
     }
-    assert_eq!(observed(&rows)["counter"], 10);
+    assert_eq!(observed(&rows).counter, Some(10));
 }

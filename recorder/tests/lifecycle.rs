@@ -59,8 +59,11 @@ fn ctrl_c_stops_the_run_and_keeps_the_trace() {
         .filter(|e| e.kind == outbox_trace::Kind::RunEnd)
         .collect();
     let last = ends.last().expect("the interrupted scenario is closed");
-    assert_eq!(last.detail_json()["recovered"], false);
-    assert_eq!(last.detail_json()["reason"], "interrupted");
+    let Ok(outbox_trace::Step::RunEnd(end)) = outbox_trace::Step::try_from(*last) else {
+        panic!("a complete run_end: {last:?}");
+    };
+    assert_eq!(end.recovered, Some(false));
+    assert_eq!(end.reason.as_deref(), Some("interrupted"));
     assert!(
         !dir.path().join("run.parquet.parts").exists(),
         "segments were joined"

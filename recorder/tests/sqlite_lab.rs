@@ -21,8 +21,8 @@ fn the_whole_lab_on_sqlite_and_redis() {
 
     // dual-write: one order saved, nothing published.
     let dual = scenario(&events, "dual-write");
-    assert_eq!(observed(&dual)["orders"], 1);
-    assert_eq!(observed(&dual)["enqueued"], 0);
+    assert_eq!(observed(&dual).orders, Some(1));
+    assert_eq!(observed(&dual).enqueued, Some(0));
     assert_eq!(of(&dual, Kind::PublishFailed).len(), 1);
     assert!(of(&dual, Kind::IntentRecorded).is_empty());
     assert_eq!(
@@ -32,8 +32,8 @@ fn the_whole_lab_on_sqlite_and_redis() {
 
     // place-order: three orders with three outbox rows; the create that failed before commit left nothing.
     let place = scenario(&events, "place-order");
-    assert_eq!(observed(&place)["orders"], 3);
-    assert_eq!(observed(&place)["outbox"], 3);
+    assert_eq!(observed(&place).orders, Some(3));
+    assert_eq!(observed(&place).outbox, Some(3));
     assert!(place.iter().all(|e| e.task_id.as_deref() != Some("task-4")));
     // Every task and its intent share one store_rev.
     for accepted in of(&place, Kind::TaskAccepted) {
@@ -48,10 +48,10 @@ fn the_whole_lab_on_sqlite_and_redis() {
     let idem = scenario(&events, "relay-idempotent");
     let phases: Vec<_> = of(&idem, Kind::Observed)
         .iter()
-        .map(|e| e.detail_json()["enqueued"].clone())
+        .map(|e| observed_in(e).enqueued)
         .collect();
     assert_eq!(phases.len(), 2);
-    assert_eq!(phases[0], 3);
+    assert_eq!(phases[0], Some(3));
     assert_eq!(
         phases[0], phases[1],
         "the list did not grow on the second run"
@@ -65,24 +65,19 @@ fn the_whole_lab_on_sqlite_and_redis() {
         .map(|e| e.aggregate_seq.unwrap())
         .collect();
     assert_eq!(seqs, vec![1, 2, 3]);
-    assert_eq!(observed(&agg)["order_ok"], true);
+    assert_eq!(observed(&agg).order_ok, Some(true));
     assert_eq!(read("order_check.out").trim(), "ORDER OK");
 
     // relay-crash: the same event enqueued twice, applied once.
     let crash = scenario(&events, "relay-crash");
-    let duplicates = observed(&crash)["duplicates"].clone();
-    let (id, count) = duplicates
-        .as_object()
-        .unwrap()
-        .iter()
-        .next()
-        .expect("a duplicate");
-    assert_eq!(count, 2);
+    let duplicates = observed(&crash).duplicates.expect("copies counted");
+    let (id, count) = duplicates.iter().next().expect("a duplicate");
+    assert_eq!(*count, 2);
     assert_eq!(
         read("atleastonce.out").trim(),
         format!("DUPLICATE event_id={id} count=2")
     );
-    assert_eq!(observed(&crash)["processed_unique"], 3);
+    assert_eq!(observed(&crash).processed_unique, Some(3));
 
     // The four-line report adds every scenario's ground truth.
     let report = read("report.txt");
@@ -96,15 +91,24 @@ fn the_whole_lab_on_sqlite_and_redis() {
     };
     assert_eq!(report.lines().count(), 4);
     assert!(value("enqueued") >= value("processed_unique"));
-    let total = |key: &str| -> u64 {
+    type Figure = fn(&outbox_trace::detail::Observed) -> Option<i64>;
+    let total = |figure: Figure| -> u64 {
         events
             .iter()
-            .filter(|e| e.kind == Kind::Observed && e.detail_json()["phase"].is_null())
-            .map(|e| e.detail_json()[key].as_u64().unwrap())
+            .filter(|e| e.kind == Kind::Observed)
+            .map(observed_in)
+            .filter(|o| o.phase.is_none())
+            .map(|o| figure(&o).unwrap() as u64)
             .sum()
     };
-    for key in ["orders", "outbox", "enqueued", "processed_unique"] {
-        assert_eq!(value(key), total(key), "{key}");
+    let figures: [(&str, Figure); 4] = [
+        ("orders", |o| o.orders),
+        ("outbox", |o| o.outbox),
+        ("enqueued", |o| o.enqueued),
+        ("processed_unique", |o| o.processed_unique),
+    ];
+    for (key, figure) in figures {
+        assert_eq!(value(key), total(figure), "{key}");
     }
     // SQLite files are real: one per scenario.
     assert!(lab.join("place-order.db").is_file());

@@ -15,7 +15,8 @@ use etcd_client::{
     TxnOp, TxnOpResponse,
 };
 use futures::StreamExt;
-use serde_json::json;
+use outbox_trace::detail::Observed;
+use serde::{Deserialize, Serialize};
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
@@ -343,15 +344,23 @@ impl Store for EtcdJetStream {
         let counters = Committed::running(read.counter, batch);
         let mut ops = Vec::with_capacity(3 * batch.len() + 1);
         for (intent, counter) in batch.iter().zip(&counters) {
+            let remembered = DedupRecord {
+                amount: intent.amount,
+                counter: *counter,
+                task_id: intent.task_id.clone(),
+            };
             ops.push(TxnOp::put(
                 dedup(intent),
-                json!({"task_id": intent.task_id, "counter": counter, "amount": intent.amount})
-                    .to_string(),
+                record(&remembered),
                 dedup_options.clone(),
             ));
+            let result = ResultRecord {
+                amount: intent.amount,
+                event_id: &intent.event_id,
+            };
             ops.push(TxnOp::put(
                 self.key(&format!("result/{}", intent.task_id)),
-                json!({"event_id": intent.event_id, "amount": intent.amount}).to_string(),
+                record(&result),
                 None,
             ));
             ops.push(TxnOp::put(
@@ -599,61 +608,95 @@ impl Control for EtcdJetStream {
         Ok(keys
             .iter()
             .filter_map(|kv| {
-                let value: serde_json::Value = serde_json::from_slice(kv.value()).ok()?;
+                let value: DedupRecord = serde_json::from_slice(kv.value()).ok()?;
                 Some(StoredCommit {
                     event_id: String::from_utf8_lossy(kv.key())
                         .strip_prefix(&prefix)?
                         .to_string(),
-                    task_id: value["task_id"].as_str()?.to_string(),
-                    amount: value["amount"].as_i64()?,
+                    task_id: value.task_id,
+                    amount: value.amount,
                     store_rev: kv.mod_revision(),
-                    counter: value["counter"].as_i64()?,
+                    counter: value.counter,
                 })
             })
             .collect())
     }
 
-    async fn observe(&self) -> Result<serde_json::Value, BackendError> {
+    async fn observe(&self) -> Result<Observed, BackendError> {
         let mut stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
         let stream_messages = stream.info().await.map_err(broker)?.state.messages;
         let tasks = self.range("task/").await?;
         let tasks_done = tasks
             .iter()
             .filter(|kv| {
-                serde_json::from_slice::<serde_json::Value>(kv.value())
-                    .map(|v| v["status"] == "done")
-                    .unwrap_or(false)
+                serde_json::from_slice::<TaskStatus>(kv.value()).is_ok_and(|t| t.status == "done")
             })
             .count();
-        Ok(json!({
-            "stream_messages": stream_messages,
-            "counter": self.counter().await?,
-            "results": self.count("result/").await?,
-            "dedup_keys": self.count("dedup/").await?,
-            "outbox_pending": self.count("outbox/pending/").await?,
-            "outbox_published": self.count("outbox/published/").await?,
-            "tasks": tasks.len(),
-            "tasks_done": tasks_done,
-        }))
+        Ok(Observed {
+            stream_messages: Some(stream_messages as i64),
+            counter: Some(self.counter().await?),
+            results: Some(self.count("result/").await? as i64),
+            dedup_keys: Some(self.count("dedup/").await? as i64),
+            outbox_pending: Some(self.count("outbox/pending/").await? as i64),
+            outbox_published: Some(self.count("outbox/published/").await? as i64),
+            tasks: Some(tasks.len() as i64),
+            tasks_done: Some(tasks_done as i64),
+            ..Observed::default()
+        })
     }
 }
 
+/// A task as the store keeps it (fields in the order they are written).
+#[derive(Serialize)]
+struct TaskRecord<'a> {
+    aggregate_id: &'a str,
+    amount: i64,
+    event_id: &'a str,
+    status: &'a str,
+    task_id: &'a str,
+}
+
+/// What the observer reads of a stored task.
+#[derive(Deserialize)]
+struct TaskStatus {
+    status: String,
+}
+
+/// What a dedup key holds: the commit's task and effect, and the counter right after it.
+#[derive(Serialize, Deserialize)]
+struct DedupRecord {
+    amount: i64,
+    counter: i64,
+    task_id: String,
+}
+
+/// An effect's stored result.
+#[derive(Serialize)]
+struct ResultRecord<'a> {
+    amount: i64,
+    event_id: &'a str,
+}
+
+/// A record's JSON text.
+fn record<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain records serialise")
+}
+
 fn task_json(intent: &Intent, status: &str) -> String {
-    json!({
-        "task_id": intent.task_id,
-        "event_id": intent.event_id,
-        "amount": intent.amount,
-        "aggregate_id": intent.aggregate_id,
-        "status": status,
+    record(&TaskRecord {
+        aggregate_id: &intent.aggregate_id,
+        amount: intent.amount,
+        event_id: &intent.event_id,
+        status,
+        task_id: &intent.task_id,
     })
-    .to_string()
 }
 
 /// The commit a dedup key remembers: the revision that last wrote it is that commit's revision.
 fn dedup_key(kv: &etcd_client::KeyValue) -> DedupKey {
-    let counter = serde_json::from_slice::<serde_json::Value>(kv.value())
+    let counter = serde_json::from_slice::<DedupRecord>(kv.value())
         .ok()
-        .and_then(|v| v["counter"].as_i64());
+        .map(|r| r.counter);
     DedupKey {
         store_rev: Some(kv.mod_revision()),
         counter,

@@ -229,7 +229,7 @@ pub trait Control {
     async fn progress(&self) -> Result<Progress, BackendError>;
     /// Reads the ground truth back: stream messages, counter, results, dedup keys, pending outbox
     /// records, tasks; and whatever else the backend's lab reports (orders, enqueued, duplicates).
-    async fn observe(&self) -> Result<serde_json::Value, BackendError>;
+    async fn observe(&self) -> Result<outbox_trace::detail::Observed, BackendError>;
     /// Every effect commit the store remembers, from its dedup keys.
     async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError>;
 }

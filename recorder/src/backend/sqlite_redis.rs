@@ -20,9 +20,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use outbox_trace::detail::Observed;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
@@ -409,7 +410,11 @@ impl Store for SqliteRedis {
             .arg(read.counter)
             .arg(ttl_ms);
         for intent in batch {
-            let result = json!({"task_id": intent.task_id, "amount": intent.amount}).to_string();
+            let result = serde_json::to_string(&ResultRecord {
+                amount: intent.amount,
+                task_id: intent.task_id.clone(),
+            })
+            .expect("plain records serialise");
             call.arg(&intent.event_id).arg(result).arg(intent.amount);
         }
         let reply: Vec<String> = call.invoke_async(&mut conn).await.map_err(broker)?;
@@ -663,17 +668,14 @@ impl Control for SqliteRedis {
                     continue;
                 };
                 let remembered = dedup_key(&value);
-                let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
-                if let (Some(store_rev), Some(counter), Some(task_id), Some(amount)) = (
-                    remembered.store_rev,
-                    remembered.counter,
-                    result["task_id"].as_str(),
-                    result["amount"].as_i64(),
-                ) {
+                let result = serde_json::from_str::<ResultRecord>(&result).ok();
+                if let (Some(store_rev), Some(counter), Some(result)) =
+                    (remembered.store_rev, remembered.counter, result)
+                {
                     out.push(StoredCommit {
                         event_id: event_id.to_string(),
-                        task_id: task_id.to_string(),
-                        amount,
+                        task_id: result.task_id,
+                        amount: result.amount,
                         store_rev,
                         counter,
                     });
@@ -683,7 +685,7 @@ impl Control for SqliteRedis {
         Ok(out)
     }
 
-    async fn observe(&self) -> Result<serde_json::Value, BackendError> {
+    async fn observe(&self) -> Result<Observed, BackendError> {
         let count = |sql: &str| self.with_db(|db| db.query_row(sql, [], |r| r.get::<_, i64>(0)));
         let orders = count("SELECT COUNT(*) FROM orders")?;
         let outbox = count("SELECT COUNT(*) FROM outbox")?;
@@ -738,24 +740,38 @@ impl Control for SqliteRedis {
                 *last = intent.aggregate_seq;
             }
         }
-        let duplicates: BTreeMap<&String, &u64> = copies.iter().filter(|(_, n)| **n > 1).collect();
-        Ok(json!({
-            "orders": orders,
-            "outbox": outbox,
-            "outbox_pending": outbox_pending,
-            "enqueued": log.len(),
-            "queue_length": queue,
-            "processed_unique": processed,
-            "stream_messages": log.len(),
-            "results": processed,
-            "dedup_keys": dedup.len(),
-            "counter": counter.unwrap_or(0),
-            "tasks": orders,
-            "duplicates": duplicates,
-            "order_ok": order_ok,
-            "db": self.db_path.display().to_string(),
-        }))
+        let duplicates: BTreeMap<String, i64> = copies
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(id, n)| (id, n as i64))
+            .collect();
+        let mut other = serde_json::Map::new();
+        other.insert("queue_length".into(), queue.into());
+        other.insert("db".into(), self.db_path.display().to_string().into());
+        Ok(Observed {
+            orders: Some(orders),
+            outbox: Some(outbox),
+            outbox_pending: Some(outbox_pending),
+            enqueued: Some(log.len() as i64),
+            processed_unique: Some(processed),
+            stream_messages: Some(log.len() as i64),
+            results: Some(processed),
+            dedup_keys: Some(dedup.len() as i64),
+            counter: Some(counter.unwrap_or(0)),
+            tasks: Some(orders),
+            duplicates: Some(duplicates),
+            order_ok: Some(order_ok),
+            other,
+            ..Observed::default()
+        })
     }
+}
+
+/// An effect's result as the `processed` hash keeps it.
+#[derive(Serialize, Deserialize)]
+struct ResultRecord {
+    amount: i64,
+    task_id: String,
 }
 
 /// What a dedup key remembers (`rev:counter`) of the commit that wrote it.

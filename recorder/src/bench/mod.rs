@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use outbox_trace::Kind;
+use outbox_trace::{FigureRow, FigureTally, Kind, Step};
 use serde_json::{json, Value};
 
 use crate::cli::{BenchArgs, BenchPart};
@@ -334,18 +334,13 @@ impl TraceStats {
         let mut s = TraceStats::default();
         let (mut first_accept, mut last_commit) = (i64::MAX, i64::MIN);
         let mut revs = std::collections::HashSet::new();
+        let mut tally: FigureTally<&str> = FigureTally::default();
         for e in &trace.events {
+            tally.add(FigureRow::of(e));
             match e.kind {
-                Kind::TaskAccepted => {
-                    s.tasks += 1;
-                    first_accept = first_accept.min(e.ts_ns);
-                }
+                Kind::TaskAccepted => first_accept = first_accept.min(e.ts_ns),
                 Kind::EffectCommitted => last_commit = last_commit.max(e.ts_ns),
-                Kind::CommitConflict => s.conflicts += 1,
-                Kind::Crash => s.crashes += 1,
                 Kind::Fault => s.faults += 1,
-                Kind::Redelivered => s.redeliveries += 1,
-                Kind::DuplicateSuppressed => s.suppressions += 1,
                 _ => {}
             }
             if matches!(
@@ -355,6 +350,12 @@ impl TraceStats {
                 revs.extend(e.store_rev);
             }
         }
+        let figures = tally.figures();
+        s.tasks = figures.tasks;
+        s.conflicts = figures.conflicts;
+        s.crashes = figures.crashes;
+        s.redeliveries = figures.redeliveries;
+        s.suppressions = figures.suppressions;
         s.write_txns = revs.len() as u64;
         s.accepted_to_committed_s = (last_commit - first_accept).max(1) as f64 / 1e9;
         Ok(s)
@@ -367,7 +368,10 @@ impl TraceStats {
             .events
             .iter()
             .filter(|e| e.kind == Kind::RunEnd)
-            .find_map(|e| e.detail_json()["elapsed_ms"].as_u64())
+            .find_map(|e| match Step::try_from(e) {
+                Ok(Step::RunEnd(end)) => end.elapsed_ms.and_then(|ms| u64::try_from(ms).ok()),
+                _ => None,
+            })
             .ok_or_else(|| anyhow::anyhow!("{} has no run_end.elapsed_ms", path.display()))
     }
 }

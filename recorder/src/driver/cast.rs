@@ -5,15 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use outbox_trace::{detail, Step};
 
 use super::Stamp;
-use crate::actor::{ActorSpec, Role};
+use crate::actor::{ActorId, ActorSpec, Role};
 use crate::faults::{Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::Recorder;
 use crate::scenario::Scenario;
 use crate::supervisor::ActorProcess;
-use outbox_trace::Kind;
 
 /// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
 const MAX_ERRORS: u32 = 20;
@@ -22,8 +21,8 @@ const MAX_ERRORS: u32 = 20;
 pub struct Slot {
     /// What it does.
     pub role: Role,
-    /// Its name in the trace.
-    pub actor: String,
+    /// Who it is (its name in the trace).
+    pub id: ActorId,
     /// Faults armed for its next life.
     pub plan: FaultPlan,
     /// Which life.
@@ -54,17 +53,16 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
     ) -> anyhow::Result<Self> {
         let mut slots = Vec::new();
         if scenario.external {
-            slots.push(slot(Role::Receiver, "receiver".into(), &[]));
+            slots.push(slot(ActorId::only(Role::Receiver), &[]));
         }
-        slots.push(slot(Role::Api, "api".into(), &scenario.api));
-        slots.push(slot(Role::Relay, "relay".into(), &scenario.relay));
+        slots.push(slot(ActorId::only(Role::Api), &scenario.api));
+        slots.push(slot(ActorId::only(Role::Relay), &scenario.relay));
         for i in 1..=scenario.workers {
-            let actor = if scenario.workers == 1 {
-                "worker".to_string()
-            } else {
-                format!("worker-{i}")
+            let id = ActorId {
+                role: Role::Worker,
+                index: (scenario.workers > 1).then_some(i as u32),
             };
-            slots.push(slot(Role::Worker, actor, &scenario.worker));
+            slots.push(slot(id, &scenario.worker));
         }
         let mut cast = Cast {
             slots,
@@ -82,7 +80,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         let spec = (self.spec)(&self.slots[i]);
         let slot = &mut self.slots[i];
         let process =
-            ActorProcess::spawn(&spec, &slot.actor, self.scenario, self.recorder.clone()).await?;
+            ActorProcess::spawn(&spec, slot.id, self.scenario, self.recorder.clone()).await?;
         slot.process = Some(process);
         Ok(())
     }
@@ -121,13 +119,17 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
             let killed = std::mem::take(&mut s.killed);
             if !report.crash_reported {
                 let point = if killed { "chaos:sigkill" } else { "exit" };
-                let mut crash = stamp.event(
-                    Kind::Crash,
-                    &s.actor,
-                    json!({ "point": point, "status": status.to_string() }),
-                );
-                crash.incarnation = s.incarnation;
-                self.recorder.record(crash).await?;
+                let crash = Step::Crash {
+                    about: None,
+                    crash: detail::Crash {
+                        point: point.to_string(),
+                        status: Some(status.to_string()),
+                        ..detail::Crash::default()
+                    },
+                };
+                let mut entry = stamp.entry(s.id.into(), crash);
+                entry.incarnation = s.incarnation;
+                self.recorder.record(entry).await?;
             }
             let planned = killed
                 || (status.code() == Some(CRASH_EXIT_CODE)
@@ -142,7 +144,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
             if s.errors > MAX_ERRORS {
                 anyhow::bail!(
                     "{} kept failing ({MAX_ERRORS} times) in scenario {}; see its errors above",
-                    s.actor,
+                    s.id,
                     self.scenario
                 );
             }
@@ -193,10 +195,10 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
     }
 }
 
-fn slot(role: Role, actor: String, faults: &[Fault]) -> Slot {
+fn slot(id: ActorId, faults: &[Fault]) -> Slot {
     Slot {
-        role,
-        actor,
+        role: id.role,
+        id,
         plan: FaultPlan::new(faults.to_vec()),
         incarnation: 0,
         errors: 0,

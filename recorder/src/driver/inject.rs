@@ -4,14 +4,13 @@
 
 use std::time::Instant;
 
-use serde_json::json;
+use outbox_trace::{detail, Step};
 
 use super::cast::{Cast, Slot};
 use super::{ScenarioEnv, Stamp};
-use crate::actor::{ActorSpec, Role};
+use crate::actor::{ActorSpec, Author, Role};
 use crate::chaos::Action;
 use crate::services::LocalService;
-use outbox_trace::Kind;
 
 /// Carries out `action`.
 pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
@@ -52,15 +51,21 @@ async fn restart(
     });
     if let Some(result) = restarted {
         let (kind, name) = result?;
-        let detail = json!({
-            "fault": if broker { "broker-restart" } else { "store-restart" },
-            "service": kind.program(),
-            "member": name,
-            "signal": "SIGKILL",
-            "down_ms": began.elapsed().as_millis() as u64,
-        });
+        let fault = detail::Fault {
+            fault: if broker {
+                "broker-restart"
+            } else {
+                "store-restart"
+            }
+            .to_string(),
+            service: Some(kind.program().to_string()),
+            member: Some(name),
+            signal: Some("SIGKILL".to_string()),
+            down_ms: Some(began.elapsed().as_millis() as i64),
+            ..detail::Fault::default()
+        };
         env.recorder
-            .record(stamp.event(Kind::Fault, "faults", detail))
+            .record(stamp.entry(Author::Faults, Step::Fault(fault)))
             .await?;
     }
     Ok(())

@@ -17,11 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use outbox_trace::{Event, Kind};
-use serde_json::json;
+use outbox_trace::detail::{RunEnd, RunStart};
+use outbox_trace::Step;
+use serde::Serialize;
 
 use self::cast::{Cast, Slot};
-use crate::actor::{ActorSpec, Role};
+use crate::actor::{ActorSpec, Author, Role};
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::backend::{Backend, BackendKind, Connection, Endpoints, Progress};
@@ -29,7 +30,8 @@ use crate::chaos::ChaosPlan;
 use crate::clock::RunClock;
 use crate::endpoints::Endpoint;
 use crate::external::ExternalSpec;
-use crate::journal::{Recorder, Tallies};
+use crate::faults::Fault;
+use crate::journal::{Entry, Recorder, Tallies};
 use crate::protocol::{Protocol, Timing};
 use crate::scenario::Scenario;
 use crate::services::LocalService;
@@ -75,15 +77,24 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// A row of `kind` by `actor` with `detail`.
-    pub fn event(&self, kind: Kind, actor: &str, detail: serde_json::Value) -> Event {
-        let mut event = Event::new(kind);
-        event.ts_ns = self.clock.now();
-        event.scenario.clone_from(&self.scenario);
-        event.actor = actor.to_string();
-        event.detail = Some(detail.to_string());
-        event
+    /// `step` by `author` (in its first life), now.
+    pub fn entry(&self, author: Author, step: Step) -> Entry {
+        Entry {
+            scenario: self.scenario.clone(),
+            author,
+            incarnation: 0,
+            ts_ns: self.clock.now(),
+            step,
+        }
     }
+}
+
+/// The scripted crash points per role, as `run_start.detail.faults` shows them.
+#[derive(Serialize)]
+struct ScriptedFaults<'a> {
+    api: &'a [Fault],
+    relay: &'a [Fault],
+    worker: &'a [Fault],
 }
 
 /// Runs one scenario to its `run_end`. Returns whether it recovered.
@@ -113,20 +124,24 @@ async fn run_on<B: Backend>(
         clock: env.clock,
         scenario: name.to_string(),
     };
+    let faults = ScriptedFaults {
+        api: &scenario.api,
+        relay: &scenario.relay,
+        worker: &scenario.worker,
+    };
+    let start = RunStart {
+        protocol: Some(env.protocol.name().to_string()),
+        ack_wait_ms: Some(env.timing.ack_wait.as_millis() as i64),
+        workers: Some(scenario.workers as i64),
+        tasks: Some(scenario.tasks.len() as i64),
+        counter_start: Some(0),
+        faults: Some(serde_json::to_value(faults)?),
+        // `null` when the run has no chaos plan: the key is always there.
+        chaos: Some(serde_json::to_value(env.chaos)?),
+        ..RunStart::default()
+    };
     env.recorder
-        .record(stamp.event(
-            Kind::RunStart,
-            "recorder",
-            json!({
-                "protocol": env.protocol.name(),
-                "ack_wait_ms": env.timing.ack_wait.as_millis() as u64,
-                "workers": scenario.workers,
-                "tasks": scenario.tasks.len(),
-                "faults": { "api": scenario.api, "relay": scenario.relay, "worker": scenario.worker },
-                "chaos": env.chaos,
-                "counter_start": 0,
-            }),
-        ))
+        .record(stamp.entry(Author::Recorder, Step::RunStart(start)))
         .await?;
 
     let external = scenario.external.then(|| ExternalSpec {
@@ -136,7 +151,7 @@ async fn run_on<B: Backend>(
     });
     let spec = |s: &Slot| {
         let mut connection = connection.clone();
-        connection.member.clone_from(&s.actor);
+        connection.member = s.id.to_string();
         if s.role == Role::Api && scenario.api_broker_down {
             connection.endpoints = with_dead_broker(connection.endpoints);
         }
@@ -219,12 +234,12 @@ async fn run_on<B: Backend>(
                 relay_runs_left -= 1;
                 quiet = 0;
                 let mut seen = observer::patiently(|| control.observe()).await?;
-                seen["phase"] = json!(format!(
+                seen.phase = Some(format!(
                     "after relay run {}",
                     scenario.relay_runs - relay_runs_left - 1
                 ));
                 env.recorder
-                    .record(stamp.event(Kind::Observed, "observer", seen))
+                    .record(stamp.entry(Author::Observer, Step::Observed(seen)))
                     .await?;
                 cast.restart(Role::Relay).await?;
             } else if quiet >= QUIET_CHECKS {
@@ -245,35 +260,37 @@ async fn run_on<B: Backend>(
     }
 
     cast.stop_all().await?;
-    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let elapsed_ms = started.elapsed().as_millis() as i64;
     if env.trace {
         observer::record_unreported_commits(env, &control, &stamp).await?;
     }
     observer::record_observed(env, &control, external.as_ref(), &stamp).await?;
+    let end = RunEnd {
+        recovered: Some(recovered),
+        reason: Some(end_reason.to_string()),
+        elapsed_ms: Some(elapsed_ms),
+        ..RunEnd::default()
+    };
     env.recorder
-        .record(stamp.event(
-            Kind::RunEnd,
-            "recorder",
-            json!({ "recovered": recovered, "reason": end_reason, "elapsed_ms": elapsed_ms }),
-        ))
+        .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
         .await?;
     Ok(recovered)
 }
 
 /// One line, rewritten in place: how far the scenario has got.
 fn show_progress(name: &str, tallies: &Tallies, elapsed: Duration) {
-    use outbox_trace::Kind::*;
     let tallies = tallies.lock().expect("tally lock");
     let Some((_, t)) = tallies.iter().find(|(s, _)| s == name) else {
         return;
     };
+    let f = t.figures.figures();
     eprint!(
         "\r  {name}: accepted {}  published {}  committed {}  acked {}  crashes {}  ({:.1} s)   ",
-        t.count(TaskAccepted),
-        t.count(PublishAcked),
-        t.count(EffectCommitted),
-        t.count(Acked),
-        t.count(Crash),
+        f.tasks,
+        f.stream_copies,
+        f.effects,
+        f.acks,
+        f.crashes,
         elapsed.as_secs_f64()
     );
 }

@@ -4,9 +4,11 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use outbox_trace::detail::Note;
+use outbox_trace::{About, Step};
 
 use super::{ScenarioEnv, Stamp};
+use crate::actor::Author;
 use crate::backend::{BackendError, Control};
 
 /// How long a read of the ground truth is retried: a cluster member restarted moments before may
@@ -31,7 +33,6 @@ where
     }
 }
 use crate::external::ExternalSpec;
-use outbox_trace::Kind;
 
 /// Records, as the observer saw them in the store, the effect commits no worker reported: a worker
 /// killed between its commit and its report leaves the commit in the store and not in the trace.
@@ -59,17 +60,21 @@ pub async fn record_unreported_commits<B: Control>(
     // One transaction may commit several effects: within it, the counter tells their order.
     missing.sort_by_key(|c| (c.store_rev, c.counter));
     for commit in missing {
-        let mut event = stamp.event(
-            Kind::EffectCommitted,
-            "observer",
-            json!({ "seen_in": "store", "why": "the committing worker died before reporting it" }),
-        );
-        event.event_id = Some(commit.event_id);
-        event.task_id = Some(commit.task_id);
-        event.amount = Some(commit.amount);
-        event.store_rev = Some(commit.store_rev);
-        event.counter = Some(commit.counter);
-        env.recorder.record(event).await?;
+        let step = Step::EffectCommitted {
+            about: About::new(commit.event_id, commit.task_id),
+            store_rev: commit.store_rev,
+            amount: commit.amount,
+            counter: commit.counter,
+            broker_seq: None,
+            note: Note {
+                seen_in: Some("store".to_string()),
+                why: Some("the committing worker died before reporting it".to_string()),
+                ..Note::default()
+            },
+        };
+        env.recorder
+            .record(stamp.entry(Author::Observer, step))
+            .await?;
     }
     Ok(())
 }
@@ -84,10 +89,10 @@ pub async fn record_observed<B: Control>(
     let mut observed = patiently(|| control.observe()).await?;
     if let Some(external) = external {
         let (payments, keys) = crate::external::totals(&external.db)?;
-        observed["external_payments"] = json!(payments);
-        observed["external_keys"] = json!(keys);
+        observed.external_payments = Some(payments);
+        observed.external_keys = Some(keys);
     }
     env.recorder
-        .record(stamp.event(Kind::Observed, "observer", observed))
+        .record(stamp.entry(Author::Observer, Step::Observed(observed)))
         .await
 }

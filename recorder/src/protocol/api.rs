@@ -8,10 +8,10 @@
 //! what the outbox replaces: save the task, then publish it directly.
 
 use futures::StreamExt as _;
-use outbox_trace::Kind;
-use serde_json::json;
+use outbox_trace::detail::Note;
+use outbox_trace::Step;
 
-use super::{intent_event, Created, Published, TaskSpec};
+use super::{because, Created, Published, TaskSpec};
 use crate::actor::ActorCtx;
 use crate::backend::{Broker, Store};
 use crate::faults::CrashPoint;
@@ -67,31 +67,36 @@ pub async fn dual_write<B: Store + Broker>(
         return Ok(());
     };
     let intent = task.intent();
-    let mut accepted = intent_event(Kind::TaskAccepted, &intent);
-    accepted.store_rev = Some(store_rev);
-    ctx.emit(accepted);
-    let mut sent = intent_event(Kind::PublishAttempt, &intent);
-    sent.attempt = Some(1);
-    ctx.emit(sent);
-    let mut outcome = match backend.publish(&intent, false, false).await {
-        Published::Acked { broker_seq, .. } => {
-            let mut e = intent_event(Kind::PublishAcked, &intent);
-            e.broker_seq = Some(broker_seq);
-            e
-        }
-        Published::Unacked { reason } => {
-            let mut e = intent_event(Kind::PublishUnacked, &intent);
-            e.detail = Some(json!({ "reason": reason }).to_string());
-            e
-        }
-        Published::Failed { reason } => {
-            let mut e = intent_event(Kind::PublishFailed, &intent);
-            e.detail = Some(json!({ "reason": reason }).to_string());
-            e
-        }
-    };
-    outcome.attempt = Some(1);
-    ctx.emit(outcome);
+    ctx.emit(Step::TaskAccepted {
+        about: intent.about(),
+        store_rev,
+        amount: Some(intent.amount),
+        note: Note::default(),
+    });
+    let about = intent.about().loose();
+    ctx.emit(Step::PublishAttempt {
+        about: about.clone(),
+        attempt: 1,
+        note: Note::default(),
+    });
+    ctx.emit(match backend.publish(&intent, false, false).await {
+        Published::Acked { broker_seq, .. } => Step::PublishAcked {
+            about,
+            attempt: 1,
+            broker_seq,
+            note: Note::default(),
+        },
+        Published::Unacked { reason } => Step::PublishUnacked {
+            about,
+            attempt: 1,
+            note: because(reason),
+        },
+        Published::Failed { reason } => Step::PublishFailed {
+            about,
+            attempt: Some(1),
+            note: because(reason),
+        },
+    });
     Ok(())
 }
 
@@ -112,15 +117,21 @@ pub async fn create<S: Store>(
         return Ok(());
     };
     let mut intent = task.intent();
-    let mut accepted = intent_event(Kind::TaskAccepted, &intent);
-    accepted.store_rev = Some(store_rev);
-    ctx.emit(accepted);
+    ctx.emit(Step::TaskAccepted {
+        about: intent.about(),
+        store_rev,
+        amount: Some(intent.amount),
+        note: Note::default(),
+    });
     ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
     let (rev, seq) = store.record_intent(task).await?;
     intent.aggregate_seq = seq;
-    let mut recorded = intent_event(Kind::IntentRecorded, &intent);
-    recorded.store_rev = Some(rev);
-    ctx.emit(recorded);
+    ctx.emit(Step::IntentRecorded {
+        about: intent.about().loose(),
+        store_rev: rev,
+        amount: Some(intent.amount),
+        note: Note::default(),
+    });
     Ok(())
 }
 
@@ -136,12 +147,19 @@ fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
     };
     let mut intent = task.intent();
     intent.aggregate_seq = aggregate_seq.unwrap_or_default();
-    let mut accepted = intent_event(Kind::TaskAccepted, &intent);
-    accepted.store_rev = Some(store_rev);
-    accepted.aggregate_seq = aggregate_seq;
-    ctx.emit(accepted);
-    let mut recorded = intent_event(Kind::IntentRecorded, &intent);
-    recorded.store_rev = Some(store_rev);
-    ctx.emit(recorded);
+    let mut about = intent.about();
+    about.aggregate_seq = aggregate_seq;
+    ctx.emit(Step::TaskAccepted {
+        about,
+        store_rev,
+        amount: Some(intent.amount),
+        note: Note::default(),
+    });
+    ctx.emit(Step::IntentRecorded {
+        about: intent.about().loose(),
+        store_rev,
+        amount: Some(intent.amount),
+        note: Note::default(),
+    });
     ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
 }

@@ -8,6 +8,8 @@ pub mod worker;
 
 use std::time::Duration;
 
+use outbox_trace::detail::Note;
+use outbox_trace::About;
 use serde::{Deserialize, Serialize};
 
 /// Which protocol to run: the reference, or one deliberately broken variant that a checker must
@@ -161,6 +163,19 @@ pub struct Intent {
     pub revision: i64,
 }
 
+impl Intent {
+    /// What a step about this record is about: its event, its task, and its place in the
+    /// aggregate once assigned.
+    pub fn about(&self) -> About<String> {
+        About {
+            event_id: self.event_id.clone(),
+            task_id: self.task_id.clone(),
+            aggregate_id: Some(self.aggregate_id.clone()),
+            aggregate_seq: (self.aggregate_seq > 0).then_some(self.aggregate_seq),
+        }
+    }
+}
+
 /// What the store answered to a create.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
@@ -298,25 +313,10 @@ impl Default for Timing {
     }
 }
 
-/// An event about one outbox record: its ids and its place in the aggregate filled in, and the
-/// effect's size on the kinds that are about the effect itself.
-pub fn intent_event(kind: outbox_trace::Kind, intent: &Intent) -> outbox_trace::Event {
-    let mut event = outbox_trace::Event::new(kind);
-    event.event_id = Some(intent.event_id.clone());
-    event.task_id = Some(intent.task_id.clone());
-    event.aggregate_id = Some(intent.aggregate_id.clone());
-    event.aggregate_seq = (intent.aggregate_seq > 0).then_some(intent.aggregate_seq);
-    use outbox_trace::Kind::*;
-    if matches!(
-        kind,
-        TaskAccepted
-            | IntentRecorded
-            | EffectCommitted
-            | ExternalRequest
-            | ExternalApplied
-            | ExternalReplayed
-    ) {
-        event.amount = Some(intent.amount);
+/// A note giving the reason of a publish that went wrong.
+pub fn because(reason: impl Into<String>) -> Note {
+    Note {
+        reason: Some(reason.into()),
+        ..Note::default()
     }
-    event
 }

@@ -12,10 +12,10 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
-use outbox_trace::Kind;
-use serde_json::json;
+use outbox_trace::detail::Note;
+use outbox_trace::Step;
 
-use super::{intent_event, Intent, Published};
+use super::{because, Intent, Published};
 use crate::actor::ActorCtx;
 use crate::backend::{Broker, Store};
 use crate::faults::{CrashPoint, Fault};
@@ -80,9 +80,11 @@ async fn relay_batch<S: Store, B: Broker>(
         let attempt = attempts.entry(intent.event_id.clone()).or_default();
         *attempt += 1;
         let attempt = *attempt;
-        let mut sent = intent_event(Kind::PublishAttempt, intent);
-        sent.attempt = Some(attempt);
-        ctx.emit(sent);
+        ctx.emit(Step::PublishAttempt {
+            about: intent.about().loose(),
+            attempt,
+            note: Note::default(),
+        });
         let lose_ack = ctx.plan.take_lose_publish_ack();
         if lose_ack {
             ctx.fired(Fault::LosePublishAck);
@@ -99,9 +101,7 @@ async fn relay_batch<S: Store, B: Broker>(
     let mut acked = Vec::with_capacity(batch.len());
     let mut failed = Vec::new();
     for ((intent, attempt, lose_ack), outcome) in sends.into_iter().zip(outcomes) {
-        let mut event = outcome_event(intent, lose_ack, &outcome);
-        event.attempt = Some(attempt);
-        ctx.emit(event);
+        ctx.emit(outcome_step(intent, attempt, lose_ack, &outcome));
         if matches!(outcome, Published::Acked { .. }) {
             acked.push(intent);
         } else {
@@ -117,31 +117,35 @@ async fn relay_batch<S: Store, B: Broker>(
     Ok(failed)
 }
 
-/// The event that reports a publish's outcome.
-fn outcome_event(intent: &Intent, lose_ack: bool, outcome: &Published) -> outbox_trace::Event {
+/// The step that reports a publish's outcome.
+fn outcome_step(intent: &Intent, attempt: u32, lose_ack: bool, outcome: &Published) -> Step {
+    let about = intent.about().loose();
     match outcome {
         Published::Acked {
             broker_seq,
             duplicate,
-        } => {
-            let mut e = intent_event(Kind::PublishAcked, intent);
-            e.broker_seq = Some(*broker_seq);
-            if *duplicate {
-                e.detail = Some(json!({ "broker_duplicate": true }).to_string());
-            }
-            e
-        }
-        Published::Unacked { reason } => {
-            let mut e = intent_event(Kind::PublishUnacked, intent);
-            let fault = lose_ack.then_some("lose-publish-ack");
-            e.detail = Some(json!({ "reason": reason, "fault": fault }).to_string());
-            e
-        }
-        Published::Failed { reason } => {
-            let mut e = intent_event(Kind::PublishFailed, intent);
-            e.detail = Some(json!({ "reason": reason }).to_string());
-            e
-        }
+        } => Step::PublishAcked {
+            about,
+            attempt,
+            broker_seq: *broker_seq,
+            note: Note {
+                broker_duplicate: duplicate.then_some(true),
+                ..Note::default()
+            },
+        },
+        Published::Unacked { reason } => Step::PublishUnacked {
+            about,
+            attempt,
+            note: Note {
+                fault: lose_ack.then(|| "lose-publish-ack".to_string()),
+                ..because(reason.as_str())
+            },
+        },
+        Published::Failed { reason } => Step::PublishFailed {
+            about,
+            attempt: Some(attempt),
+            note: because(reason.as_str()),
+        },
     }
 }
 
@@ -151,9 +155,11 @@ async fn mark<S: Store>(ctx: &mut ActorCtx, store: &S, batch: &[&Intent]) -> any
     for (intent, rev) in batch.iter().zip(marked) {
         // `None`: the record changed since it was read (another relay marked it); nothing to report.
         if let Some(rev) = rev {
-            let mut event = intent_event(Kind::OutboxMarked, intent);
-            event.store_rev = Some(rev);
-            ctx.emit(event);
+            ctx.emit(Step::OutboxMarked {
+                about: intent.about().loose(),
+                store_rev: rev,
+                note: Note::default(),
+            });
         }
     }
     Ok(())

@@ -12,10 +12,10 @@
 
 use std::time::Duration;
 
-use outbox_trace::Kind;
-use serde_json::json;
+use outbox_trace::detail::Note;
+use outbox_trace::Step;
 
-use super::{intent_event, CommitRules, Committed, Intent};
+use super::{CommitRules, Committed, Intent};
 use crate::actor::ActorCtx;
 use crate::backend::{Broker, Delivery, Store, MAX_COMMIT_BATCH};
 use crate::external::{self, ExternalSpec, Payment};
@@ -45,15 +45,11 @@ async fn handle<S: Store, B: Broker>(
     deliveries: &[Delivery<B::Handle>],
 ) -> anyhow::Result<()> {
     for delivery in deliveries {
-        let kind = if delivery.count <= 1 {
-            Kind::Delivered
-        } else {
-            Kind::Redelivered
-        };
-        let mut received = intent_event(kind, &delivery.intent);
-        received.attempt = Some(delivery.count);
-        received.broker_seq = Some(delivery.broker_seq);
-        ctx.emit(received);
+        ctx.emit(Step::delivery(
+            delivery.intent.about().loose(),
+            delivery.count,
+            delivery.broker_seq,
+        ));
     }
     let commit_first = ctx.protocol.commit_then_ack();
     if !commit_first {
@@ -146,11 +142,14 @@ async fn commit<S: Store, H>(
                         CrashPoint::WorkerBeforeReportingCommit,
                         Some(&delivery.intent),
                     );
-                    let mut e = intent_event(Kind::EffectCommitted, &delivery.intent);
-                    e.store_rev = Some(store_rev);
-                    e.counter = Some(counter);
-                    e.broker_seq = Some(delivery.broker_seq);
-                    ctx.emit(e);
+                    ctx.emit(Step::EffectCommitted {
+                        about: delivery.intent.about(),
+                        store_rev,
+                        amount: delivery.intent.amount,
+                        counter,
+                        broker_seq: Some(delivery.broker_seq),
+                        note: Note::default(),
+                    });
                 }
                 break;
             }
@@ -162,9 +161,11 @@ async fn commit<S: Store, H>(
             }
             Committed::Conflict => {
                 for delivery in &fresh {
-                    let mut e = intent_event(Kind::CommitConflict, &delivery.intent);
-                    e.broker_seq = Some(delivery.broker_seq);
-                    ctx.emit(e);
+                    ctx.emit(Step::CommitConflict {
+                        about: delivery.intent.about().loose(),
+                        broker_seq: Some(delivery.broker_seq),
+                        note: Note::default(),
+                    });
                 }
                 todo = fresh;
             }
@@ -173,20 +174,23 @@ async fn commit<S: Store, H>(
     Ok(())
 }
 
-/// A `duplicate_suppressed` row naming the commit that wrote the dedup key.
+/// A `duplicate_suppressed` step naming the commit that wrote the dedup key.
 fn suppressed<H>(
     delivery: &Delivery<H>,
     committed_rev: Option<i64>,
     counter_after: Option<i64>,
-) -> outbox_trace::Event {
+) -> Step {
     let intent = &delivery.intent;
-    let mut e = intent_event(Kind::DuplicateSuppressed, intent);
-    e.detail = Some(
-        json!({ "committed_rev": committed_rev, "counter_after": counter_after, "amount": intent.amount })
-            .to_string(),
-    );
-    e.broker_seq = Some(delivery.broker_seq);
-    e
+    Step::DuplicateSuppressed {
+        about: intent.about().loose(),
+        broker_seq: Some(delivery.broker_seq),
+        note: Note {
+            committed_rev,
+            counter_after,
+            amount: Some(intent.amount),
+            ..Note::default()
+        },
+    }
 }
 
 async fn ack<B: Broker>(
@@ -195,11 +199,11 @@ async fn ack<B: Broker>(
     delivery: &Delivery<B::Handle>,
 ) -> anyhow::Result<()> {
     match broker.ack(delivery).await {
-        Ok(()) => {
-            let mut acked = intent_event(Kind::Acked, &delivery.intent);
-            acked.broker_seq = Some(delivery.broker_seq);
-            ctx.emit(acked);
-        }
+        Ok(()) => ctx.emit(Step::Acked {
+            about: delivery.intent.about().loose(),
+            broker_seq: delivery.broker_seq,
+            note: Note::default(),
+        }),
         // Not confirmed: the copy will come again after AckWait, and the dedup key absorbs it.
         Err(e) => tracing::warn!("ACK of {} not confirmed: {e}", delivery.intent.event_id),
     }
@@ -223,10 +227,15 @@ async fn call_external(
         .sends_idempotency_key()
         .then_some(intent.event_id.as_str());
     for attempt in 1.. {
-        let mut request = intent_event(Kind::ExternalRequest, intent);
-        request.attempt = Some(attempt);
-        request.detail = Some(json!({ "idempotency_key": key.is_some() }).to_string());
-        ctx.emit(request);
+        ctx.emit(Step::ExternalRequest {
+            about: intent.about().loose(),
+            attempt,
+            amount: Some(intent.amount),
+            note: Note {
+                idempotency_key: Some(key.is_some()),
+                ..Note::default()
+            },
+        });
         let answer = match external::send(&external.addr, &payment, key).await {
             Ok(stream) => {
                 ctx.crash_point(CrashPoint::WorkerAfterExternalRequest, Some(intent));

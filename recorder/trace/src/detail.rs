@@ -241,13 +241,14 @@ pub struct Observed {
         skip_serializing_if = "Option::is_none"
     )]
     pub order_ok: Option<bool>,
-    /// Dual-write lab: events published more than once, with their copies.
+    /// Dual-write lab: events published more than once, with their copies (absent where the
+    /// backend does not count copies per event; empty when it found none).
     #[serde(
         default,
         deserialize_with = "lenient::counts",
-        skip_serializing_if = "BTreeMap::is_empty"
+        skip_serializing_if = "Option::is_none"
     )]
-    pub duplicates: BTreeMap<String, i64>,
+    pub duplicates: Option<BTreeMap<String, i64>>,
     /// When during the scenario this was read (absent: at the end).
     #[serde(
         default,
@@ -298,7 +299,8 @@ pub struct RunEnd {
 }
 
 /// The detail of a protocol step: why a publish was not ACKed, whether an external call carried
-/// its key, or that the observer read the step from the store.
+/// its key, which commit a suppressed duplicate found, or that the observer read the step from the
+/// store.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Note {
     /// Why a publish failed or went unACKed.
@@ -343,12 +345,38 @@ pub struct Note {
         skip_serializing_if = "Option::is_none"
     )]
     pub why: Option<String>,
+    /// `duplicate_suppressed`: the `store_rev` of the commit that wrote the dedup key found.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub committed_rev: Option<i64>,
+    /// `duplicate_suppressed`: the counter right after that commit.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub counter_after: Option<i64>,
+    /// `duplicate_suppressed`: the size of the effect not applied again.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub amount: Option<i64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
 
 impl Note {
+    /// Whether the note says nothing (a row with such a note has no `detail`).
+    pub fn is_empty(&self) -> bool {
+        *self == Note::default()
+    }
+
     /// Whether the observer read this step from the store (`seen_in: "store"`).
     pub fn seen_in_store(&self) -> bool {
         self.seen_in.as_deref() == Some("store")
@@ -522,13 +550,16 @@ mod lenient {
         Ok(string(d)?.unwrap_or_default())
     }
 
-    pub fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, i64>, D::Error> {
+    pub fn counts<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<BTreeMap<String, i64>>, D::Error> {
         Ok(match Value::deserialize(d)? {
-            Value::Object(map) => map
-                .into_iter()
-                .filter_map(|(k, v)| int_of(&v).map(|n| (k, n)))
-                .collect(),
-            _ => BTreeMap::new(),
+            Value::Object(map) => Some(
+                map.into_iter()
+                    .filter_map(|(k, v)| int_of(&v).map(|n| (k, n)))
+                    .collect(),
+            ),
+            _ => None,
         })
     }
 }
@@ -573,7 +604,7 @@ mod tests {
         assert_eq!(Detail::parse(Kind::Crash, &crash.to_json()), crash);
         let observed = Detail::Observed(Observed {
             counter: Some(10),
-            duplicates: [("evt-1".to_string(), 2)].into(),
+            duplicates: Some([("evt-1".to_string(), 2)].into()),
             ..Observed::default()
         });
         assert_eq!(Detail::parse(Kind::Observed, &observed.to_json()), observed);

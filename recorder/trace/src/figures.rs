@@ -25,7 +25,7 @@ use std::hash::Hash;
 use serde::{Deserialize, Serialize};
 
 use crate::detail::Observed;
-use crate::Kind;
+use crate::{Event, Kind};
 
 /// The figures of one scenario (see the module's table for each definition).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +100,19 @@ pub struct FigureRow<K> {
     pub store_rev: Option<i64>,
     /// Its `counter`.
     pub counter: Option<i64>,
+}
+
+impl<'a> FigureRow<&'a str> {
+    /// What the tally needs of a row of the flat model.
+    pub fn of(event: &'a Event) -> Self {
+        FigureRow {
+            kind: event.kind,
+            task: event.task_id.as_deref(),
+            broker_seq: event.broker_seq,
+            store_rev: event.store_rev,
+            counter: event.counter,
+        }
+    }
 }
 
 impl<K: Hash + Eq> FigureTally<K> {

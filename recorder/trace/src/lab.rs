@@ -42,7 +42,7 @@ pub fn lab_files(observed: &[(&str, &Observed)]) -> Vec<LabFile> {
         });
     }
     if let Some(o) = of("relay-crash") {
-        let line = match o.duplicates.iter().next() {
+        let line = match o.duplicates.iter().flatten().next() {
             Some((id, count)) => format!("DUPLICATE event_id={id} count={count}"),
             None => "NO DUPLICATE".to_string(),
         };

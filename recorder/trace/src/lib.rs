@@ -1,5 +1,5 @@
-//! The `outbox-trace/1` contract as a crate: the event kinds, the Arrow schema, a Parquet writer
-//! and a validating reader.
+//! The `outbox-trace/1` contract as a crate: the event kinds, the typed steps and details, the
+//! Arrow schema, a Parquet writer and a validating reader.
 //!
 //! A trace is a Parquet file with one row per event. The recorder writes it; the analyzer, and anyone
 //! who wants their own outbox implementation checked, reads it. This crate links no network client,
@@ -14,6 +14,7 @@ mod kind;
 pub mod lab;
 mod reader;
 pub mod schema;
+pub mod step;
 mod writer;
 
 pub use detail::Detail;
@@ -25,4 +26,5 @@ pub use reader::{
     batch_events, dictionary_type, guarded, read_trace, FileInfo, ReadOptions, SeqCheck, Trace,
     TraceFile,
 };
+pub use step::{About, Identity, MissingFields, Step, TaskColumn};
 pub use writer::{to_batch, TraceWriter};

@@ -7,8 +7,6 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType, SchemaRef};
@@ -19,8 +17,10 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::schema::{ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
-use crate::{Event, Kind, TraceError};
+use crate::schema::{
+    array_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION,
+};
+use crate::{Event, TraceError};
 
 /// Rows per batch handed out by [`TraceFile::batches`].
 const BATCH_ROWS: usize = 64 * 1024;
@@ -407,55 +407,7 @@ fn normalise(
 
 /// Converts a canonical batch to events; unknown kinds are counted in `unknown` and skipped.
 pub fn batch_events(batch: &RecordBatch, unknown: &mut BTreeMap<String, u64>) -> Vec<Event> {
-    let s = |i: usize| batch.column(i).as_string::<i32>();
-    let u64c = |i: usize| batch.column(i).as_primitive::<UInt64Type>();
-    let u32c = |i: usize| batch.column(i).as_primitive::<UInt32Type>();
-    let i64c = |i: usize| batch.column(i).as_primitive::<Int64Type>();
-    let (run_id, scenario, seq, ts, backend, actor, inc, kind) =
-        (s(0), s(1), u64c(2), i64c(3), s(4), s(5), u32c(6), s(7));
-    let (task, event, agg, agg_seq, attempt, broker, rev, amount, counter, detail) = (
-        s(8),
-        s(9),
-        s(10),
-        u64c(11),
-        u32c(12),
-        u64c(13),
-        i64c(14),
-        i64c(15),
-        i64c(16),
-        s(17),
-    );
-    let opt_s =
-        |a: &arrow_array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
-    let mut out = Vec::with_capacity(batch.num_rows());
-    for i in 0..batch.num_rows() {
-        let kind_name = kind.value(i);
-        let Ok(k) = kind_name.parse::<Kind>() else {
-            *unknown.entry(kind_name.to_string()).or_default() += 1;
-            continue;
-        };
-        out.push(Event {
-            run_id: run_id.value(i).to_string(),
-            scenario: scenario.value(i).to_string(),
-            seq: seq.value(i),
-            ts_ns: ts.value(i),
-            backend: backend.value(i).to_string(),
-            actor: actor.value(i).to_string(),
-            incarnation: inc.value(i),
-            kind: k,
-            task_id: opt_s(task, i),
-            event_id: opt_s(event, i),
-            aggregate_id: opt_s(agg, i),
-            aggregate_seq: agg_seq.is_valid(i).then(|| agg_seq.value(i)),
-            attempt: attempt.is_valid(i).then(|| attempt.value(i)),
-            broker_seq: broker.is_valid(i).then(|| broker.value(i)),
-            store_rev: rev.is_valid(i).then(|| rev.value(i)),
-            amount: amount.is_valid(i).then(|| amount.value(i)),
-            counter: counter.is_valid(i).then(|| counter.value(i)),
-            detail: opt_s(detail, i),
-        });
-    }
-    out
+    array_events(batch, unknown)
 }
 
 /// Detects a `seq` repeated within a run, in linear time when rows come in `seq` order (as the
@@ -510,7 +462,8 @@ impl SeqCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TraceWriter;
+    use crate::{Kind, TraceWriter};
+    use arrow_array::cast::AsArray;
 
     fn events(n: u64) -> Vec<Event> {
         (1..=n)

@@ -3,16 +3,14 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
-use arrow_array::builder::{Int64Builder, StringBuilder, UInt32Builder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use crate::schema::{schema, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
+use crate::schema::{event_arrays, schema, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
 use crate::{Event, TraceError};
 
 /// Rows per Parquet row group.
@@ -62,7 +60,7 @@ impl<W: Write + Send> TraceWriter<W> {
         self.write_batch(&to_batch(events)?)
     }
 
-    /// Appends a batch already in the canonical schema (see [`crate::schema()`]).
+    /// Appends a batch already in the canonical schema (see [`crate::schema::schema()`]).
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), TraceError> {
         self.inner.write(batch)?;
         Ok(())
@@ -76,54 +74,5 @@ impl<W: Write + Send> TraceWriter<W> {
 
 /// Converts events to one record batch in the canonical schema.
 pub fn to_batch(events: &[Event]) -> Result<RecordBatch, TraceError> {
-    let n = events.len();
-    let strings = |f: &dyn Fn(&Event) -> Option<&str>| -> ArrayRef {
-        let mut b = StringBuilder::with_capacity(n, n * 8);
-        for e in events {
-            b.append_option(f(e));
-        }
-        Arc::new(b.finish())
-    };
-    let u64s = |f: &dyn Fn(&Event) -> Option<u64>| -> ArrayRef {
-        let mut b = UInt64Builder::with_capacity(n);
-        for e in events {
-            b.append_option(f(e));
-        }
-        Arc::new(b.finish())
-    };
-    let u32s = |f: &dyn Fn(&Event) -> Option<u32>| -> ArrayRef {
-        let mut b = UInt32Builder::with_capacity(n);
-        for e in events {
-            b.append_option(f(e));
-        }
-        Arc::new(b.finish())
-    };
-    let i64s = |f: &dyn Fn(&Event) -> Option<i64>| -> ArrayRef {
-        let mut b = Int64Builder::with_capacity(n);
-        for e in events {
-            b.append_option(f(e));
-        }
-        Arc::new(b.finish())
-    };
-    let columns: Vec<ArrayRef> = vec![
-        strings(&|e| Some(&e.run_id)),
-        strings(&|e| Some(&e.scenario)),
-        u64s(&|e| Some(e.seq)),
-        i64s(&|e| Some(e.ts_ns)),
-        strings(&|e| Some(&e.backend)),
-        strings(&|e| Some(&e.actor)),
-        u32s(&|e| Some(e.incarnation)),
-        strings(&|e| Some(e.kind.as_str())),
-        strings(&|e| e.task_id.as_deref()),
-        strings(&|e| e.event_id.as_deref()),
-        strings(&|e| e.aggregate_id.as_deref()),
-        u64s(&|e| e.aggregate_seq),
-        u32s(&|e| e.attempt),
-        u64s(&|e| e.broker_seq),
-        i64s(&|e| e.store_rev),
-        i64s(&|e| e.amount),
-        i64s(&|e| e.counter),
-        strings(&|e| e.detail.as_deref()),
-    ];
-    Ok(RecordBatch::try_new(schema(), columns)?)
+    Ok(RecordBatch::try_new(schema(), event_arrays(events))?)
 }

@@ -36,7 +36,7 @@ fn verdicts(path: &Path) -> (i32, Vec<String>) {
         .filter(|l| {
             let mut words = l.trim_start().split(' ');
             l.starts_with("  ")
-                && words.next().is_some()
+                && words.next().is_some_and(|w| !w.ends_with(':'))
                 && matches!(
                     words.next().map(|w| w.trim_end_matches(':')),
                     Some("pass" | "FAIL" | "unknown")
@@ -232,15 +232,30 @@ fn derived() -> Vec<(&'static str, &'static str, String, &'static str)> {
     let etcd = fixture("etcd_reference.parquet");
     let bad = fixture("pyarrow_ack_before_commit.parquet");
     vec![
-        ("etcd_reference.jsonl", "etcd_reference.parquet", jsonl_text(&etcd, false), ""),
-        ("etcd_reference.jsonl.gz", "etcd_reference.parquet", jsonl_text(&etcd, true), "gz"),
+        (
+            "etcd_reference.jsonl",
+            "etcd_reference.parquet",
+            jsonl_text(&etcd, false),
+            "",
+        ),
+        (
+            "etcd_reference.jsonl.gz",
+            "etcd_reference.parquet",
+            jsonl_text(&etcd, true),
+            "gz",
+        ),
         (
             "pyarrow_ack_before_commit.jsonl.zst",
             "pyarrow_ack_before_commit.parquet",
             jsonl_text(&bad, true),
             "zst",
         ),
-        ("etcd_reference.otlp.jsonl", "etcd_reference.parquet", otlp_text(&etcd, true), ""),
+        (
+            "etcd_reference.otlp.jsonl",
+            "etcd_reference.parquet",
+            otlp_text(&etcd, true),
+            "",
+        ),
         (
             "pyarrow_ack_before_commit.otlp.jsonl",
             "pyarrow_ack_before_commit.parquet",
@@ -253,8 +268,7 @@ fn derived() -> Vec<(&'static str, &'static str, String, &'static str)> {
 fn compress(text: &str, how: &str) -> Vec<u8> {
     match how {
         "gz" => {
-            let mut enc =
-                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
             enc.write_all(text.as_bytes()).unwrap();
             enc.finish().unwrap()
         }
@@ -316,8 +330,12 @@ fn otlp_without_seq_says_its_order_rests_on_clocks() {
         .arg(fixture("pyarrow_ack_before_commit.otlp.jsonl"))
         .assert()
         .code(1)
-        .stdout(predicates::str::contains("seq comes from span times on separate clocks"))
-        .stdout(predicates::str::contains("FAIL ack-after-commit: event_id evt-3"));
+        .stdout(predicates::str::contains(
+            "seq comes from span times on separate clocks",
+        ))
+        .stdout(predicates::str::contains(
+            "FAIL ack-after-commit: event_id evt-3",
+        ));
 }
 
 #[test]
@@ -410,10 +428,22 @@ fn bad_lines_are_bad_input_naming_the_line() {
         .map(|e| jsonl_object(e, false).to_string())
         .collect();
     let cases = [
-        (r#"{"run_id":"r","scenario":"s","seq":-1,"ts_ns":0,"backend":"b","actor":"a","incarnation":0,"kind":"acked"}"#, "`seq` holds a value that does not fit"),
-        (r#"{"run_id":"r","scenario":"s","seq":1,"ts_ns":0,"backend":"b","actor":"a","kind":"acked"}"#, "`incarnation` must not be null"),
-        (r#"{"run_id":"r","scenario":"s","seq":"x","ts_ns":0,"backend":"b","actor":"a","incarnation":0,"kind":"acked"}"#, "`seq` must be an integer"),
-        (r#"{"outbox_trace":{"schema_version":"2"}}"#, "schema version `2`"),
+        (
+            r#"{"run_id":"r","scenario":"s","seq":-1,"ts_ns":0,"backend":"b","actor":"a","incarnation":0,"kind":"acked"}"#,
+            "`seq` holds a value that does not fit",
+        ),
+        (
+            r#"{"run_id":"r","scenario":"s","seq":1,"ts_ns":0,"backend":"b","actor":"a","kind":"acked"}"#,
+            "`incarnation` must not be null",
+        ),
+        (
+            r#"{"run_id":"r","scenario":"s","seq":"x","ts_ns":0,"backend":"b","actor":"a","incarnation":0,"kind":"acked"}"#,
+            "`seq` must be an integer",
+        ),
+        (
+            r#"{"outbox_trace":{"schema_version":"2"}}"#,
+            "schema version `2`",
+        ),
         ("[1, 2]", "not a JSON object"),
     ];
     for (n, (line, reason)) in cases.iter().enumerate() {
@@ -535,7 +565,14 @@ fn a_life_without_its_crash_row_may_have_lost_spans() {
     assert_eq!(verdicts(&path).0, 3);
     // The same as spans: the same verdict.
     let otlp = dir.path().join("lost.otlp.jsonl");
-    std::fs::write(&otlp, otlp_text(&common::write(dir.path(), "lost.parquet", &acked_early(false)), true)).unwrap();
+    std::fs::write(
+        &otlp,
+        otlp_text(
+            &common::write(dir.path(), "lost.parquet", &acked_early(false)),
+            true,
+        ),
+    )
+    .unwrap();
     assert_eq!(line_of(&otlp, "ack-after-commit"), line);
 }
 
@@ -544,6 +581,9 @@ fn a_life_with_its_crash_row_is_complete_and_its_violation_stays() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_jsonl(dir.path(), "crashed.jsonl", &acked_early(true));
     let line = line_of(&path, "ack-after-commit");
-    assert!(line.starts_with("  ack-after-commit FAIL: 1 violation(s)"), "{line}");
+    assert!(
+        line.starts_with("  ack-after-commit FAIL: 1 violation(s)"),
+        "{line}"
+    );
     assert_eq!(verdicts(&path).0, 1);
 }

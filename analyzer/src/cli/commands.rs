@@ -296,7 +296,11 @@ pub fn import(args: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
 
     let input = &args.input;
     let bad = |e: outbox_trace::TraceError| {
-        let text = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         anyhow::anyhow!("{}: {text}", input.display())
     };
     let file = TraceFile::open(input).map_err(bad)?;

@@ -70,6 +70,9 @@ pub enum TraceError {
     /// The file holds no rows.
     #[error("the file holds no events")]
     Empty,
+    /// The file has no bytes at all.
+    #[error("the file is empty (0 bytes): no Parquet footer, no events")]
+    EmptyFile,
     /// The bytes are neither Parquet nor JSON Lines (plain, gzip or zstd).
     #[error("not a readable Parquet file, nor JSON Lines: {0}")]
     NotATrace(String),

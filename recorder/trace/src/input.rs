@@ -68,7 +68,7 @@ pub fn sniff(path: &Path) -> Result<(Encoding, Compression), TraceError> {
     }
     let magic = &magic[..got];
     if magic.is_empty() {
-        return Err(TraceError::Empty);
+        return Err(TraceError::EmptyFile);
     }
     if magic == b"PAR1" {
         return Ok((Encoding::Parquet, Compression::None));
@@ -97,7 +97,10 @@ pub fn sniff(path: &Path) -> Result<(Encoding, Compression), TraceError> {
         let value: serde_json::Value = serde_json::from_slice(&line)
             .map_err(|e| not_a_trace(compression, &format!("line 1: {e}")))?;
         let Some(object) = value.as_object() else {
-            return Err(not_a_trace(compression, "the first line is not a JSON object"));
+            return Err(not_a_trace(
+                compression,
+                "the first line is not a JSON object",
+            ));
         };
         let encoding = if object.contains_key("resourceSpans") {
             Encoding::OtlpJsonLines
@@ -146,10 +149,12 @@ pub(crate) fn lines(
     let mut number = 0u64;
     loop {
         buf.clear();
-        let n = text.read_until(b'\n', &mut buf).map_err(|e| TraceError::Line {
-            line: number + 1,
-            reason: format!("cannot read: {e}"),
-        })?;
+        let n = text
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| TraceError::Line {
+                line: number + 1,
+                reason: format!("cannot read: {e}"),
+            })?;
         if n == 0 {
             return Ok(());
         }

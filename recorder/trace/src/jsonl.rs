@@ -46,9 +46,7 @@ pub(crate) fn decode(text: impl BufRead) -> Result<Decoded, TraceError> {
 }
 
 fn metadata(meta: &Value, out: &mut Decoded) -> Result<(), String> {
-    let meta = meta
-        .as_object()
-        .ok_or("`outbox_trace` must be an object")?;
+    let meta = meta.as_object().ok_or("`outbox_trace` must be an object")?;
     if let Some(v) = meta.get("schema_version") {
         let v = match v {
             Value::String(s) => s.trim().to_string(),
@@ -136,7 +134,11 @@ where
     (min, max, |v| T::try_from(v).unwrap_or_default())
 }
 
-fn optional<T>(o: &Map<String, Value>, column: &'static str, fit: Fit<T>) -> Result<Option<T>, String> {
+fn optional<T>(
+    o: &Map<String, Value>,
+    column: &'static str,
+    fit: Fit<T>,
+) -> Result<Option<T>, String> {
     let value = match o.get(column) {
         None | Some(Value::Null) => return Ok(None),
         Some(v) => v,

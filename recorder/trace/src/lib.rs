@@ -26,7 +26,7 @@ pub use event::Event;
 pub use figures::{FigureRow, FigureTally, Figures};
 pub use kind::{Field, Kind, UnknownKind};
 pub use reader::{
-    batch_events, dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck, Trace,
-    TraceFile,
+    batch_events, dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck,
+    Trace, TraceFile,
 };
 pub use writer::{to_batch, TraceWriter};

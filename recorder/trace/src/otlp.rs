@@ -274,7 +274,14 @@ fn map_span(
         .or_else(|| attrs.get("messaging.operation"));
     let own_kind = attrs.get("outbox.kind");
     if own_kind.is_none() && matches!(operation.as_deref(), Some("send" | "publish")) {
-        out.push(pending(&attrs, Kind::PublishAttempt.as_str(), start, next(), stem, true)?);
+        out.push(pending(
+            &attrs,
+            Kind::PublishAttempt.as_str(),
+            start,
+            next(),
+            stem,
+            true,
+        )?);
     }
     let mut events: Vec<&SpanEvent> = span.events.iter().collect();
     events.sort_by_key(|e| nanos(e.time_unix_nano.as_ref()).unwrap_or(0));
@@ -293,9 +300,10 @@ fn map_span(
                 value: kv.value.clone(),
             })
             .collect();
-        if let Some(kind) = ev_attrs.get("outbox.kind").filter(|_| {
-            ev.attributes.iter().any(|kv| kv.key == "outbox.kind")
-        }) {
+        if let Some(kind) = ev_attrs
+            .get("outbox.kind")
+            .filter(|_| ev.attributes.iter().any(|kv| kv.key == "outbox.kind"))
+        {
             let at = nanos(ev.time_unix_nano.as_ref()).unwrap_or(end);
             let merged = Attrs {
                 own: &merged,
@@ -327,7 +335,14 @@ fn map_span(
             out.push(pending(&attrs, kind.as_str(), end, next(), stem, true)?);
         }
         (None, Some("settle")) => {
-            out.push(pending(&attrs, Kind::Acked.as_str(), end, next(), stem, true)?);
+            out.push(pending(
+                &attrs,
+                Kind::Acked.as_str(),
+                end,
+                next(),
+                stem,
+                true,
+            )?);
         }
         _ => {}
     }
@@ -363,7 +378,9 @@ fn pending(
             .transpose()
     }
     let mut e = Event::new(kind);
-    e.run_id = attrs.get("outbox.run_id").unwrap_or_else(|| stem.to_string());
+    e.run_id = attrs
+        .get("outbox.run_id")
+        .unwrap_or_else(|| stem.to_string());
     e.scenario = attrs
         .get("outbox.scenario")
         .unwrap_or_else(|| "default".into());
@@ -381,8 +398,7 @@ fn pending(
     e.attempt = fit("outbox.attempt", number("outbox.attempt")?)?;
     let broker = match number("outbox.broker_seq")? {
         Some(v) => Some(v),
-        None => number("messaging.kafka.offset")?
-            .or(number("messaging.kafka.message.offset")?),
+        None => number("messaging.kafka.offset")?.or(number("messaging.kafka.message.offset")?),
     };
     e.broker_seq = fit("outbox.broker_seq", broker)?;
     e.store_rev = fit("outbox.store_rev", number("outbox.store_rev")?)?;

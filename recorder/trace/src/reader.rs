@@ -372,7 +372,9 @@ pub fn file_stem(path: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut stem = name.as_str();
-    for ext in [".gz", ".zst", ".zstd", ".jsonl", ".ndjson", ".json", ".otlp"] {
+    for ext in [
+        ".gz", ".zst", ".zstd", ".jsonl", ".ndjson", ".json", ".otlp",
+    ] {
         stem = stem.strip_suffix(ext).unwrap_or(stem);
     }
     if stem.is_empty() {

@@ -104,7 +104,7 @@ Exit codes:
 /// Arguments of `analyzer timeline`.
 #[derive(Debug, Args)]
 pub struct TimelineArgs {
-    /// Trace file (Parquet, outbox-trace/1).
+    /// Trace file (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE")]
     pub path: PathBuf,
     /// Draw only this scenario.
@@ -139,7 +139,7 @@ Exit codes:
 /// Arguments of `analyzer compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Trace files (Parquet, outbox-trace/1); each file is a run (or each run id, if a file holds several).
+    /// Trace files (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines); each file is a run (or each run id, if a file holds several).
     #[arg(value_name = "TRACE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Compare only this scenario.
@@ -182,7 +182,7 @@ Exit codes:
 /// Arguments of `analyzer report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Trace files (Parquet, outbox-trace/1).
+    /// Trace files (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Output directory (created if needed).
@@ -193,7 +193,7 @@ pub struct ReportArgs {
 /// Arguments of `analyzer boundaries`.
 #[derive(Debug, Args)]
 pub struct BoundariesArgs {
-    /// Trace file (Parquet, outbox-trace/1).
+    /// Trace file (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE")]
     pub path: PathBuf,
     /// The scenario (default: the first with a committed effect).
@@ -217,7 +217,7 @@ Exit codes:
 /// Arguments of `analyzer chain`.
 #[derive(Debug, Args)]
 pub struct ChainArgs {
-    /// Trace file (Parquet, outbox-trace/1).
+    /// Trace file (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE")]
     pub path: PathBuf,
     /// The scenario to look in (needed when the task or event occurs in several).

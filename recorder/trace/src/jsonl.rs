@@ -120,17 +120,11 @@ fn required_string(o: &Map<String, Value>, column: &'static str) -> Result<Strin
 /// A range check from an integer to a column's type.
 type Fit<T> = (i128, i128, fn(i128) -> T);
 
-fn uint<T: TryFrom<i128>>(max: i128) -> Fit<T>
-where
-    T: Default,
-{
+fn uint<T: TryFrom<i128> + Default>(max: i128) -> Fit<T> {
     (0, max, |v| T::try_from(v).unwrap_or_default())
 }
 
-fn int<T: TryFrom<i128>>(min: i128, max: i128) -> Fit<T>
-where
-    T: Default,
-{
+fn int<T: TryFrom<i128> + Default>(min: i128, max: i128) -> Fit<T> {
     (min, max, |v| T::try_from(v).unwrap_or_default())
 }
 

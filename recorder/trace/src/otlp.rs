@@ -136,6 +136,8 @@ struct Pending {
     unknown_kind: Option<String>,
     /// Absolute time, nanoseconds since the epoch.
     at: u64,
+    /// The start time of the event's span (ranks an actor's instances by their earliest span).
+    span_at: u64,
     /// The span's position in the file, and the event's position inside the span.
     order: (u64, u32),
     seq: Option<u64>,
@@ -191,8 +193,8 @@ pub(crate) fn decode(text_in: impl BufRead, stem: &str) -> Result<Decoded, Trace
         for p in &events {
             if let Some(i) = &p.instance {
                 let key = (p.event.actor.clone(), i.clone());
-                let at = first_seen.entry(key).or_insert(p.at);
-                *at = (*at).min(p.at);
+                let at = first_seen.entry(key).or_insert(p.span_at);
+                *at = (*at).min(p.span_at);
             }
         }
         let mut ranks: HashMap<(String, String), u32> = HashMap::new();
@@ -263,6 +265,7 @@ fn map_span(
     };
     let start = nanos(span.start_time_unix_nano.as_ref()).unwrap_or(0);
     let end = nanos(span.end_time_unix_nano.as_ref()).unwrap_or(start);
+    let first = out.len();
     let mut inside = 0u32;
     let mut next = || {
         inside += 1;
@@ -414,6 +417,7 @@ fn pending(
         event: e,
         unknown_kind,
         at,
+        span_at: at,
         order,
         seq,
         incarnation: fit("outbox.incarnation", number("outbox.incarnation")?)?,

@@ -77,7 +77,7 @@ pub fn analyse(paths: &[PathBuf]) -> Result<Report, FileError> {
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let outcomes = check_all(h);
+            let outcomes = check_all(h, &loaded.names);
             ScenarioReport {
                 history: i,
                 verdict: RunVerdict::of(&outcomes),

@@ -17,11 +17,12 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  every invariant passed in every scenario (valid)
   1  at least one invariant failed (invalid)
-  2  bad input or usage: unreadable file, not Parquet, truncated, empty, missing column,
+  2  bad input or usage: unreadable file, neither Parquet nor JSON Lines, truncated, empty,
+     missing column,
      wrong type, null in a required column, other schema version, duplicate seq, bad arguments
   3  nothing failed, but at least one invariant could not be decided (unknown)";
 
-/// Checks outbox-trace/1 recordings.
+/// Checks outbox-trace/1 recordings (Parquet, JSON Lines or OTLP JSON Lines, told by content).
 #[derive(Debug, Parser)]
 #[command(name = "analyzer", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -54,6 +55,34 @@ pub enum Command {
     /// Draw events per kind over time for a whole run, crashes and faults marked (SVG or PNG).
     #[command(after_help = TIMELINE_HELP)]
     Timeline(TimelineArgs),
+    /// Convert a trace in any accepted encoding (JSON Lines, OTLP JSON Lines, Parquet) to Parquet.
+    #[command(after_help = IMPORT_HELP)]
+    Import(ImportArgs),
+}
+
+/// What `analyzer import` reads, and its exit codes.
+const IMPORT_HELP: &str = "\
+The input's encoding is told by its content, not its name: Parquet (outbox-trace/1), JSON Lines
+(one event per line, keys = the contract's column names; plain, gzip or zstd; an optional first
+line {\"outbox_trace\": {\"schema_version\": \"1\", \"run\": {...}}}), or OpenTelemetry spans as
+OTLP JSON Lines (one TracesData object per line; spans and span events carrying outbox.*
+attributes, or following the messaging conventions). The rows are validated as check validates
+them and written in order, zstd-compressed, with the run configuration as file metadata. Every
+other command reads the same inputs directly; import saves the decoding and fixes the mapping.
+
+Exit codes:
+  0  written
+  2  bad input or usage (unreadable, empty or invalid trace, duplicate seq, unwritable output)";
+
+/// Arguments of `analyzer import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The trace to convert (Parquet, JSON Lines or OTLP JSON Lines; plain, gzip or zstd).
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// The Parquet file to write.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
 }
 
 /// How `analyzer timeline` cuts time, and its exit codes.
@@ -75,7 +104,7 @@ Exit codes:
 /// Arguments of `analyzer timeline`.
 #[derive(Debug, Args)]
 pub struct TimelineArgs {
-    /// Trace file (Parquet, outbox-trace/1).
+    /// Trace file (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE")]
     pub path: PathBuf,
     /// Draw only this scenario.
@@ -110,7 +139,7 @@ Exit codes:
 /// Arguments of `analyzer compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Trace files (Parquet, outbox-trace/1); each file is a run (or each run id, if a file holds several).
+    /// Trace files (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines); each file is a run (or each run id, if a file holds several).
     #[arg(value_name = "TRACE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Compare only this scenario.
@@ -153,7 +182,7 @@ Exit codes:
 /// Arguments of `analyzer report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Trace files (Parquet, outbox-trace/1).
+    /// Trace files (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Output directory (created if needed).
@@ -164,7 +193,7 @@ pub struct ReportArgs {
 /// Arguments of `analyzer boundaries`.
 #[derive(Debug, Args)]
 pub struct BoundariesArgs {
-    /// Trace file (Parquet, outbox-trace/1).
+    /// Trace file (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE")]
     pub path: PathBuf,
     /// The scenario (default: the first with a committed effect).
@@ -188,7 +217,7 @@ Exit codes:
 /// Arguments of `analyzer chain`.
 #[derive(Debug, Args)]
 pub struct ChainArgs {
-    /// Trace file (Parquet, outbox-trace/1).
+    /// Trace file (outbox-trace/1: Parquet, JSON Lines or OTLP JSON Lines).
     #[arg(value_name = "TRACE")]
     pub path: PathBuf,
     /// The scenario to look in (needed when the task or event occurs in several).
@@ -214,7 +243,7 @@ pub struct ChainArgs {
 /// Arguments of `analyzer check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Trace files (Parquet, outbox-trace/1).
+    /// Trace files (Parquet, JSON Lines or OTLP JSON Lines, outbox-trace/1).
     #[arg(value_name = "TRACE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Print the report as JSON (see the documented shape) instead of text.
@@ -288,6 +317,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Compare(args) => commands::compare(&args, out),
         Command::Diff(args) => commands::diff(&args, out),
         Command::Timeline(args) => commands::timeline(&args, out),
+        Command::Import(args) => commands::import(&args, out),
     }
 }
 

@@ -94,6 +94,14 @@ pub fn reason(r: &Reason) -> String {
         Reason::MissingFields { kind, column, rows } => {
             format!("{rows} {kind} row(s) lack {column} and could not be used")
         }
+        Reason::NoStoreRev => {
+            "no store_rev on the rows it needs: the source does not report store transactions"
+                .into()
+        }
+        Reason::MayHaveLostSpans { actor, incarnation } => format!(
+            "{actor}#{incarnation} ends without a crash row before a later life of {actor}: \
+             spans it never exported could remove the violation"
+        ),
     }
 }
 
@@ -117,6 +125,14 @@ pub fn scenario_notes(h: &History, names: &Interner) -> Vec<String> {
             format!("{rows} {kind} row(s) lack required {column}; checks that need it skip them")
         })
         .collect();
+    if h.seq_from_clocks {
+        notes.push(
+            "seq comes from span times on separate clocks (no outbox.seq): an order between \
+             rows of different processes rests on those clocks; checks on one actor's own order \
+             and on the stores' numbers do not"
+                .into(),
+        );
+    }
     if !h.other_backends.is_empty() {
         let others: Vec<&str> = h.other_backends.iter().map(|b| names.name(*b)).collect();
         notes.push(format!(

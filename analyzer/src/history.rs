@@ -228,6 +228,8 @@ pub struct History {
     pub details: Vec<KeptDetail>,
     /// Rows whose kind requires a field they lack: `(kind, column) -> rows`.
     pub missing: BTreeMap<(Kind, &'static str), u64>,
+    /// Whether `seq` was derived from span times on separate clocks.
+    pub seq_from_clocks: bool,
     /// Row indices per kind (position in [`Kind::ALL`]), built by [`History::finish`].
     by_kind: Vec<Vec<u32>>,
     /// One more than the largest id index the rows use.
@@ -252,6 +254,7 @@ impl History {
             rows: Vec::new(),
             details: Vec::new(),
             missing: BTreeMap::new(),
+            seq_from_clocks: false,
             by_kind: vec![Vec::new(); Kind::ALL.len()],
             id_bound: 0,
             indexed: 0,

@@ -146,6 +146,7 @@ impl Loaded {
             Ok(())
         })?;
         for h in &mut self.histories[first_history..] {
+            h.seq_from_clocks = info.seq_from_clocks;
             h.finish();
         }
         check_seqs(

@@ -3,12 +3,17 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
+use super::{earliest, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
 use crate::history::History;
 use crate::intern::{FastState, Id, IdTable};
 
 /// Decides `intent-atomic`.
 pub fn check(h: &History) -> Outcome {
+    // A source that reports no store transactions cannot show two rows committed together.
+    let rows = || h.of(Kind::TaskAccepted).chain(h.of(Kind::IntentRecorded));
+    if rows().next().is_some() && rows().all(|(_, r)| r.store_rev().is_none()) {
+        return Outcome::unknown(Invariant::IntentAtomic, Reason::NoStoreRev);
+    }
     let mut skips = Skips::default();
     // Per event: its first usable intent, and whether one was unusable; the `(event, store_rev)`
     // of further intents whose `store_rev` differs from the first's (rare) in `other_revs`.

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use super::{BoundariesArgs, ChainArgs, CompareArgs, DiffArgs, Exit, ReportArgs, TimelineArgs};
+use super::{
+    BoundariesArgs, ChainArgs, CompareArgs, DiffArgs, Exit, ImportArgs, ReportArgs, TimelineArgs,
+};
 use crate::boundaries;
 use crate::chain::ChainError;
 use crate::chain::{self, Selector};
@@ -283,4 +285,57 @@ fn side_by_side<'a>(
     );
     fig.overlay(&fb, fa.width + 20, 36);
     fig
+}
+
+/// Runs `analyzer import`: any accepted encoding in, Parquet out.
+pub fn import(args: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    use outbox_trace::schema::column;
+    use outbox_trace::{SeqCheck, TraceFile, TraceWriter};
+
+    let input = &args.input;
+    let bad = |e: outbox_trace::TraceError| {
+        let text = e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        anyhow::anyhow!("{}: {text}", input.display())
+    };
+    let file = TraceFile::open(input).map_err(bad)?;
+    let info = file.info().clone();
+    // Write next to the output and rename at the end, so a bad input leaves no partial file.
+    let partial = args.output.with_extension("parquet.partial");
+    let mut writer = TraceWriter::create(&partial, info.run_json.as_deref())
+        .with_context(|| format!("{}: cannot write", args.output.display()))?;
+    let mut seqs = SeqCheck::default();
+    let written = (|| -> anyhow::Result<()> {
+        for batch in file.batches() {
+            let batch = batch.map_err(bad)?;
+            let runs = batch.column(column("run_id")).as_string::<i32>();
+            let seq = batch.column(column("seq")).as_primitive::<UInt64Type>();
+            for i in 0..batch.num_rows() {
+                seqs.push(runs.value(i), seq.value(i));
+            }
+            writer.write_batch(&batch)?;
+        }
+        seqs.finish().map_err(bad)?;
+        writer.finish()?;
+        std::fs::rename(&partial, &args.output)
+            .with_context(|| format!("{}: cannot write", args.output.display()))?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written?;
+    writeln!(
+        out,
+        "wrote {} ({} rows, from {})",
+        args.output.display(),
+        info.rows,
+        info.encoding.as_str()
+    )?;
+    Ok(Exit::Valid)
 }

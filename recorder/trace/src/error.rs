@@ -70,6 +70,20 @@ pub enum TraceError {
     /// The file holds no rows.
     #[error("the file holds no events")]
     Empty,
+    /// The file has no bytes at all.
+    #[error("the file is empty (0 bytes): no Parquet footer, no events")]
+    EmptyFile,
+    /// The bytes are neither Parquet nor JSON Lines (plain, gzip or zstd).
+    #[error("not a readable Parquet file, nor JSON Lines: {0}")]
+    NotATrace(String),
+    /// A line of a JSON Lines or OTLP JSON Lines file breaks the contract.
+    #[error("line {line}: {reason}")]
+    Line {
+        /// 1-based line number (of the decompressed text).
+        line: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl TraceError {

@@ -1,7 +1,8 @@
 //! The `outbox-trace/1` contract as a crate: the event kinds, the typed steps and details, the
 //! Arrow schema, a Parquet writer and a validating reader.
 //!
-//! A trace is a Parquet file with one row per event. The recorder writes it; the analyzer, and anyone
+//! A trace is a Parquet file with one row per event (the same rows may also come as JSON Lines or
+//! as OpenTelemetry spans in OTLP JSON Lines; see [`input`]). The recorder writes it; the analyzer, and anyone
 //! who wants their own outbox implementation checked, reads it. This crate links no network client,
 //! so the analyzer stays small.
 #![deny(missing_docs)]
@@ -10,8 +11,11 @@ pub mod detail;
 mod error;
 mod event;
 pub mod figures;
+pub mod input;
+mod jsonl;
 mod kind;
 pub mod lab;
+mod otlp;
 mod reader;
 pub mod schema;
 pub mod step;
@@ -23,8 +27,8 @@ pub use event::Event;
 pub use figures::{FigureRow, FigureTally, Figures};
 pub use kind::{Field, Kind, UnknownKind};
 pub use reader::{
-    batch_events, dictionary_type, guarded, read_trace, FileInfo, ReadOptions, SeqCheck, Trace,
-    TraceFile,
+    batch_events, dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck,
+    Trace, TraceFile,
 };
 pub use step::{About, Identity, MissingFields, Step, TaskColumn};
 pub use writer::{to_batch, TraceWriter};

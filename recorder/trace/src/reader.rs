@@ -17,6 +17,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
+use crate::input::{open_text, sniff, Encoding};
 use crate::schema::{
     array_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION,
 };
@@ -38,8 +39,13 @@ pub struct FileInfo {
     pub rows: u64,
     /// Columns the contract does not define (ignored).
     pub extra_columns: Vec<String>,
-    /// Number of Parquet row groups (see [`ReadOptions::row_groups`]).
+    /// Number of Parquet row groups (see [`ReadOptions::row_groups`]); 1 for a text encoding.
     pub row_groups: usize,
+    /// The encoding the file was in (told by its content).
+    pub encoding: Encoding,
+    /// Whether `seq` was derived from span times taken on separate clocks (OpenTelemetry spans
+    /// without `outbox.seq`): an order across processes then rests on those clocks.
+    pub seq_from_clocks: bool,
 }
 
 /// Opt-in ways to read a trace faster than the default [`TraceFile::open`]. The validation is the
@@ -64,11 +70,30 @@ pub fn dictionary_type() -> DataType {
 /// An opened and validated trace file.
 pub struct TraceFile {
     info: FileInfo,
-    reader: ParquetRecordBatchReader,
+    reader: Source,
     /// For each canonical column, its index in the projected batches.
     order: Vec<usize>,
     /// For each canonical column, the type batches hand out.
     types: Vec<DataType>,
+}
+
+/// Where a file's batches come from.
+enum Source {
+    /// A Parquet decoder.
+    Parquet(ParquetRecordBatchReader),
+    /// Batches decoded from a text encoding, in the canonical schema with plain strings.
+    Decoded(std::vec::IntoIter<RecordBatch>),
+}
+
+impl Iterator for Source {
+    type Item = Result<RecordBatch, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Source::Parquet(r) => r.next().map(|b| b.map_err(TraceError::from)),
+            Source::Decoded(batches) => batches.next().map(Ok),
+        }
+    }
 }
 
 impl TraceFile {
@@ -83,6 +108,47 @@ impl TraceFile {
     }
 
     fn open_unguarded(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
+        let (encoding, compression) = sniff(path)?;
+        let decoded = match encoding {
+            Encoding::Parquet => return Self::open_parquet(path, options),
+            Encoding::JsonLines => crate::jsonl::decode(open_text(path, compression)?)?,
+            Encoding::OtlpJsonLines => {
+                let stem = file_stem(path);
+                crate::otlp::decode(open_text(path, compression)?, &stem)?
+            }
+        };
+        let types: Vec<DataType> = COLUMNS
+            .iter()
+            .map(|c| {
+                if c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name) {
+                    dictionary_type()
+                } else {
+                    c.data_type.arrow()
+                }
+            })
+            .collect();
+        let batches = match &options.row_groups {
+            Some(groups) if !groups.contains(&0) => Vec::new(),
+            _ => decoded.batches,
+        };
+        Ok(TraceFile {
+            info: FileInfo {
+                path: path.to_path_buf(),
+                version_declared: decoded.version_declared,
+                run_json: decoded.run_json,
+                rows: decoded.rows,
+                extra_columns: decoded.extra_columns,
+                row_groups: 1,
+                encoding,
+                seq_from_clocks: decoded.seq_from_clocks,
+            },
+            reader: Source::Decoded(batches.into_iter()),
+            order: (0..COLUMNS.len()).collect(),
+            types,
+        })
+    }
+
+    fn open_parquet(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
         let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
         let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
         let meta = metadata.metadata().file_metadata().clone();
@@ -158,8 +224,10 @@ impl TraceFile {
                 rows,
                 extra_columns,
                 row_groups,
+                encoding: Encoding::Parquet,
+                seq_from_clocks: false,
             },
-            reader,
+            reader: Source::Parquet(reader),
             order,
             types,
         })
@@ -294,6 +362,26 @@ pub struct Trace {
     pub events: Vec<Event>,
     /// Kinds the contract does not define, with how many rows had each (ignored).
     pub unknown_kinds: BTreeMap<String, u64>,
+}
+
+/// The file's name without its encoding's extensions (`run.otlp.jsonl.gz` gives `run`): the
+/// default `run_id` of OpenTelemetry spans.
+pub fn file_stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut stem = name.as_str();
+    for ext in [
+        ".gz", ".zst", ".zstd", ".jsonl", ".ndjson", ".json", ".otlp",
+    ] {
+        stem = stem.strip_suffix(ext).unwrap_or(stem);
+    }
+    if stem.is_empty() {
+        name
+    } else {
+        stem.to_string()
+    }
 }
 
 /// Opens and reads a whole trace file.

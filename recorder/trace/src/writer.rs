@@ -4,6 +4,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
+use std::sync::Arc;
+
+use arrow_array::builder::StringBuilder;
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
@@ -74,5 +77,20 @@ impl<W: Write + Send> TraceWriter<W> {
 
 /// Converts events to one record batch in the canonical schema.
 pub fn to_batch(events: &[Event]) -> Result<RecordBatch, TraceError> {
-    Ok(RecordBatch::try_new(schema(), event_arrays(events))?)
+    batch_with_kinds(events, &|i| events[i].kind.as_str())
+}
+
+/// Like [`to_batch`], with the `kind` column taken from `kind` (a reader keeps the names of kinds
+/// the contract does not define this way, so they are counted like Parquet rows of such kinds).
+pub(crate) fn batch_with_kinds<'a>(
+    events: &'a [Event],
+    kind: &dyn Fn(usize) -> &'a str,
+) -> Result<RecordBatch, TraceError> {
+    let mut columns = event_arrays(events);
+    let mut kinds = StringBuilder::with_capacity(events.len(), events.len() * 12);
+    for i in 0..events.len() {
+        kinds.append_value(kind(i));
+    }
+    columns[crate::schema::column("kind")] = Arc::new(kinds.finish());
+    Ok(RecordBatch::try_new(schema(), columns)?)
 }

@@ -1,0 +1,99 @@
+//! The contract's rule for rows a killed process never reported (spans it never exported): an
+//! actor life whose own `crash` row is present is complete up to it; a life that ends without one
+//! while a later life of the same actor exists may have lost its last rows. A violation that such
+//! missing rows could remove is `unknown` with that reason, never a failure.
+//!
+//! Which violations missing rows could remove:
+//! - `ack-after-commit`, `mark-after-puback`, `intent-atomic`, `aggregate-order`: a missing row
+//!   (a commit, a publish ACK, an intent, an earlier publication) would sit in the life of a
+//!   witness row, so those whose witness touches a possibly incomplete life;
+//! - `no-lost-task`, `counter-exact`, `observed-agrees`: the missing row (an effect, a step of the
+//!   counter, a row counted against a total) could come from any life, so every violation when
+//!   the scenario has a possibly incomplete life.
+//!
+//! `single-effect` and `external-single-effect` count rows that are there: missing rows only
+//! hide violations, so they stay as found. When some violations stay, the verdict stays FAIL
+//! with those; it becomes unknown only when every violation found could go away. The rule holds
+//! for every source; the recorder writes a `crash` row for every life it ends.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use outbox_trace::Kind;
+
+use super::{Invariant, Outcome, Reason, Verdict, Violation};
+use crate::history::History;
+use crate::intern::{Id, Interner};
+
+/// Makes the outcomes honest about lives that may have lost rows.
+pub fn apply(h: &History, names: &Interner, outcomes: &mut [Outcome]) {
+    let lossy = incomplete_lives(h);
+    if lossy.is_empty() {
+        return;
+    }
+    let first = *lossy.iter().next().expect("not empty");
+    for o in outcomes.iter_mut().filter(|o| o.verdict == Verdict::Fail) {
+        let touched = |v: &Violation| {
+            v.witness.iter().find_map(|&at| {
+                let r = &h.rows[at];
+                lossy
+                    .contains(&(r.actor, r.incarnation))
+                    .then_some((r.actor, r.incarnation))
+            })
+        };
+        let mut life = None;
+        let keep: Vec<Violation> = match o.invariant {
+            Invariant::AckAfterCommit
+            | Invariant::MarkAfterPuback
+            | Invariant::IntentAtomic
+            | Invariant::AggregateOrder => o
+                .violations
+                .iter()
+                .filter(|v| match touched(v) {
+                    Some(l) => {
+                        life.get_or_insert(l);
+                        false
+                    }
+                    None => true,
+                })
+                .cloned()
+                .collect(),
+            Invariant::NoLostTask | Invariant::CounterExact | Invariant::ObservedAgrees => {
+                life = Some(o.violations.iter().find_map(touched).unwrap_or(first));
+                Vec::new()
+            }
+            Invariant::SingleEffect | Invariant::ExternalSingleEffect => continue,
+        };
+        let Some((actor, incarnation)) = life else {
+            continue;
+        };
+        if keep.is_empty() && o.more == 0 {
+            let reason = Reason::MayHaveLostSpans {
+                actor: names.name(actor).to_string(),
+                incarnation,
+            };
+            *o = Outcome::unknown(o.invariant, reason);
+        } else if !keep.is_empty() {
+            o.violations = keep;
+        }
+    }
+}
+
+/// The lives `(actor, incarnation)` without a `crash` row of their own while a later life of the
+/// same actor has rows.
+pub fn incomplete_lives(h: &History) -> BTreeSet<(Id, u32)> {
+    let mut last: BTreeMap<Id, u32> = BTreeMap::new();
+    let mut lives: BTreeSet<(Id, u32)> = BTreeSet::new();
+    let mut crashed: BTreeSet<(Id, u32)> = BTreeSet::new();
+    for r in &h.rows {
+        lives.insert((r.actor, r.incarnation));
+        let l = last.entry(r.actor).or_insert(r.incarnation);
+        *l = (*l).max(r.incarnation);
+        if r.kind == Kind::Crash {
+            crashed.insert((r.actor, r.incarnation));
+        }
+    }
+    lives
+        .into_iter()
+        .filter(|life| !crashed.contains(life) && last.get(&life.0).is_some_and(|&l| l > life.1))
+        .collect()
+}

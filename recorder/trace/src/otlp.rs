@@ -1,0 +1,502 @@
+//! Reading OpenTelemetry spans (OTLP JSON Lines: one `TracesData` object per line, as the
+//! Collector's file exporter and the SDKs' file exporters write it) as `outbox-trace/1` events,
+//! mapped as the contract's section "OpenTelemetry spans" says.
+//!
+//! The OTLP JSON is read with the few serde structs below rather than the `opentelemetry-proto`
+//! crate: that crate's message types come only with its `gen-tonic-messages` feature (prost and
+//! tonic) and it depends on `opentelemetry` and `opentelemetry_sdk`, far more than this contract
+//! crate, which links no network client, should carry for six fields. The structs accept what the
+//! file exporters write: ids in hex (not read), 64-bit integers as strings or numbers, enums as
+//! numbers or names, unknown fields ignored.
+//!
+//! Unlike the other encodings, the whole file is read before any row is handed out: `ts_ns`
+//! counts from the run's earliest event, incarnations rank instances by their earliest span, and
+//! `seq` may come from the time order of the whole run.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::input::{lines, Chunker, Decoded};
+use crate::{Event, Kind, TraceError};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TracesData {
+    #[serde(default)]
+    resource_spans: Vec<ResourceSpans>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceSpans {
+    #[serde(default)]
+    resource: Option<Resource>,
+    #[serde(default)]
+    scope_spans: Vec<ScopeSpans>,
+}
+
+#[derive(Deserialize, Default)]
+struct Resource {
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
+}
+
+#[derive(Deserialize)]
+struct ScopeSpans {
+    #[serde(default)]
+    spans: Vec<Span>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Span {
+    #[serde(default)]
+    start_time_unix_nano: Option<Value>,
+    #[serde(default)]
+    end_time_unix_nano: Option<Value>,
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
+    #[serde(default)]
+    events: Vec<SpanEvent>,
+    #[serde(default)]
+    status: Option<Status>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpanEvent {
+    #[serde(default)]
+    time_unix_nano: Option<Value>,
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
+}
+
+#[derive(Deserialize)]
+struct Status {
+    #[serde(default)]
+    code: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct KeyValue {
+    key: String,
+    #[serde(default)]
+    value: Option<Value>,
+}
+
+/// One attribute value as text (`stringValue`, `intValue`, `boolValue`, `doubleValue`).
+fn text(v: &Value) -> Option<String> {
+    let o = v.as_object()?;
+    if let Some(s) = o.get("stringValue").and_then(Value::as_str) {
+        return Some(s.to_string());
+    }
+    for key in ["intValue", "boolValue", "doubleValue"] {
+        match o.get(key) {
+            Some(Value::String(s)) => return Some(s.clone()),
+            Some(Value::Null) | None => {}
+            Some(other) => return Some(other.to_string()),
+        }
+    }
+    None
+}
+
+/// A nanosecond time: a decimal string or a number.
+fn nanos(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::String(s) => s.trim().parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+/// Attributes of a span (or span event) in front of its resource's.
+struct Attrs<'a> {
+    own: &'a [KeyValue],
+    resource: &'a [KeyValue],
+}
+
+impl Attrs<'_> {
+    fn get(&self, key: &str) -> Option<String> {
+        let find = |kvs: &[KeyValue]| {
+            kvs.iter()
+                .find(|kv| kv.key == key)
+                .and_then(|kv| kv.value.as_ref())
+                .and_then(text)
+        };
+        find(self.own).or_else(|| find(self.resource))
+    }
+}
+
+/// An event before the run-wide numbers (`seq`, `ts_ns`, `incarnation`) are known.
+struct Pending {
+    event: Event,
+    unknown_kind: Option<String>,
+    /// Absolute time, nanoseconds since the epoch.
+    at: u64,
+    /// The start time of the event's span (ranks an actor's instances by their earliest span).
+    span_at: u64,
+    /// The span's position in the file, and the event's position inside the span.
+    order: (u64, u32),
+    seq: Option<u64>,
+    incarnation: Option<u32>,
+    instance: Option<String>,
+}
+
+/// Decodes OTLP JSON Lines into canonical batches. `stem` is the default `run_id`.
+pub(crate) fn decode(text_in: impl BufRead, stem: &str) -> Result<Decoded, TraceError> {
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut spans = 0u64;
+    lines(text_in, |line, text| {
+        let data: TracesData = serde_json::from_str(text).map_err(|e| TraceError::Line {
+            line,
+            reason: format!("not an OTLP TracesData object: {e}"),
+        })?;
+        for rs in &data.resource_spans {
+            let empty = Resource::default();
+            let resource = rs.resource.as_ref().unwrap_or(&empty);
+            for ss in &rs.scope_spans {
+                for span in &ss.spans {
+                    spans += 1;
+                    map_span(span, &resource.attributes, spans, stem, &mut pending)
+                        .map_err(|reason| TraceError::Line { line, reason })?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if pending.is_empty() {
+        return Err(TraceError::Empty);
+    }
+    let mut out = Decoded {
+        version_declared: true,
+        ..Decoded::default()
+    };
+    // Group by run.
+    let mut runs: HashMap<String, Vec<Pending>> = HashMap::new();
+    let mut run_order = Vec::new();
+    for p in pending {
+        let run = p.event.run_id.clone();
+        if !runs.contains_key(&run) {
+            run_order.push(run.clone());
+        }
+        runs.entry(run).or_default().push(p);
+    }
+    let mut chunker = Chunker::default();
+    for run in run_order {
+        let mut events = runs.remove(&run).unwrap_or_default();
+        let start = events.iter().map(|p| p.at).min().unwrap_or(0);
+        // Incarnations: the rank of each instance among its actor's, by earliest span.
+        let mut first_seen: HashMap<(String, String), u64> = HashMap::new();
+        for p in &events {
+            if let Some(i) = &p.instance {
+                let key = (p.event.actor.clone(), i.clone());
+                let at = first_seen.entry(key).or_insert(p.span_at);
+                *at = (*at).min(p.span_at);
+            }
+        }
+        let mut ranks: HashMap<(String, String), u32> = HashMap::new();
+        let mut by_actor: HashMap<&str, Vec<(u64, &str)>> = HashMap::new();
+        for ((actor, instance), at) in &first_seen {
+            by_actor
+                .entry(actor.as_str())
+                .or_default()
+                .push((*at, instance.as_str()));
+        }
+        for (actor, mut instances) in by_actor {
+            instances.sort_unstable();
+            for (rank, (_, instance)) in instances.into_iter().enumerate() {
+                let rank = u32::try_from(rank).unwrap_or(u32::MAX);
+                ranks.insert((actor.to_string(), instance.to_string()), rank);
+            }
+        }
+        let all_seq = events.iter().all(|p| p.seq.is_some());
+        if all_seq {
+            events.sort_by_key(|p| p.seq);
+        } else {
+            out.seq_from_clocks = true;
+            events.sort_by_key(|p| (p.at, p.order));
+        }
+        for (i, mut p) in events.into_iter().enumerate() {
+            p.event.seq = if all_seq {
+                p.seq.unwrap_or(0)
+            } else {
+                i as u64 + 1
+            };
+            p.event.ts_ns = i64::try_from(p.at - start).unwrap_or(i64::MAX);
+            p.event.incarnation = match (p.incarnation, &p.instance) {
+                (Some(n), _) => n,
+                (None, Some(instance)) => ranks
+                    .get(&(p.event.actor.clone(), instance.clone()))
+                    .copied()
+                    .unwrap_or(0),
+                (None, None) => 0,
+            };
+            chunker.push(p.event, p.unknown_kind)?;
+        }
+    }
+    let (batches, rows) = chunker.finish()?;
+    out.batches = batches;
+    out.rows = rows;
+    Ok(out)
+}
+
+/// Whether a span's status is ERROR (code 2 or its name).
+fn is_error(status: Option<&Status>) -> bool {
+    match status.and_then(|s| s.code.as_ref()) {
+        Some(Value::Number(n)) => n.as_u64() == Some(2),
+        Some(Value::String(s)) => s == "STATUS_CODE_ERROR" || s == "2",
+        _ => false,
+    }
+}
+
+fn map_span(
+    span: &Span,
+    resource: &[KeyValue],
+    index: u64,
+    stem: &str,
+    out: &mut Vec<Pending>,
+) -> Result<(), String> {
+    let attrs = Attrs {
+        own: &span.attributes,
+        resource,
+    };
+    let start = nanos(span.start_time_unix_nano.as_ref()).unwrap_or(0);
+    let end = nanos(span.end_time_unix_nano.as_ref()).unwrap_or(start);
+    let mut inside = 0u32;
+    let mut next = || {
+        inside += 1;
+        (index, inside)
+    };
+    // A publish span's attempt comes at its start, before any of its span events.
+    let operation = attrs
+        .get("messaging.operation.type")
+        .or_else(|| attrs.get("messaging.operation"));
+    let own_kind = attrs.get("outbox.kind");
+    if own_kind.is_none() && matches!(operation.as_deref(), Some("send" | "publish")) {
+        out.push(pending(
+            &attrs,
+            Kind::PublishAttempt.as_str(),
+            start,
+            next(),
+            stem,
+            true,
+        )?);
+    }
+    let mut events: Vec<&SpanEvent> = span.events.iter().collect();
+    events.sort_by_key(|e| nanos(e.time_unix_nano.as_ref()).unwrap_or(0));
+    for ev in events {
+        let ev_attrs = Attrs {
+            own: &ev.attributes,
+            resource,
+        };
+        // A span event sees its span's attributes too, after its own.
+        let merged: Vec<KeyValue> = ev
+            .attributes
+            .iter()
+            .chain(span.attributes.iter())
+            .map(|kv| KeyValue {
+                key: kv.key.clone(),
+                value: kv.value.clone(),
+            })
+            .collect();
+        if let Some(kind) = ev_attrs
+            .get("outbox.kind")
+            .filter(|_| ev.attributes.iter().any(|kv| kv.key == "outbox.kind"))
+        {
+            let at = nanos(ev.time_unix_nano.as_ref()).unwrap_or(end);
+            let merged = Attrs {
+                own: &merged,
+                resource,
+            };
+            out.push(pending(&merged, &kind, at, next(), stem, false)?);
+        }
+    }
+    match (own_kind, operation.as_deref()) {
+        (Some(kind), _) => out.push(pending(&attrs, &kind, end, next(), stem, false)?),
+        (None, Some("send" | "publish")) => {
+            let kind = if is_error(span.status.as_ref()) {
+                Kind::PublishUnacked
+            } else {
+                Kind::PublishAcked
+            };
+            out.push(pending(&attrs, kind.as_str(), end, next(), stem, true)?);
+        }
+        (None, Some("process" | "receive")) => {
+            let again = attrs
+                .get("outbox.attempt")
+                .and_then(|a| a.parse::<u32>().ok())
+                .is_some_and(|a| a > 1);
+            let kind = if again {
+                Kind::Redelivered
+            } else {
+                Kind::Delivered
+            };
+            out.push(pending(&attrs, kind.as_str(), end, next(), stem, true)?);
+        }
+        (None, Some("settle")) => {
+            out.push(pending(
+                &attrs,
+                Kind::Acked.as_str(),
+                end,
+                next(),
+                stem,
+                true,
+            )?);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// One event from attributes. `derived`: the kind came from the messaging conventions, so the
+/// span's `outbox.seq` (if any) does not name this event.
+fn pending(
+    attrs: &Attrs,
+    kind_name: &str,
+    at: u64,
+    order: (u64, u32),
+    stem: &str,
+    derived: bool,
+) -> Result<Pending, String> {
+    let (kind, unknown_kind) = match kind_name.parse::<Kind>() {
+        Ok(k) => (k, None),
+        Err(_) => (Kind::RunStart, Some(kind_name.to_string())),
+    };
+    let number = |key: &str| -> Result<Option<i128>, String> {
+        match attrs.get(key) {
+            None => Ok(None),
+            Some(s) => s
+                .trim()
+                .parse::<i128>()
+                .map(Some)
+                .map_err(|_| format!("attribute `{key}` must be an integer, found `{s}`")),
+        }
+    };
+    fn fit<T: TryFrom<i128>>(key: &str, v: Option<i128>) -> Result<Option<T>, String> {
+        v.map(|v| T::try_from(v).map_err(|_| format!("attribute `{key}` is out of range: {v}")))
+            .transpose()
+    }
+    let mut e = Event::new(kind);
+    e.run_id = attrs
+        .get("outbox.run_id")
+        .unwrap_or_else(|| stem.to_string());
+    e.scenario = attrs
+        .get("outbox.scenario")
+        .unwrap_or_else(|| "default".into());
+    e.backend = attrs.get("outbox.backend").unwrap_or_else(|| "otel".into());
+    e.actor = attrs
+        .get("outbox.actor")
+        .or_else(|| attrs.get("service.name"))
+        .unwrap_or_else(|| "unknown_service".into());
+    e.task_id = attrs.get("outbox.task_id");
+    e.event_id = attrs
+        .get("outbox.event_id")
+        .or_else(|| attrs.get("messaging.message.id"));
+    e.aggregate_id = attrs.get("outbox.aggregate_id");
+    e.aggregate_seq = fit("outbox.aggregate_seq", number("outbox.aggregate_seq")?)?;
+    e.attempt = fit("outbox.attempt", number("outbox.attempt")?)?;
+    let broker = match number("outbox.broker_seq")? {
+        Some(v) => Some(v),
+        None => number("messaging.kafka.offset")?.or(number("messaging.kafka.message.offset")?),
+    };
+    e.broker_seq = fit("outbox.broker_seq", broker)?;
+    e.store_rev = fit("outbox.store_rev", number("outbox.store_rev")?)?;
+    e.amount = fit("outbox.amount", number("outbox.amount")?)?;
+    e.counter = fit("outbox.counter", number("outbox.counter")?)?;
+    e.detail = attrs.get("outbox.detail");
+    let seq = if derived {
+        None
+    } else {
+        fit("outbox.seq", number("outbox.seq")?)?
+    };
+    Ok(Pending {
+        event: e,
+        unknown_kind,
+        at,
+        span_at: at,
+        order,
+        seq,
+        incarnation: fit("outbox.incarnation", number("outbox.incarnation")?)?,
+        instance: attrs.get("service.instance.id"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch_events;
+    use std::collections::BTreeMap;
+
+    fn events(text: &str) -> (Vec<Event>, bool) {
+        let decoded = decode(text.as_bytes(), "spans").unwrap();
+        let mut unknown = BTreeMap::new();
+        let events = decoded
+            .batches
+            .iter()
+            .flat_map(|b| batch_events(b, &mut unknown))
+            .collect();
+        (events, decoded.seq_from_clocks)
+    }
+
+    #[test]
+    fn messaging_spans_and_span_events_map_as_the_contract_says() {
+        let line = r#"{"resourceSpans":[{"resource":{"attributes":[
+            {"key":"service.name","value":{"stringValue":"relay"}},
+            {"key":"service.instance.id","value":{"stringValue":"r-b"}}]},
+          "scopeSpans":[{"spans":[
+            {"name":"publish","startTimeUnixNano":"1000","endTimeUnixNano":"1500","status":{"code":2},
+             "attributes":[{"key":"messaging.operation.type","value":{"stringValue":"send"}},
+                           {"key":"messaging.message.id","value":{"stringValue":"evt-1"}},
+                           {"key":"outbox.attempt","value":{"intValue":"1"}}]},
+            {"name":"work","startTimeUnixNano":"2000","endTimeUnixNano":"2600",
+             "attributes":[{"key":"outbox.event_id","value":{"stringValue":"evt-1"}}],
+             "events":[{"timeUnixNano":"2100","name":"mark","attributes":[
+                {"key":"outbox.kind","value":{"stringValue":"outbox_marked"}},
+                {"key":"outbox.store_rev","value":{"intValue":7}}]}]}
+          ]}]},
+          {"resource":{"attributes":[
+            {"key":"service.name","value":{"stringValue":"relay"}},
+            {"key":"service.instance.id","value":{"stringValue":"r-a"}}]},
+          "scopeSpans":[{"spans":[
+            {"name":"consume","startTimeUnixNano":"500","endTimeUnixNano":"700","status":{},
+             "attributes":[{"key":"messaging.operation.type","value":{"stringValue":"process"}},
+                           {"key":"messaging.message.id","value":{"stringValue":"evt-0"}},
+                           {"key":"messaging.kafka.offset","value":{"intValue":"42"}},
+                           {"key":"outbox.attempt","value":{"intValue":"2"}}]},
+            {"name":"other","startTimeUnixNano":"100","endTimeUnixNano":"200","attributes":[]}
+          ]}]}]}"#
+            .replace('\n', " ");
+        let (events, clocks) = events(&line);
+        assert!(clocks);
+        let got: Vec<(u64, i64, &str, u32, Option<&str>)> = events
+            .iter()
+            .map(|e| {
+                (
+                    e.seq,
+                    e.ts_ns,
+                    e.kind.as_str(),
+                    e.incarnation,
+                    e.event_id.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 0, "redelivered", 0, Some("evt-0")),
+                (2, 300, "publish_attempt", 1, Some("evt-1")),
+                (3, 800, "publish_unacked", 1, Some("evt-1")),
+                (4, 1400, "outbox_marked", 1, Some("evt-1")),
+            ]
+        );
+        assert_eq!(events[0].broker_seq, Some(42));
+        assert_eq!(events[3].store_rev, Some(7));
+        assert!(events.iter().all(|e| e.run_id == "spans"
+            && e.scenario == "default"
+            && e.backend == "otel"
+            && e.actor == "relay"));
+    }
+}

@@ -22,6 +22,10 @@ pub enum CrashPoint {
     /// `split-outbox` the outbox record is not written yet.
     #[serde(rename = "api:between-task-and-outbox")]
     ApiBetweenTaskAndOutbox,
+    /// The API's create committed and the API has not reported it yet: the window in which a
+    /// killed API leaves a task in the store and not in the trace, and its client retries.
+    #[serde(rename = "api:before-reporting-create")]
+    ApiBeforeReportingCreate,
     /// The relay is about to send the first copy of an event.
     #[serde(rename = "relay:before-publish")]
     RelayBeforePublish,
@@ -45,7 +49,8 @@ pub enum CrashPoint {
 
 impl CrashPoint {
     /// Every crash point.
-    pub const ALL: [CrashPoint; 7] = [
+    pub const ALL: [CrashPoint; 8] = [
+        CrashPoint::ApiBeforeReportingCreate,
         CrashPoint::ApiBetweenTaskAndOutbox,
         CrashPoint::RelayBeforePublish,
         CrashPoint::RelayBetweenPublishAndMark,
@@ -59,6 +64,7 @@ impl CrashPoint {
     pub fn name(self) -> &'static str {
         match self {
             CrashPoint::ApiBetweenTaskAndOutbox => "api:between-task-and-outbox",
+            CrashPoint::ApiBeforeReportingCreate => "api:before-reporting-create",
             CrashPoint::RelayBeforePublish => "relay:before-publish",
             CrashPoint::RelayBetweenPublishAndMark => "relay:between-publish-and-mark",
             CrashPoint::WorkerBetweenCommitAndAck => "worker:between-commit-and-ack",

@@ -40,6 +40,9 @@ pub enum ScenarioName {
     /// The API commits a create and dies before it can report it; its next life retries the create
     /// with the same idempotency key and reports the original transaction. Not in `all`.
     UnreportedCreate,
+    /// The API reports a task's acceptance and dies before reporting its outbox record; the
+    /// observer records the record from the store. Not in `all`.
+    UnreportedIntent,
 }
 
 /// The size of a `load` scenario.
@@ -143,6 +146,7 @@ impl ScenarioName {
             ScenarioName::Load => "load",
             ScenarioName::UnreportedCommit => "unreported-commit",
             ScenarioName::UnreportedCreate => "unreported-create",
+            ScenarioName::UnreportedIntent => "unreported-intent",
         }
     }
 
@@ -156,7 +160,11 @@ impl ScenarioName {
     pub fn parse(name: &str) -> Option<ScenarioName> {
         Self::ALL
             .into_iter()
-            .chain([ScenarioName::Load, ScenarioName::UnreportedCreate])
+            .chain([
+                ScenarioName::Load,
+                ScenarioName::UnreportedCreate,
+                ScenarioName::UnreportedIntent,
+            ])
             .find(|n| n.as_str() == name)
     }
 
@@ -232,6 +240,7 @@ impl ScenarioName {
             }
             ScenarioName::CrashAfterAccept => s.api = crash(CrashPoint::ApiBetweenTaskAndOutbox),
             ScenarioName::UnreportedCreate => s.api = crash(CrashPoint::ApiBeforeReportingCreate),
+            ScenarioName::UnreportedIntent => s.api = crash(CrashPoint::ApiBeforeReportingIntent),
             ScenarioName::ConcurrentWorkers => {
                 s.workers = 2;
                 s.worker = vec![Fault::StallBeforeCommit { millis: 300 }];

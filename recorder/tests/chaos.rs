@@ -171,6 +171,49 @@ fn unreported_create(backend: &str) {
     assert_eq!(report.verdict, RunVerdict::Valid);
 }
 
+/// The API reports a task and dies before reporting its outbox record: the task is answered, so
+/// no retry reports the record; the observer records it from the store, with the task's `store_rev`.
+fn unreported_intent(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let events = common::record_ok(
+        dir.path(),
+        &["--backend", backend, "--scenario", "unreported-intent"],
+    );
+    let rows = common::scenario(&events, "unreported-intent");
+    let crash = rows
+        .iter()
+        .find(|e| e.actor == "api" && e.kind == Kind::Crash)
+        .expect("the API's crash");
+    assert_eq!(common::crash_point(crash), "api:before-reporting-intent");
+    let accepted = common::of(&rows, Kind::TaskAccepted);
+    let task = accepted
+        .iter()
+        .find(|e| e.task_id == crash.task_id)
+        .expect("the task was reported");
+    assert_eq!(task.actor, "api");
+    let intent: Vec<_> = common::of(&rows, Kind::IntentRecorded)
+        .into_iter()
+        .filter(|e| e.event_id == crash.event_id)
+        .collect();
+    assert_eq!(intent.len(), 1);
+    assert_eq!(intent[0].actor, "observer");
+    assert!(common::note(intent[0]).seen_in_store());
+    assert_eq!(intent[0].store_rev, task.store_rev);
+    creates_complete(&rows);
+    let report = analyse(&[common::trace_path(dir.path())]).unwrap();
+    assert_eq!(report.verdict, RunVerdict::Valid);
+}
+
+#[test]
+fn unreported_intent_on_etcd_jetstream() {
+    unreported_intent("etcd-jetstream");
+}
+
+#[test]
+fn unreported_intent_on_sqlite_redis() {
+    unreported_intent("sqlite-redis");
+}
+
 #[test]
 fn unreported_create_on_etcd_jetstream() {
     unreported_create("etcd-jetstream");

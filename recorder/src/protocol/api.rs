@@ -172,6 +172,7 @@ fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
         amount: Some(intent.amount),
         note: Note::default(),
     });
+    ctx.crash_point(CrashPoint::ApiBeforeReportingIntent, Some(&intent));
     ctx.emit(Step::IntentRecorded {
         about: intent.about().loose(),
         store_rev,

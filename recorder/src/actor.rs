@@ -215,7 +215,29 @@ impl ActorCtx {
         if !self.plan.crashes_at(point) {
             return;
         }
-        self.emit(Step::crash(point.name(), about.map(|i| i.about().loose())));
+        self.die(
+            Step::crash(point.name(), about.map(|i| i.about().loose())),
+            point,
+        );
+    }
+
+    /// Dies here if a crash is armed at `point`, naming in the crash row
+    /// (`detail.committed_rev`) the transaction that went through just before.
+    pub fn crash_point_after_commit(&mut self, point: CrashPoint, about: &Intent, store_rev: i64) {
+        if !self.plan.crashes_at(point) {
+            return;
+        }
+        let mut step = Step::crash(point.name(), Some(about.about().loose()));
+        if let Step::Crash { crash, .. } = &mut step {
+            crash
+                .other
+                .insert("committed_rev".to_string(), store_rev.into());
+        }
+        self.die(step, point);
+    }
+
+    fn die(&mut self, crash: Step, point: CrashPoint) -> ! {
+        self.emit(crash);
         self.fired(Fault::Crash { point });
         std::process::exit(CRASH_EXIT_CODE);
     }

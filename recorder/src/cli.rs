@@ -236,7 +236,7 @@ fn parse_scenario_arg(s: &str) -> Result<ScenarioArg, String> {
     ScenarioName::parse(s).map(ScenarioArg::One).ok_or_else(|| {
         let names: Vec<&str> = ScenarioName::ALL.iter().map(|n| n.as_str()).collect();
         format!(
-            "unknown scenario `{s}`; expected all, {}, load",
+            "unknown scenario `{s}`; expected all, {}, load, unreported-create, unreported-intent",
             names.join(", ")
         )
     })

@@ -22,6 +22,14 @@ pub enum CrashPoint {
     /// `split-outbox` the outbox record is not written yet.
     #[serde(rename = "api:between-task-and-outbox")]
     ApiBetweenTaskAndOutbox,
+    /// The API's create committed and the API has not reported it yet: the window in which a
+    /// killed API leaves a task in the store and not in the trace, and its client retries.
+    #[serde(rename = "api:before-reporting-create")]
+    ApiBeforeReportingCreate,
+    /// The API reported a create's `task_accepted` and not yet its `intent_recorded`: only the
+    /// store still knows the outbox record.
+    #[serde(rename = "api:before-reporting-intent")]
+    ApiBeforeReportingIntent,
     /// The relay is about to send the first copy of an event.
     #[serde(rename = "relay:before-publish")]
     RelayBeforePublish,
@@ -45,7 +53,9 @@ pub enum CrashPoint {
 
 impl CrashPoint {
     /// Every crash point.
-    pub const ALL: [CrashPoint; 7] = [
+    pub const ALL: [CrashPoint; 9] = [
+        CrashPoint::ApiBeforeReportingCreate,
+        CrashPoint::ApiBeforeReportingIntent,
         CrashPoint::ApiBetweenTaskAndOutbox,
         CrashPoint::RelayBeforePublish,
         CrashPoint::RelayBetweenPublishAndMark,
@@ -59,6 +69,8 @@ impl CrashPoint {
     pub fn name(self) -> &'static str {
         match self {
             CrashPoint::ApiBetweenTaskAndOutbox => "api:between-task-and-outbox",
+            CrashPoint::ApiBeforeReportingCreate => "api:before-reporting-create",
+            CrashPoint::ApiBeforeReportingIntent => "api:before-reporting-intent",
             CrashPoint::RelayBeforePublish => "relay:before-publish",
             CrashPoint::RelayBetweenPublishAndMark => "relay:between-publish-and-mark",
             CrashPoint::WorkerBetweenCommitAndAck => "worker:between-commit-and-ack",

@@ -37,6 +37,10 @@ pub struct Tally {
     pub span_ns: Option<(i64, i64)>,
     /// The recorded `effect_committed` rows, as (store revision, event).
     pub committed: HashSet<(i64, String)>,
+    /// The tasks with a recorded `task_accepted`.
+    pub accepted: HashSet<String>,
+    /// The events with a recorded `intent_recorded`.
+    pub intents: HashSet<String>,
 }
 
 impl Tally {
@@ -56,6 +60,12 @@ impl Tally {
                 about, store_rev, ..
             } => {
                 self.committed.insert((*store_rev, about.event_id.clone()));
+            }
+            Step::TaskAccepted { about, .. } => {
+                self.accepted.insert(about.task_id.clone());
+            }
+            Step::IntentRecorded { about, .. } => {
+                self.intents.insert(about.event_id.clone());
             }
             _ => {}
         }

@@ -37,6 +37,12 @@ pub enum ScenarioName {
     /// The worker commits and dies before it can report the commit; the observer finds the commit
     /// in the store and records it.
     UnreportedCommit,
+    /// The API commits a create and dies before it can report it; its next life retries the create
+    /// with the same idempotency key and reports the original transaction. Not in `all`.
+    UnreportedCreate,
+    /// The API reports a task's acceptance and dies before reporting its outbox record; the
+    /// observer records the record from the store. Not in `all`.
+    UnreportedIntent,
 }
 
 /// The size of a `load` scenario.
@@ -139,6 +145,8 @@ impl ScenarioName {
             ScenarioName::ExternalEffect => "external-effect",
             ScenarioName::Load => "load",
             ScenarioName::UnreportedCommit => "unreported-commit",
+            ScenarioName::UnreportedCreate => "unreported-create",
+            ScenarioName::UnreportedIntent => "unreported-intent",
         }
     }
 
@@ -152,7 +160,11 @@ impl ScenarioName {
     pub fn parse(name: &str) -> Option<ScenarioName> {
         Self::ALL
             .into_iter()
-            .chain([ScenarioName::Load])
+            .chain([
+                ScenarioName::Load,
+                ScenarioName::UnreportedCreate,
+                ScenarioName::UnreportedIntent,
+            ])
             .find(|n| n.as_str() == name)
     }
 
@@ -227,6 +239,8 @@ impl ScenarioName {
                 s.worker = crash(CrashPoint::WorkerBeforeReportingCommit)
             }
             ScenarioName::CrashAfterAccept => s.api = crash(CrashPoint::ApiBetweenTaskAndOutbox),
+            ScenarioName::UnreportedCreate => s.api = crash(CrashPoint::ApiBeforeReportingCreate),
+            ScenarioName::UnreportedIntent => s.api = crash(CrashPoint::ApiBeforeReportingIntent),
             ScenarioName::ConcurrentWorkers => {
                 s.workers = 2;
                 s.worker = vec![Fault::StallBeforeCommit { millis: 300 }];

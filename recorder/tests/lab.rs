@@ -202,7 +202,8 @@ fn creating_twice_with_one_idempotency_key_yields_one_task() {
     let crash =
         position(&rows, 0, |e| e.kind == Kind::Crash && e.actor == "api").expect("api crash");
     assert_eq!(crash_point(rows[crash]), "api:between-task-and-outbox");
-    // The API's next life creates the same three tasks again with the same keys.
+    // The API's next life creates again, with the same keys, the tasks whose acceptance was not
+    // reported (the `unreported-create` scenario retries a committed key).
     assert!(position(&rows, crash, |e| e.kind == Kind::Restart
         && e.actor == "api")
     .is_some());

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
-    StoredCommit,
+    StoredCommit, StoredIntent, StoredTask,
 };
 use crate::protocol::{
     CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec, Timing,
@@ -192,9 +192,10 @@ impl Store for EtcdJetStream {
             return Ok(Created::RolledBack);
         }
         let idem = self.key(&format!("idem/{}", task.idempotency_key));
+        let task_key = self.key(&format!("task/{}", task.task_id));
         let mut ops = vec![
             TxnOp::put(
-                self.key(&format!("task/{}", task.task_id)),
+                task_key.clone(),
                 task_json(&task.intent(), "accepted"),
                 None,
             ),
@@ -206,7 +207,7 @@ impl Store for EtcdJetStream {
         let txn = Txn::new()
             .when([Compare::version(idem.clone(), CompareOp::Equal, 0)])
             .and_then(ops)
-            .or_else([TxnOp::get(idem, None)]);
+            .or_else([TxnOp::get(idem, None), TxnOp::get(task_key, None)]);
         let resp = self.kv.clone().txn(txn).await.map_err(store)?;
         let store_rev = revision(resp.header());
         if resp.succeeded() {
@@ -215,10 +216,24 @@ impl Store for EtcdJetStream {
                 aggregate_seq: with_intent.then_some(store_rev as u64),
             });
         }
-        let task_id = first_get(resp.op_responses())
-            .map(|v| String::from_utf8_lossy(&v).into_owned())
+        let mut read = resp.op_responses().into_iter().map(|r| match r {
+            TxnOpResponse::Get(g) => g.kvs().first().cloned(),
+            _ => None,
+        });
+        let (key, stored) = (read.next().flatten(), read.next().flatten());
+        let task_id = key
+            .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
             .unwrap_or_else(|| task.task_id.clone());
-        Ok(Created::Existing { task_id })
+        // The task key's create revision is the transaction that created task, key and outbox
+        // record together (a commit rewrites the key; its create revision stays).
+        let created = stored
+            .filter(|_| task_id == task.task_id)
+            .map(|kv| kv.create_revision());
+        Ok(Created::Existing {
+            task_id,
+            store_rev: created,
+            aggregate_seq: created.filter(|_| with_intent).map(|rev| rev as u64),
+        })
     }
 
     async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError> {
@@ -622,6 +637,48 @@ impl Control for EtcdJetStream {
             .collect())
     }
 
+    async fn creates(&self) -> Result<(Vec<StoredTask>, Vec<StoredIntent>), BackendError> {
+        let tasks = self
+            .range("task/")
+            .await?
+            .iter()
+            .filter_map(|kv| {
+                let task: TaskStatus = serde_json::from_slice(kv.value()).ok()?;
+                Some(StoredTask {
+                    task_id: task.task_id,
+                    event_id: task.event_id,
+                    store_rev: kv.create_revision(),
+                    aggregate_id: task.aggregate_id,
+                    amount: task.amount,
+                })
+            })
+            .collect();
+        let mut intents = Vec::new();
+        for (rest, pending) in [("outbox/pending/", true), ("outbox/published/", false)] {
+            for kv in self.range(rest).await? {
+                let Ok(intent) = serde_json::from_slice::<Intent>(kv.value()) else {
+                    continue;
+                };
+                // A pending record's create revision is the transaction that wrote it; the relay
+                // copies it into the published record as its `aggregate_seq`.
+                let store_rev = if pending {
+                    kv.create_revision()
+                } else {
+                    intent.aggregate_seq as i64
+                };
+                intents.push(StoredIntent {
+                    event_id: intent.event_id,
+                    task_id: intent.task_id,
+                    store_rev,
+                    aggregate_id: Some(intent.aggregate_id),
+                    aggregate_seq: Some(store_rev as u64),
+                    amount: Some(intent.amount),
+                });
+            }
+        }
+        Ok((tasks, intents))
+    }
+
     async fn observe(&self) -> Result<Observed, BackendError> {
         let mut stream = self.js.get_stream(&self.stream).await.map_err(broker)?;
         let stream_messages = stream.info().await.map_err(broker)?.state.messages;
@@ -660,6 +717,14 @@ struct TaskRecord<'a> {
 #[derive(Deserialize)]
 struct TaskStatus {
     status: String,
+    #[serde(default)]
+    task_id: String,
+    #[serde(default)]
+    event_id: String,
+    #[serde(default)]
+    aggregate_id: Option<String>,
+    #[serde(default)]
+    amount: Option<i64>,
 }
 
 /// What a dedup key holds: the commit's task and effect, and the counter right after it.
@@ -705,13 +770,6 @@ fn dedup_key(kv: &etcd_client::KeyValue) -> DedupKey {
 
 fn revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
     header.map(|h| h.revision()).unwrap_or_default()
-}
-
-fn first_get(responses: Vec<TxnOpResponse>) -> Option<Vec<u8>> {
-    responses.into_iter().find_map(|r| match r {
-        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.value().to_vec()),
-        _ => None,
-    })
 }
 
 fn parse_i64(bytes: &[u8]) -> i64 {

@@ -232,6 +232,41 @@ pub trait Control {
     async fn observe(&self) -> Result<outbox_trace::detail::Observed, BackendError>;
     /// Every effect commit the store remembers, from its dedup keys.
     async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError>;
+    /// Every task and every outbox record the store holds, each with the transaction that
+    /// created it.
+    async fn creates(&self) -> Result<(Vec<StoredTask>, Vec<StoredIntent>), BackendError>;
+}
+
+/// A task as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTask {
+    /// The task.
+    pub task_id: String,
+    /// Its event.
+    pub event_id: String,
+    /// The transaction that created it.
+    pub store_rev: i64,
+    /// Its ordering group.
+    pub aggregate_id: Option<String>,
+    /// The effect's size.
+    pub amount: Option<i64>,
+}
+
+/// An outbox record, pending or published, as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredIntent {
+    /// The event.
+    pub event_id: String,
+    /// The task.
+    pub task_id: String,
+    /// The transaction that wrote the record.
+    pub store_rev: i64,
+    /// Its ordering group.
+    pub aggregate_id: Option<String>,
+    /// Its position in the group.
+    pub aggregate_seq: Option<u64>,
+    /// The effect's size.
+    pub amount: Option<i64>,
 }
 
 /// An effect commit as the store remembers it.

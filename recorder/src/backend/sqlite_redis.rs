@@ -1,8 +1,9 @@
 //! The outbox in a SQLite file, the broker in a Redis list, the effect in Redis (the dual-write lab).
 //!
-//! SQLite: `orders(id, sku, qty)`, `outbox(event_id, aggregate_id, seq, event_type, payload,
-//! status DEFAULT 'PENDING')` with a partial index on pending rows, `idempotency(key, order_id)` and
-//! `store_rev(rev)`, a per-commit number bumped inside every transaction the trace reports.
+//! SQLite: `orders(id, sku, qty, rev)`, `outbox(event_id, aggregate_id, seq, event_type, payload,
+//! status DEFAULT 'PENDING', rev)` with a partial index on pending rows, `idempotency(key,
+//! order_id)` and `store_rev(rev)`, a per-commit number bumped inside every transaction the trace
+//! reports; an order and an outbox row keep the number of the commit that wrote them.
 //!
 //! Redis, under the scenario's prefix: the list `outbox.events` is the queue; every push also goes to
 //! `outbox.log` (append-only, the ground truth of what was enqueued) and gets a number from `seq`,
@@ -27,11 +28,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
-    StoredCommit,
+    StoredCommit, StoredIntent, StoredTask,
 };
 use crate::endpoints::Endpoint;
 use crate::protocol::{
-    CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec, Timing,
+    event_id_of, CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec,
+    Timing,
 };
 
 /// Redis commit numbers start here, above any SQLite `store_rev`.
@@ -252,18 +254,24 @@ fn next_seq(tx: &rusqlite::Transaction<'_>, aggregate: &str) -> rusqlite::Result
     .map(|s| s as u64)
 }
 
-fn insert_intent(tx: &rusqlite::Transaction<'_>, task: &TaskSpec) -> rusqlite::Result<u64> {
+/// Inserts the task's outbox row, written by commit `rev`.
+fn insert_intent(
+    tx: &rusqlite::Transaction<'_>,
+    task: &TaskSpec,
+    rev: i64,
+) -> rusqlite::Result<u64> {
     let seq = next_seq(tx, &task.aggregate_id)?;
     let mut intent = task.intent();
     intent.aggregate_seq = seq;
     tx.execute(
-        "INSERT INTO outbox(event_id, aggregate_id, seq, event_type, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO outbox(event_id, aggregate_id, seq, event_type, payload, rev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             intent.event_id,
             intent.aggregate_id,
             seq as i64,
             intent.event_type,
-            serde_json::to_string(&intent).expect("intent serialises")
+            serde_json::to_string(&intent).expect("intent serialises"),
+            rev
         ],
     )?;
     Ok(seq)
@@ -281,14 +289,34 @@ impl Store for SqliteRedis {
                 )
                 .optional()?;
             if let Some(task_id) = existing {
-                return Ok(Created::Existing { task_id });
+                // The row keeps the commit number of the transaction that created it.
+                let original: Option<(i64, Option<i64>)> = if task_id == task.task_id {
+                    tx.query_row(
+                        "SELECT rev, (SELECT seq FROM outbox WHERE event_id = ?2) FROM orders WHERE id = ?1",
+                        params![task.task_id, task.event_id()],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()?
+                } else {
+                    None
+                };
+                return Ok(Created::Existing {
+                    task_id,
+                    store_rev: original.map(|(rev, _)| rev),
+                    aggregate_seq: original
+                        .and_then(|(_, seq)| seq)
+                        .filter(|_| with_intent)
+                        .map(|seq| seq as u64),
+                });
             }
+            let store_rev = bump_rev(&tx)?;
             tx.execute(
-                "INSERT INTO orders(id, sku, qty) VALUES (?1, ?2, ?3)",
+                "INSERT INTO orders(id, sku, qty, rev) VALUES (?1, ?2, ?3, ?4)",
                 params![
                     task.task_id,
                     format!("sku-{}", task.aggregate_id),
-                    task.amount
+                    task.amount,
+                    store_rev
                 ],
             )?;
             tx.execute(
@@ -296,16 +324,16 @@ impl Store for SqliteRedis {
                 params![task.idempotency_key, task.task_id],
             )?;
             let seq = if with_intent {
-                Some(insert_intent(&tx, task)?)
+                Some(insert_intent(&tx, task, store_rev)?)
             } else {
                 None
             };
             if task.fail_before_commit {
-                // Dropping the transaction rolls it back: neither the order nor its outbox row stays.
+                // Dropping the transaction rolls it back: neither the order nor its outbox row
+                // stays, and the commit number is not spent.
                 drop(tx);
                 return Ok(Created::RolledBack);
             }
-            let store_rev = bump_rev(&tx)?;
             tx.commit()?;
             Ok(Created::Accepted {
                 store_rev,
@@ -317,8 +345,8 @@ impl Store for SqliteRedis {
     async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError> {
         self.with_db(|db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let seq = insert_intent(&tx, task)?;
             let rev = bump_rev(&tx)?;
+            let seq = insert_intent(&tx, task, rev)?;
             tx.commit()?;
             Ok((rev, seq))
         })
@@ -594,7 +622,8 @@ impl Control for SqliteRedis {
             db.execute_batch(
                 "DROP TABLE IF EXISTS orders; DROP TABLE IF EXISTS outbox; DROP TABLE IF EXISTS idempotency;
                  DROP TABLE IF EXISTS store_rev;
-                 CREATE TABLE orders(id TEXT PRIMARY KEY, sku TEXT NOT NULL, qty INTEGER NOT NULL);
+                 CREATE TABLE orders(id TEXT PRIMARY KEY, sku TEXT NOT NULL, qty INTEGER NOT NULL,
+                     rev INTEGER NOT NULL DEFAULT 0);
                  CREATE TABLE outbox(
                      event_id TEXT PRIMARY KEY,
                      aggregate_id TEXT NOT NULL,
@@ -602,6 +631,7 @@ impl Control for SqliteRedis {
                      event_type TEXT NOT NULL,
                      payload TEXT NOT NULL,
                      status TEXT NOT NULL DEFAULT 'PENDING',
+                     rev INTEGER NOT NULL DEFAULT 0,
                      UNIQUE(aggregate_id, seq));
                  CREATE INDEX outbox_pending ON outbox(status) WHERE status = 'PENDING';
                  CREATE TABLE idempotency(key TEXT PRIMARY KEY, order_id TEXT NOT NULL);
@@ -685,11 +715,51 @@ impl Control for SqliteRedis {
         Ok(out)
     }
 
+    async fn creates(&self) -> Result<(Vec<StoredTask>, Vec<StoredIntent>), BackendError> {
+        self.with_db(|db| {
+            let mut stmt = db.prepare("SELECT id, sku, qty, rev FROM orders")?;
+            let tasks = stmt
+                .query_map([], |r| {
+                    let task_id: String = r.get(0)?;
+                    let sku: String = r.get(1)?;
+                    Ok(StoredTask {
+                        event_id: event_id_of(&task_id),
+                        task_id,
+                        store_rev: r.get(3)?,
+                        aggregate_id: sku.strip_prefix("sku-").map(str::to_string),
+                        amount: Some(r.get(2)?),
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut stmt =
+                db.prepare("SELECT event_id, aggregate_id, seq, payload, rev FROM outbox")?;
+            let intents = stmt
+                .query_map([], |r| {
+                    let payload: String = r.get(3)?;
+                    let intent = serde_json::from_str::<Intent>(&payload).ok();
+                    Ok(StoredIntent {
+                        event_id: r.get(0)?,
+                        task_id: intent
+                            .as_ref()
+                            .map(|i| i.task_id.clone())
+                            .unwrap_or_default(),
+                        store_rev: r.get(4)?,
+                        aggregate_id: Some(r.get(1)?),
+                        aggregate_seq: Some(r.get::<_, i64>(2)? as u64),
+                        amount: intent.map(|i| i.amount),
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((tasks, intents))
+        })
+    }
+
     async fn observe(&self) -> Result<Observed, BackendError> {
         let count = |sql: &str| self.with_db(|db| db.query_row(sql, [], |r| r.get::<_, i64>(0)));
         let orders = count("SELECT COUNT(*) FROM orders")?;
         let outbox = count("SELECT COUNT(*) FROM outbox")?;
         let outbox_pending = count("SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'")?;
+        let outbox_published = count("SELECT COUNT(*) FROM outbox WHERE status = 'PUBLISHED'")?;
         let mut conn = self.redis().await?;
         let log: Vec<String> = redis::cmd("LRANGE")
             .arg(self.key("outbox.log"))
@@ -752,6 +822,7 @@ impl Control for SqliteRedis {
             orders: Some(orders),
             outbox: Some(outbox),
             outbox_pending: Some(outbox_pending),
+            outbox_published: Some(outbox_published),
             enqueued: Some(log.len() as i64),
             processed_unique: Some(processed),
             stream_messages: Some(log.len() as i64),

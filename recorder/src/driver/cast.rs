@@ -1,7 +1,8 @@
 //! The actor processes of one scenario: one slot per actor, each holding its current life, and what
 //! happens when a life ends. A planned crash or a chaos SIGKILL starts the next incarnation at once;
 //! an error (a service went away, say) starts it after a short, growing pause; the API's clean exit
-//! is its end.
+//! is its end. The API's next life is given the tasks whose acceptance its last life did not
+//! report, and creates them again with the same idempotency keys.
 
 use std::time::{Duration, Instant};
 
@@ -77,6 +78,11 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
     }
 
     async fn spawn(&mut self, i: usize) -> anyhow::Result<()> {
+        if self.slots[i].role == Role::Api && self.slots[i].incarnation > 0 {
+            // The next API life retries what the last one left unanswered: the tallies must hold
+            // every row the last one reported first.
+            self.recorder.sync().await?;
+        }
         let spec = (self.spec)(&self.slots[i]);
         let slot = &mut self.slots[i];
         let process =

@@ -32,7 +32,7 @@ use crate::endpoints::Endpoint;
 use crate::external::ExternalSpec;
 use crate::faults::Fault;
 use crate::journal::{Entry, Recorder, Tallies};
-use crate::protocol::{Protocol, Timing};
+use crate::protocol::{Protocol, TaskSpec, Timing};
 use crate::scenario::Scenario;
 use crate::services::LocalService;
 
@@ -169,7 +169,7 @@ async fn run_on<B: Backend>(
                 ..env.timing
             },
             tasks: if s.role == Role::Api {
-                scenario.tasks.clone()
+                unanswered(&scenario.tasks, &env.tallies, name)
             } else {
                 Vec::new()
             },
@@ -262,6 +262,7 @@ async fn run_on<B: Backend>(
     cast.stop_all().await?;
     let elapsed_ms = started.elapsed().as_millis() as i64;
     if env.trace {
+        observer::record_unreported_creates(env, &control, &stamp).await?;
         observer::record_unreported_commits(env, &control, &stamp).await?;
     }
     observer::record_observed(env, &control, external.as_ref(), &stamp).await?;
@@ -275,6 +276,21 @@ async fn run_on<B: Backend>(
         .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
         .await?;
     Ok(recovered)
+}
+
+/// The tasks whose acceptance is not in the trace yet: what a restarted API is asked to create
+/// (again, with the same idempotency keys), as clients whose answers never came retry. The
+/// tallies must have taken in the previous life's rows (the cast syncs before an API restart).
+fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<TaskSpec> {
+    let tallies = tallies.lock().expect("tally lock");
+    let Some((_, tally)) = tallies.iter().find(|(s, _)| s == scenario) else {
+        return tasks.to_vec();
+    };
+    tasks
+        .iter()
+        .filter(|t| !tally.accepted.contains(&t.task_id))
+        .cloned()
+        .collect()
 }
 
 /// One line, rewritten in place: how far the scenario has got.

@@ -1,5 +1,6 @@
 //! What the observer records at the end of a scenario, read from the services themselves: the
-//! effect commits no worker reported, then the ground truth (`observed`).
+//! creates no API life reported and the effect commits no worker reported, then the ground truth
+//! (`observed`).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -33,6 +34,79 @@ where
     }
 }
 use crate::external::ExternalSpec;
+
+/// Records, as the observer saw them in the store, the tasks and outbox records the API committed
+/// and never reported: an API life killed between a create's commit and its report, when no
+/// later life's retry reported it either. Each carries the transaction read back from the store
+/// and is marked `detail.seen_in: "store"`.
+pub async fn record_unreported_creates<B: Control>(
+    env: &ScenarioEnv<'_>,
+    control: &B,
+    stamp: &Stamp,
+) -> anyhow::Result<()> {
+    env.recorder.sync().await?;
+    let (accepted, intents) = {
+        let tallies = env.tallies.lock().expect("tally lock");
+        tallies
+            .iter()
+            .find(|(s, _)| *s == stamp.scenario)
+            .map(|(_, t)| (t.accepted.clone(), t.intents.clone()))
+            .unwrap_or_default()
+    };
+    let (tasks, records) = patiently(|| control.creates()).await?;
+    let mut missing: Vec<(i64, u8, Step)> = Vec::new();
+    let note = || Note {
+        seen_in: Some("store".to_string()),
+        why: Some("the creating API died before reporting it".to_string()),
+        ..Note::default()
+    };
+    for task in tasks {
+        if accepted.contains(&task.task_id) {
+            continue;
+        }
+        let mut about = About::new(task.event_id, task.task_id);
+        about.aggregate_id = task.aggregate_id;
+        missing.push((
+            task.store_rev,
+            0,
+            Step::TaskAccepted {
+                about,
+                store_rev: task.store_rev,
+                amount: task.amount,
+                note: note(),
+            },
+        ));
+    }
+    for intent in records {
+        if intents.contains(&intent.event_id) {
+            continue;
+        }
+        let about = About {
+            event_id: intent.event_id,
+            task_id: (!intent.task_id.is_empty()).then_some(intent.task_id),
+            aggregate_id: intent.aggregate_id,
+            aggregate_seq: intent.aggregate_seq,
+        };
+        missing.push((
+            intent.store_rev,
+            1,
+            Step::IntentRecorded {
+                about,
+                store_rev: intent.store_rev,
+                amount: intent.amount,
+                note: note(),
+            },
+        ));
+    }
+    // In transaction order; within one, the task before its outbox record.
+    missing.sort_by_key(|(rev, order, _)| (*rev, *order));
+    for (_, _, step) in missing {
+        env.recorder
+            .record(stamp.entry(Author::Observer, step))
+            .await?;
+    }
+    Ok(())
+}
 
 /// Records, as the observer saw them in the store, the effect commits no worker reported: a worker
 /// killed between its commit and its report leaves the commit in the store and not in the trace.

@@ -1,6 +1,9 @@
 //! The API's create: the task, its idempotency key and its outbox record in one transaction.
 //!
 //! Creating again with the same idempotency key returns the task created before and writes nothing.
+//! A client whose answer never came (the API life died) retries with the same key in the API's next
+//! life; the answer names the original transaction, and the API reports the acceptance then, with
+//! that transaction's `store_rev`.
 //! Requests can overlap ([`Timing::api_inflight`](super::Timing)), as a busy API's do; each task's
 //! steps are reported in task order either way.
 //! The broken `split-outbox` variant writes the outbox record in a second transaction, so a crash
@@ -11,7 +14,7 @@ use futures::StreamExt as _;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
-use super::{because, Created, Published, TaskSpec};
+use super::{because, Created, Intent, Published, TaskSpec};
 use crate::actor::ActorCtx;
 use crate::backend::{Broker, Store};
 use crate::faults::CrashPoint;
@@ -63,16 +66,22 @@ pub async fn dual_write<B: Store + Broker>(
     backend: &B,
     task: &TaskSpec,
 ) -> anyhow::Result<()> {
-    let Created::Accepted { store_rev, .. } = backend.create(task, false).await? else {
+    let created = backend.create(task, false).await?;
+    let Some(commit) = Commit::of(task, &created) else {
         return Ok(());
     };
     let intent = task.intent();
+    commit.before_reporting(ctx, &intent);
     ctx.emit(Step::TaskAccepted {
         about: intent.about(),
-        store_rev,
+        store_rev: commit.store_rev,
         amount: Some(intent.amount),
         note: Note::default(),
     });
+    if commit.retried {
+        // The first life saved it and died; the retry returns the saved task and publishes nothing.
+        return Ok(());
+    }
     let about = intent.about().loose();
     ctx.emit(Step::PublishAttempt {
         about: about.clone(),
@@ -112,17 +121,23 @@ pub async fn create<S: Store>(
         accepted_with_intent(ctx, task, created);
         return Ok(());
     }
-    let Created::Accepted { store_rev, .. } = created else {
-        // The idempotency key exists: the task was created before; nothing new happens.
+    let Some(commit) = Commit::of(task, &created) else {
+        // The idempotency key belongs to another task: nothing new happens.
         return Ok(());
     };
     let mut intent = task.intent();
+    commit.before_reporting(ctx, &intent);
     ctx.emit(Step::TaskAccepted {
         about: intent.about(),
-        store_rev,
+        store_rev: commit.store_rev,
         amount: Some(intent.amount),
         note: Note::default(),
     });
+    if commit.retried {
+        // The task was created before: nothing new happens (its outbox record, if the first life
+        // wrote it, is in the store; if not, this broken variant has lost it).
+        return Ok(());
+    }
     ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
     let (rev, seq) = store.record_intent(task).await?;
     intent.aggregate_seq = seq;
@@ -137,16 +152,18 @@ pub async fn create<S: Store>(
 
 /// Reports a task created together with its outbox record.
 fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
-    let Created::Accepted {
-        store_rev,
-        aggregate_seq,
-    } = created
-    else {
-        // The idempotency key exists: the task was created before; nothing new happens.
+    let Some(commit) = Commit::of(task, &created) else {
+        // Rolled back, or the idempotency key belongs to another task: nothing to report.
         return;
     };
+    let Commit {
+        store_rev,
+        aggregate_seq,
+        ..
+    } = commit;
     let mut intent = task.intent();
     intent.aggregate_seq = aggregate_seq.unwrap_or_default();
+    commit.before_reporting(ctx, &intent);
     let mut about = intent.about();
     about.aggregate_seq = aggregate_seq;
     ctx.emit(Step::TaskAccepted {
@@ -155,6 +172,7 @@ fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
         amount: Some(intent.amount),
         note: Note::default(),
     });
+    ctx.crash_point(CrashPoint::ApiBeforeReportingIntent, Some(&intent));
     ctx.emit(Step::IntentRecorded {
         about: intent.about().loose(),
         store_rev,
@@ -162,4 +180,51 @@ fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
         note: Note::default(),
     });
     ctx.crash_point(CrashPoint::ApiBetweenTaskAndOutbox, Some(&intent));
+}
+
+/// The transaction a create's answer names for this very task: the one it just committed, or,
+/// on a retry with the same idempotency key, the one an earlier life committed and never reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Commit {
+    store_rev: i64,
+    aggregate_seq: Option<u64>,
+    /// The idempotency key was committed before this request.
+    retried: bool,
+}
+
+impl Commit {
+    fn of(task: &TaskSpec, created: &Created) -> Option<Commit> {
+        match created {
+            Created::Accepted {
+                store_rev,
+                aggregate_seq,
+            } => Some(Commit {
+                store_rev: *store_rev,
+                aggregate_seq: *aggregate_seq,
+                retried: false,
+            }),
+            Created::Existing {
+                task_id,
+                store_rev: Some(store_rev),
+                aggregate_seq,
+            } if *task_id == task.task_id => Some(Commit {
+                store_rev: *store_rev,
+                aggregate_seq: *aggregate_seq,
+                retried: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Dies here, after the commit and before its report, if that crash is armed (only a fresh
+    /// commit: a retry's report is the one that must get through). The crash row names the commit.
+    fn before_reporting(self, ctx: &mut ActorCtx, intent: &Intent) {
+        if !self.retried {
+            ctx.crash_point_after_commit(
+                CrashPoint::ApiBeforeReportingCreate,
+                intent,
+                self.store_rev,
+            );
+        }
+    }
 }

@@ -124,7 +124,7 @@ pub struct TaskSpec {
 impl TaskSpec {
     /// The stable id of the event this task publishes: the same on every copy and delivery.
     pub fn event_id(&self) -> String {
-        format!("evt-{}", self.task_id)
+        event_id_of(&self.task_id)
     }
 
     /// The outbox record this task's create writes (its `aggregate_seq` is assigned at commit).
@@ -139,6 +139,11 @@ impl TaskSpec {
             revision: 0,
         }
     }
+}
+
+/// The stable id of the event that task `task_id` publishes.
+pub fn event_id_of(task_id: &str) -> String {
+    format!("evt-{task_id}")
 }
 
 /// An outbox record as the relay reads it, and the message body the broker carries.
@@ -190,6 +195,11 @@ pub enum Created {
     Existing {
         /// The existing task.
         task_id: String,
+        /// The transaction that created it (etcd: the task key's create revision; SQLite: the
+        /// row's commit number), when the store has it.
+        store_rev: Option<i64>,
+        /// Its outbox record's aggregate position, when it has one.
+        aggregate_seq: Option<u64>,
     },
     /// The create failed before its commit and was rolled back.
     RolledBack,

@@ -151,14 +151,14 @@ struct Words<'a> {
 
 impl Words<'_> {
     fn seq(&self, at: usize) -> u64 {
-        self.h.rows[at].seq
+        self.h.row(at).seq
     }
     fn who(&self, at: usize) -> String {
-        let r = &self.h.rows[at];
+        let r = self.h.row(at);
         format!("{}#{}", self.names.name(r.actor), r.incarnation)
     }
     fn event(&self, at: usize) -> &str {
-        self.names.name_opt(self.h.rows[at].event).unwrap_or("?")
+        self.names.name_opt(self.h.row(at).event).unwrap_or("?")
     }
     fn seqs(&self, rows: &[usize]) -> String {
         rows.iter()
@@ -225,7 +225,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             crash,
         } => {
             let acked = match delivery {
-                Some(d) => match h.rows[*d].attempt() {
+                Some(d) => match h.row(*d).attempt() {
                     Some(n) => format!("delivery {n} of {event} (seq {})", w.seq(*d)),
                     None => format!("the delivery of {event} at seq {}", w.seq(*d)),
                 },
@@ -234,7 +234,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             let commit = match later_settle {
                 Some(s) => format!(
                     "its {} came at seq {}",
-                    commit_word(h.rows[*s].kind),
+                    commit_word(h.row(*s).kind),
                     w.seq(*s)
                 ),
                 None => "no commit or suppression of it followed".into(),
@@ -277,7 +277,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
                 Some(p) => format!("the previous commit (seq {}) left", w.seq(*p)),
                 None => "the run started at".into(),
             };
-            let amount = h.rows[*commit].amount().unwrap_or(0);
+            let amount = h.row(*commit).amount().unwrap_or(0);
             format!(
                 "the commit of {event} at seq {} (store_rev {}) set the counter to {found}; {before} {}, plus amount {amount} is {expected}",
                 w.seq(*commit),
@@ -328,7 +328,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
 }
 
 fn rev(h: &History, at: usize) -> String {
-    h.rows[at]
+    h.row(at)
         .store_rev()
         .map_or_else(|| "?".into(), |r| r.to_string())
 }

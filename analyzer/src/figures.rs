@@ -4,7 +4,7 @@
 
 use outbox_trace::{FigureRow, FigureTally, Figures, Kind};
 
-use crate::history::History;
+use crate::history::{History, Row};
 use crate::intern::Id;
 
 /// The kinds any figure counts.
@@ -22,18 +22,25 @@ const COUNTED: &[Kind] = &[
     Kind::Crash,
 ];
 
+/// Counts one row (rows of kinds no figure counts are passed over).
+pub fn add(tally: &mut FigureTally<Id>, r: &Row) {
+    if COUNTED.contains(&r.kind) {
+        tally.add(FigureRow {
+            kind: r.kind,
+            task: r.task,
+            broker_seq: r.broker_seq(),
+            store_rev: r.store_rev(),
+            counter: r.counter(),
+        });
+    }
+}
+
 /// The figures of `h`, visiting only the rows of the kinds counted.
 pub fn of(h: &History) -> Figures {
     let mut tally: FigureTally<Id> = FigureTally::default();
     for &kind in COUNTED {
         for (_, r) in h.of(kind) {
-            tally.add(FigureRow {
-                kind,
-                task: r.task,
-                broker_seq: r.broker_seq(),
-                store_rev: r.store_rev(),
-                counter: r.counter(),
-            });
+            add(&mut tally, r);
         }
     }
     if let Some((_, observed)) = h.observed() {

@@ -240,6 +240,9 @@ pub struct History {
     in_order: bool,
     /// Rows by event, task, aggregate and actor life, built on first use.
     indices: OnceLock<Indices>,
+    /// For a history holding only some of its scenario's rows (the witnesses of a streamed
+    /// check): each row's position among all the scenario's rows, ascending.
+    positions: Option<Vec<usize>>,
 }
 
 impl History {
@@ -260,7 +263,43 @@ impl History {
             indexed: 0,
             in_order: true,
             indices: OnceLock::new(),
+            positions: None,
         }
+    }
+
+    /// The row at position `at` of the scenario: `rows[at]`, or for a history holding only
+    /// some rows, the one kept for that position.
+    ///
+    /// # Panics
+    /// If a partial history lacks the row: the streamed check keeps every witness row.
+    pub fn row(&self, at: usize) -> &Row {
+        match &self.positions {
+            None => &self.rows[at],
+            Some(p) => {
+                let i = p.binary_search(&at).expect("every witness row is kept");
+                &self.rows[i]
+            }
+        }
+    }
+
+    /// Whether the row at position `at` is held.
+    pub fn holds(&self, at: usize) -> bool {
+        match &self.positions {
+            None => at < self.rows.len(),
+            Some(p) => p.binary_search(&at).is_ok(),
+        }
+    }
+
+    /// Keeps one row of a partial history, at its position among all the scenario's rows
+    /// (positions ascending).
+    pub fn keep_at(&mut self, at: usize, row: Row) {
+        self.positions.get_or_insert_with(Vec::new).push(at);
+        self.rows.push(row);
+    }
+
+    /// Marks the history as partial (holding only the rows given to [`History::keep_at`]).
+    pub fn make_partial(&mut self) {
+        self.positions.get_or_insert_with(Vec::new);
     }
 
     /// The kept `detail` of a row, typed.

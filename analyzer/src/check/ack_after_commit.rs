@@ -6,17 +6,26 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
-use crate::history::History;
+use super::{
+    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Skips, Violation,
+};
+use crate::history::Row;
 use crate::intern::{FastMap, Id, IdTable};
 
+/// A delivery: its position and the copy (`broker_seq`) it delivered.
+#[derive(Clone, Copy)]
+struct Delivery {
+    at: u32,
+    copy: Option<u64>,
+}
+
 /// What one actor incarnation did with one event so far: its latest delivery and its latest
-/// commit or suppression (row indices).
+/// commit or suppression (positions).
 #[derive(Clone, Copy)]
 struct Slot {
     actor: Id,
     incarnation: u32,
-    delivery: Option<u32>,
+    delivery: Option<Delivery>,
     settle: Option<u32>,
     /// The event's next slot.
     next: Option<u32>,
@@ -53,45 +62,72 @@ impl Handlers {
     }
 }
 
+/// An ack with no commit or suppression since its delivery.
+#[derive(Clone, Copy)]
+struct Found {
+    delivery: Option<usize>,
+    ack: usize,
+    event: Option<Id>,
+    task: Option<Id>,
+    actor: Id,
+    incarnation: u32,
+}
+
 /// Decides `ack-after-commit`.
-pub fn check(h: &History) -> Outcome {
-    let mut skips = Skips::default();
-    let mut handlers = Handlers {
-        heads: IdTable::new(h.id_bound(), None),
-        slots: Vec::new(),
-    };
-    // Deliveries that a later delivery of another copy replaced in their slot: the latest one
-    // per `(slot, broker_seq)`, for an ack naming that copy.
-    let mut replaced: FastMap<(usize, u64), u32> = FastMap::default();
-    let mut found: Vec<(usize, (Option<usize>, usize))> = Vec::new();
-    for (at, r) in h.rows.iter().enumerate() {
+pub struct Rule {
+    skips: Skips,
+    handlers: Handlers,
+    /// Deliveries that a later delivery of another copy replaced in their slot: the latest one
+    /// per `(slot, broker_seq)`, for an ack naming that copy.
+    replaced: FastMap<(usize, u64), u32>,
+    found: Vec<(usize, Found)>,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            skips: Skips::default(),
+            handlers: Handlers {
+                heads: IdTable::new(0, None),
+                slots: Vec::new(),
+            },
+            replaced: FastMap::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, at: usize, r: &Row) {
         let settles = matches!(r.kind, Kind::EffectCommitted | Kind::DuplicateSuppressed);
         if !(r.is_delivery() || settles || r.kind == Kind::Acked) {
-            continue;
+            return;
         }
-        if !skips.usable(r, &[Field::EventId]) {
-            continue;
+        if !self.skips.usable(r, &[Field::EventId]) {
+            return;
         }
-        let Some(e) = r.event else { continue };
+        let Some(e) = r.event else { return };
         let at32 = row32(at);
-        let s = handlers.slot(e, r.actor, r.incarnation);
-        let slot = &mut handlers.slots[s];
+        let s = self.handlers.slot(e, r.actor, r.incarnation);
+        let slot = &mut self.handlers.slots[s];
         if r.is_delivery() {
             if let Some(prev) = slot.delivery {
-                let copy = h.rows[prev as usize].broker_seq();
-                if let Some(b) = copy.filter(|&b| r.broker_seq() != Some(b)) {
-                    replaced.insert((s, b), prev);
+                if let Some(b) = prev.copy.filter(|&b| r.broker_seq() != Some(b)) {
+                    self.replaced.insert((s, b), prev.at);
                 }
             }
-            slot.delivery = Some(at32);
+            slot.delivery = Some(Delivery {
+                at: at32,
+                copy: r.broker_seq(),
+            });
         } else if settles {
             slot.settle = Some(at32);
         } else {
             // The latest delivery of the copy the ack names, else the latest delivery.
             let delivery = match (r.broker_seq(), slot.delivery) {
-                (Some(b), Some(d)) if h.rows[d as usize].broker_seq() == Some(b) => Some(d),
-                (Some(b), d) => replaced.get(&(s, b)).copied().or(d),
-                (None, d) => d,
+                (Some(b), Some(d)) if d.copy == Some(b) => Some(d.at),
+                (Some(b), d) => self.replaced.get(&(s, b)).copied().or(d.map(|d| d.at)),
+                (None, d) => d.map(|d| d.at),
             };
             let settled = match (slot.settle, delivery) {
                 (Some(s), Some(d)) => s > d,
@@ -99,47 +135,99 @@ pub fn check(h: &History) -> Outcome {
                 (None, _) => false,
             };
             if !settled {
-                found.push((at, (delivery.map(|d| d as usize), at)));
+                let found = Found {
+                    delivery: delivery.map(|d| d as usize),
+                    ack: at,
+                    event: r.event,
+                    task: r.task,
+                    actor: r.actor,
+                    incarnation: r.incarnation,
+                };
+                self.found.push((at, found));
             }
         }
     }
-    let (kept, more) = earliest(found);
-    let violations = kept
-        .into_iter()
-        .map(|(delivery, ack)| witness(h, delivery, ack))
-        .collect();
-    Outcome::judge(Invariant::AckAfterCommit, violations, more, skips.reason())
+
+    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+        let (kept, more) = earliest(self.found);
+        let violations = kept.iter().map(|f| violation(f, None, None)).collect();
+        let outcome = Outcome::judge(
+            Invariant::AckAfterCommit,
+            violations,
+            more,
+            self.skips.reason(),
+        );
+        let gather = (!kept.is_empty()).then(|| {
+            let later = vec![(None, None); kept.len()];
+            Box::new(Witnesses { kept, later }) as Box<dyn Gather>
+        });
+        Decision { outcome, gather }
+    }
 }
 
-/// The delivery, the ack, and the next commit or suppression of the event after the ack (by any
-/// actor incarnation), if there is one.
-fn witness(h: &History, delivery: Option<usize>, ack: usize) -> Violation {
-    let a = &h.rows[ack];
-    let later_settle = h.rows[ack + 1..]
-        .iter()
-        .position(|r| {
-            matches!(r.kind, Kind::EffectCommitted | Kind::DuplicateSuppressed)
-                && r.event == a.event
-        })
-        .map(|p| ack + 1 + p);
-    let crash = h.rows[ack + 1..]
-        .iter()
-        .position(|r| r.kind == Kind::Crash && r.actor == a.actor && r.incarnation == a.incarnation)
-        .map(|p| ack + 1 + p);
-    let task = later_settle.and_then(|s| h.rows[s].task).or(a.task);
-    let mut rows = vec![ack];
-    rows.extend(delivery);
+/// The delivery, the ack, the next commit or suppression of the event after the ack (by any
+/// actor incarnation) and the crash of the acking incarnation after it, each if there is one.
+fn violation(
+    f: &Found,
+    later_settle: Option<(usize, Option<Id>)>,
+    crash: Option<usize>,
+) -> Violation {
+    let task = later_settle.and_then(|(_, t)| t).or(f.task);
+    let later_settle = later_settle.map(|(at, _)| at);
+    let mut rows = vec![f.ack];
+    rows.extend(f.delivery);
     rows.extend(later_settle);
     rows.extend(crash);
     Violation::new(
-        a.event,
+        f.event,
         task,
         Finding::AckBeforeCommit {
-            delivery,
-            ack,
+            delivery: f.delivery,
+            ack: f.ack,
             later_settle,
             crash,
         },
         rows,
     )
+}
+
+/// Looks, after each kept ack, for the next settle of its event and the crash of its life.
+struct Witnesses {
+    kept: Vec<Found>,
+    /// Per kept ack: the later settle (position and task) and the crash.
+    later: Vec<(Option<(usize, Option<Id>)>, Option<usize>)>,
+}
+
+impl Gather for Witnesses {
+    fn row(&mut self, at: usize, r: &Row) {
+        let settles = matches!(r.kind, Kind::EffectCommitted | Kind::DuplicateSuppressed);
+        if !settles && r.kind != Kind::Crash {
+            return;
+        }
+        for (f, (settle, crash)) in self.kept.iter().zip(&mut self.later) {
+            if at <= f.ack {
+                continue;
+            }
+            if settles && settle.is_none() && r.event == f.event {
+                *settle = Some((at, r.task));
+            }
+            if r.kind == Kind::Crash
+                && crash.is_none()
+                && r.actor == f.actor
+                && r.incarnation == f.incarnation
+            {
+                *crash = Some(at);
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, outcome: &mut Outcome) {
+        for (v, (f, (settle, crash))) in outcome
+            .violations
+            .iter_mut()
+            .zip(self.kept.iter().zip(self.later))
+        {
+            *v = violation(f, settle, crash);
+        }
+    }
 }

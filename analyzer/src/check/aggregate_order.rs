@@ -1,74 +1,135 @@
 //! `aggregate-order`: per `aggregate_id`, the events' first `publish_attempt`s (by `seq`) go out in
 //! ascending `aggregate_seq`. The aggregate fields come from the publish row, or else from the
-//! event's `intent_recorded` / `task_accepted` row.
+//! event's `intent_recorded` (or, lacking one, `task_accepted`) row, wherever that row is.
+//!
+//! First publications are kept compactly until the end, since the row giving an event's
+//! aggregate may come after its publication.
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
-use crate::history::History;
+use super::{
+    earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Violation,
+};
+use crate::history::Row;
 use crate::intern::{Id, IdTable};
 
+/// An event's first publication.
+struct FirstPublish {
+    at: u32,
+    event: Id,
+    task: Option<Id>,
+    /// The aggregate fields of the publish row itself.
+    own: Option<(Id, u64)>,
+}
+
+/// Where an event's aggregate fields came from, when not from its publication.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Intent,
+    Accepted,
+}
+
 /// Decides `aggregate-order`.
-pub fn check(h: &History) -> Outcome {
-    let bound = h.id_bound();
-    let mut from_intent: IdTable<Option<(Id, u64)>> = IdTable::new(bound, None);
-    let mut seen = IdTable::new(bound, false);
-    let mut first_publishes: Vec<usize> = Vec::new();
-    let mut skips = Skips::default();
-    let intents = h.of(Kind::IntentRecorded).chain(h.of(Kind::TaskAccepted));
-    for (_, r) in intents {
-        if let (Some(e), Some(a), Some(s)) = (r.event, r.aggregate, r.aggregate_seq()) {
-            from_intent.get_mut(e).get_or_insert((a, s));
+pub struct Rule {
+    skips: Skips,
+    /// Per event: the aggregate fields of its first intent, else of its first acceptance.
+    from_intent: IdTable<Option<(Id, u64, Source)>>,
+    published: IdTable<bool>,
+    first_publishes: Vec<FirstPublish>,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            skips: Skips::default(),
+            from_intent: IdTable::new(0, None),
+            published: IdTable::new(0, false),
+            first_publishes: Vec::new(),
         }
     }
-    for (at, r) in h.of(Kind::PublishAttempt) {
-        if !skips.usable(r, &[Field::EventId]) {
-            continue;
-        }
-        if r.event
-            .is_some_and(|e| !std::mem::replace(seen.get_mut(e), true))
-        {
-            first_publishes.push(at);
-        }
-    }
-    // Per aggregate: the highest aggregate_seq published so far, and by which row.
-    let mut highest: IdTable<Option<(u64, u32)>> = IdTable::new(bound, None);
-    let mut any = false;
-    let mut found = Vec::new();
-    for at in first_publishes {
-        let r = &h.rows[at];
-        let info = match (r.aggregate, r.aggregate_seq()) {
-            (Some(a), Some(s)) => Some((a, s)),
-            _ => r.event.and_then(|e| *from_intent.get(e)),
-        };
-        let Some((aggregate, seq)) = info else {
-            continue;
-        };
-        any = true;
-        match *highest.get(aggregate) {
-            Some((top, earlier)) if seq < top => {
-                let earlier = earlier as usize;
-                let finding = Finding::AggregateOutOfOrder {
-                    aggregate,
-                    earlier,
-                    earlier_seq: top,
-                    later: at,
-                    later_seq: seq,
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, at: usize, r: &Row) {
+        match r.kind {
+            Kind::IntentRecorded | Kind::TaskAccepted => {
+                let (Some(e), Some(a), Some(s)) = (r.event, r.aggregate, r.aggregate_seq()) else {
+                    return;
                 };
-                found.push((
-                    at,
-                    Violation::new(r.event, r.task, finding, vec![earlier, at]),
-                ));
+                let source = if r.kind == Kind::IntentRecorded {
+                    Source::Intent
+                } else {
+                    Source::Accepted
+                };
+                let slot = self.from_intent.get_mut(e);
+                match slot {
+                    None => *slot = Some((a, s, source)),
+                    // An intent's fields win over an acceptance's.
+                    Some((_, _, Source::Accepted)) if source == Source::Intent => {
+                        *slot = Some((a, s, source));
+                    }
+                    Some(_) => {}
+                }
             }
-            Some((top, _)) if seq == top => {}
-            _ => {
-                *highest.get_mut(aggregate) = Some((seq, row32(at)));
+            Kind::PublishAttempt => {
+                if !self.skips.usable(r, &[Field::EventId]) {
+                    return;
+                }
+                let Some(e) = r.event else { return };
+                if !std::mem::replace(self.published.get_mut(e), true) {
+                    let own = match (r.aggregate, r.aggregate_seq()) {
+                        (Some(a), Some(s)) => Some((a, s)),
+                        _ => None,
+                    };
+                    self.first_publishes.push(FirstPublish {
+                        at: row32(at),
+                        event: e,
+                        task: r.task,
+                        own,
+                    });
+                }
             }
+            _ => {}
         }
     }
-    if !any {
-        return Outcome::pass(Invariant::AggregateOrder, Some(Reason::NoAggregateInfo));
+
+    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+        // Per aggregate: the highest aggregate_seq published so far, and by which row.
+        let mut highest: IdTable<Option<(u64, u32)>> = IdTable::new(0, None);
+        let mut any = false;
+        let mut found = Vec::new();
+        for p in &self.first_publishes {
+            let info = p
+                .own
+                .or_else(|| self.from_intent.get(p.event).map(|(a, s, _)| (a, s)));
+            let Some((aggregate, seq)) = info else {
+                continue;
+            };
+            any = true;
+            let at = p.at as usize;
+            match *highest.get(aggregate) {
+                Some((top, earlier)) if seq < top => {
+                    let earlier = earlier as usize;
+                    let finding = Finding::AggregateOutOfOrder {
+                        aggregate,
+                        earlier,
+                        earlier_seq: top,
+                        later: at,
+                        later_seq: seq,
+                    };
+                    let v = Violation::new(Some(p.event), p.task, finding, vec![earlier, at]);
+                    found.push((at, v));
+                }
+                Some((top, _)) if seq == top => {}
+                _ => {
+                    *highest.get_mut(aggregate) = Some((seq, p.at));
+                }
+            }
+        }
+        if !any {
+            return Outcome::pass(Invariant::AggregateOrder, Some(Reason::NoAggregateInfo)).into();
+        }
+        let (kept, more) = earliest(found);
+        Outcome::judge(Invariant::AggregateOrder, kept, more, self.skips.reason()).into()
     }
-    let (kept, more) = earliest(found);
-    Outcome::judge(Invariant::AggregateOrder, kept, more, skips.reason())
 }

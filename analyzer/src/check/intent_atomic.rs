@@ -1,75 +1,128 @@
 //! `intent-atomic`: every `task_accepted` has an `intent_recorded` with the same `event_id` and the
 //! same `store_rev`, i.e. the task and its outbox row were committed in one transaction.
+//!
+//! An acceptance whose intent has already been seen with its revision is settled at once; the
+//! others wait, compactly, for the end (their intent may come later).
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
-use crate::history::History;
+use super::{
+    earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Violation,
+};
+use crate::history::Row;
 use crate::intern::{FastState, Id, IdTable};
 
+/// An event's first usable intent.
+#[derive(Clone, Copy)]
+struct Intent {
+    at: u32,
+    rev: i64,
+}
+
+/// An acceptance not yet matched by an intent.
+struct Pending {
+    at: usize,
+    event: Id,
+    task: Option<Id>,
+    rev: i64,
+}
+
 /// Decides `intent-atomic`.
-pub fn check(h: &History) -> Outcome {
-    // A source that reports no store transactions cannot show two rows committed together.
-    let rows = || h.of(Kind::TaskAccepted).chain(h.of(Kind::IntentRecorded));
-    if rows().next().is_some() && rows().all(|(_, r)| r.store_rev().is_none()) {
-        return Outcome::unknown(Invariant::IntentAtomic, Reason::NoStoreRev);
-    }
-    let mut skips = Skips::default();
-    // Per event: its first usable intent, and whether one was unusable; the `(event, store_rev)`
-    // of further intents whose `store_rev` differs from the first's (rare) in `other_revs`.
-    let mut intents: IdTable<(Option<u32>, bool)> = IdTable::new(h.id_bound(), (None, false));
-    let mut other_revs: std::collections::HashSet<(Id, i64), FastState> = Default::default();
-    for (at, r) in h.of(Kind::IntentRecorded) {
-        if !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
-            if let Some(e) = r.event {
-                intents.get_mut(e).1 = true;
-            }
-            continue;
+pub struct Rule {
+    skips: Skips,
+    /// Per event: its first usable intent, and whether one was unusable.
+    intents: IdTable<(Option<Intent>, bool)>,
+    /// The `(event, store_rev)` of further intents whose `store_rev` differs from the first's.
+    other_revs: std::collections::HashSet<(Id, i64), FastState>,
+    pending: Vec<Pending>,
+    /// Whether any acceptance or intent was seen, and whether any carried a `store_rev`.
+    rows: bool,
+    revs: bool,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            skips: Skips::default(),
+            intents: IdTable::new(0, (None, false)),
+            other_revs: Default::default(),
+            pending: Vec::new(),
+            rows: false,
+            revs: false,
         }
-        if let (Some(e), Some(rev)) = (r.event, r.store_rev()) {
-            match intents.get_mut(e).0 {
-                Some(first) if h.rows[first as usize].store_rev() != Some(rev) => {
-                    other_revs.insert((e, rev));
+    }
+}
+
+impl Rule {
+    /// Whether the intents seen so far settle an acceptance of `event` at `rev`.
+    fn settled(&self, event: Id, rev: i64) -> bool {
+        let (first, unusable) = *self.intents.get(event);
+        first.is_some_and(|i| i.rev == rev) || unusable || self.other_revs.contains(&(event, rev))
+    }
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, at: usize, r: &Row) {
+        if !matches!(r.kind, Kind::TaskAccepted | Kind::IntentRecorded) {
+            return;
+        }
+        self.rows = true;
+        self.revs |= r.store_rev().is_some();
+        let usable = self.skips.usable(r, &[Field::EventId, Field::StoreRev]);
+        let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {
+            if let (Kind::IntentRecorded, Some(e)) = (r.kind, r.event) {
+                self.intents.get_mut(e).1 = true;
+            }
+            return;
+        };
+        if !usable {
+            return;
+        }
+        if r.kind == Kind::IntentRecorded {
+            match self.intents.get_mut(e).0 {
+                Some(first) if first.rev != rev => {
+                    self.other_revs.insert((e, rev));
                 }
                 Some(_) => {}
-                ref mut first @ None => *first = Some(row32(at)),
+                ref mut first @ None => *first = Some(Intent { at: row32(at), rev }),
             }
+        } else if !self.settled(e, rev) {
+            self.pending.push(Pending {
+                at,
+                event: e,
+                task: r.task,
+                rev,
+            });
         }
     }
-    let mut found = Vec::new();
-    for (at, r) in h.of(Kind::TaskAccepted) {
-        if !skips.usable(r, &[Field::EventId, Field::StoreRev]) {
-            continue;
+
+    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+        // A source that reports no store transactions cannot show two rows committed together.
+        if self.rows && !self.revs {
+            return Outcome::unknown(Invariant::IntentAtomic, Reason::NoStoreRev).into();
         }
-        let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {
-            continue;
-        };
-        let (first, unusable) = *intents.get(e);
-        let first = first.map(|i| i as usize);
-        let exact = first.is_some_and(|i| h.rows[i].store_rev() == Some(rev))
-            || other_revs.contains(&(e, rev));
-        if exact || unusable {
-            continue;
+        let mut found = Vec::new();
+        for p in &self.pending {
+            if self.settled(p.event, p.rev) {
+                continue;
+            }
+            let v = match self.intents.get(p.event).0 {
+                Some(intent) => {
+                    let intent = intent.at as usize;
+                    let finding = Finding::IntentOtherRev {
+                        accepted: p.at,
+                        intent,
+                    };
+                    Violation::new(Some(p.event), p.task, finding, vec![p.at, intent])
+                }
+                None => {
+                    let finding = Finding::IntentMissing { accepted: p.at };
+                    Violation::new(Some(p.event), p.task, finding, vec![p.at])
+                }
+            };
+            found.push((p.at, v));
         }
-        let v = match first {
-            Some(intent) => Violation::new(
-                Some(e),
-                r.task,
-                Finding::IntentOtherRev {
-                    accepted: at,
-                    intent,
-                },
-                vec![at, intent],
-            ),
-            None => Violation::new(
-                Some(e),
-                r.task,
-                Finding::IntentMissing { accepted: at },
-                vec![at],
-            ),
-        };
-        found.push((at, v));
+        let (kept, more) = earliest(found);
+        Outcome::judge(Invariant::IntentAtomic, kept, more, self.skips.reason()).into()
     }
-    let (kept, more) = earliest(found);
-    Outcome::judge(Invariant::IntentAtomic, kept, more, skips.reason())
 }

@@ -16,17 +16,17 @@
 //! with those; it becomes unknown only when every violation found could go away. The rule holds
 //! for every source; the recorder writes a `crash` row for every life it ends.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use outbox_trace::Kind;
 
 use super::{Invariant, Outcome, Reason, Verdict, Violation};
-use crate::history::History;
-use crate::intern::{Id, Interner};
+use crate::history::{History, Row};
+use crate::intern::{FastMap, Id, Interner};
 
-/// Makes the outcomes honest about lives that may have lost rows.
-pub fn apply(h: &History, names: &Interner, outcomes: &mut [Outcome]) {
-    let lossy = incomplete_lives(h);
+/// Makes the outcomes honest about the `lossy` lives (see [`Lives::incomplete`]). `h` holds at
+/// least the witness rows.
+pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcomes: &mut [Outcome]) {
     if lossy.is_empty() {
         return;
     }
@@ -34,7 +34,7 @@ pub fn apply(h: &History, names: &Interner, outcomes: &mut [Outcome]) {
     for o in outcomes.iter_mut().filter(|o| o.verdict == Verdict::Fail) {
         let touched = |v: &Violation| {
             v.witness.iter().find_map(|&at| {
-                let r = &h.rows[at];
+                let r = h.row(at);
                 lossy
                     .contains(&(r.actor, r.incarnation))
                     .then_some((r.actor, r.incarnation))
@@ -78,22 +78,42 @@ pub fn apply(h: &History, names: &Interner, outcomes: &mut [Outcome]) {
     }
 }
 
-/// The lives `(actor, incarnation)` without a `crash` row of their own while a later life of the
-/// same actor has rows.
-pub fn incomplete_lives(h: &History) -> BTreeSet<(Id, u32)> {
-    let mut last: BTreeMap<Id, u32> = BTreeMap::new();
-    let mut lives: BTreeSet<(Id, u32)> = BTreeSet::new();
-    let mut crashed: BTreeSet<(Id, u32)> = BTreeSet::new();
-    for r in &h.rows {
-        lives.insert((r.actor, r.incarnation));
-        let l = last.entry(r.actor).or_insert(r.incarnation);
-        *l = (*l).max(r.incarnation);
+/// The actor lives of a scenario, seen row by row: which ended with their own `crash` row, and
+/// each actor's latest incarnation.
+#[derive(Debug, Default)]
+pub struct Lives {
+    /// Every life, and whether it has its own `crash` row.
+    crashed: FastMap<(Id, u32), bool>,
+    /// Each actor's latest incarnation.
+    last: FastMap<Id, u32>,
+    /// The life of the previous row: rows of one life come in runs, which skip the maps.
+    current: Option<(Id, u32)>,
+}
+
+impl Lives {
+    /// Takes a row.
+    pub fn row(&mut self, r: &Row) {
+        let life = (r.actor, r.incarnation);
+        if self.current != Some(life) {
+            self.crashed.entry(life).or_insert(false);
+            let last = self.last.entry(r.actor).or_insert(r.incarnation);
+            *last = (*last).max(r.incarnation);
+            self.current = Some(life);
+        }
         if r.kind == Kind::Crash {
-            crashed.insert((r.actor, r.incarnation));
+            self.crashed.insert(life, true);
         }
     }
-    lives
-        .into_iter()
-        .filter(|life| !crashed.contains(life) && last.get(&life.0).is_some_and(|&l| l > life.1))
-        .collect()
+
+    /// The lives `(actor, incarnation)` without a `crash` row of their own while a later life of
+    /// the same actor has rows.
+    pub fn incomplete(&self) -> BTreeSet<(Id, u32)> {
+        self.crashed
+            .iter()
+            .filter(|&(&(actor, inc), &crashed)| {
+                !crashed && self.last.get(&actor).is_some_and(|&l| l > inc)
+            })
+            .map(|(&life, _)| life)
+            .collect()
+    }
 }

@@ -3,40 +3,61 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
-use crate::history::History;
-use crate::intern::IdTable;
+use super::{earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Skips, Violation};
+use crate::history::Row;
+use crate::intern::{Id, IdTable};
 
 /// Decides `mark-after-puback`.
-pub fn check(h: &History) -> Outcome {
-    let mut skips = Skips::default();
-    // Per event: its first `publish_acked`.
-    let mut first_puback: IdTable<Option<u32>> = IdTable::new(h.id_bound(), None);
-    for (at, r) in h.of(Kind::PublishAcked) {
-        if skips.usable(r, &[Field::EventId]) {
-            if let Some(e) = r.event {
-                first_puback.get_mut(e).get_or_insert(row32(at));
-            }
+pub struct Rule {
+    skips: Skips,
+    /// Per event: its first `publish_acked`.
+    first_puback: IdTable<Option<u32>>,
+    /// Marks with no `publish_acked` before them: `(position, event, task)`.
+    early: Vec<(usize, Id, Option<Id>)>,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            skips: Skips::default(),
+            first_puback: IdTable::new(0, None),
+            early: Vec::new(),
         }
     }
-    let mut found = Vec::new();
-    for (at, r) in h.of(Kind::OutboxMarked) {
-        if !skips.usable(r, &[Field::EventId]) {
-            continue;
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, at: usize, r: &Row) {
+        if !matches!(r.kind, Kind::PublishAcked | Kind::OutboxMarked) {
+            return;
         }
-        let Some(e) = r.event else { continue };
-        let puback = first_puback.get(e).map(|p| p as usize);
-        if puback.is_some_and(|p| p < at) {
-            continue;
+        if !self.skips.usable(r, &[Field::EventId]) {
+            return;
         }
-        let mut witness = vec![at];
-        witness.extend(puback);
-        let finding = Finding::MarkBeforePuback {
-            mark: at,
-            later_puback: puback,
-        };
-        found.push((at, Violation::new(Some(e), r.task, finding, witness)));
+        let Some(e) = r.event else { return };
+        if r.kind == Kind::PublishAcked {
+            self.first_puback.get_mut(e).get_or_insert(row32(at));
+        } else if self.first_puback.get(e).is_none() {
+            self.early.push((at, e, r.task));
+        }
     }
-    let (kept, more) = earliest(found);
-    Outcome::judge(Invariant::MarkAfterPuback, kept, more, skips.reason())
+
+    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+        let found = self
+            .early
+            .iter()
+            .map(|&(at, e, task)| {
+                let puback = self.first_puback.get(e).map(|p| p as usize);
+                let mut witness = vec![at];
+                witness.extend(puback);
+                let finding = Finding::MarkBeforePuback {
+                    mark: at,
+                    later_puback: puback,
+                };
+                (at, Violation::new(Some(e), task, finding, witness))
+            })
+            .collect();
+        let (kept, more) = earliest(found);
+        Outcome::judge(Invariant::MarkAfterPuback, kept, more, self.skips.reason()).into()
+    }
 }

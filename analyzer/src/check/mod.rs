@@ -1,13 +1,20 @@
-//! The invariants of `outbox-trace/1`, one file each. A check reads one [`History`] and returns an
-//! [`Outcome`]: a verdict, an optional [`Reason`], and violations as data (row indices and values),
-//! never text. `crate::explain` turns them into words.
+//! The invariants of `outbox-trace/1`, one file each. Each is a [`Rule`]: it sees a scenario's rows
+//! once, in `seq` order, keeping compact state per event, task, aggregate or actor life (never the
+//! rows), and at the end returns an [`Outcome`]: a verdict, an optional [`Reason`], and violations
+//! as data (row positions and values), never text. `crate::explain` turns them into words.
+//!
+//! The same rules decide a trace held in memory ([`check_all`] on a [`History`]) and one streamed
+//! from a file without holding its rows (`crate::stream`): a row's position is its index in the
+//! scenario's rows either way. A rule whose witness needs rows it did not keep hands back a
+//! [`Gather`], which sees the rows a second time and fills the witnesses in.
 //!
 //! Every decision uses `seq` order within the run and the stores' own numbers (`store_rev`,
 //! `broker_seq`, `aggregate_seq`); wall-clock `ts_ns` is never read.
 
 use std::collections::BTreeMap;
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::detail::{Observed, RunEnd, RunStart};
+use outbox_trace::{Detail, Field, Kind};
 
 use crate::history::{History, Row};
 use crate::intern::Id;
@@ -21,7 +28,11 @@ mod lost_spans;
 mod mark_after_puback;
 mod no_lost_task;
 mod observed_agrees;
+mod scan;
 mod single_effect;
+
+pub use lost_spans::Lives;
+pub use scan::{Scan, Scanned};
 
 /// How many violations of one invariant are kept as examples; the rest are only counted.
 pub const EXAMPLES: usize = 3;
@@ -67,9 +78,16 @@ macro_rules! invariants {
                 match self { $(Invariant::$variant => Class::$class,)+ }
             }
 
-            /// Decides this invariant on one history.
+            /// A fresh rule deciding this invariant.
+            pub fn rule(self) -> Box<dyn Rule> {
+                match self { $(Invariant::$variant => Box::<$module::Rule>::default(),)+ }
+            }
+
+            /// Decides this invariant alone on one history (without the lost-spans rule).
             pub fn check(self, h: &History) -> Outcome {
-                match self { $(Invariant::$variant => $module::check(h),)+ }
+                let mut scan = Scan::of(&[self]);
+                scan.history(h);
+                scan.finish().outcomes.remove(0)
             }
         }
     };
@@ -420,36 +438,90 @@ impl Skips {
     }
 }
 
-/// Histories at least this long are checked on several threads.
-const PARALLEL_ROWS: usize = 100_000;
-
-/// Every invariant's outcome on one history, in the contract's order. The checks only read the
-/// history, so a long one is checked on scoped threads, one per invariant.
+/// Every invariant's outcome on one history, in the contract's order: the rules see the rows
+/// once (and a second time only to gather the witnesses of violations).
 ///
 /// Violations that spans a killed process never exported could remove become unknown (see
 /// `lost_spans`).
 pub fn check_all(h: &History, names: &crate::intern::Interner) -> Vec<Outcome> {
-    let mut outcomes = check_each(h);
-    lost_spans::apply(h, names, &mut outcomes);
-    outcomes
+    let mut scan = Scan::of(Invariant::ALL);
+    scan.history(h);
+    let mut scanned = scan.finish();
+    if let Some(mut gathering) = scanned.gathering() {
+        for (at, r) in h.rows.iter().enumerate() {
+            gathering.row(at, r);
+        }
+        gathering.finish(&mut scanned);
+    }
+    scanned.settle(h, names)
 }
 
-fn check_each(h: &History) -> Vec<Outcome> {
-    if h.rows.len() < PARALLEL_ROWS {
-        return Invariant::ALL.iter().map(|inv| inv.check(h)).collect();
+/// One invariant decided online. [`Rule::row`] sees every row of a scenario, in `seq` order,
+/// with its position (its index in the scenario's rows); [`Rule::finish`] decides.
+pub trait Rule: Send {
+    /// Takes the row at position `at`.
+    fn row(&mut self, at: usize, r: &Row);
+    /// The verdict, once every row has been seen.
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision;
+}
+
+/// A rule's verdict, and what it still needs to complete its witnesses.
+pub struct Decision {
+    /// The outcome. Its violations' witnesses are complete unless `gather` is set.
+    pub outcome: Outcome,
+    /// Sees the rows again and completes the witnesses of `outcome`'s violations.
+    pub gather: Option<Box<dyn Gather>>,
+}
+
+impl From<Outcome> for Decision {
+    fn from(outcome: Outcome) -> Self {
+        Decision {
+            outcome,
+            gather: None,
+        }
     }
-    std::thread::scope(|scope| {
-        let running: Vec<_> = Invariant::ALL
-            .iter()
-            .map(|&inv| scope.spawn(move || inv.check(h)))
-            .collect();
-        running
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+}
+
+/// The second look at the rows, for the few violations kept as examples: state only for their
+/// events, tasks and actor lives.
+pub trait Gather: Send {
+    /// Takes the row at position `at` (every row again, in the same order).
+    fn row(&mut self, at: usize, r: &Row);
+    /// Completes the witnesses of `outcome`'s violations.
+    fn finish(self: Box<Self>, outcome: &mut Outcome);
+}
+
+/// The rows of a scenario that rules consult at the end, kept while the rows pass: the first
+/// `run_start`, the last `observed` and the last `run_end`, with their details decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Ends {
+    /// The first `run_start` row's detail, if it has one.
+    pub run_start: Option<RunStart>,
+    /// The last `observed` row's position and ground truth (every total absent when its detail
+    /// is missing or not an object).
+    pub observed: Option<(usize, Observed)>,
+    /// The last `run_end` row's position and detail.
+    pub run_end: Option<(usize, Option<RunEnd>)>,
+    /// Whether a `run_start` row was seen (its detail may be missing).
+    started: bool,
+}
+
+impl Ends {
+    /// Takes a row and its decoded detail.
+    pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
+        match r.kind {
+            Kind::RunStart if !self.started => {
+                self.started = true;
+                self.run_start = detail.and_then(Detail::run_start).cloned();
+            }
+            Kind::Observed => {
+                let observed = detail.and_then(Detail::observed).cloned();
+                self.observed = Some((at, observed.unwrap_or_default()));
+            }
+            Kind::RunEnd => {
+                self.run_end = Some((at, detail.and_then(Detail::run_end).cloned()));
+            }
+            _ => {}
+        }
+    }
 }

@@ -3,95 +3,154 @@
 //! the verdict is unknown: a run that never recovered proves nothing either way.
 //!
 //! Tasks with more than one effect are `single-effect`'s business; here only tasks with none are
-//! violations.
+//! violations. The story of each lost task kept as an example is gathered on the second look.
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Reason, Skips, Violation};
-use crate::history::History;
+use super::{
+    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
+};
+use crate::history::Row;
 use crate::intern::{Id, IdTable};
 
-/// Decides `no-lost-task`.
-pub fn check(h: &History) -> Outcome {
-    let Some((_, end)) = h.run_end() else {
-        return Outcome::unknown(Invariant::NoLostTask, Reason::NoRunEnd);
-    };
-    match end.and_then(|e| e.recovered) {
-        Some(true) => {}
-        Some(false) => return Outcome::unknown(Invariant::NoLostTask, Reason::NotRecovered),
-        None => return Outcome::unknown(Invariant::NoLostTask, Reason::RecoveredMissing),
-    }
-    let mut skips = Skips::default();
-    // Per task: its first acceptance and whether an effect was seen.
-    let mut tasks: IdTable<Option<(u32, bool)>> = IdTable::new(h.id_bound(), None);
-    for (at, r) in h.of(Kind::TaskAccepted) {
-        if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
-            tasks.get_mut(t).get_or_insert((row32(at), false));
-        }
-    }
-    for (at, r) in h.of(Kind::EffectCommitted) {
-        if let (true, Some(t)) = (skips.usable(r, &[Field::TaskId]), r.task) {
-            tasks.get_mut(t).get_or_insert((row32(at), true)).1 = true;
-        }
-    }
-    let found = tasks
-        .iter()
-        .filter_map(|(t, task)| match *task {
-            Some((at, false)) => Some((at as usize, (t, at as usize))),
-            _ => None,
-        })
-        .collect();
-    let (kept, more) = earliest(found);
-    let violations = kept
-        .into_iter()
-        .map(|(task, accepted)| witness(h, task, accepted))
-        .collect();
-    Outcome::judge(Invariant::NoLostTask, violations, more, skips.reason())
+/// A task: its first acceptance (or first effect), that row's event, and whether it has an effect.
+#[derive(Clone, Copy)]
+struct Task {
+    at: u32,
+    event: Option<Id>,
+    effect: bool,
 }
 
-/// The task's story: acceptance, intent, publishes, deliveries, suppressions and acks of its event,
-/// and the crashes of the actor incarnations that handled it.
-fn witness(h: &History, task: Id, accepted: usize) -> Violation {
-    let event = h.rows[accepted].event;
-    let mut rows: Vec<usize> = h
-        .rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            let ours = r.task == Some(task) || (event.is_some() && r.event == event);
-            ours && matches!(
-                r.kind,
-                Kind::TaskAccepted
-                    | Kind::IntentRecorded
-                    | Kind::PublishAttempt
-                    | Kind::PublishAcked
-                    | Kind::PublishUnacked
-                    | Kind::PublishFailed
-                    | Kind::OutboxMarked
-                    | Kind::Delivered
-                    | Kind::Redelivered
-                    | Kind::DuplicateSuppressed
-                    | Kind::CommitConflict
-                    | Kind::Acked
-            )
-        })
-        .map(|(at, _)| at)
-        .collect();
-    let mut handlers: Vec<(Id, u32)> = rows
-        .iter()
-        .map(|&at| (h.rows[at].actor, h.rows[at].incarnation))
-        .collect();
-    handlers.sort_unstable();
-    handlers.dedup();
-    rows.extend(
-        h.rows
+/// Decides `no-lost-task`.
+pub struct Rule {
+    skips: Skips,
+    tasks: IdTable<Option<Task>>,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            skips: Skips::default(),
+            tasks: IdTable::new(0, None),
+        }
+    }
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, at: usize, r: &Row) {
+        let effect = match r.kind {
+            Kind::TaskAccepted => false,
+            Kind::EffectCommitted => true,
+            _ => return,
+        };
+        if let (true, Some(t)) = (self.skips.usable(r, &[Field::TaskId]), r.task) {
+            let task = self.tasks.get_mut(t).get_or_insert(Task {
+                at: row32(at),
+                event: r.event,
+                effect,
+            });
+            task.effect |= effect;
+        }
+    }
+
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        let Some((_, end)) = &ends.run_end else {
+            return Outcome::unknown(Invariant::NoLostTask, Reason::NoRunEnd).into();
+        };
+        match end.as_ref().and_then(|e| e.recovered) {
+            Some(true) => {}
+            Some(false) => {
+                return Outcome::unknown(Invariant::NoLostTask, Reason::NotRecovered).into()
+            }
+            None => {
+                return Outcome::unknown(Invariant::NoLostTask, Reason::RecoveredMissing).into()
+            }
+        }
+        let found = self
+            .tasks
             .iter()
-            .enumerate()
-            .skip(accepted)
-            .filter_map(|(at, r)| {
-                let handled = handlers.binary_search(&(r.actor, r.incarnation)).is_ok();
-                (r.kind == Kind::Crash && handled).then_some(at)
-            }),
-    );
-    Violation::new(event, Some(task), Finding::LostTask { accepted }, rows)
+            .filter_map(|(t, task)| match *task {
+                Some(task) if !task.effect => Some((task.at as usize, (t, task))),
+                _ => None,
+            })
+            .collect();
+        let (kept, more): (Vec<(Id, Task)>, usize) = earliest(found);
+        let violations = kept
+            .iter()
+            .map(|&(t, task)| lost(t, task, Vec::new()))
+            .collect();
+        let outcome = Outcome::judge(Invariant::NoLostTask, violations, more, self.skips.reason());
+        let gather = (!kept.is_empty()).then(|| {
+            let stories = vec![Story::default(); kept.len()];
+            Box::new(Witnesses { kept, stories }) as Box<dyn Gather>
+        });
+        Decision { outcome, gather }
+    }
+}
+
+fn lost(task: Id, t: Task, rows: Vec<usize>) -> Violation {
+    let accepted = t.at as usize;
+    Violation::new(t.event, Some(task), Finding::LostTask { accepted }, rows)
+}
+
+/// A lost task's rows so far, and the actor lives that handled it.
+#[derive(Clone, Default)]
+struct Story {
+    rows: Vec<usize>,
+    handlers: Vec<(Id, u32)>,
+}
+
+/// The task's story: acceptance, intent, publishes, deliveries, suppressions and acks of its
+/// event, and the crashes (after its acceptance) of the actor lives that handled it.
+struct Witnesses {
+    kept: Vec<(Id, Task)>,
+    stories: Vec<Story>,
+}
+
+impl Gather for Witnesses {
+    fn row(&mut self, at: usize, r: &Row) {
+        let told = matches!(
+            r.kind,
+            Kind::TaskAccepted
+                | Kind::IntentRecorded
+                | Kind::PublishAttempt
+                | Kind::PublishAcked
+                | Kind::PublishUnacked
+                | Kind::PublishFailed
+                | Kind::OutboxMarked
+                | Kind::Delivered
+                | Kind::Redelivered
+                | Kind::DuplicateSuppressed
+                | Kind::CommitConflict
+                | Kind::Acked
+        );
+        if !told && r.kind != Kind::Crash {
+            return;
+        }
+        let life = (r.actor, r.incarnation);
+        for (&(task, t), story) in self.kept.iter().zip(&mut self.stories) {
+            if told {
+                let ours = r.task == Some(task) || (t.event.is_some() && r.event == t.event);
+                if ours {
+                    story.rows.push(at);
+                    if !story.handlers.contains(&life) {
+                        story.handlers.push(life);
+                    }
+                }
+            } else if at >= t.at as usize && story.handlers.contains(&life) {
+                // A life's crash is its last row: every row of it that tells the story came before.
+                story.rows.push(at);
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, outcome: &mut Outcome) {
+        for (v, (&(task, t), story)) in outcome
+            .violations
+            .iter_mut()
+            .zip(self.kept.iter().zip(self.stories))
+        {
+            *v = lost(task, t, story.rows);
+        }
+    }
 }

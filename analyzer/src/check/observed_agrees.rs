@@ -6,94 +6,117 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{Finding, Invariant, Outcome, Reason, Skips, Total, Violation, EXAMPLES};
-use crate::history::History;
-use crate::intern::IdTable;
+use super::{
+    Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation, EXAMPLES,
+};
+use crate::history::Row;
+use crate::intern::{Id, IdTable};
 
-/// How many distinct values of `key` the rows of `kind` carry (rows lacking it are skipped).
-fn distinct(
-    h: &History,
-    kind: Kind,
-    field: Field,
-    key: impl Fn(&crate::history::Row) -> Option<crate::intern::Id>,
-    skips: &mut Skips,
-) -> i64 {
-    let mut seen = IdTable::new(h.id_bound(), false);
-    let mut n = 0;
-    for (_, r) in h.of(kind) {
-        if let (true, Some(id)) = (skips.usable(r, &[field]), key(r)) {
-            n += i64::from(!std::mem::replace(seen.get_mut(id), true));
+/// How many distinct ids were seen.
+struct Distinct {
+    seen: IdTable<bool>,
+    count: i64,
+}
+
+impl Default for Distinct {
+    fn default() -> Self {
+        Distinct {
+            seen: IdTable::new(0, false),
+            count: 0,
         }
     }
-    n
+}
+
+impl Distinct {
+    fn add(&mut self, id: Option<Id>) {
+        if let Some(id) = id {
+            self.count += i64::from(!std::mem::replace(self.seen.get_mut(id), true));
+        }
+    }
 }
 
 /// Decides `observed-agrees`.
-pub fn check(h: &History) -> Outcome {
-    let Some((at, observed)) = h.observed() else {
-        return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObserved);
-    };
-    let effects = i64::try_from(h.count(Kind::EffectCommitted)).unwrap_or(i64::MAX);
-    let mut skips = Skips::default();
-    let published = distinct(
-        h,
-        Kind::PublishAcked,
-        Field::EventId,
-        |r| r.event,
-        &mut skips,
-    );
-    let tasks = distinct(h, Kind::TaskAccepted, Field::TaskId, |r| r.task, &mut skips);
-    let intents = distinct(
-        h,
-        Kind::IntentRecorded,
-        Field::EventId,
-        |r| r.event,
-        &mut skips,
-    );
-    let outbox = match (observed.outbox_published, observed.outbox_pending) {
-        (Some(p), Some(q)) => Some(p.saturating_add(q)),
-        _ => None,
-    };
-    let comparisons: [(Total, Option<i64>, i64, bool); 6] = [
-        (Total::Results, observed.results, effects, false),
-        (Total::Processed, observed.processed, effects, false),
-        (Total::DedupKeys, observed.dedup_keys, effects, false),
-        (
-            Total::StreamMessages,
-            observed.stream_messages,
-            published,
-            true,
-        ),
-        (Total::Tasks, observed.tasks, tasks, false),
-        (Total::Intents, outbox, intents, false),
-    ];
-    let mut compared = 0;
-    let mut violations = Vec::new();
-    for (total, observed, trace, at_least) in comparisons {
-        let Some(observed) = observed else {
-            continue;
+#[derive(Default)]
+pub struct Rule {
+    skips: Skips,
+    effects: i64,
+    published: Distinct,
+    tasks: Distinct,
+    intents: Distinct,
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, _: usize, r: &Row) {
+        let (distinct, field, id) = match r.kind {
+            Kind::EffectCommitted => {
+                self.effects += 1;
+                return;
+            }
+            Kind::PublishAcked => (&mut self.published, Field::EventId, r.event),
+            Kind::TaskAccepted => (&mut self.tasks, Field::TaskId, r.task),
+            Kind::IntentRecorded => (&mut self.intents, Field::EventId, r.event),
+            _ => return,
         };
-        compared += 1;
-        let ok = if at_least {
-            observed >= trace
-        } else {
-            observed == trace
-        };
-        if !ok {
-            let finding = Finding::ObservedMismatch {
-                observed_row: at,
-                total,
-                observed,
-                trace,
-                at_least,
-            };
-            violations.push(Violation::new(None, None, finding, vec![at]));
+        if self.skips.usable(r, &[field]) {
+            distinct.add(id);
         }
     }
-    if compared == 0 {
-        return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObservedTotals);
+
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        let Some((at, observed)) = &ends.observed else {
+            return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObserved).into();
+        };
+        let outbox = match (observed.outbox_published, observed.outbox_pending) {
+            (Some(p), Some(q)) => Some(p.saturating_add(q)),
+            _ => None,
+        };
+        let comparisons: [(Total, Option<i64>, i64, bool); 6] = [
+            (Total::Results, observed.results, self.effects, false),
+            (Total::Processed, observed.processed, self.effects, false),
+            (Total::DedupKeys, observed.dedup_keys, self.effects, false),
+            (
+                Total::StreamMessages,
+                observed.stream_messages,
+                self.published.count,
+                true,
+            ),
+            (Total::Tasks, observed.tasks, self.tasks.count, false),
+            (Total::Intents, outbox, self.intents.count, false),
+        ];
+        let mut compared = 0;
+        let mut violations = Vec::new();
+        for (total, observed, trace, at_least) in comparisons {
+            let Some(observed) = observed else {
+                continue;
+            };
+            compared += 1;
+            let ok = if at_least {
+                observed >= trace
+            } else {
+                observed == trace
+            };
+            if !ok {
+                let finding = Finding::ObservedMismatch {
+                    observed_row: *at,
+                    total,
+                    observed,
+                    trace,
+                    at_least,
+                };
+                violations.push(Violation::new(None, None, finding, vec![*at]));
+            }
+        }
+        if compared == 0 {
+            return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObservedTotals).into();
+        }
+        let more = violations.len().saturating_sub(EXAMPLES);
+        violations.truncate(EXAMPLES);
+        Outcome::judge(
+            Invariant::ObservedAgrees,
+            violations,
+            more,
+            self.skips.reason(),
+        )
+        .into()
     }
-    let more = violations.len().saturating_sub(EXAMPLES);
-    violations.truncate(EXAMPLES);
-    Outcome::judge(Invariant::ObservedAgrees, violations, more, skips.reason())
 }

@@ -1,12 +1,14 @@
 //! `single-effect`: no `event_id` and no `task_id` has more than one `effect_committed`.
 //!
-//! Events are counted in one pass; the commits (and the deliveries that led to them) are gathered
-//! in a second pass only for the examples kept.
+//! Commits are counted per event and per task as the rows pass; the commits of the examples kept
+//! (and the deliveries that led to them) are gathered on the second look.
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Finding, Invariant, Outcome, Skips, Violation};
-use crate::history::History;
+use super::{
+    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Skips, Violation,
+};
+use crate::history::Row;
 use crate::intern::{FastMap, Id, IdTable};
 
 #[derive(Clone, Copy, Default)]
@@ -32,77 +34,142 @@ fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
 }
 
 /// Decides `single-effect`.
-pub fn check(h: &History) -> Outcome {
-    let mut skips = Skips::default();
-    let mut by_event = IdTable::new(h.id_bound(), Tally::default());
-    let mut by_task = IdTable::new(h.id_bound(), Tally::default());
-    for (at, r) in h.of(Kind::EffectCommitted) {
-        let at = row32(at);
-        if let Some(e) = r.event {
-            tally(&mut by_event, e, at, r.event);
-        }
-        if let Some(t) = r.task {
-            tally(&mut by_task, t, at, r.event);
-        }
-        skips.usable(r, &[Field::EventId, Field::TaskId]);
-    }
-    let mut found: Vec<(usize, (Id, bool))> = Vec::new();
-    for (e, t) in by_event.iter() {
-        if t.count > 1 {
-            found.push((t.second as usize, (e, false)));
-        }
-    }
-    // A task whose commits all share one event is already reported under that event.
-    for (task, t) in by_task.iter() {
-        if t.count > 1 && t.mixed_events {
-            found.push((t.second as usize, (task, true)));
-        }
-    }
-    let (kept, more) = earliest(found);
-    let violations = kept
-        .into_iter()
-        .map(|(key, by_task)| witness(h, key, by_task))
-        .collect();
-    Outcome::judge(Invariant::SingleEffect, violations, more, skips.reason())
+pub struct Rule {
+    skips: Skips,
+    by_event: IdTable<Tally>,
+    by_task: IdTable<Tally>,
 }
 
-/// The commits for `key` and, for each, the latest delivery of its event to the same actor
-/// incarnation before it.
-fn witness(h: &History, key: Id, by_task: bool) -> Violation {
-    let mut last_delivery: FastMap<(Id, u32, Id), usize> = FastMap::default();
-    let mut commits = Vec::new();
-    let mut rows = Vec::new();
-    let mut task = None;
-    let mut event = None;
-    for (at, r) in h.rows.iter().enumerate() {
-        let Some(e) = r.event else { continue };
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            skips: Skips::default(),
+            by_event: IdTable::new(0, Tally::default()),
+            by_task: IdTable::new(0, Tally::default()),
+        }
+    }
+}
+
+impl super::Rule for Rule {
+    fn row(&mut self, at: usize, r: &Row) {
+        if r.kind != Kind::EffectCommitted {
+            return;
+        }
+        let at = row32(at);
+        if let Some(e) = r.event {
+            tally(&mut self.by_event, e, at, r.event);
+        }
+        if let Some(t) = r.task {
+            tally(&mut self.by_task, t, at, r.event);
+        }
+        self.skips.usable(r, &[Field::EventId, Field::TaskId]);
+    }
+
+    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+        let mut found: Vec<(usize, (Id, bool))> = Vec::new();
+        for (e, t) in self.by_event.iter() {
+            if t.count > 1 {
+                found.push((t.second as usize, (e, false)));
+            }
+        }
+        // A task whose commits all share one event is already reported under that event.
+        for (task, t) in self.by_task.iter() {
+            if t.count > 1 && t.mixed_events {
+                found.push((t.second as usize, (task, true)));
+            }
+        }
+        let (kept, more) = earliest(found);
+        let keys: Vec<(Id, bool)> = kept.clone();
+        let violations = kept
+            .into_iter()
+            .map(|(key, by_task)| {
+                let (event, task) = if by_task {
+                    (None, Some(key))
+                } else {
+                    (Some(key), None)
+                };
+                let finding = Finding::MultipleEffects {
+                    by_task,
+                    commits: Vec::new(),
+                };
+                Violation::new(event, task, finding, Vec::new())
+            })
+            .collect();
+        let outcome = Outcome::judge(
+            Invariant::SingleEffect,
+            violations,
+            more,
+            self.skips.reason(),
+        );
+        let gather = (!keys.is_empty()).then(|| {
+            Box::new(Witnesses {
+                keys,
+                last_delivery: FastMap::default(),
+                found: Vec::new(),
+            }) as Box<dyn Gather>
+        });
+        Decision { outcome, gather }
+    }
+}
+
+/// For each kept key, its commits and, for each, the latest delivery of its event to the same
+/// actor incarnation before it.
+struct Witnesses {
+    keys: Vec<(Id, bool)>,
+    last_delivery: FastMap<(Id, u32, Id), usize>,
+    /// Per key: its commits and witness rows, and the first task and event seen.
+    found: Vec<(Vec<usize>, Vec<usize>, Option<Id>, Option<Id>)>,
+}
+
+impl Gather for Witnesses {
+    fn row(&mut self, at: usize, r: &Row) {
+        let Some(e) = r.event else { return };
         if r.is_delivery() {
-            last_delivery.insert((r.actor, r.incarnation, e), at);
-            continue;
+            self.last_delivery.insert((r.actor, r.incarnation, e), at);
+            return;
         }
         if r.kind != Kind::EffectCommitted {
-            continue;
+            return;
         }
-        let matches = if by_task {
-            r.task == Some(key)
-        } else {
-            e == key
-        };
-        if matches {
-            task = task.or(r.task);
-            event = event.or(Some(e));
+        if self.found.is_empty() {
+            self.found = vec![Default::default(); self.keys.len()];
+        }
+        for (i, &(key, by_task)) in self.keys.iter().enumerate() {
+            let matches = if by_task {
+                r.task == Some(key)
+            } else {
+                e == key
+            };
+            if !matches {
+                continue;
+            }
+            let (commits, rows, task, event) = &mut self.found[i];
+            *task = task.or(r.task);
+            *event = event.or(Some(e));
             commits.push(at);
             rows.push(at);
-            if let Some(&d) = last_delivery.get(&(r.actor, r.incarnation, e)) {
+            if let Some(&d) = self.last_delivery.get(&(r.actor, r.incarnation, e)) {
                 rows.push(d);
             }
         }
     }
-    let event = if by_task { None } else { event };
-    Violation::new(
-        event,
-        task,
-        Finding::MultipleEffects { by_task, commits },
-        rows,
-    )
+
+    fn finish(self: Box<Self>, outcome: &mut Outcome) {
+        let found = self
+            .found
+            .into_iter()
+            .chain(std::iter::repeat_with(Default::default));
+        for (v, (commits, rows, task, event)) in outcome.violations.iter_mut().zip(found) {
+            let Finding::MultipleEffects { by_task, .. } = v.finding else {
+                continue;
+            };
+            let event = if by_task { None } else { event };
+            *v = Violation::new(
+                event,
+                task,
+                Finding::MultipleEffects { by_task, commits },
+                rows,
+            );
+        }
+    }
 }

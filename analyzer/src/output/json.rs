@@ -178,7 +178,7 @@ fn violation(v: &Violation, h: &History, names: &Interner) -> ViolationDoc {
             .witness
             .iter()
             .map(|&at| {
-                let w = explain::witness_row(&h.rows[at], h, names);
+                let w = explain::witness_row(h.row(at), h, names);
                 let mut m = Map::new();
                 m.insert("seq".into(), w.seq.into());
                 m.insert("actor".into(), w.actor.into());

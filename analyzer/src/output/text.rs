@@ -115,7 +115,7 @@ fn violations(o: &Outcome, h: &History, names: &Interner, out: &mut dyn Write) -
         writeln!(out, "  FAIL {id}: {}", who.join(", "))?;
         writeln!(out, "    {}", explain::violation(v, h, names))?;
         for &at in v.witness.iter().take(WITNESS_ROWS) {
-            let w = explain::witness_row(&h.rows[at], h, names);
+            let w = explain::witness_row(h.row(at), h, names);
             let fields: Vec<String> = w.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
             writeln!(
                 out,

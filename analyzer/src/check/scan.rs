@@ -1,0 +1,139 @@
+//! One pass over a scenario's rows, in `seq` order, feeding every rule, the [`Ends`], the actor
+//! [`Lives`] and the figures at once; then, for violations only, a second pass gathering their
+//! witnesses; then the lost-spans rule.
+
+use std::collections::BTreeSet;
+
+use outbox_trace::{Detail, FigureTally, Figures};
+
+use super::{lost_spans, Ends, Gather, Invariant, Lives, Outcome, Rule};
+use crate::history::{History, Row};
+use crate::intern::{Id, Interner};
+
+/// The rules of a scenario while its rows pass.
+pub struct Scan {
+    rules: Vec<Box<dyn Rule>>,
+    ends: Ends,
+    lives: Lives,
+    figures: FigureTally<Id>,
+}
+
+impl Scan {
+    /// A scan deciding `invariants`, in that order.
+    pub fn of(invariants: &[Invariant]) -> Self {
+        Scan {
+            rules: invariants.iter().map(|i| i.rule()).collect(),
+            ends: Ends::default(),
+            lives: Lives::default(),
+            figures: FigureTally::default(),
+        }
+    }
+
+    /// Takes the row at position `at` with its decoded detail (for the kinds the analyzer keeps).
+    pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
+        for rule in &mut self.rules {
+            rule.row(at, r);
+        }
+        self.ends.row(at, r, detail);
+        self.lives.row(r);
+        crate::figures::add(&mut self.figures, r);
+    }
+
+    /// Takes every row of a history held in memory.
+    pub fn history(&mut self, h: &History) {
+        for (at, r) in h.rows.iter().enumerate() {
+            self.row(at, r, h.detail(r));
+        }
+    }
+
+    /// Decides every rule.
+    pub fn finish(self) -> Scanned {
+        let mut figures = self.figures;
+        if let Some((_, observed)) = &self.ends.observed {
+            figures.observe(observed);
+        }
+        let (outcomes, gathers) = self
+            .rules
+            .into_iter()
+            .map(|rule| {
+                let d = rule.finish(&self.ends);
+                (d.outcome, d.gather)
+            })
+            .unzip();
+        Scanned {
+            outcomes,
+            gathers,
+            ends: self.ends,
+            lives: self.lives,
+            figures: figures.figures(),
+        }
+    }
+}
+
+/// What a scan decided.
+pub struct Scanned {
+    /// One outcome per rule, in the order asked; witnesses are complete once gathered.
+    pub outcomes: Vec<Outcome>,
+    gathers: Vec<Option<Box<dyn Gather>>>,
+    /// The scenario's `run_start`, last `observed` and last `run_end`.
+    pub ends: Ends,
+    /// The actor lives seen.
+    pub lives: Lives,
+    /// The scenario's figures.
+    pub figures: Figures,
+}
+
+impl Scanned {
+    /// The second pass the violations need, if any needs one.
+    pub fn gathering(&mut self) -> Option<Gathering> {
+        let gathers: Vec<(usize, Box<dyn Gather>)> = self
+            .gathers
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, g)| g.take().map(|g| (i, g)))
+            .collect();
+        (!gathers.is_empty()).then_some(Gathering { gathers })
+    }
+
+    /// Every witness row position of the violations found.
+    pub fn witness_rows(&self) -> BTreeSet<usize> {
+        self.outcomes
+            .iter()
+            .flat_map(|o| &o.violations)
+            .flat_map(|v| v.witness.iter().copied())
+            .collect()
+    }
+
+    /// Whether any violation was found.
+    pub fn any_violation(&self) -> bool {
+        self.outcomes.iter().any(|o| !o.violations.is_empty())
+    }
+
+    /// The outcomes, with the lost-spans rule applied. `h` holds at least the witness rows.
+    pub fn settle(self, h: &History, names: &Interner) -> Vec<Outcome> {
+        let mut outcomes = self.outcomes;
+        lost_spans::apply(&self.lives.incomplete(), h, names, &mut outcomes);
+        outcomes
+    }
+}
+
+/// The rules that still gather witnesses, seeing the rows a second time.
+pub struct Gathering {
+    gathers: Vec<(usize, Box<dyn Gather>)>,
+}
+
+impl Gathering {
+    /// Takes the row at position `at`.
+    pub fn row(&mut self, at: usize, r: &Row) {
+        for (_, g) in &mut self.gathers {
+            g.row(at, r);
+        }
+    }
+
+    /// Completes the witnesses.
+    pub fn finish(self, scanned: &mut Scanned) {
+        for (i, g) in self.gathers {
+            g.finish(&mut scanned.outcomes[i]);
+        }
+    }
+}

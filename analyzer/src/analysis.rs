@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::check::{check_all, Outcome, Verdict};
-use crate::load::{FileError, Loaded};
+use crate::load::{FileError, LoadError, Loaded};
 use outbox_trace::Figures;
 
 /// The verdict on a scenario or on the whole check.
@@ -66,35 +66,71 @@ pub struct Report {
     pub verdict: RunVerdict,
 }
 
-/// Loads `paths` and checks every scenario. Fails on the first file that breaks the contract.
+/// Loads `paths` whole (the model every view draws from) and checks every scenario. Fails on
+/// the first file that breaks the contract.
 pub fn analyse(paths: &[PathBuf]) -> Result<Report, FileError> {
     let mut loaded = Loaded::default();
     for path in paths {
         loaded.load(path)?;
     }
-    let scenarios: Vec<ScenarioReport> = loaded
-        .histories
+    let scenarios = check_loaded(&loaded, 0);
+    Ok(Report::of(loaded, scenarios))
+}
+
+/// Checks `paths` as they stream, holding no rows but the witnesses of violations (see
+/// `crate::stream`); a file whose runs are not in `seq` order is loaded whole instead. The same
+/// rules decide as in [`analyse`], so the outcomes are the same.
+pub fn check(paths: &[PathBuf]) -> Result<Report, FileError> {
+    let mut loaded = Loaded::default();
+    let mut scenarios = Vec::new();
+    for path in paths {
+        match crate::stream::check(&mut loaded, path, &mut scenarios) {
+            Ok(()) => {}
+            Err(LoadError::NotInSeqOrder) => {
+                let first = loaded.histories.len();
+                loaded.load(path)?;
+                scenarios.extend(check_loaded(&loaded, first));
+            }
+            Err(error) => {
+                return Err(FileError {
+                    path: path.clone(),
+                    error,
+                })
+            }
+        }
+    }
+    Ok(Report::of(loaded, scenarios))
+}
+
+/// Checks the histories of `loaded` from `first` on.
+fn check_loaded(loaded: &Loaded, first: usize) -> Vec<ScenarioReport> {
+    loaded.histories[first..]
         .iter()
         .enumerate()
         .map(|(i, h)| {
             let outcomes = check_all(h, &loaded.names);
             ScenarioReport {
-                history: i,
+                history: first + i,
                 verdict: RunVerdict::of(&outcomes),
                 figures: crate::figures::of(h),
                 outcomes,
             }
         })
-        .collect();
-    let verdict = scenarios
-        .iter()
-        .map(|s| s.verdict)
-        .max()
-        // Nothing to check is not a pass.
-        .unwrap_or(RunVerdict::Unknown);
-    Ok(Report {
-        loaded,
-        scenarios,
-        verdict,
-    })
+        .collect()
+}
+
+impl Report {
+    fn of(loaded: Loaded, scenarios: Vec<ScenarioReport>) -> Self {
+        let verdict = scenarios
+            .iter()
+            .map(|s| s.verdict)
+            .max()
+            // Nothing to check is not a pass.
+            .unwrap_or(RunVerdict::Unknown);
+        Report {
+            loaded,
+            scenarios,
+            verdict,
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::analysis::{analyse, RunVerdict};
+use crate::analysis::RunVerdict;
 use crate::output;
 use crate::render::Format;
 
@@ -323,7 +323,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
 
 /// Runs `analyzer check`.
 pub fn check(config: &CheckConfig, out: &mut dyn Write) -> anyhow::Result<Exit> {
-    let report = analyse(&config.paths)?;
+    let report = crate::analysis::check(&config.paths)?;
     let written = match config.format {
         CheckFormat::Text => output::text::write(&report, out),
         CheckFormat::Json => output::json::write(&report, out),

@@ -30,6 +30,10 @@ pub enum LoadError {
     /// A string could not be interned.
     #[error(transparent)]
     Names(#[from] InternError),
+    /// A run's rows are not in ascending `seq` order, so the file cannot be checked as it
+    /// streams (it is then loaded whole and sorted instead).
+    #[error("the rows of a run are not in ascending seq order")]
+    NotInSeqOrder,
 }
 
 /// A load error together with the file it concerns: `<path>: <reason>`, one line. The reason is
@@ -102,58 +106,93 @@ impl Loaded {
     }
 
     fn load_inner(&mut self, path: &Path) -> Result<(), LoadError> {
-        let options = ReadOptions {
-            dictionary: STRING_COLUMNS.to_vec(),
-            ..ReadOptions::default()
-        };
-        let file = TraceFile::open_with(path, &options)?;
-        let info = file.info().clone();
         let first_history = self.histories.len();
-        let mut state = FileState {
-            groups: Groups {
-                rows: info.rows,
-                file: self.files.len(),
-                first_history,
-                map: FastMap::default(),
-                last: None,
-            },
-            unknown: BTreeMap::new(),
-            unknown_seqs: Vec::new(),
-        };
-        // Decoding (decompression, normalisation, interning each dictionary's values) runs on
-        // its own thread, one batch ahead of building the rows here.
-        let (names, histories) = (&mut self.names, &mut self.histories);
-        std::thread::scope(|scope| -> Result<(), LoadError> {
-            let (tx, rx) = std::sync::mpsc::sync_channel(2);
-            scope.spawn(move || {
-                let mut dictionaries = Dictionaries::default();
-                for batch in file.batches() {
-                    let prepared = batch.map_err(LoadError::from).and_then(|b| {
-                        // Corrupt data that got past the decoder must not panic here either.
-                        outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
-                    });
-                    let failed = prepared.is_err();
-                    if tx.send(prepared).is_err() || failed {
-                        break;
-                    }
-                }
-            });
-            // On an early return `rx` is dropped, so the decoder stops at its next send.
-            for prepared in rx {
-                let prepared = prepared?;
-                outbox_trace::guarded(|| Ok(state.batch(&prepared, histories)))??;
-            }
-            Ok(())
-        })?;
+        let mut keep = Keep::default();
+        let read = read(
+            path,
+            &mut self.names,
+            &mut self.histories,
+            self.files.len(),
+            &mut keep,
+        )?;
         for h in &mut self.histories[first_history..] {
-            h.seq_from_clocks = info.seq_from_clocks;
             h.finish();
         }
         check_seqs(
             &self.histories[first_history..],
-            state.unknown_seqs,
+            keep.unknown_seqs,
             &self.names,
         )?;
+        self.files.push(read.into_file(path));
+        Ok(())
+    }
+}
+
+/// Where the loader puts each row it decodes.
+pub(crate) trait Sink {
+    /// Takes a row of known kind for history `h`, with its `detail` text when the analyzer keeps
+    /// that kind's details.
+    fn row(
+        &mut self,
+        histories: &mut [History],
+        h: usize,
+        row: Row,
+        detail: Option<&str>,
+    ) -> Result<(), LoadError>;
+
+    /// Takes the `(run_id, seq)` of a row of a kind the contract lacks (its `seq` still counts).
+    fn unknown(&mut self, run: Id, seq: u64) -> Result<(), LoadError>;
+
+    /// Whether the sink keeps (nearly) every row, so a history should reserve room for them.
+    fn keeps_rows(&self) -> bool {
+        true
+    }
+}
+
+/// Keeps every row in its history.
+#[derive(Default)]
+struct Keep {
+    /// `(run_id, seq)` of rows of unknown kinds.
+    unknown_seqs: Vec<(Id, u64)>,
+}
+
+impl Sink for Keep {
+    fn row(
+        &mut self,
+        histories: &mut [History],
+        h: usize,
+        mut row: Row,
+        detail: Option<&str>,
+    ) -> Result<(), LoadError> {
+        let history = &mut histories[h];
+        if let Some(text) = detail {
+            row.detail = u32::try_from(history.details.len()).ok();
+            history.details.push(KeptDetail {
+                text: text.into(),
+                typed: outbox_trace::Detail::parse(row.kind, text),
+            });
+        }
+        history.push(row);
+        Ok(())
+    }
+
+    fn unknown(&mut self, run: Id, seq: u64) -> Result<(), LoadError> {
+        self.unknown_seqs.push((run, seq));
+        Ok(())
+    }
+}
+
+/// What reading a file gave besides its rows.
+pub(crate) struct FileRead {
+    info: outbox_trace::FileInfo,
+    /// Rows of unknown kinds, by kind.
+    unknown: BTreeMap<String, u64>,
+}
+
+impl FileRead {
+    /// The file's entry in [`Loaded::files`].
+    pub(crate) fn into_file(self, path: &Path) -> LoadedFile {
+        let info = self.info;
         let mut notes = Vec::new();
         if !info.version_declared {
             notes.push(FileNote::NoSchemaVersion);
@@ -161,10 +200,10 @@ impl Loaded {
         if !info.extra_columns.is_empty() {
             notes.push(FileNote::ExtraColumns(info.extra_columns.clone()));
         }
-        for (kind, rows) in state.unknown {
+        for (kind, rows) in self.unknown {
             notes.push(FileNote::UnknownKind { kind, rows });
         }
-        self.files.push(LoadedFile {
+        LoadedFile {
             path: path.to_path_buf(),
             rows: info.rows,
             notes,
@@ -172,9 +211,68 @@ impl Loaded {
                 .run_json
                 .as_deref()
                 .and_then(outbox_trace::detail::RunConfig::parse),
-        });
-        Ok(())
+        }
     }
+}
+
+/// Reads `path` (file number `file`), opening a history per `(run_id, scenario)` in
+/// `histories` and handing every row to `sink`.
+pub(crate) fn read(
+    path: &Path,
+    names: &mut Interner,
+    histories: &mut Vec<History>,
+    file: usize,
+    sink: &mut dyn Sink,
+) -> Result<FileRead, LoadError> {
+    let options = ReadOptions {
+        dictionary: STRING_COLUMNS.to_vec(),
+        ..ReadOptions::default()
+    };
+    let trace = TraceFile::open_with(path, &options)?;
+    let info = trace.info().clone();
+    let first_history = histories.len();
+    let mut state = FileState {
+        groups: Groups {
+            rows: info.rows,
+            file,
+            first_history,
+            reserve: sink.keeps_rows(),
+            map: FastMap::default(),
+            last: None,
+        },
+        unknown: BTreeMap::new(),
+    };
+    // Decoding (decompression, normalisation, interning each dictionary's values) runs on its
+    // own thread, one batch ahead of the rows being built and handed on here.
+    std::thread::scope(|scope| -> Result<(), LoadError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        scope.spawn(move || {
+            let mut dictionaries = Dictionaries::default();
+            for batch in trace.batches() {
+                let prepared = batch.map_err(LoadError::from).and_then(|b| {
+                    // Corrupt data that got past the decoder must not panic here either.
+                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
+                });
+                let failed = prepared.is_err();
+                if tx.send(prepared).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        // On an early return `rx` is dropped, so the decoder stops at its next send.
+        for prepared in rx {
+            let prepared = prepared?;
+            outbox_trace::guarded(|| Ok(state.batch(&prepared, histories, sink)))??;
+        }
+        Ok(())
+    })?;
+    for h in &mut histories[first_history..] {
+        h.seq_from_clocks = info.seq_from_clocks;
+    }
+    Ok(FileRead {
+        info,
+        unknown: state.unknown,
+    })
 }
 
 /// Fails if a run of one file repeats a `seq`: histories are sorted by then, so a run held by one
@@ -218,8 +316,6 @@ fn check_seqs(
 struct FileState {
     groups: Groups,
     unknown: BTreeMap<String, u64>,
-    /// `(run_id, seq)` of rows of unknown kinds: their `seq` still counts.
-    unknown_seqs: Vec<(Id, u64)>,
 }
 
 /// Which history each `(run_id, scenario)` of a file goes to.
@@ -229,6 +325,8 @@ struct Groups {
     rows: u64,
     file: usize,
     first_history: usize,
+    /// Whether the first history reserves room for every row.
+    reserve: bool,
     map: FastMap<(Id, Id), usize>,
     /// The last `(run_id, scenario)` seen and its history: rows of one scenario come together,
     /// so most rows skip the map.
@@ -252,7 +350,7 @@ impl Groups {
         let h = *self.map.entry((run, scenario)).or_insert_with(|| {
             let h = histories.len();
             let mut history = History::new(self.file, run, scenario, backend);
-            if h == self.first_history {
+            if h == self.first_history && self.reserve {
                 history
                     .rows
                     .reserve(usize::try_from(self.rows).unwrap_or(0));
@@ -403,7 +501,12 @@ const STRING_COLUMNS: [&str; 8] = [
 ];
 
 impl FileState {
-    fn batch(&mut self, p: &Prepared, histories: &mut Vec<History>) -> Result<(), LoadError> {
+    fn batch(
+        &mut self,
+        p: &Prepared,
+        histories: &mut Vec<History>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), LoadError> {
         let batch = &p.batch;
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, ids_of) in STRING_COLUMNS.iter().zip(&p.ids) {
@@ -445,7 +548,7 @@ impl FileState {
                 let name = kind_names.value(*key as usize).to_string();
                 *self.unknown.entry(name).or_default() += 1;
                 let run_id = run.opt(i).ok_or(required("run_id"))?;
-                self.unknown_seqs.push((run_id, seq.get(i)));
+                sink.unknown(run_id, seq.get(i))?;
                 continue;
             };
             let k = *k;
@@ -483,20 +586,18 @@ impl FileState {
             row.task = task.opt(i);
             row.event = event.opt(i);
             row.aggregate = agg.opt(i);
-            if keeps_detail(k) && detail.is_valid(i) {
-                row.detail = u32::try_from(history.details.len()).ok();
-                let text = detail.value(i);
-                history.details.push(KeptDetail {
-                    text: text.into(),
-                    typed: outbox_trace::Detail::parse(k, text),
-                });
-            }
+            let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
             for field in k.required_fields() {
-                if !row.has(*field) {
+                // A kept detail is attached by the sink.
+                let has = match field {
+                    outbox_trace::Field::Detail => text.is_some(),
+                    _ => row.has(*field),
+                };
+                if !has {
                     *history.missing.entry((k, field.column())).or_default() += 1;
                 }
             }
-            history.push(row);
+            sink.row(histories, h, row, text)?;
         }
         Ok(())
     }

@@ -158,7 +158,7 @@ impl super::Rule for Rule {
             self.skips.reason(),
         );
         let gather = (!kept.is_empty()).then(|| {
-            let later = vec![(None, None); kept.len()];
+            let later = vec![Later::default(); kept.len()];
             Box::new(Witnesses { kept, later }) as Box<dyn Gather>
         });
         Decision { outcome, gather }
@@ -194,8 +194,15 @@ fn violation(
 /// Looks, after each kept ack, for the next settle of its event and the crash of its life.
 struct Witnesses {
     kept: Vec<Found>,
-    /// Per kept ack: the later settle (position and task) and the crash.
-    later: Vec<(Option<(usize, Option<Id>)>, Option<usize>)>,
+    /// Per kept ack: what came after it.
+    later: Vec<Later>,
+}
+
+/// After a kept ack: the next settle of its event (position and task) and its life's crash.
+#[derive(Clone, Copy, Default)]
+struct Later {
+    settle: Option<(usize, Option<Id>)>,
+    crash: Option<usize>,
 }
 
 impl Gather for Witnesses {
@@ -204,7 +211,7 @@ impl Gather for Witnesses {
         if !settles && r.kind != Kind::Crash {
             return;
         }
-        for (f, (settle, crash)) in self.kept.iter().zip(&mut self.later) {
+        for (f, Later { settle, crash }) in self.kept.iter().zip(&mut self.later) {
             if at <= f.ack {
                 continue;
             }
@@ -222,7 +229,7 @@ impl Gather for Witnesses {
     }
 
     fn finish(self: Box<Self>, outcome: &mut Outcome) {
-        for (v, (f, (settle, crash))) in outcome
+        for (v, (f, Later { settle, crash })) in outcome
             .violations
             .iter_mut()
             .zip(self.kept.iter().zip(self.later))

@@ -32,7 +32,7 @@ mod scan;
 mod single_effect;
 
 pub use lost_spans::Lives;
-pub use scan::{Scan, Scanned};
+pub use scan::{Gathering, Scan, Scanned};
 
 /// How many violations of one invariant are kept as examples; the rest are only counted.
 pub const EXAMPLES: usize = 3;

@@ -117,8 +117,17 @@ impl super::Rule for Rule {
 struct Witnesses {
     keys: Vec<(Id, bool)>,
     last_delivery: FastMap<(Id, u32, Id), usize>,
-    /// Per key: its commits and witness rows, and the first task and event seen.
-    found: Vec<(Vec<usize>, Vec<usize>, Option<Id>, Option<Id>)>,
+    /// Per key, what was found.
+    found: Vec<Found>,
+}
+
+/// A key's commits and witness rows, and the first task and event seen on them.
+#[derive(Clone, Default)]
+struct Found {
+    commits: Vec<usize>,
+    rows: Vec<usize>,
+    task: Option<Id>,
+    event: Option<Id>,
 }
 
 impl Gather for Witnesses {
@@ -143,7 +152,12 @@ impl Gather for Witnesses {
             if !matches {
                 continue;
             }
-            let (commits, rows, task, event) = &mut self.found[i];
+            let Found {
+                commits,
+                rows,
+                task,
+                event,
+            } = &mut self.found[i];
             *task = task.or(r.task);
             *event = event.or(Some(e));
             commits.push(at);
@@ -159,7 +173,13 @@ impl Gather for Witnesses {
             .found
             .into_iter()
             .chain(std::iter::repeat_with(Default::default));
-        for (v, (commits, rows, task, event)) in outcome.violations.iter_mut().zip(found) {
+        for (v, f) in outcome.violations.iter_mut().zip(found) {
+            let Found {
+                commits,
+                rows,
+                task,
+                event,
+            } = f;
             let Finding::MultipleEffects { by_task, .. } = v.finding else {
                 continue;
             };

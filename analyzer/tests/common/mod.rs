@@ -165,11 +165,25 @@ pub fn write(dir: &Path, name: &str, events: &[Event]) -> PathBuf {
     path
 }
 
-/// Writes and analyses one trace.
+/// Writes and analyses one trace, asserting that the streamed check (`analyzer check`) and the
+/// whole-file model (every view) reach the same outcomes, word for word.
 pub fn check(events: &[Event]) -> Report {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write(dir.path(), "t.parquet", events);
-    analyse(&[path]).expect("analyse")
+    let whole = analyse(std::slice::from_ref(&path)).expect("analyse");
+    let streamed = outbox_analyzer::analysis::check(&[path]).expect("check");
+    for write in [
+        outbox_analyzer::output::json::write,
+        outbox_analyzer::output::text::write,
+    ] {
+        let render = |report: &Report| {
+            let mut out = Vec::new();
+            write(report, &mut out).expect("render");
+            String::from_utf8(out).expect("utf-8")
+        };
+        assert_eq!(render(&streamed), render(&whole), "streamed vs whole");
+    }
+    whole
 }
 
 /// The outcome of invariant `id` in the only scenario.

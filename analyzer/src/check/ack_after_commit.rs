@@ -6,18 +6,9 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{
-    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Skips, Violation,
-};
+use super::{earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation};
 use crate::history::Row;
 use crate::intern::{FastMap, Id, IdTable};
-
-/// A delivery: its position and the copy (`broker_seq`) it delivered.
-#[derive(Clone, Copy)]
-struct Delivery {
-    at: u32,
-    copy: Option<u64>,
-}
 
 /// What one actor incarnation did with one event so far: its latest delivery and its latest
 /// commit or suppression (positions).
@@ -25,15 +16,17 @@ struct Delivery {
 struct Slot {
     actor: Id,
     incarnation: u32,
-    delivery: Option<Delivery>,
-    settle: Option<u32>,
+    delivery: Pos,
+    settle: Pos,
+    /// The copy (`broker_seq`) the latest delivery delivered, if it said.
+    copy: Option<u64>,
     /// The event's next slot.
-    next: Option<u32>,
+    next: Pos,
 }
 
 /// Per event, a chain of slots, one per actor incarnation that handled it (almost always one).
 struct Handlers {
-    heads: IdTable<Option<u32>>,
+    heads: IdTable<Pos>,
     slots: Vec<Slot>,
 }
 
@@ -42,10 +35,10 @@ impl Handlers {
     fn slot(&mut self, event: Id, actor: Id, incarnation: u32) -> usize {
         let head = *self.heads.get(event);
         let mut at = head;
-        while let Some(i) = at {
-            let s = &self.slots[i as usize];
+        while let Some(i) = at.get() {
+            let s = &self.slots[i];
             if s.actor == actor && s.incarnation == incarnation {
-                return i as usize;
+                return i;
             }
             at = s.next;
         }
@@ -53,11 +46,12 @@ impl Handlers {
         self.slots.push(Slot {
             actor,
             incarnation,
-            delivery: None,
-            settle: None,
+            delivery: Pos::NONE,
+            settle: Pos::NONE,
+            copy: None,
             next: head,
         });
-        *self.heads.get_mut(event) = u32::try_from(i).ok();
+        *self.heads.get_mut(event) = Pos::at(i);
         i
     }
 }
@@ -79,7 +73,7 @@ pub struct Rule {
     handlers: Handlers,
     /// Deliveries that a later delivery of another copy replaced in their slot: the latest one
     /// per `(slot, broker_seq)`, for an ack naming that copy.
-    replaced: FastMap<(usize, u64), u32>,
+    replaced: FastMap<(usize, u64), usize>,
     found: Vec<(usize, Found)>,
 }
 
@@ -88,7 +82,7 @@ impl Default for Rule {
         Rule {
             skips: Skips::default(),
             handlers: Handlers {
-                heads: IdTable::new(0, None),
+                heads: IdTable::new(0, Pos::NONE),
                 slots: Vec::new(),
             },
             replaced: FastMap::default(),
@@ -107,36 +101,34 @@ impl super::Rule for Rule {
             return;
         }
         let Some(e) = r.event else { return };
-        let at32 = row32(at);
         let s = self.handlers.slot(e, r.actor, r.incarnation);
         let slot = &mut self.handlers.slots[s];
         if r.is_delivery() {
-            if let Some(prev) = slot.delivery {
-                if let Some(b) = prev.copy.filter(|&b| r.broker_seq() != Some(b)) {
-                    self.replaced.insert((s, b), prev.at);
+            if let (Some(prev), Some(b)) = (slot.delivery.get(), slot.copy) {
+                if r.broker_seq() != Some(b) {
+                    self.replaced.insert((s, b), prev);
                 }
             }
-            slot.delivery = Some(Delivery {
-                at: at32,
-                copy: r.broker_seq(),
-            });
+            slot.delivery = Pos::at(at);
+            slot.copy = r.broker_seq();
         } else if settles {
-            slot.settle = Some(at32);
+            slot.settle = Pos::at(at);
         } else {
             // The latest delivery of the copy the ack names, else the latest delivery.
-            let delivery = match (r.broker_seq(), slot.delivery) {
-                (Some(b), Some(d)) if d.copy == Some(b) => Some(d.at),
-                (Some(b), d) => self.replaced.get(&(s, b)).copied().or(d.map(|d| d.at)),
-                (None, d) => d.map(|d| d.at),
+            let latest = slot.delivery.get();
+            let delivery = match r.broker_seq() {
+                Some(b) if latest.is_some() && slot.copy == Some(b) => latest,
+                Some(b) => self.replaced.get(&(s, b)).copied().or(latest),
+                None => latest,
             };
-            let settled = match (slot.settle, delivery) {
+            let settled = match (slot.settle.get(), delivery) {
                 (Some(s), Some(d)) => s > d,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if !settled {
                 let found = Found {
-                    delivery: delivery.map(|d| d as usize),
+                    delivery,
                     ack: at,
                     event: r.event,
                     task: r.task,

@@ -22,18 +22,27 @@ struct FirstPublish {
     own: Option<(Id, u64)>,
 }
 
-/// Where an event's aggregate fields came from, when not from its publication.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Intent,
-    Accepted,
+/// An event's aggregate fields from its first intent, else its first acceptance.
+#[derive(Clone, Copy)]
+struct FromStore {
+    seq: u64,
+    /// None: no such row yet.
+    aggregate: Option<Id>,
+    /// Whether they came from an intent (which wins over an acceptance).
+    intent: bool,
 }
+
+const NONE_YET: FromStore = FromStore {
+    seq: 0,
+    aggregate: None,
+    intent: false,
+};
 
 /// Decides `aggregate-order`.
 pub struct Rule {
     skips: Skips,
     /// Per event: the aggregate fields of its first intent, else of its first acceptance.
-    from_intent: IdTable<Option<(Id, u64, Source)>>,
+    from_intent: IdTable<FromStore>,
     published: IdTable<bool>,
     first_publishes: Vec<FirstPublish>,
 }
@@ -42,7 +51,7 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            from_intent: IdTable::new(0, None),
+            from_intent: IdTable::new(0, NONE_YET),
             published: IdTable::new(0, false),
             first_publishes: Vec::new(),
         }
@@ -56,19 +65,15 @@ impl super::Rule for Rule {
                 let (Some(e), Some(a), Some(s)) = (r.event, r.aggregate, r.aggregate_seq()) else {
                     return;
                 };
-                let source = if r.kind == Kind::IntentRecorded {
-                    Source::Intent
-                } else {
-                    Source::Accepted
-                };
+                let intent = r.kind == Kind::IntentRecorded;
                 let slot = self.from_intent.get_mut(e);
-                match slot {
-                    None => *slot = Some((a, s, source)),
-                    // An intent's fields win over an acceptance's.
-                    Some((_, _, Source::Accepted)) if source == Source::Intent => {
-                        *slot = Some((a, s, source));
-                    }
-                    Some(_) => {}
+                // The first of each; an intent's fields win over an acceptance's.
+                if slot.aggregate.is_none() || (intent && !slot.intent) {
+                    *slot = FromStore {
+                        seq: s,
+                        aggregate: Some(a),
+                        intent,
+                    };
                 }
             }
             Kind::PublishAttempt => {
@@ -99,9 +104,10 @@ impl super::Rule for Rule {
         let mut any = false;
         let mut found = Vec::new();
         for p in &self.first_publishes {
-            let info = p
-                .own
-                .or_else(|| self.from_intent.get(p.event).map(|(a, s, _)| (a, s)));
+            let info = p.own.or_else(|| {
+                let f = self.from_intent.get(p.event);
+                f.aggregate.map(|a| (a, f.seq))
+            });
             let Some((aggregate, seq)) = info else {
                 continue;
             };

@@ -6,18 +6,23 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{
-    earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Violation,
-};
+use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Reason, Skips, Violation};
 use crate::history::Row;
 use crate::intern::{FastState, Id, IdTable};
 
-/// An event's first usable intent.
+/// An event's first usable intent (`at` none: not seen yet), and whether one was unusable.
 #[derive(Clone, Copy)]
 struct Intent {
-    at: u32,
     rev: i64,
+    at: Pos,
+    unusable: bool,
 }
+
+const NO_INTENT: Intent = Intent {
+    rev: 0,
+    at: Pos::NONE,
+    unusable: false,
+};
 
 /// An acceptance not yet matched by an intent.
 struct Pending {
@@ -31,7 +36,7 @@ struct Pending {
 pub struct Rule {
     skips: Skips,
     /// Per event: its first usable intent, and whether one was unusable.
-    intents: IdTable<(Option<Intent>, bool)>,
+    intents: IdTable<Intent>,
     /// The `(event, store_rev)` of further intents whose `store_rev` differs from the first's.
     other_revs: std::collections::HashSet<(Id, i64), FastState>,
     pending: Vec<Pending>,
@@ -44,7 +49,7 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            intents: IdTable::new(0, (None, false)),
+            intents: IdTable::new(0, NO_INTENT),
             other_revs: Default::default(),
             pending: Vec::new(),
             rows: false,
@@ -56,8 +61,8 @@ impl Default for Rule {
 impl Rule {
     /// Whether the intents seen so far settle an acceptance of `event` at `rev`.
     fn settled(&self, event: Id, rev: i64) -> bool {
-        let (first, unusable) = *self.intents.get(event);
-        first.is_some_and(|i| i.rev == rev) || unusable || self.other_revs.contains(&(event, rev))
+        let i = self.intents.get(event);
+        (i.at != Pos::NONE && i.rev == rev) || i.unusable || self.other_revs.contains(&(event, rev))
     }
 }
 
@@ -71,7 +76,7 @@ impl super::Rule for Rule {
         let usable = self.skips.usable(r, &[Field::EventId, Field::StoreRev]);
         let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {
             if let (Kind::IntentRecorded, Some(e)) = (r.kind, r.event) {
-                self.intents.get_mut(e).1 = true;
+                self.intents.get_mut(e).unusable = true;
             }
             return;
         };
@@ -79,12 +84,12 @@ impl super::Rule for Rule {
             return;
         }
         if r.kind == Kind::IntentRecorded {
-            match self.intents.get_mut(e).0 {
-                Some(first) if first.rev != rev => {
-                    self.other_revs.insert((e, rev));
-                }
-                Some(_) => {}
-                ref mut first @ None => *first = Some(Intent { at: row32(at), rev }),
+            let first = self.intents.get_mut(e);
+            if first.at == Pos::NONE {
+                first.at = Pos::at(at);
+                first.rev = rev;
+            } else if first.rev != rev {
+                self.other_revs.insert((e, rev));
             }
         } else if !self.settled(e, rev) {
             self.pending.push(Pending {
@@ -106,9 +111,8 @@ impl super::Rule for Rule {
             if self.settled(p.event, p.rev) {
                 continue;
             }
-            let v = match self.intents.get(p.event).0 {
+            let v = match self.intents.get(p.event).at.get() {
                 Some(intent) => {
-                    let intent = intent.at as usize;
                     let finding = Finding::IntentOtherRev {
                         accepted: p.at,
                         intent,

@@ -3,7 +3,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Skips, Violation};
+use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Skips, Violation};
 use crate::history::Row;
 use crate::intern::{Id, IdTable};
 
@@ -11,7 +11,7 @@ use crate::intern::{Id, IdTable};
 pub struct Rule {
     skips: Skips,
     /// Per event: its first `publish_acked`.
-    first_puback: IdTable<Option<u32>>,
+    first_puback: IdTable<Pos>,
     /// Marks with no `publish_acked` before them: `(position, event, task)`.
     early: Vec<(usize, Id, Option<Id>)>,
 }
@@ -20,7 +20,7 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            first_puback: IdTable::new(0, None),
+            first_puback: IdTable::new(0, Pos::NONE),
             early: Vec::new(),
         }
     }
@@ -36,8 +36,11 @@ impl super::Rule for Rule {
         }
         let Some(e) = r.event else { return };
         if r.kind == Kind::PublishAcked {
-            self.first_puback.get_mut(e).get_or_insert(row32(at));
-        } else if self.first_puback.get(e).is_none() {
+            let first = self.first_puback.get_mut(e);
+            if *first == Pos::NONE {
+                *first = Pos::at(at);
+            }
+        } else if *self.first_puback.get(e) == Pos::NONE {
             self.early.push((at, e, r.task));
         }
     }
@@ -47,7 +50,7 @@ impl super::Rule for Rule {
             .early
             .iter()
             .map(|&(at, e, task)| {
-                let puback = self.first_puback.get(e).map(|p| p as usize);
+                let puback = self.first_puback.get(e).get();
                 let mut witness = vec![at];
                 witness.extend(puback);
                 let finding = Finding::MarkBeforePuback {

@@ -413,6 +413,26 @@ pub fn row32(at: usize) -> u32 {
     u32::try_from(at).unwrap_or(u32::MAX)
 }
 
+/// A row position or none, in four bytes: per-id tables hold millions of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pos(u32);
+
+impl Pos {
+    /// No position.
+    pub const NONE: Pos = Pos(u32::MAX);
+
+    /// Position `at` (a history cannot hold 2^32 rows in memory, nor a streamed scenario
+    /// number them here).
+    pub fn at(at: usize) -> Pos {
+        Pos(u32::try_from(at).unwrap_or(u32::MAX - 1).min(u32::MAX - 1))
+    }
+
+    /// The position, if any.
+    pub fn get(self) -> Option<usize> {
+        (self != Pos::NONE).then_some(self.0 as usize)
+    }
+}
+
 /// Counts rows a check had to skip because a field it needs is missing.
 #[derive(Debug, Default)]
 pub struct Skips(BTreeMap<(Kind, &'static str), u64>);

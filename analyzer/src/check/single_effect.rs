@@ -20,6 +20,13 @@ struct Tally {
     mixed_events: bool,
 }
 
+/// An event's commits: how many, and the second.
+#[derive(Clone, Copy, Default)]
+struct Commits {
+    count: u32,
+    second: u32,
+}
+
 fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
     let t = table.get_mut(key);
     t.count += 1;
@@ -36,7 +43,7 @@ fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
 /// Decides `single-effect`.
 pub struct Rule {
     skips: Skips,
-    by_event: IdTable<Tally>,
+    by_event: IdTable<Commits>,
     by_task: IdTable<Tally>,
 }
 
@@ -44,7 +51,7 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            by_event: IdTable::new(0, Tally::default()),
+            by_event: IdTable::new(0, Commits::default()),
             by_task: IdTable::new(0, Tally::default()),
         }
     }
@@ -57,7 +64,11 @@ impl super::Rule for Rule {
         }
         let at = row32(at);
         if let Some(e) = r.event {
-            tally(&mut self.by_event, e, at, r.event);
+            let c = self.by_event.get_mut(e);
+            c.count += 1;
+            if c.count == 2 {
+                c.second = at;
+            }
         }
         if let Some(t) = r.task {
             tally(&mut self.by_task, t, at, r.event);

@@ -32,19 +32,26 @@ impl Id {
     }
 }
 
-/// A value per [`Id`], in an array: since ids are dense, the checks index by them instead of
-/// hashing. An id beyond the table reads as the empty value.
+/// A value per [`Id`]: since ids are dense, the checks index by them instead of hashing. An id
+/// never written reads as the empty value.
+///
+/// Slots live in pages of [`IdTable::PAGE`], each allocated on its first write: ids of one
+/// role (events, say) come in blocks, interleaved with other roles' blocks (tasks), so a table
+/// over one role holds only that role's pages.
 #[derive(Debug, Clone)]
 pub struct IdTable<T> {
-    slots: Vec<T>,
+    pages: Vec<Option<Box<[T]>>>,
     empty: T,
 }
 
 impl<T: Clone> IdTable<T> {
-    /// A table for ids below `bound` (it grows if a larger one comes), every slot `empty`.
+    /// Slots per page.
+    pub const PAGE: usize = 256;
+
+    /// A table (`bound` is a hint of the ids to come), every slot `empty`.
     pub fn new(bound: usize, empty: T) -> Self {
         IdTable {
-            slots: vec![empty.clone(); bound],
+            pages: Vec::with_capacity(bound.div_ceil(Self::PAGE)),
             empty,
         }
     }
@@ -52,25 +59,37 @@ impl<T: Clone> IdTable<T> {
     /// The value of `id`.
     #[inline]
     pub fn get(&self, id: Id) -> &T {
-        self.slots.get(id.index()).unwrap_or(&self.empty)
+        let i = id.index();
+        match self.pages.get(i / Self::PAGE) {
+            Some(Some(page)) => &page[i % Self::PAGE],
+            _ => &self.empty,
+        }
     }
 
     /// The value of `id`, to change.
     #[inline]
     pub fn get_mut(&mut self, id: Id) -> &mut T {
         let i = id.index();
-        if i >= self.slots.len() {
-            self.slots.resize(i + 1, self.empty.clone());
+        let p = i / Self::PAGE;
+        if p >= self.pages.len() {
+            self.pages.resize(p + 1, None);
         }
-        &mut self.slots[i]
+        let page = self.pages[p]
+            .get_or_insert_with(|| vec![self.empty.clone(); Self::PAGE].into_boxed_slice());
+        &mut page[i % Self::PAGE]
     }
 
-    /// Every id below the bound with its value.
+    /// Every id of an allocated page with its value, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (Id, &T)> + '_ {
-        self.slots
+        self.pages
             .iter()
             .enumerate()
-            .filter_map(|(i, v)| Id::from_index(i).map(|id| (id, v)))
+            .filter_map(|(p, page)| page.as_ref().map(|page| (p, page)))
+            .flat_map(|(p, page)| {
+                page.iter()
+                    .enumerate()
+                    .filter_map(move |(k, v)| Id::from_index(p * Self::PAGE + k).map(|id| (id, v)))
+            })
     }
 }
 

@@ -18,10 +18,18 @@ struct Slot {
     incarnation: u32,
     delivery: Pos,
     settle: Pos,
-    /// The copy (`broker_seq`) the latest delivery delivered, if it said.
-    copy: Option<u64>,
+    /// The copy (`broker_seq`) the latest delivery delivered, if `has_copy`.
+    copy: u64,
+    has_copy: bool,
     /// The event's next slot.
     next: Pos,
+}
+
+impl Slot {
+    /// The copy the latest delivery delivered, if it said.
+    fn copy(&self) -> Option<u64> {
+        self.has_copy.then_some(self.copy)
+    }
 }
 
 /// Per event, a chain of slots, one per actor incarnation that handled it (almost always one).
@@ -48,7 +56,8 @@ impl Handlers {
             incarnation,
             delivery: Pos::NONE,
             settle: Pos::NONE,
-            copy: None,
+            copy: 0,
+            has_copy: false,
             next: head,
         });
         *self.heads.get_mut(event) = Pos::at(i);
@@ -104,20 +113,21 @@ impl super::Rule for Rule {
         let s = self.handlers.slot(e, r.actor, r.incarnation);
         let slot = &mut self.handlers.slots[s];
         if r.is_delivery() {
-            if let (Some(prev), Some(b)) = (slot.delivery.get(), slot.copy) {
+            if let (Some(prev), Some(b)) = (slot.delivery.get(), slot.copy()) {
                 if r.broker_seq() != Some(b) {
                     self.replaced.insert((s, b), prev);
                 }
             }
             slot.delivery = Pos::at(at);
-            slot.copy = r.broker_seq();
+            slot.has_copy = r.broker_seq().is_some();
+            slot.copy = r.broker_seq().unwrap_or(0);
         } else if settles {
             slot.settle = Pos::at(at);
         } else {
             // The latest delivery of the copy the ack names, else the latest delivery.
             let latest = slot.delivery.get();
             let delivery = match r.broker_seq() {
-                Some(b) if latest.is_some() && slot.copy == Some(b) => latest,
+                Some(b) if latest.is_some() && slot.copy() == Some(b) => latest,
                 Some(b) => self.replaced.get(&(s, b)).copied().or(latest),
                 None => latest,
             };

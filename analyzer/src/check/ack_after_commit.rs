@@ -101,6 +101,16 @@ impl Default for Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[
+            Kind::Delivered,
+            Kind::Redelivered,
+            Kind::EffectCommitted,
+            Kind::DuplicateSuppressed,
+            Kind::Acked,
+        ]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         let settles = matches!(r.kind, Kind::EffectCommitted | Kind::DuplicateSuppressed);
         if !(r.is_delivery() || settles || r.kind == Kind::Acked) {

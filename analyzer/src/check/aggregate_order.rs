@@ -59,6 +59,14 @@ impl Default for Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[
+            Kind::IntentRecorded,
+            Kind::TaskAccepted,
+            Kind::PublishAttempt,
+        ]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         match r.kind {
             Kind::IntentRecorded | Kind::TaskAccepted => {

@@ -20,6 +20,14 @@ pub struct Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[
+            Kind::ExternalRequest,
+            Kind::ExternalReplayed,
+            Kind::ExternalApplied,
+        ]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         match r.kind {
             Kind::ExternalRequest | Kind::ExternalReplayed => self.any = true,

@@ -67,6 +67,10 @@ impl Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::TaskAccepted, Kind::IntentRecorded]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         if !matches!(r.kind, Kind::TaskAccepted | Kind::IntentRecorded) {
             return;

@@ -27,6 +27,10 @@ impl Default for Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::PublishAcked, Kind::OutboxMarked]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         if !matches!(r.kind, Kind::PublishAcked | Kind::OutboxMarked) {
             return;

@@ -479,7 +479,9 @@ pub fn check_all(h: &History, names: &crate::intern::Interner) -> Vec<Outcome> {
 /// One invariant decided online. [`Rule::row`] sees every row of a scenario, in `seq` order,
 /// with its position (its index in the scenario's rows); [`Rule::finish`] decides.
 pub trait Rule: Send {
-    /// Takes the row at position `at`.
+    /// The kinds of rows the rule reads: it is handed only those.
+    fn kinds(&self) -> &'static [Kind];
+    /// Takes the row at position `at` (of one of [`Rule::kinds`]).
     fn row(&mut self, at: usize, r: &Row);
     /// The verdict, once every row has been seen.
     fn finish(self: Box<Self>, ends: &Ends) -> Decision;

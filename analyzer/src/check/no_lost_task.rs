@@ -37,6 +37,10 @@ impl Default for Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::TaskAccepted, Kind::EffectCommitted]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         let effect = match r.kind {
             Kind::TaskAccepted => false,

@@ -46,6 +46,15 @@ pub struct Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[
+            Kind::EffectCommitted,
+            Kind::PublishAcked,
+            Kind::TaskAccepted,
+            Kind::IntentRecorded,
+        ]
+    }
+
     fn row(&mut self, _: usize, r: &Row) {
         let (distinct, field, id) = match r.kind {
             Kind::EffectCommitted => {

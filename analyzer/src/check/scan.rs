@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use outbox_trace::{Detail, FigureTally, Figures};
+use outbox_trace::{Detail, FigureTally, Figures, Kind};
 
 use super::{lost_spans, Ends, Gather, Invariant, Lives, Outcome, Rule};
 use crate::history::{History, Row};
@@ -13,6 +13,8 @@ use crate::intern::{Id, Interner};
 /// The rules of a scenario while its rows pass.
 pub struct Scan {
     rules: Vec<Box<dyn Rule>>,
+    /// Per kind (its position in [`Kind::ALL`]), the rules that read it.
+    readers: Vec<Vec<usize>>,
     ends: Ends,
     lives: Lives,
     figures: FigureTally<Id>,
@@ -21,8 +23,16 @@ pub struct Scan {
 impl Scan {
     /// A scan deciding `invariants`, in that order.
     pub fn of(invariants: &[Invariant]) -> Self {
+        let rules: Vec<Box<dyn Rule>> = invariants.iter().map(|i| i.rule()).collect();
+        let mut readers = vec![Vec::new(); Kind::ALL.len()];
+        for (i, rule) in rules.iter().enumerate() {
+            for &kind in rule.kinds() {
+                readers[kind as usize].push(i);
+            }
+        }
         Scan {
-            rules: invariants.iter().map(|i| i.rule()).collect(),
+            rules,
+            readers,
             ends: Ends::default(),
             lives: Lives::default(),
             figures: FigureTally::default(),
@@ -31,8 +41,10 @@ impl Scan {
 
     /// Takes the row at position `at` with its decoded detail (for the kinds the analyzer keeps).
     pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
-        for rule in &mut self.rules {
-            rule.row(at, r);
+        if let Some(readers) = self.readers.get(r.kind as usize) {
+            for &i in readers {
+                self.rules[i].row(at, r);
+            }
         }
         self.ends.row(at, r, detail);
         self.lives.row(r);

@@ -58,6 +58,10 @@ impl Default for Rule {
 }
 
 impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::EffectCommitted]
+    }
+
     fn row(&mut self, at: usize, r: &Row) {
         if r.kind != Kind::EffectCommitted {
             return;

@@ -69,7 +69,8 @@ pub struct Figures {
 #[derive(Debug, Clone)]
 pub struct FigureTally<K> {
     figures: Figures,
-    tasks: HashSet<K>,
+    /// Distinct accepted tasks (a fast hash: millions of them on a large trace).
+    tasks: HashSet<K, foldhash::fast::RandomState>,
     copies: Vec<u64>,
     last_commit: Option<(i64, i64)>,
     observed: Option<Observed>,
@@ -79,7 +80,7 @@ impl<K> Default for FigureTally<K> {
     fn default() -> Self {
         FigureTally {
             figures: Figures::default(),
-            tasks: HashSet::new(),
+            tasks: HashSet::default(),
             copies: Vec::new(),
             last_commit: None,
             observed: None,

@@ -60,11 +60,6 @@ impl Endpoint {
         &self.url
     }
 
-    /// `host:port` of the first member (no scheme, no credentials).
-    pub fn host_port(&self) -> String {
-        self.host_ports().swap_remove(0)
-    }
-
     /// `host:port` of every member (no scheme, no credentials).
     pub fn host_ports(&self) -> Vec<String> {
         self.members()

@@ -14,15 +14,17 @@
 //! visibility timeout, as JetStream's AckWait), so a crash between effect and ACK is a real
 //! redelivery, after AckWait, to the consumer's next life. The effect (dedup key + `processed` result + `counter`) is one Lua
 //! script. Redis' commit numbers start at 2^40 so they never equal a SQLite `store_rev`.
+//!
+//! Nothing blocks the async threads: SQLite runs on tokio's blocking threads, Redis goes through
+//! the `redis` crate's async connections, and key listings use `SCAN`, never `KEYS`.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use outbox_trace::detail::Observed;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike as _, ConnectionManager, ConnectionManagerConfig};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +116,8 @@ return out
 
 /// A connection to one scenario's database file and Redis keys.
 pub struct SqliteRedis {
-    db: Mutex<rusqlite::Connection>,
+    /// Used on tokio's blocking threads only.
+    db: Arc<Mutex<rusqlite::Connection>>,
     db_path: PathBuf,
     redis: Endpoint,
     client: redis::Client,
@@ -141,7 +144,7 @@ impl Backend for SqliteRedis {
                 reason: one_line(&e),
             })?;
         Ok(SqliteRedis {
-            db: Mutex::new(db),
+            db: Arc::new(Mutex::new(db)),
             db_path,
             redis: redis.clone(),
             client,
@@ -198,42 +201,85 @@ impl SqliteRedis {
         }
     }
 
-    fn with_db<T>(
-        &self,
-        f: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, BackendError> {
-        let mut db = self.db.lock().expect("db lock");
-        f(&mut db).map_err(sql)
+    /// The single number a counting query gives.
+    async fn count(&self, query: &'static str) -> Result<i64, BackendError> {
+        self.with_db(move |db| db.query_row(query, [], |r| r.get::<_, i64>(0)))
+            .await
     }
 
-    /// Sends a publish and never reads the reply: Redis performs it, the ACK is lost for real.
-    async fn publish_without_reply(&self, args: &[String]) -> Result<(), String> {
-        let host_port = self.redis.host_port();
-        let mut stream = std::net::TcpStream::connect(&host_port).map_err(|e| e.to_string())?;
-        let mut request = Vec::new();
-        if let Some((user, password)) = self.redis.credentials() {
-            let auth: Vec<String> = if password.is_empty() {
-                vec!["AUTH".into(), user]
-            } else {
-                vec!["AUTH".into(), user, password]
-            };
-            resp(&mut request, &auth);
+    /// Runs `f` on the database on one of tokio's blocking threads (SQLite waits on locks and
+    /// disks; the async threads must not).
+    async fn with_db<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, BackendError> {
+        let db = self.db.clone();
+        let run = move || {
+            // A panic while holding the lock leaves a connection whose transaction rolled back.
+            let mut db = db.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut db)
+        };
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| BackendError::Store(format!("the SQLite thread failed: {e}")))?
+            .map_err(sql)
+    }
+
+    /// The keys matching `pattern`, listed with `SCAN` (which, unlike `KEYS`, never holds Redis
+    /// for the whole keyspace).
+    async fn scan(
+        &self,
+        conn: &mut ConnectionManager,
+        pattern: &str,
+    ) -> Result<Vec<String>, BackendError> {
+        let mut keys = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1_000)
+                .query_async(conn)
+                .await
+                .map_err(broker)?;
+            keys.extend(batch);
+            if next == 0 {
+                // SCAN may return a key more than once.
+                keys.sort_unstable();
+                keys.dedup();
+                return Ok(keys);
+            }
+            cursor = next;
         }
-        resp(&mut request, args);
-        stream.write_all(&request).map_err(|e| e.to_string())?;
-        stream
-            .shutdown(std::net::Shutdown::Write)
-            .map_err(|e| e.to_string())?;
+    }
+
+    /// Sends a publish whose reply Redis never sends: on a connection of its own, `CLIENT REPLY
+    /// SKIP` drops the reply of the script that follows, and a `PING` after it is the only
+    /// answer read. Redis performs the publish; the ACK is lost for real. The connection is then
+    /// dropped, and the relay waits out its publish timeout as it would for any missing ACK.
+    async fn publish_without_reply(&self, script: redis::Cmd) -> Result<(), String> {
+        let connect = self.client.get_multiplexed_async_connection();
+        let mut conn = tokio::time::timeout(self.timing.publish_timeout, connect)
+            .await
+            .map_err(|_| "no connection to Redis within the publish timeout".to_string())?
+            .map_err(|e| one_line(&e))?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("CLIENT").arg("REPLY").arg("SKIP");
+        pipe.add_command(script);
+        pipe.cmd("PING");
+        let sent = tokio::time::timeout(
+            self.timing.publish_timeout,
+            conn.req_packed_commands(&pipe, 0, 1),
+        )
+        .await;
+        drop(conn);
+        if let Ok(Err(e)) = sent {
+            return Err(one_line(&e));
+        }
         tokio::time::sleep(self.timing.publish_timeout).await;
         Ok(())
-    }
-}
-
-/// Encodes one command in the Redis protocol.
-fn resp(out: &mut Vec<u8>, args: &[String]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
     }
 }
 
@@ -279,7 +325,8 @@ fn insert_intent(
 
 impl Store for SqliteRedis {
     async fn create(&self, task: &TaskSpec, with_intent: bool) -> Result<Created, BackendError> {
-        self.with_db(|db| {
+        let task = task.clone();
+        self.with_db(move |db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let existing: Option<String> = tx
                 .query_row(
@@ -324,7 +371,7 @@ impl Store for SqliteRedis {
                 params![task.idempotency_key, task.task_id],
             )?;
             let seq = if with_intent {
-                Some(insert_intent(&tx, task, store_rev)?)
+                Some(insert_intent(&tx, &task, store_rev)?)
             } else {
                 None
             };
@@ -339,21 +386,22 @@ impl Store for SqliteRedis {
                 store_rev,
                 aggregate_seq: seq,
             })
-        })
+        }).await
     }
 
     async fn record_intent(&self, task: &TaskSpec) -> Result<(i64, u64), BackendError> {
-        self.with_db(|db| {
+        let task = task.clone();
+        self.with_db(move |db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let rev = bump_rev(&tx)?;
-            let seq = insert_intent(&tx, task, rev)?;
+            let seq = insert_intent(&tx, &task, rev)?;
             tx.commit()?;
             Ok((rev, seq))
-        })
+        }).await
     }
 
     async fn pending(&self, limit: usize) -> Result<Vec<Intent>, BackendError> {
-        self.with_db(|db| {
+        self.with_db(move |db| {
             let mut stmt = db.prepare_cached(
                 "SELECT payload, seq FROM outbox WHERE status = 'PENDING' ORDER BY aggregate_id, seq LIMIT ?1",
             )?;
@@ -368,28 +416,29 @@ impl Store for SqliteRedis {
                 out.push(intent);
             }
             Ok(out)
-        })
+        }).await
     }
 
     async fn mark_published(&self, batch: &[&Intent]) -> Result<Vec<Option<i64>>, BackendError> {
-        self.with_db(|db| {
+        let event_ids: Vec<String> = batch.iter().map(|i| i.event_id.clone()).collect();
+        self.with_db(move |db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut changed = Vec::with_capacity(batch.len());
+            let mut changed = Vec::with_capacity(event_ids.len());
             {
                 let mut update = tx.prepare_cached(
                     "UPDATE outbox SET status = 'PUBLISHED' WHERE event_id = ?1 AND status = 'PENDING'",
                 )?;
-                for intent in batch {
-                    changed.push(update.execute([&intent.event_id])? > 0);
+                for event_id in &event_ids {
+                    changed.push(update.execute([event_id])? > 0);
                 }
             }
             if !changed.contains(&true) {
-                return Ok(vec![None; batch.len()]);
+                return Ok(vec![None; event_ids.len()]);
             }
             let rev = bump_rev(&tx)?;
             tx.commit()?;
             Ok(changed.into_iter().map(|c| c.then_some(rev)).collect())
-        })
+        }).await
     }
 
     async fn snapshot(&self, event_ids: &[&str]) -> Result<Snapshot, BackendError> {
@@ -482,13 +531,13 @@ impl Broker for SqliteRedis {
         ];
         let use_id = if msg_id { "1" } else { "0" };
         if lose_ack {
-            let mut args = vec!["EVAL".to_string(), PUBLISH.to_string(), "4".to_string()];
-            args.extend(keys.iter().cloned());
-            args.extend([payload, intent.event_id.clone(), use_id.to_string()]);
-            return match self.publish_without_reply(&args).await {
+            let mut script = redis::cmd("EVAL");
+            script.arg(PUBLISH).arg(keys.len()).arg(&keys[..]);
+            script.arg(&payload).arg(&intent.event_id).arg(use_id);
+            return match self.publish_without_reply(script).await {
                 Ok(()) => Published::Unacked {
                     reason: format!(
-                        "the RPUSH reply was never read (waited {} ms)",
+                        "Redis sent no reply to the publish (waited {} ms)",
                         self.timing.publish_timeout.as_millis()
                     ),
                 },
@@ -606,11 +655,7 @@ impl Broker for SqliteRedis {
 impl Control for SqliteRedis {
     async fn setup(&self) -> Result<(), BackendError> {
         let mut conn = self.redis().await?;
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(self.key("*"))
-            .query_async(&mut conn)
-            .await
-            .map_err(broker)?;
+        let keys = self.scan(&mut conn, &self.key("*")).await?;
         if !keys.is_empty() {
             redis::cmd("DEL")
                 .arg(&keys)
@@ -618,7 +663,7 @@ impl Control for SqliteRedis {
                 .await
                 .map_err(broker)?;
         }
-        self.with_db(|db| {
+        self.with_db(move |db| {
             db.execute_batch(
                 "DROP TABLE IF EXISTS orders; DROP TABLE IF EXISTS outbox; DROP TABLE IF EXISTS idempotency;
                  DROP TABLE IF EXISTS store_rev;
@@ -638,23 +683,15 @@ impl Control for SqliteRedis {
                  CREATE TABLE store_rev(rev INTEGER NOT NULL);
                  INSERT INTO store_rev VALUES (0);",
             )
-        })
+        }).await
     }
 
     async fn progress(&self) -> Result<Progress, BackendError> {
-        let outbox_pending = self.with_db(|db| {
-            db.query_row(
-                "SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-        })? as u64;
+        let outbox_pending = self
+            .count("SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'")
+            .await? as u64;
         let mut conn = self.redis().await?;
-        let mut lists: Vec<String> = redis::cmd("KEYS")
-            .arg(self.key("processing:*"))
-            .query_async(&mut conn)
-            .await
-            .map_err(broker)?;
+        let mut lists = self.scan(&mut conn, &self.key("processing:*")).await?;
         lists.push(self.key("outbox.events"));
         let mut broker_pending = 0;
         for list in lists {
@@ -673,11 +710,7 @@ impl Control for SqliteRedis {
     async fn commits(&self) -> Result<Vec<StoredCommit>, BackendError> {
         let mut conn = self.redis().await?;
         let prefix = self.key("dedup:");
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{prefix}*"))
-            .query_async(&mut conn)
-            .await
-            .map_err(broker)?;
+        let keys = self.scan(&mut conn, &format!("{prefix}*")).await?;
         let mut out = Vec::new();
         for keys in keys.chunks(1_000) {
             let ids: Vec<&str> = keys
@@ -716,7 +749,7 @@ impl Control for SqliteRedis {
     }
 
     async fn creates(&self) -> Result<(Vec<StoredTask>, Vec<StoredIntent>), BackendError> {
-        self.with_db(|db| {
+        self.with_db(move |db| {
             let mut stmt = db.prepare("SELECT id, sku, qty, rev FROM orders")?;
             let tasks = stmt
                 .query_map([], |r| {
@@ -751,15 +784,18 @@ impl Control for SqliteRedis {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((tasks, intents))
-        })
+        }).await
     }
 
     async fn observe(&self) -> Result<Observed, BackendError> {
-        let count = |sql: &str| self.with_db(|db| db.query_row(sql, [], |r| r.get::<_, i64>(0)));
-        let orders = count("SELECT COUNT(*) FROM orders")?;
-        let outbox = count("SELECT COUNT(*) FROM outbox")?;
-        let outbox_pending = count("SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'")?;
-        let outbox_published = count("SELECT COUNT(*) FROM outbox WHERE status = 'PUBLISHED'")?;
+        let orders = self.count("SELECT COUNT(*) FROM orders").await?;
+        let outbox = self.count("SELECT COUNT(*) FROM outbox").await?;
+        let outbox_pending = self
+            .count("SELECT COUNT(*) FROM outbox WHERE status = 'PENDING'")
+            .await?;
+        let outbox_published = self
+            .count("SELECT COUNT(*) FROM outbox WHERE status = 'PUBLISHED'")
+            .await?;
         let mut conn = self.redis().await?;
         let log: Vec<String> = redis::cmd("LRANGE")
             .arg(self.key("outbox.log"))
@@ -773,11 +809,7 @@ impl Control for SqliteRedis {
             .query_async(&mut conn)
             .await
             .map_err(broker)?;
-        let dedup: Vec<String> = redis::cmd("KEYS")
-            .arg(self.key("dedup:*"))
-            .query_async(&mut conn)
-            .await
-            .map_err(broker)?;
+        let dedup = self.scan(&mut conn, &self.key("dedup:*")).await?;
         let counter: Option<i64> = redis::cmd("GET")
             .arg(self.key("counter"))
             .query_async(&mut conn)

@@ -246,6 +246,16 @@ impl ActorCtx {
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
+
+    /// Resolves once the recorder says stop.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let stop = self.stop.clone();
+        async move {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
 
 fn write_line(line: &Line) {

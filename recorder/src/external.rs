@@ -1,26 +1,40 @@
 //! An external effect outside the worker's transaction: a small "payments" receiver over HTTP with
 //! an idempotency API, and the worker's client for it.
 //!
-//! The receiver is its own process (`Role::Receiver`) with its own SQLite file. `POST /payments`
-//! with `Idempotency-Key: K`: the first request with K performs the payment and stores the answer;
-//! a repeat returns the stored answer (`Idempotent-Replayed: true`) and pays nothing; a repeat while
-//! the first is still being performed gets `409` with "in progress". Without the header every request
-//! pays. The receiver records `external_applied` and `external_replayed`; the worker records
-//! `external_request`.
+//! The receiver is its own process (`Role::Receiver`) with its own SQLite file, served by axum.
+//! `POST /payments` with `Idempotency-Key: K`: the first request with K performs the payment and
+//! stores the answer; a repeat returns the stored answer (`Idempotent-Replayed: true`) and pays
+//! nothing; a repeat while the first is still being performed gets `409` with "in progress".
+//! Without the header every request pays. The receiver records `external_applied` and
+//! `external_replayed`; the worker records `external_request`. SQLite runs on tokio's blocking
+//! threads.
+//!
+//! The worker calls through hyper's HTTP/1 client. [`send`] returns once the whole request has
+//! been flushed to the socket and [`receive`] reads the answer, so a crash between the two is a
+//! crash after the request left and before its answer was read.
 
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 use outbox_trace::detail::Note;
 use outbox_trace::{About, Step};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::actor::ActorCtx;
+use crate::actor::{ActorCtx, Reporter};
 
 /// Where the receiver listens and keeps its keys.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,29 +71,21 @@ pub struct Payment {
 
 /// Serves payments until the recorder says stop.
 pub async fn serve(ctx: &ActorCtx, spec: &ExternalSpec) -> anyhow::Result<()> {
-    let db = open(&spec.db)?;
-    let db = std::sync::Arc::new(std::sync::Mutex::new(db));
+    let receiver = Receiver {
+        db: Arc::new(Mutex::new(open(&spec.db)?)),
+        slow: Duration::from_millis(spec.slow_ms),
+        events: ctx.reporter(),
+    };
     let listener = TcpListener::bind(&spec.addr)
         .await
         .with_context(|| format!("binding {}", spec.addr))?;
-    while !ctx.stopping() {
-        let Ok(accepted) =
-            tokio::time::timeout(Duration::from_millis(100), listener.accept()).await
-        else {
-            continue;
-        };
-        let (stream, _) = accepted?;
-        // One request at a time per connection, each connection on its own task.
-        let db = db.clone();
-        let slow = Duration::from_millis(spec.slow_ms);
-        let events = ctx.reporter();
-        tokio::spawn(async move {
-            if let Err(e) = handle(stream, &db, slow, &events).await {
-                tracing::warn!("receiver: {e:#}");
-            }
-        });
-    }
-    Ok(())
+    let app = axum::Router::new()
+        .route("/payments", axum::routing::post(pay))
+        .with_state(receiver);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(ctx.stopped())
+        .await
+        .context("serving payments")
 }
 
 fn open(path: &std::path::Path) -> anyhow::Result<rusqlite::Connection> {
@@ -104,7 +110,30 @@ pub fn totals(path: &std::path::Path) -> anyhow::Result<(i64, i64)> {
     Ok((payments, keys))
 }
 
-type Db = std::sync::Arc<std::sync::Mutex<rusqlite::Connection>>;
+/// The receiver's shared state.
+#[derive(Clone)]
+struct Receiver {
+    /// Used on tokio's blocking threads only.
+    db: Arc<Mutex<rusqlite::Connection>>,
+    slow: Duration,
+    events: Reporter,
+}
+
+impl Receiver {
+    /// Runs `f` on the database on one of tokio's blocking threads.
+    async fn with_db<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut rusqlite::Connection) -> anyhow::Result<T> + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut db = db.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut db)
+        })
+        .await
+        .context("the SQLite thread failed")?
+    }
+}
 
 enum Claim {
     New,
@@ -112,49 +141,77 @@ enum Claim {
     InProgress,
 }
 
-async fn handle(
-    stream: TcpStream,
-    db: &Db,
-    slow: Duration,
-    events: &crate::actor::Reporter,
-) -> anyhow::Result<()> {
-    let mut reader = BufReader::new(stream);
-    let (key, body) = read_request(&mut reader).await?;
-    let payment: Payment = serde_json::from_str(&body).context("payment body")?;
-    let mut stream = reader.into_inner();
-    let about = || About::new(payment.event_id.clone(), Some(payment.task_id.clone()));
-    let claim = match &key {
-        None => Claim::New,
-        Some(key) => {
-            let mut db = db.lock().expect("db lock");
-            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let found: Option<(String, Option<u16>, Option<String>)> = tx
-                .query_row(
-                    "SELECT state, status, response FROM idempotency_keys WHERE key = ?1",
-                    [key],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            let claim = match found {
-                Some((state, Some(status), Some(response))) if state == "done" => {
-                    Claim::Done(status, response)
-                }
-                Some(_) => Claim::InProgress,
-                None => {
-                    tx.execute(
-                        "INSERT INTO idempotency_keys(key, state) VALUES (?1, 'in-progress')",
-                        [key],
-                    )?;
-                    Claim::New
-                }
-            };
-            tx.commit()?;
-            claim
-        }
+/// `POST /payments`.
+async fn pay(State(receiver): State<Receiver>, headers: HeaderMap, body: Bytes) -> Response {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let answer = match serde_json::from_slice::<Payment>(&body) {
+        Ok(payment) => perform(&receiver, key, payment).await,
+        Err(e) => Err(anyhow::anyhow!("payment body: {e}")),
     };
-    let answer = match claim {
+    let answer = answer.unwrap_or_else(|e| {
+        tracing::warn!("receiver: {e:#}");
+        Answer {
+            status: 500,
+            replayed: false,
+            body: json!({"error": format!("{e:#}")}).to_string(),
+        }
+    });
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, answer.body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if answer.replayed {
+        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// Claims the key, performs the payment or replays the stored answer.
+async fn perform(
+    receiver: &Receiver,
+    key: Option<String>,
+    payment: Payment,
+) -> anyhow::Result<Answer> {
+    let about = || About::new(payment.event_id.clone(), Some(payment.task_id.clone()));
+    let claim = match key.clone() {
+        None => Claim::New,
+        Some(key) => receiver
+            .with_db(move |db| {
+                let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let found: Option<(String, Option<u16>, Option<String>)> = tx
+                    .query_row(
+                        "SELECT state, status, response FROM idempotency_keys WHERE key = ?1",
+                        [&key],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?;
+                let claim = match found {
+                    Some((state, Some(status), Some(response))) if state == "done" => {
+                        Claim::Done(status, response)
+                    }
+                    Some(_) => Claim::InProgress,
+                    None => {
+                        tx.execute(
+                            "INSERT INTO idempotency_keys(key, state) VALUES (?1, 'in-progress')",
+                            [&key],
+                        )?;
+                        Claim::New
+                    }
+                };
+                tx.commit()?;
+                Ok(claim)
+            })
+            .await?,
+    };
+    Ok(match claim {
         Claim::Done(status, response) => {
-            events.emit(Step::ExternalReplayed {
+            receiver.events.emit(Step::ExternalReplayed {
                 about: about(),
                 amount: Some(payment.amount),
                 note: Note::default(),
@@ -172,27 +229,32 @@ async fn handle(
                 .to_string(),
         },
         Claim::New => {
-            tokio::time::sleep(slow).await;
-            let response = {
-                let mut db = db.lock().expect("db lock");
-                let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                tx.execute(
-                    "INSERT INTO payments(event_id, task_id, amount) VALUES (?1, ?2, ?3)",
-                    params![payment.event_id, payment.task_id, payment.amount],
-                )?;
-                let response =
-                    json!({"payment_id": tx.last_insert_rowid(), "amount": payment.amount})
-                        .to_string();
-                if let Some(key) = &key {
+            tokio::time::sleep(receiver.slow).await;
+            let (event_id, task_id, amount) = (
+                payment.event_id.clone(),
+                payment.task_id.clone(),
+                payment.amount,
+            );
+            let response = receiver
+                .with_db(move |db| {
+                    let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                     tx.execute(
-                        "UPDATE idempotency_keys SET state = 'done', status = 201, response = ?2 WHERE key = ?1",
-                        params![key, response],
+                        "INSERT INTO payments(event_id, task_id, amount) VALUES (?1, ?2, ?3)",
+                        params![event_id, task_id, amount],
                     )?;
-                }
-                tx.commit()?;
-                response
-            };
-            events.emit(Step::ExternalApplied {
+                    let response =
+                        json!({"payment_id": tx.last_insert_rowid(), "amount": amount}).to_string();
+                    if let Some(key) = &key {
+                        tx.execute(
+                            "UPDATE idempotency_keys SET state = 'done', status = 201, response = ?2 WHERE key = ?1",
+                            params![key, response],
+                        )?;
+                    }
+                    tx.commit()?;
+                    Ok(response)
+                })
+                .await?;
+            receiver.events.emit(Step::ExternalApplied {
                 about: about(),
                 amount: Some(payment.amount),
                 note: Note::default(),
@@ -203,96 +265,150 @@ async fn handle(
                 body: response,
             }
         }
-    };
-    let reason = match answer.status {
-        201 => "Created",
-        409 => "Conflict",
-        _ => "OK",
-    };
-    let replayed = if answer.replayed {
-        "Idempotent-Replayed: true\r\n"
-    } else {
-        ""
-    };
-    let head = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{replayed}Connection: close\r\n\r\n",
-        answer.status,
-        answer.body.len()
-    );
-    // The client may be gone (it crashed after sending): the effect stands either way.
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(answer.body.as_bytes()).await;
-    let _ = stream.shutdown().await;
-    Ok(())
+    })
 }
 
-/// Reads one request: the `Idempotency-Key` header, if any, and the body.
-async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> anyhow::Result<(Option<String>, String)> {
-    let mut line = String::new();
-    reader.read_line(&mut line).await?;
-    if !line.starts_with("POST /payments ") {
-        anyhow::bail!("unexpected request line {line:?}");
-    }
-    let (mut length, mut key) = (0usize, None);
-    loop {
-        line.clear();
-        reader.read_line(&mut line).await?;
-        let header = line.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.trim().parse().context("content-length")?,
-                "idempotency-key" => key = Some(value.trim().to_string()),
-                _ => {}
-            }
-        }
-    }
-    let mut body = vec![0; length.min(1 << 20)];
-    reader.read_exact(&mut body).await?;
-    Ok((key, String::from_utf8(body)?))
+/// A request on its way: its answer, once read.
+pub struct Sent {
+    answer: tokio::task::JoinHandle<anyhow::Result<Answer>>,
 }
 
-/// Sends a payment request; returns the open connection so the caller decides when to read.
-pub async fn send(addr: &str, payment: &Payment, key: Option<&str>) -> anyhow::Result<TcpStream> {
-    let mut stream = TcpStream::connect(addr)
+/// Sends a payment request through hyper's HTTP/1 client and returns once the whole request has
+/// been flushed to the socket; [`receive`] reads the answer.
+pub async fn send(addr: &str, payment: &Payment, key: Option<&str>) -> anyhow::Result<Sent> {
+    let stream = TcpStream::connect(addr)
         .await
         .with_context(|| format!("connecting to the receiver at {addr}"))?;
-    let body = serde_json::to_string(payment)?;
-    let key = key
-        .map(|k| format!("Idempotency-Key: {k}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "POST /payments HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{key}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    stream.flush().await?;
-    Ok(stream)
+    let (flushed, on_flush) = tokio::sync::oneshot::channel();
+    let handed = Arc::new(AtomicBool::new(false));
+    let io = hyper_util::rt::TokioIo::new(Flushed {
+        io: stream,
+        body_handed: handed.clone(),
+        flushed: Some(flushed),
+    });
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+        .await
+        .context("HTTP handshake with the receiver")?;
+    let mut request = hyper::Request::post("/payments")
+        .header(header::HOST, addr)
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    let body = Full::new(Bytes::from(serde_json::to_vec(payment)?));
+    let request = request.body(Handed { body, handed })?;
+    let answer = tokio::spawn(async move {
+        let connection = tokio::spawn(connection);
+        let response = sender
+            .send_request(request)
+            .await
+            .context("the receiver's answer")?;
+        let status = response.status().as_u16();
+        let replayed = response
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        let body = response.into_body().collect().await?.to_bytes();
+        connection.abort();
+        Ok(Answer {
+            status,
+            replayed,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    });
+    if on_flush.await.is_err() {
+        // The connection ended before the request went out: the answer says why.
+        answer.await.context("the HTTP client task")??;
+        anyhow::bail!("the request to {addr} was never sent");
+    }
+    Ok(Sent { answer })
 }
 
 /// Reads the answer to a request sent with [`send`].
-pub async fn receive(stream: TcpStream) -> anyhow::Result<Answer> {
-    let mut reader = BufReader::new(stream);
-    let mut text = String::new();
-    reader.read_to_string(&mut text).await?;
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .context("no end of headers in the answer")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no status in the answer")?;
-    let replayed = head
-        .lines()
-        .any(|l| l.eq_ignore_ascii_case("idempotent-replayed: true"));
-    Ok(Answer {
-        status,
-        replayed,
-        body: body.to_string(),
-    })
+pub async fn receive(sent: Sent) -> anyhow::Result<Answer> {
+    sent.answer.await.context("the HTTP client task")?
+}
+
+/// A request body that notes when hyper has taken its (only) frame to write.
+struct Handed {
+    body: Full<Bytes>,
+    handed: Arc<AtomicBool>,
+}
+
+impl hyper::body::Body for Handed {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(frame, Poll::Ready(Some(_))) && self.body.is_end_stream() {
+            self.handed.store(true, Ordering::Release);
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A socket that says once the request's body has been handed to it and flushed: the whole
+/// request has left.
+struct Flushed {
+    io: TcpStream,
+    body_handed: Arc<AtomicBool>,
+    flushed: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl AsyncRead for Flushed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Flushed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let flushed = Pin::new(&mut self.io).poll_flush(cx);
+        if matches!(flushed, Poll::Ready(Ok(()))) && self.body_handed.load(Ordering::Acquire) {
+            if let Some(tx) = self.flushed.take() {
+                let _ = tx.send(());
+            }
+        }
+        flushed
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }

@@ -32,7 +32,8 @@ fn pay(addr: &str, event: &str, key: Option<&str>) -> (u16, bool, String) {
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     (
         status,
-        head.contains("Idempotent-Replayed: true"),
+        head.to_ascii_lowercase()
+            .contains("idempotent-replayed: true"),
         body.to_string(),
     )
 }

@@ -397,7 +397,8 @@ impl Store for SqliteRedis {
             let seq = insert_intent(&tx, &task, rev)?;
             tx.commit()?;
             Ok((rev, seq))
-        }).await
+        })
+        .await
     }
 
     async fn pending(&self, limit: usize) -> Result<Vec<Intent>, BackendError> {
@@ -784,7 +785,8 @@ impl Control for SqliteRedis {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((tasks, intents))
-        }).await
+        })
+        .await
     }
 
     async fn observe(&self) -> Result<Observed, BackendError> {

@@ -147,8 +147,13 @@ async fn pay(State(receiver): State<Receiver>, headers: HeaderMap, body: Bytes) 
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    // A payment, once claimed, is carried through on a task of its own: a client that goes away
+    // mid-request (a worker killed after sending) drops this handler, not the payment, as a real
+    // provider's would not.
     let answer = match serde_json::from_slice::<Payment>(&body) {
-        Ok(payment) => perform(&receiver, key, payment).await,
+        Ok(payment) => tokio::spawn(async move { perform(&receiver, key, payment).await })
+            .await
+            .unwrap_or_else(|e| Err(anyhow::anyhow!("the payment task failed: {e}"))),
         Err(e) => Err(anyhow::anyhow!("payment body: {e}")),
     };
     let answer = answer.unwrap_or_else(|e| {
@@ -181,33 +186,35 @@ async fn perform(
     let about = || About::new(payment.event_id.clone(), Some(payment.task_id.clone()));
     let claim = match key.clone() {
         None => Claim::New,
-        Some(key) => receiver
-            .with_db(move |db| {
-                let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let found: Option<(String, Option<u16>, Option<String>)> = tx
-                    .query_row(
-                        "SELECT state, status, response FROM idempotency_keys WHERE key = ?1",
-                        [&key],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                    )
-                    .optional()?;
-                let claim = match found {
-                    Some((state, Some(status), Some(response))) if state == "done" => {
-                        Claim::Done(status, response)
-                    }
-                    Some(_) => Claim::InProgress,
-                    None => {
-                        tx.execute(
+        Some(key) => {
+            receiver
+                .with_db(move |db| {
+                    let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    let found: Option<(String, Option<u16>, Option<String>)> = tx
+                        .query_row(
+                            "SELECT state, status, response FROM idempotency_keys WHERE key = ?1",
+                            [&key],
+                            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                        )
+                        .optional()?;
+                    let claim = match found {
+                        Some((state, Some(status), Some(response))) if state == "done" => {
+                            Claim::Done(status, response)
+                        }
+                        Some(_) => Claim::InProgress,
+                        None => {
+                            tx.execute(
                             "INSERT INTO idempotency_keys(key, state) VALUES (?1, 'in-progress')",
                             [&key],
                         )?;
-                        Claim::New
-                    }
-                };
-                tx.commit()?;
-                Ok(claim)
-            })
-            .await?,
+                            Claim::New
+                        }
+                    };
+                    tx.commit()?;
+                    Ok(claim)
+                })
+                .await?
+        }
     };
     Ok(match claim {
         Claim::Done(status, response) => {

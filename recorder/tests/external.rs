@@ -84,6 +84,22 @@ fn the_receiver_applies_once_per_key_replays_and_says_in_progress() {
     assert!(busy.2.contains("in progress"), "{}", busy.2);
     assert_eq!(slow.join().unwrap().0, 201);
 
+    // A client that leaves mid-request (a worker killed after sending) does not cancel the
+    // payment: once it is done, a repeat replays it.
+    {
+        let mut gone = TcpStream::connect(&addr).unwrap();
+        let body = r#"{"event_id":"evt-d","task_id":"t-evt-d","amount":7}"#;
+        write!(
+            gone,
+            "POST /payments HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nIdempotency-Key: evt-d\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1_500));
+    let after = pay(&addr, "evt-d", Some("evt-d"));
+    assert_eq!((after.0, after.1), (201, true), "{}", after.2);
+
     // Without a key every request pays.
     let one = pay(&addr, "evt-c", None);
     let two = pay(&addr, "evt-c", None);
@@ -111,12 +127,13 @@ fn the_receiver_applies_once_per_key_replays_and_says_in_progress() {
     assert_eq!(applied("evt-a"), 1);
     assert_eq!(applied("evt-b"), 1);
     assert_eq!(applied("evt-c"), 2);
+    assert_eq!(applied("evt-d"), 1);
     assert_eq!(
         kinds
             .iter()
             .filter(|(k, _)| k == "external_replayed")
             .count(),
-        1
+        2
     );
 }
 

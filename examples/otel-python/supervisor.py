@@ -98,7 +98,8 @@ class Run:
             def watch(out=process.stdout, life=life):
                 for line in out:
                     if line.startswith("crash-point "):
-                        self.crashes.put((life, line.split()[1]))
+                        _, point, event_id = line.split()
+                        self.crashes.put((life, point, event_id))
             threading.Thread(target=watch, daemon=True).start()
         return process
 
@@ -199,8 +200,9 @@ def supervise(args, workdir):
         deadline = time.monotonic() + args.timeout
         while not (crashed and run.quiet()):
             try:
-                life, point = run.crashes.get(timeout=0.05)
+                life, point, event_id = run.crashes.get(timeout=0.05)
                 run.kill_worker(life, point)
+                print(f"killed worker#{life} at {point} of {event_id}", flush=True)
                 crashed = True
             except queue.Empty:
                 pass

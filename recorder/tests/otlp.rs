@@ -67,7 +67,13 @@ fn parquet_and_otlp_of_one_run_give_the_same_verdicts_and_figures() {
                     .iter()
                     .find(|kv| kv["key"] == "outbox.seq")
                     .unwrap_or_else(|| panic!("a span without outbox.seq: {span}"));
-                seqs.push(seq["value"]["intValue"].as_str().unwrap().parse::<u64>().unwrap());
+                seqs.push(
+                    seq["value"]["intValue"]
+                        .as_str()
+                        .unwrap()
+                        .parse::<u64>()
+                        .unwrap(),
+                );
             }
         }
     }
@@ -86,7 +92,10 @@ fn parquet_and_otlp_of_one_run_give_the_same_verdicts_and_figures() {
         assert_eq!(parquet, spans, "scenario {name}");
     }
     // Not a comparison of two empty reports: a violation with its witnesses is among them.
-    let fails = from_otlp.to_string().matches("\"verdict\":\"fail\"").count();
+    let fails = from_otlp
+        .to_string()
+        .matches("\"verdict\":\"fail\"")
+        .count();
     assert!(fails >= 1, "{from_otlp:#}");
 }
 

@@ -425,12 +425,8 @@ fn pending(
             .transpose()
     }
     let mut e = Event::new(kind);
-    e.run_id = attrs
-        .get(key::RUN_ID)
-        .unwrap_or_else(|| stem.to_string());
-    e.scenario = attrs
-        .get(key::SCENARIO)
-        .unwrap_or_else(|| "default".into());
+    e.run_id = attrs.get(key::RUN_ID).unwrap_or_else(|| stem.to_string());
+    e.scenario = attrs.get(key::SCENARIO).unwrap_or_else(|| "default".into());
     e.backend = attrs.get(key::BACKEND).unwrap_or_else(|| "otel".into());
     e.actor = attrs
         .get(key::ACTOR)
@@ -598,10 +594,7 @@ pub mod write {
             (key::AMOUNT, e.amount.map(i128::from)),
             (key::COUNTER, e.counter.map(i128::from)),
         ];
-        out.extend(
-            ints.into_iter()
-                .filter_map(|(k, v)| v.map(|v| int(k, v))),
-        );
+        out.extend(ints.into_iter().filter_map(|(k, v)| v.map(|v| int(k, v))));
         if let Some(d) = &e.detail {
             out.push(text(key::DETAIL, d.as_str()));
         }
@@ -676,9 +669,7 @@ pub mod write {
                     });
                     resource_spans.len() - 1
                 });
-                let time = epoch_unix_nano
-                    .saturating_add_signed(e.ts_ns)
-                    .to_string();
+                let time = epoch_unix_nano.saturating_add_signed(e.ts_ns).to_string();
                 resource_spans[at].scope_spans[0].spans.push(Span {
                     trace_id: trace_id(e),
                     span_id: format!("{:016x}", e.seq.wrapping_add(1).max(1)),
@@ -804,7 +795,10 @@ mod tests {
         let mut text = Vec::new();
         write::write_to(&rows, 1_700_000_000_000_000_000, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
-        assert!(text.contains(r#""stringValue":"18446744073709551615""#), "{text}");
+        assert!(
+            text.contains(r#""stringValue":"18446744073709551615""#),
+            "{text}"
+        );
         assert!(text.contains(r#""intValue":"-3""#), "{text}");
         let (back, clocks) = events(&text);
         assert!(!clocks, "outbox.seq on every span");

@@ -2,7 +2,9 @@
 # Installs what outbox-trace needs on Debian, skipping what is already there:
 #   services the recorder starts: etcd, nats-server, redis-server
 #   build: protoc (for etcd-client)
-#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader)
+#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader),
+#          opentelemetry-sdk >= 1.45, opentelemetry-exporter-otlp-json-file >= 0.66b1 and redis >= 5
+#          (examples/otel-python, the OpenTelemetry producer the suite runs)
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -25,6 +27,17 @@ if ! python3 -c 'import pyarrow' 2>/dev/null; then
   echo "deps: installing pyarrow" >&2
   python3 -m pip install -q pyarrow 2>/dev/null \
     || python3 -m pip install -q --break-system-packages pyarrow
+fi
+
+otel_python=(
+  'opentelemetry-sdk>=1.45'
+  'opentelemetry-exporter-otlp-json-file>=0.66b1'
+  'redis>=5'
+)
+if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.json.file, redis' 2>/dev/null; then
+  echo "deps: installing ${otel_python[*]}" >&2
+  python3 -m pip install -q "${otel_python[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${otel_python[@]}"
 fi
 
 if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then

@@ -26,6 +26,9 @@ pub enum ConfigError {
     /// A cluster the recorder cannot start.
     #[error("{0}")]
     Cluster(&'static str),
+    /// Two outputs that would overwrite each other.
+    #[error("{0}")]
+    Output(&'static str),
 }
 use crate::protocol::{Protocol, Timing};
 use crate::run::RunConfig;
@@ -186,6 +189,11 @@ pub struct RunArgs {
     /// The trace file to write.
     #[arg(long, default_value = "traces/run.parquet")]
     pub out: PathBuf,
+    /// Also write the run as OpenTelemetry spans to this file: OTLP JSON Lines (one `TracesData`
+    /// per line), one span per row with `outbox.seq` and every column as `outbox.<column>`, for
+    /// Jaeger, Tempo or any OpenTelemetry tool; `analyzer check` reads it like the Parquet file.
+    #[arg(long, value_name = "FILE")]
+    pub otlp: Option<PathBuf>,
     /// Also write the lab's JSON (per scenario: stream messages, publishes, deliveries,
     /// redeliveries, suppressions, counter, results) here.
     #[arg(long)]
@@ -292,6 +300,11 @@ impl RunArgs {
         }
         let mut seen = std::collections::HashSet::new();
         scenarios.retain(|s| seen.insert(*s));
+        if self.otlp.as_ref() == Some(&self.out) {
+            return Err(ConfigError::Output(
+                "--otlp must name another file than --out (the Parquet trace)",
+            ));
+        }
         if ![1, 3, 5].contains(&self.cluster) {
             return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
         }
@@ -326,6 +339,7 @@ impl RunArgs {
             scenarios,
             protocol: self.protocol,
             out: self.out.clone(),
+            otlp: self.otlp.clone(),
             report: self.report.clone(),
             etcd,
             nats,

@@ -31,6 +31,8 @@ pub struct RunConfig {
     pub protocol: Protocol,
     /// The trace file.
     pub out: PathBuf,
+    /// The same run as OTLP JSON Lines, if wanted.
+    pub otlp: Option<PathBuf>,
     /// Where to write the lab's JSON, if anywhere.
     pub report: Option<PathBuf>,
     /// The user's etcd, or `None` to start our own.
@@ -162,6 +164,10 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         Journal::start(&config.out, &run_id, config.backend.name(), run_json)?;
     let tallies = journal.tallies();
     let clock = RunClock::start();
+    // The wall-clock time of ts_ns = 0, for the spans of --otlp.
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let env = ScenarioEnv {
         clock,
         recorder: &recorder,
@@ -209,6 +215,9 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
     drop(recorder);
     let events = journal.finish().await?;
     drop(services);
+    if let Some(path) = &config.otlp {
+        write_otlp(&config.out, path, epoch)?;
+    }
     if let Some(e) = failure {
         return Err(e);
     }
@@ -227,6 +236,20 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         unrecovered,
         interrupted: interrupted.load(std::sync::atomic::Ordering::Relaxed),
     })
+}
+
+/// Writes the finished trace `parquet` again as OTLP JSON Lines at `path`: the rows read back
+/// from the file the run wrote, so both files hold the same rows.
+fn write_otlp(parquet: &std::path::Path, path: &std::path::Path, epoch: u64) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let trace = outbox_trace::read_trace(parquet)
+        .with_context(|| format!("reading back {}", parquet.display()))?;
+    outbox_trace::otlp::write::create(path, &trace.events, epoch)?;
+    println!("wrote {}", path.display());
+    Ok(())
 }
 
 /// The run's output directory: `<out-dir>/<out-stem>/` (the lab files and the SQLite databases).

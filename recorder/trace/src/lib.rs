@@ -15,7 +15,7 @@ pub mod input;
 mod jsonl;
 mod kind;
 pub mod lab;
-mod otlp;
+pub mod otlp;
 mod reader;
 pub mod schema;
 pub mod step;

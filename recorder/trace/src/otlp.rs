@@ -1,13 +1,16 @@
-//! Reading OpenTelemetry spans (OTLP JSON Lines: one `TracesData` object per line, as the
-//! Collector's file exporter and the SDKs' file exporters write it) as `outbox-trace/1` events,
-//! mapped as the contract's section "OpenTelemetry spans" says.
+//! OpenTelemetry spans (OTLP JSON Lines: one `TracesData` object per line, as the Collector's
+//! file exporter and the SDKs' file exporters write it) as `outbox-trace/1` events, both ways,
+//! mapped as the contract's section "OpenTelemetry spans" says: reading any producer's spans
+//! (`decode`, used by [`crate::input`]) and writing a trace's rows as spans ([`write`], what
+//! `recorder run --otlp` writes). The attribute names of the mapping are written once, in [`key`].
 //!
 //! The OTLP JSON is read with the few serde structs below rather than the `opentelemetry-proto`
 //! crate: that crate's message types come only with its `gen-tonic-messages` feature (prost and
 //! tonic) and it depends on `opentelemetry` and `opentelemetry_sdk`, far more than this contract
 //! crate, which links no network client, should carry for six fields. The structs accept what the
 //! file exporters write: ids in hex (not read), 64-bit integers as strings or numbers, enums as
-//! numbers or names, unknown fields ignored.
+//! numbers or names, unknown fields ignored. The writer's structs write the OTLP JSON mapping:
+//! ids in hex, 64-bit integers as strings, enums as numbers.
 //!
 //! Unlike the other encodings, the whole file is read before any row is handed out: `ts_ns`
 //! counts from the run's earliest event, incarnations rank instances by their earliest span, and
@@ -21,6 +24,48 @@ use serde_json::Value;
 
 use crate::input::{lines, Chunker, Decoded};
 use crate::{Event, Kind, TraceError};
+
+/// The attribute names of the mapping, written once: the reader looks them up, the writer sets them.
+pub mod key {
+    /// The event's kind (a kind of the contract).
+    pub const KIND: &str = "outbox.kind";
+    /// `seq`: the recording order within the run.
+    pub const SEQ: &str = "outbox.seq";
+    /// `run_id`.
+    pub const RUN_ID: &str = "outbox.run_id";
+    /// `scenario`.
+    pub const SCENARIO: &str = "outbox.scenario";
+    /// `backend`.
+    pub const BACKEND: &str = "outbox.backend";
+    /// `actor` (else the resource's `service.name`).
+    pub const ACTOR: &str = "outbox.actor";
+    /// `incarnation` (else the rank of `service.instance.id`).
+    pub const INCARNATION: &str = "outbox.incarnation";
+    /// The column `task_id`.
+    pub const TASK_ID: &str = "outbox.task_id";
+    /// The column `event_id`.
+    pub const EVENT_ID: &str = "outbox.event_id";
+    /// The column `aggregate_id`.
+    pub const AGGREGATE_ID: &str = "outbox.aggregate_id";
+    /// The column `aggregate_seq`.
+    pub const AGGREGATE_SEQ: &str = "outbox.aggregate_seq";
+    /// The column `attempt`.
+    pub const ATTEMPT: &str = "outbox.attempt";
+    /// The column `broker_seq`.
+    pub const BROKER_SEQ: &str = "outbox.broker_seq";
+    /// The column `store_rev`.
+    pub const STORE_REV: &str = "outbox.store_rev";
+    /// The column `amount`.
+    pub const AMOUNT: &str = "outbox.amount";
+    /// The column `counter`.
+    pub const COUNTER: &str = "outbox.counter";
+    /// The column `detail`.
+    pub const DETAIL: &str = "outbox.detail";
+    /// The resource's service: the actor when `outbox.actor` is absent.
+    pub const SERVICE_NAME: &str = "service.name";
+    /// The resource's instance: ranks an actor's lives when `outbox.incarnation` is absent.
+    pub const SERVICE_INSTANCE_ID: &str = "service.instance.id";
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -274,7 +319,7 @@ fn map_span(
     let operation = attrs
         .get("messaging.operation.type")
         .or_else(|| attrs.get("messaging.operation"));
-    let own_kind = attrs.get("outbox.kind");
+    let own_kind = attrs.get(key::KIND);
     if own_kind.is_none() && matches!(operation.as_deref(), Some("send" | "publish")) {
         out.push(pending(
             &attrs,
@@ -303,8 +348,8 @@ fn map_span(
             })
             .collect();
         if let Some(kind) = ev_attrs
-            .get("outbox.kind")
-            .filter(|_| ev.attributes.iter().any(|kv| kv.key == "outbox.kind"))
+            .get(key::KIND)
+            .filter(|_| ev.attributes.iter().any(|kv| kv.key == key::KIND))
         {
             let at = nanos(ev.time_unix_nano.as_ref()).unwrap_or(end);
             let merged = Attrs {
@@ -326,7 +371,7 @@ fn map_span(
         }
         (None, Some("process" | "receive")) => {
             let again = attrs
-                .get("outbox.attempt")
+                .get(key::ATTEMPT)
                 .and_then(|a| a.parse::<u32>().ok())
                 .is_some_and(|a| a > 1);
             let kind = if again {
@@ -380,37 +425,33 @@ fn pending(
             .transpose()
     }
     let mut e = Event::new(kind);
-    e.run_id = attrs
-        .get("outbox.run_id")
-        .unwrap_or_else(|| stem.to_string());
-    e.scenario = attrs
-        .get("outbox.scenario")
-        .unwrap_or_else(|| "default".into());
-    e.backend = attrs.get("outbox.backend").unwrap_or_else(|| "otel".into());
+    e.run_id = attrs.get(key::RUN_ID).unwrap_or_else(|| stem.to_string());
+    e.scenario = attrs.get(key::SCENARIO).unwrap_or_else(|| "default".into());
+    e.backend = attrs.get(key::BACKEND).unwrap_or_else(|| "otel".into());
     e.actor = attrs
-        .get("outbox.actor")
-        .or_else(|| attrs.get("service.name"))
+        .get(key::ACTOR)
+        .or_else(|| attrs.get(key::SERVICE_NAME))
         .unwrap_or_else(|| "unknown_service".into());
-    e.task_id = attrs.get("outbox.task_id");
+    e.task_id = attrs.get(key::TASK_ID);
     e.event_id = attrs
-        .get("outbox.event_id")
+        .get(key::EVENT_ID)
         .or_else(|| attrs.get("messaging.message.id"));
-    e.aggregate_id = attrs.get("outbox.aggregate_id");
-    e.aggregate_seq = fit("outbox.aggregate_seq", number("outbox.aggregate_seq")?)?;
-    e.attempt = fit("outbox.attempt", number("outbox.attempt")?)?;
-    let broker = match number("outbox.broker_seq")? {
+    e.aggregate_id = attrs.get(key::AGGREGATE_ID);
+    e.aggregate_seq = fit(key::AGGREGATE_SEQ, number(key::AGGREGATE_SEQ)?)?;
+    e.attempt = fit(key::ATTEMPT, number(key::ATTEMPT)?)?;
+    let broker = match number(key::BROKER_SEQ)? {
         Some(v) => Some(v),
         None => number("messaging.kafka.offset")?.or(number("messaging.kafka.message.offset")?),
     };
-    e.broker_seq = fit("outbox.broker_seq", broker)?;
-    e.store_rev = fit("outbox.store_rev", number("outbox.store_rev")?)?;
-    e.amount = fit("outbox.amount", number("outbox.amount")?)?;
-    e.counter = fit("outbox.counter", number("outbox.counter")?)?;
-    e.detail = attrs.get("outbox.detail");
+    e.broker_seq = fit(key::BROKER_SEQ, broker)?;
+    e.store_rev = fit(key::STORE_REV, number(key::STORE_REV)?)?;
+    e.amount = fit(key::AMOUNT, number(key::AMOUNT)?)?;
+    e.counter = fit(key::COUNTER, number(key::COUNTER)?)?;
+    e.detail = attrs.get(key::DETAIL);
     let seq = if derived {
         None
     } else {
-        fit("outbox.seq", number("outbox.seq")?)?
+        fit(key::SEQ, number(key::SEQ)?)?
     };
     Ok(Pending {
         event: e,
@@ -419,9 +460,232 @@ fn pending(
         span_at: at,
         order,
         seq,
-        incarnation: fit("outbox.incarnation", number("outbox.incarnation")?)?,
-        instance: attrs.get("service.instance.id"),
+        incarnation: fit(key::INCARNATION, number(key::INCARNATION)?)?,
+        instance: attrs.get(key::SERVICE_INSTANCE_ID),
     })
+}
+
+/// Writing: the same mapping backwards. Every row becomes one span of zero length at the run's
+/// start plus `ts_ns`, named after its kind and carrying `outbox.kind`, `outbox.seq` and every set
+/// column as `outbox.<column>`; `run_id`, `scenario`, `backend`, `actor` and `incarnation` go on the
+/// span too, so each span stands alone. The spans of one actor life share a resource
+/// (`service.name` = actor, `service.instance.id` = `actor#incarnation`), and the spans of one
+/// `event_id` (else one scenario) share a trace, so a viewer shows one event's story as one trace.
+/// Ids are derived from the row (trace: a hash of run, scenario and event; span: `seq`), so the
+/// same trace always gives the same file.
+pub mod write {
+    use std::borrow::Cow;
+    use std::collections::BTreeMap;
+    use std::io::{BufWriter, Write};
+    use std::path::Path;
+
+    use serde::Serialize;
+
+    use super::key;
+    use crate::{Event, TraceError};
+
+    /// Spans per `TracesData` line.
+    const SPANS_PER_LINE: usize = 1024;
+
+    /// The instrumentation scope the recorder's spans name.
+    const SCOPE: &str = "outbox-trace";
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct TracesData<'a> {
+        resource_spans: Vec<ResourceSpans<'a>>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ResourceSpans<'a> {
+        resource: Resource<'a>,
+        scope_spans: [ScopeSpans<'a>; 1],
+    }
+
+    #[derive(Serialize)]
+    struct Resource<'a> {
+        attributes: Vec<KeyValue<'a>>,
+    }
+
+    #[derive(Serialize)]
+    struct ScopeSpans<'a> {
+        scope: Scope,
+        spans: Vec<Span<'a>>,
+    }
+
+    #[derive(Serialize)]
+    struct Scope {
+        name: &'static str,
+        version: &'static str,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Span<'a> {
+        trace_id: String,
+        span_id: String,
+        name: &'a str,
+        /// `SPAN_KIND_INTERNAL`.
+        kind: u8,
+        start_time_unix_nano: String,
+        end_time_unix_nano: String,
+        attributes: Vec<KeyValue<'a>>,
+    }
+
+    #[derive(Serialize)]
+    struct KeyValue<'a> {
+        key: &'static str,
+        value: AnyValue<'a>,
+    }
+
+    /// An attribute value as the OTLP JSON mapping writes it (64-bit integers as strings).
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    enum AnyValue<'a> {
+        StringValue(Cow<'a, str>),
+        IntValue(String),
+    }
+
+    fn text<'a>(key: &'static str, value: impl Into<Cow<'a, str>>) -> KeyValue<'a> {
+        KeyValue {
+            key,
+            value: AnyValue::StringValue(value.into()),
+        }
+    }
+
+    /// An integer attribute: `intValue` (OTLP's int64) where it fits, else its decimal text
+    /// (a `UInt64` column above `i64::MAX`), which the reader parses the same way.
+    fn int<'a>(key: &'static str, value: impl Into<i128>) -> KeyValue<'a> {
+        let value = value.into();
+        let value = match i64::try_from(value) {
+            Ok(v) => AnyValue::IntValue(v.to_string()),
+            Err(_) => AnyValue::StringValue(value.to_string().into()),
+        };
+        KeyValue { key, value }
+    }
+
+    /// Every column of a row as its `outbox.*` attribute (unset optional columns left out).
+    fn attributes(e: &Event) -> Vec<KeyValue<'_>> {
+        let mut out = vec![
+            text(key::KIND, e.kind.as_str()),
+            int(key::SEQ, e.seq),
+            text(key::RUN_ID, e.run_id.as_str()),
+            text(key::SCENARIO, e.scenario.as_str()),
+            text(key::BACKEND, e.backend.as_str()),
+            text(key::ACTOR, e.actor.as_str()),
+            int(key::INCARNATION, e.incarnation),
+        ];
+        let strings = [
+            (key::TASK_ID, &e.task_id),
+            (key::EVENT_ID, &e.event_id),
+            (key::AGGREGATE_ID, &e.aggregate_id),
+        ];
+        out.extend(
+            strings
+                .into_iter()
+                .filter_map(|(k, v)| v.as_deref().map(|v| text(k, v))),
+        );
+        let ints: [(&'static str, Option<i128>); 6] = [
+            (key::AGGREGATE_SEQ, e.aggregate_seq.map(i128::from)),
+            (key::ATTEMPT, e.attempt.map(i128::from)),
+            (key::BROKER_SEQ, e.broker_seq.map(i128::from)),
+            (key::STORE_REV, e.store_rev.map(i128::from)),
+            (key::AMOUNT, e.amount.map(i128::from)),
+            (key::COUNTER, e.counter.map(i128::from)),
+        ];
+        out.extend(ints.into_iter().filter_map(|(k, v)| v.map(|v| int(k, v))));
+        if let Some(d) = &e.detail {
+            out.push(text(key::DETAIL, d.as_str()));
+        }
+        out
+    }
+
+    /// FNV-1a over `parts`, from `seed`.
+    fn fnv(seed: u64, parts: &[&str]) -> u64 {
+        let mut h = seed;
+        for part in parts {
+            for b in part.bytes().chain([0xff]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    fn trace_id(e: &Event) -> String {
+        let parts = [
+            e.run_id.as_str(),
+            e.scenario.as_str(),
+            e.event_id.as_deref().unwrap_or(""),
+        ];
+        let hi = fnv(0xcbf2_9ce4_8422_2325, &parts);
+        let lo = fnv(0x6c62_272e_07bb_0142, &parts);
+        format!("{hi:016x}{lo:016x}")
+    }
+
+    /// Creates (or truncates) `path` and writes `events` to it (see [`write_to`]).
+    pub fn create(path: &Path, events: &[Event], epoch_unix_nano: u64) -> Result<(), TraceError> {
+        let file = std::fs::File::create(path).map_err(|e| TraceError::io(path, e))?;
+        write_to(events, epoch_unix_nano, BufWriter::new(file)).map_err(|e| TraceError::io(path, e))
+    }
+
+    /// Writes `events` as OTLP JSON Lines: one `TracesData` object per line, rows in the order
+    /// given. `epoch_unix_nano` is the wall-clock time of `ts_ns = 0`.
+    pub fn write_to(
+        events: &[Event],
+        epoch_unix_nano: u64,
+        mut sink: impl Write,
+    ) -> std::io::Result<()> {
+        for chunk in events.chunks(SPANS_PER_LINE) {
+            // One resource per actor life, in order of first appearance within the line.
+            let mut lives: BTreeMap<(&str, &str, &str, u32), usize> = BTreeMap::new();
+            let mut resource_spans: Vec<ResourceSpans> = Vec::new();
+            for e in chunk {
+                let life = (
+                    e.run_id.as_str(),
+                    e.scenario.as_str(),
+                    e.actor.as_str(),
+                    e.incarnation,
+                );
+                let at = *lives.entry(life).or_insert_with(|| {
+                    resource_spans.push(ResourceSpans {
+                        resource: Resource {
+                            attributes: vec![
+                                text(key::SERVICE_NAME, e.actor.as_str()),
+                                text(
+                                    key::SERVICE_INSTANCE_ID,
+                                    format!("{}#{}", e.actor, e.incarnation),
+                                ),
+                            ],
+                        },
+                        scope_spans: [ScopeSpans {
+                            scope: Scope {
+                                name: SCOPE,
+                                version: env!("CARGO_PKG_VERSION"),
+                            },
+                            spans: Vec::new(),
+                        }],
+                    });
+                    resource_spans.len() - 1
+                });
+                let time = epoch_unix_nano.saturating_add_signed(e.ts_ns).to_string();
+                resource_spans[at].scope_spans[0].spans.push(Span {
+                    trace_id: trace_id(e),
+                    span_id: format!("{:016x}", e.seq.wrapping_add(1).max(1)),
+                    name: e.kind.as_str(),
+                    kind: 1,
+                    start_time_unix_nano: time.clone(),
+                    end_time_unix_nano: time,
+                    attributes: attributes(e),
+                });
+            }
+            let line = TracesData { resource_spans };
+            serde_json::to_writer(&mut sink, &line)?;
+            sink.write_all(b"\n")?;
+        }
+        sink.flush()
+    }
 }
 
 #[cfg(test)]
@@ -498,5 +762,46 @@ mod tests {
             && e.scenario == "default"
             && e.backend == "otel"
             && e.actor == "relay"));
+    }
+    #[test]
+    fn written_spans_read_back_as_the_same_rows() {
+        let mut rows = Vec::new();
+        let mut push = |kind: Kind, actor: &str, incarnation: u32, ts_ns: i64| {
+            let mut e = Event::new(kind);
+            e.run_id = "r1".into();
+            e.scenario = "s1".into();
+            e.backend = "sqlite-redis".into();
+            e.actor = actor.into();
+            e.incarnation = incarnation;
+            e.seq = rows.len() as u64 + 1;
+            e.ts_ns = ts_ns;
+            rows.push(e);
+            rows.len() - 1
+        };
+        push(Kind::RunStart, "recorder", 0, 0);
+        let t = push(Kind::TaskAccepted, "api", 0, 10);
+        // Two rows at one time: `outbox.seq` keeps their order.
+        let i = push(Kind::IntentRecorded, "api", 0, 10);
+        let c = push(Kind::Crash, "worker", 0, 30);
+        push(Kind::Restart, "worker", 1, 40);
+        rows[t].task_id = Some("t-1".into());
+        rows[t].event_id = Some("evt-1".into());
+        rows[t].store_rev = Some(-3);
+        rows[i].event_id = Some("evt-1".into());
+        rows[i].store_rev = Some(-3);
+        rows[i].aggregate_id = Some("a".into());
+        rows[i].aggregate_seq = Some(u64::MAX);
+        rows[c].detail = Some(r#"{"point":"after-commit-before-ack"}"#.into());
+        let mut text = Vec::new();
+        write::write_to(&rows, 1_700_000_000_000_000_000, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(r#""stringValue":"18446744073709551615""#),
+            "{text}"
+        );
+        assert!(text.contains(r#""intValue":"-3""#), "{text}");
+        let (back, clocks) = events(&text);
+        assert!(!clocks, "outbox.seq on every span");
+        assert_eq!(back, rows);
     }
 }

@@ -2,7 +2,9 @@
 # Installs what outbox-trace needs on Debian, skipping what is already there:
 #   services the recorder starts: etcd, nats-server, redis-server
 #   build: protoc (for etcd-client)
-#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader)
+#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader),
+#          chromium and playwright (the HTML report's browser test: Debian's Chromium, driven from
+#          Python; Playwright's own browsers are never downloaded)
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -14,6 +16,7 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
@@ -25,6 +28,12 @@ if ! python3 -c 'import pyarrow' 2>/dev/null; then
   echo "deps: installing pyarrow" >&2
   python3 -m pip install -q pyarrow 2>/dev/null \
     || python3 -m pip install -q --break-system-packages pyarrow
+fi
+
+if ! python3 -c 'import playwright' 2>/dev/null; then
+  echo "deps: installing playwright" >&2
+  python3 -m pip install -q playwright 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages playwright
 fi
 
 if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then

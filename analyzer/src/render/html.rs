@@ -93,6 +93,10 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
 <div id="timeline"></div>
 <p id="timeline-note"></p>
 </section>
+<section id="details-section">
+<h2>Invariants and figures per scenario</h2>
+<div id="details"></div>
+</section>
 <section id="caps-section">
 <h2>What this page leaves out</h2>
 <ul id="caps"></ul>

@@ -389,17 +389,23 @@
 
   // ---- scenarios and violations -----------------------------------------------------------------
   function summary() {
-    const host = document.getElementById("scenarios");
     document.getElementById("traces").textContent = "Trace: " + page.traces.join(", ");
     const figs = [["tasks", "tasks"], ["publish_attempts", "publish attempts"], ["publish_acks_lost", "publish ACKs lost"],
       ["stream_copies", "stream copies"], ["stream_messages", "stream messages"], ["deliveries", "deliveries"],
       ["redeliveries", "redeliveries"], ["suppressions", "suppressions"], ["effects", "effects"], ["acks", "ACKs"],
       ["crashes", "crashes"], ["conflicts", "conflicts"], ["counter", "counter"], ["results", "results"],
       ["dedup_keys", "dedup keys"], ["outbox_pending", "outbox pending"]];
-    page.scenarios.forEach((s) => {
-      const head = el("h3", {}, `${s.scenario} `, el("span", { class: "verdict-" + s.verdict }, s.verdict),
-        el("span", { class: "muted" }, ` · run ${s.run_id} · ${s.backend}` + (s.protocol ? ` · protocol ${s.protocol}` : "") +
-          ` · ${s.rows} events` + (s.recovered === null ? "" : s.recovered ? " · recovered" : " · not recovered")));
+    const brief = ["tasks", "effects", "redeliveries", "suppressions", "crashes", "counter"];
+    const table = el("table", {}, el("tr", {}, ...["scenario", "run", "backend", "verdict", "not passed", "events", ...brief]
+      .map((h) => el("th", {}, h))));
+    const details = document.getElementById("details");
+    page.scenarios.forEach((s, si) => {
+      const off = s.invariants.filter((i) => i.verdict !== "pass")
+        .map((i) => el("span", { class: "verdict-" + i.verdict }, `${i.id} (${i.verdict}) `));
+      table.append(el("tr", {}, el("td", {}, el("a", { href: "#scenario-" + si, onclick: () => { box.open = true; } }, s.scenario)),
+        el("td", {}, s.run_id), el("td", {}, s.backend + (s.protocol ? " · " + s.protocol : "")),
+        el("td", { class: "verdict-" + s.verdict }, s.verdict), el("td", {}, ...(off.length ? off : ["-"])),
+        el("td", { class: "num" }, String(s.rows)), ...brief.map((k) => el("td", { class: "num" }, fmtInt(s.figures[k])))));
       const inv = el("table", {}, el("tr", {}, el("th", {}, "invariant"), el("th", {}, "class"),
         el("th", {}, "verdict"), el("th", {}, "violations"), el("th", {}, "reason")));
       for (const i of s.invariants) {
@@ -413,8 +419,14 @@
         if (v === null || v === undefined) continue;
         fig.append(el("tr", {}, el("td", {}, name), el("td", { class: "num" }, fmtInt(v))));
       }
-      host.append(el("div", { class: "scenario" }, head, el("div", { class: "tables" }, inv, fig)));
+      const box = el("details", { class: "scenario", id: "scenario-" + si },
+        el("summary", {}, `${s.scenario} `, el("span", { class: "verdict-" + s.verdict }, s.verdict),
+          el("span", { class: "muted" }, ` · run ${s.run_id} · ${s.backend}` + (s.protocol ? ` · protocol ${s.protocol}` : "") +
+            ` · ${s.rows} events` + (s.recovered === null ? "" : s.recovered ? " · recovered" : " · not recovered"))),
+        el("div", { class: "tables" }, inv, fig));
+      details.append(box);
     });
+    document.getElementById("scenarios").append(table);
   }
   function violationList() {
     const list = document.getElementById("violations");

@@ -5,9 +5,10 @@
 //! or aggregate's chain and the run's timeline. [`crate::render::html`] turns it into one file.
 //!
 //! Everything is built in one pass over each scenario's rows plus the chains drawn; no task is
-//! looked up by scanning the trace. The rows are encoded so that a typical row costs about ten
-//! bytes of JSON: `seq`, `ts` and every id or number column are written as differences from the
-//! previous value in the same column, and optional columns only for the rows that carry them.
+//! looked up by scanning the trace. The rows are encoded so that a typical row costs about eight
+//! bytes: `seq`, `ts` and every id or number column are written as differences from the previous
+//! value in the same column, small differences in one character ([`Ints`]), optional columns only
+//! for the rows that carry them, and kind plus present columns as one of a few row shapes.
 
 use outbox_trace::{Figures, Kind};
 use serde::Serialize;
@@ -15,7 +16,7 @@ use serde::Serialize;
 use crate::chain::{self, Chain, NumberedViolation};
 use crate::check::{Verdict, EXAMPLES};
 use crate::explain;
-use crate::intern::{Id, IdTable};
+use crate::intern::{FastMap, Id, IdTable};
 use crate::render::{self, layout, RenderError};
 use crate::scene::{Scene, Scenes};
 
@@ -163,41 +164,82 @@ pub struct Drawn {
     pub svg: String,
 }
 
-/// One scenario's rows in `seq` order, column by column. Differences are taken from the previous
-/// value of the same column; optional columns hold one value per row that carries them (see
-/// [`has`]).
+/// One scenario's rows in `seq` order, column by column. Each column is a string of integers in
+/// [`Ints`]' encoding; differences are taken from the previous value of the same column; optional
+/// columns hold one value per row that carries them (see [`has`]).
 #[derive(Debug, Default, Serialize)]
 pub struct Rows {
     /// `(actor name, incarnation)` of each actor life.
     pub lives: Vec<(u32, u32)>,
+    /// `(kind code, has bits)` of each row shape: few distinct pairs occur.
+    pub shapes: Vec<(u8, u8)>,
     /// Each row's life (index into `lives`).
-    pub life: Vec<u32>,
-    /// One character per row: `A` plus the kind's code.
-    pub kind: String,
-    /// Two hex digits per row: the [`has`] bits.
-    pub has: String,
+    pub life: Ints,
+    /// Each row's shape (index into `shapes`).
+    pub shape: Ints,
     /// `seq`, differences.
-    pub seq: Vec<i64>,
+    pub seq: Ints,
     /// `ts_ns`, differences.
-    pub ts: Vec<i64>,
+    pub ts: Ints,
     /// Name index of `task_id`, differences.
-    pub task: Vec<i64>,
+    pub task: Ints,
     /// Name index of `event_id`, differences.
-    pub event: Vec<i64>,
+    pub event: Ints,
     /// Name index of `aggregate_id`, differences.
-    pub aggregate: Vec<i64>,
+    pub aggregate: Ints,
     /// `attempt`, differences.
-    pub attempt: Vec<i64>,
+    pub attempt: Ints,
     /// `broker_seq`, differences.
-    pub broker_seq: Vec<i64>,
+    pub broker_seq: Ints,
     /// `store_rev`, differences.
-    pub store_rev: Vec<i64>,
+    pub store_rev: Ints,
     /// `amount`, differences.
-    pub amount: Vec<i64>,
+    pub amount: Ints,
     /// `counter`, differences.
-    pub counter: Vec<i64>,
+    pub counter: Ints,
     /// `(row, text)`: the crash point of `crash` rows, the fault of `fault` rows.
     pub notes: Vec<(u32, String)>,
+}
+
+/// Integers as text without separators: each is zigzagged (0, -1, 1, -2 ... become 0, 1, 2, 3
+/// ...), then written in 5-bit digits, lowest first, from the URL-safe base64 alphabet: the last
+/// digit from its first 32 characters, the others from the last 32. Values from -16 to 15 take
+/// one character, from -512 to 511 two; no character needs escaping in JSON.
+#[derive(Debug, Default, Serialize)]
+#[serde(transparent)]
+pub struct Ints(String);
+
+/// The digits of [`Ints`].
+pub const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+impl Ints {
+    /// Appends `v`.
+    pub fn push(&mut self, v: i64) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 32 {
+            self.0.push(char::from(DIGITS[32 + (z & 31) as usize]));
+            z >>= 5;
+        }
+        self.0.push(char::from(DIGITS[z as usize]));
+    }
+
+    /// The values back (what the page does).
+    pub fn decode(&self) -> Vec<i64> {
+        let mut out = Vec::new();
+        let (mut acc, mut shift) = (0u64, 0u32);
+        for b in self.0.bytes() {
+            let d = DIGITS.iter().position(|&c| c == b).unwrap_or(0) as u64;
+            if d >= 32 {
+                acc |= (d - 32) << shift;
+                shift += 5;
+            } else {
+                acc |= d << shift;
+                out.push(((acc >> 1) as i64) ^ -((acc & 1) as i64));
+                (acc, shift) = (0, 0);
+            }
+        }
+        out
+    }
 }
 
 /// A column written as differences.
@@ -205,7 +247,7 @@ pub struct Rows {
 struct Delta(i64);
 
 impl Delta {
-    fn push(&mut self, out: &mut Vec<i64>, v: i64) {
+    fn push(&mut self, out: &mut Ints, v: i64) {
         out.push(v.wrapping_sub(self.0));
         self.0 = v;
     }
@@ -388,20 +430,12 @@ fn scenario_view(s: Scene) -> ScenarioView {
 
 /// One scenario's rows, encoded in one pass.
 fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
-    let n = s.history.rows.len();
-    let mut out = Rows {
-        life: Vec::with_capacity(n),
-        kind: String::with_capacity(n),
-        has: String::with_capacity(2 * n),
-        seq: Vec::with_capacity(n),
-        ts: Vec::with_capacity(n),
-        ..Rows::default()
-    };
-    let mut lives: crate::intern::FastMap<(Id, u32), u32> = Default::default();
+    let mut out = Rows::default();
+    let mut lives: FastMap<(Id, u32), u32> = FastMap::default();
+    let mut shapes: FastMap<(u8, u8), u32> = FastMap::default();
     let (mut seq, mut ts) = (Delta::default(), Delta::default());
     let (mut task, mut event, mut aggregate) = Default::default();
     let (mut attempt, mut broker, mut rev, mut amount, mut counter) = Default::default();
-    let hex = b"0123456789abcdef";
     for r in s.rows() {
         let row = r.row;
         let next = out.lives.len() as u32;
@@ -410,13 +444,11 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
             let actor = names.of(row.actor, scenes);
             out.lives.push((actor, row.incarnation));
         }
-        out.life.push(life);
-        // A kind's discriminant is its position in `Kind::ALL` (22 kinds: `A` to `V`).
-        out.kind.push(char::from(b'A' + row.kind as u8));
+        out.life.push(i64::from(life));
         seq.push(&mut out.seq, row.seq as i64);
         ts.push(&mut out.ts, row.ts_ns);
         let mut bits = 0u8;
-        let mut id = |v: Option<Id>, bit: u8, d: &mut Delta, col: &mut Vec<i64>| {
+        let mut id = |v: Option<Id>, bit: u8, d: &mut Delta, col: &mut Ints| {
             if let Some(v) = v {
                 bits |= bit;
                 let i = names.of(v, scenes);
@@ -431,7 +463,7 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
             &mut aggregate,
             &mut out.aggregate,
         );
-        let mut num = |v: Option<i64>, bit: u8, d: &mut Delta, col: &mut Vec<i64>| {
+        let mut num = |v: Option<i64>, bit: u8, d: &mut Delta, col: &mut Ints| {
             if let Some(v) = v {
                 bits |= bit;
                 d.push(col, v);
@@ -457,8 +489,14 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
         );
         num(row.amount(), has::AMOUNT, &mut amount, &mut out.amount);
         num(row.counter(), has::COUNTER, &mut counter, &mut out.counter);
-        out.has.push(hex[usize::from(bits >> 4)] as char);
-        out.has.push(hex[usize::from(bits & 15)] as char);
+        // A kind's discriminant is its position in `Kind::ALL`.
+        let key = (row.kind as u8, bits);
+        let next = out.shapes.len() as u32;
+        let shape = *shapes.entry(key).or_insert(next);
+        if shape == next {
+            out.shapes.push(key);
+        }
+        out.shape.push(i64::from(shape));
         match row.kind {
             Kind::Crash => out.notes.push((r.at as u32, r.crash_point().to_string())),
             Kind::Fault => out.notes.push((r.at as u32, r.fault_name().to_string())),
@@ -466,4 +504,42 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ints_round_trip_and_stay_short() {
+        let values = [
+            0,
+            1,
+            -1,
+            15,
+            -16,
+            16,
+            511,
+            -512,
+            512,
+            1 << 40,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let mut ints = Ints::default();
+        for v in values {
+            ints.push(v);
+        }
+        assert_eq!(ints.decode(), values);
+        let short = |v| {
+            let mut i = Ints::default();
+            i.push(v);
+            i.0.len()
+        };
+        assert_eq!(
+            (short(15), short(-16), short(16), short(-512)),
+            (1, 1, 2, 2)
+        );
+        assert!(!serde_json::to_string(&ints).unwrap().contains('\\'));
+    }
 }

@@ -27,35 +27,49 @@
 
   // ---- the embedded rows, decoded on first use ------------------------------------------------
   const decoded = [];
+  // Integers as analyzer/src/page.rs (Ints) writes them: zigzagged 5-bit digits, lowest first.
+  const DIGIT = new Int8Array(128).fill(-1);
+  [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"].forEach((c, i) => { DIGIT[c.charCodeAt(0)] = i; });
+  function ints(text) {
+    const out = new Float64Array(text.length);
+    let n = 0, acc = 0, scale = 1;
+    for (let i = 0; i < text.length; i++) {
+      const d = DIGIT[text.charCodeAt(i)];
+      if (d >= 32) { acc += (d - 32) * scale; scale *= 32; continue; }
+      acc += d * scale;
+      out[n++] = acc % 2 === 1 ? -(acc + 1) / 2 : acc / 2;
+      acc = 0; scale = 1;
+    }
+    return out.subarray(0, n);
+  }
   function rowsOf(si) {
     if (decoded[si] !== undefined) return decoded[si];
     const node = document.getElementById("rows-" + si);
     if (!node) { decoded[si] = null; return null; }
     const r = JSON.parse(node.textContent);
-    const n = r.kind.length;
+    const life = ints(r.life), shape = ints(r.shape);
+    const n = life.length;
     const S = { n, si, lives: r.lives, seq: new Float64Array(n), ts: new Float64Array(n),
-      kind: new Uint8Array(n), life: Int32Array.from(r.life),
+      kind: new Uint8Array(n), life: Int32Array.from(life),
       task: new Int32Array(n).fill(-1), event: new Int32Array(n).fill(-1),
       aggregate: new Int32Array(n).fill(-1), attempt: new Float64Array(n).fill(NaN),
       broker_seq: new Float64Array(n).fill(NaN), store_rev: new Float64Array(n).fill(NaN),
       amount: new Float64Array(n).fill(NaN), counter: new Float64Array(n).fill(NaN),
       notes: new Map(r.notes), lifeFirst: new Int32Array(r.lives.length).fill(-1),
       lifeLast: new Int32Array(r.lives.length).fill(-1) };
-    const at = { task: 0, event: 0, aggregate: 0, attempt: 0, broker_seq: 0, store_rev: 0, amount: 0,
-      counter: 0 };
-    const last = { task: 0, event: 0, aggregate: 0, attempt: 0, broker_seq: 0, store_rev: 0,
-      amount: 0, counter: 0 };
     const cols = Object.keys(HAS);
-    const hex = (c) => (c < 58 ? c - 48 : c - 87);
+    const values = {}, at = {}, last = {};
+    for (const c of cols) { values[c] = ints(r[c]); at[c] = 0; last[c] = 0; }
+    const dseq = ints(r.seq), dts = ints(r.ts);
     let seq = 0, ts = 0;
     for (let i = 0; i < n; i++) {
-      seq += r.seq[i]; ts += r.ts[i];
+      seq += dseq[i]; ts += dts[i];
       S.seq[i] = seq; S.ts[i] = ts;
-      S.kind[i] = r.kind.charCodeAt(i) - 65;
-      const bits = hex(r.has.charCodeAt(2 * i)) * 16 + hex(r.has.charCodeAt(2 * i + 1));
+      const [kind, bits] = r.shapes[shape[i]];
+      S.kind[i] = kind;
       if (bits) {
         for (const c of cols) {
-          if (bits & HAS[c]) { last[c] += r[c][at[c]++]; S[c][i] = last[c]; }
+          if (bits & HAS[c]) { last[c] += values[c][at[c]++]; S[c][i] = last[c]; }
         }
       }
       const l = S.life[i];

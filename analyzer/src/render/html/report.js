@@ -344,7 +344,12 @@
     const v = page.violations[n - 1];
     if (!v) { show([], `There is no violation ${n}: the check kept ${page.violations.length}.`); return; }
     for (const li of document.querySelectorAll("#violations li")) {
-      li.classList.toggle("current", li.dataset.violation === String(n));
+      const current = li.dataset.violation === String(n);
+      li.classList.toggle("current", current);
+      if (current) {
+        const list = document.getElementById("violations-section");
+        list.scrollTop = li.offsetTop - list.offsetTop - 40;
+      }
     }
     const d = page.drawn[v.drawn];
     const witness = el("pre", {}, "witness rows (marked):\n" + v.witness.join("\n"));
@@ -449,7 +454,7 @@
     note.textContent = `${page.violations.length} violation(s), numbered as analyzer chain --violation N numbers them.` +
       " Click one to see its witness chain.";
     for (const v of page.violations) {
-      list.append(el("li", { "data-violation": String(v.number), id: "violation-" + v.number,
+      list.append(el("li", { "data-violation": String(v.number),
         "data-event": v.event, "data-task": v.task,
         onclick: () => { location.hash = "violation-" + v.number; showViolation(v.number); } },
       el("div", { class: "head" }, `${v.number}. ${v.invariant} `, el("span", { class: "muted" }, "in " + scenarioName(v.scene))),

@@ -25,7 +25,7 @@ pub const EVENTFUL: usize = 8;
 /// At most this many rows are embedded in all; scenarios beyond it keep only their drawn chains.
 pub const MAX_ROWS: usize = 3_000_000;
 
-/// Bits of [`Rows::has`]: which optional columns a row carries.
+/// The second half of a row shape ([`Rows::shapes`]): which optional columns a row carries.
 pub mod has {
     /// `task_id`
     pub const TASK: u8 = 1;
@@ -338,7 +338,7 @@ pub fn build(
             })
         })
         .collect();
-    let kept: usize = scenes
+    let not_kept: usize = scenes
         .scenes()
         .flat_map(|s| s.outcomes.iter())
         .filter(|o| o.verdict == Verdict::Fail)
@@ -355,7 +355,7 @@ pub fn build(
             eventful: EVENTFUL,
             steps: layout::MAX_STEPS,
             examples: EXAMPLES,
-            violations_not_kept: kept,
+            violations_not_kept: not_kept,
             rows_embedded: MAX_ROWS - budget,
             rows_total,
             max_rows: MAX_ROWS,
@@ -395,14 +395,7 @@ fn violation_view(scenes: &Scenes, v: &NumberedViolation, drawn: usize) -> Viola
 }
 
 fn scenario_view(s: Scene) -> ScenarioView {
-    let receiver = s
-        .history
-        .indices()
-        .actors()
-        .map(|a| s.names.name(a))
-        .find(|a| layout::role(a) == "receiver")
-        .unwrap_or("receiver")
-        .to_string();
+    let receiver = layout::receiver(&s).to_string();
     ScenarioView {
         scenario: s.scenario.to_string(),
         run_id: s.run_id.to_string(),

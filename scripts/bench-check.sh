@@ -32,13 +32,14 @@ python3 -c 'import duckdb' 2>/dev/null || {
     exit 1
 }
 cargo build --release --quiet -p outbox-analyzer --bin analyzer --example synth_trace
+export TARGET="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$BENCH_DIR"
 traces=()
 for rows in "$CHECK_ROWS" $VIEW_ROWS $LARGE_ROWS; do
     trace="$BENCH_DIR/synth-$rows.parquet"
     if [[ ! -s "$trace" ]]; then
         echo "writing $trace ..."
-        target/release/examples/synth_trace "$trace.tmp" "$rows"
+        "$TARGET/release/examples/synth_trace" "$trace.tmp" "$rows"
         mv "$trace.tmp" "$trace"
     fi
     traces+=("$trace")
@@ -112,7 +113,7 @@ def run(argv):
 
 out_dir = tempfile.mkdtemp(prefix="bench-check-")
 duck = lambda *sql: [sys.executable, "-c", DUCKDB, *sql]
-analyzer = "target/release/analyzer"
+analyzer = os.path.join(os.environ["TARGET"], "release", "analyzer")
 big = path(check_rows)
 commands = [
     (f"check, {check_rows} events", [analyzer, "check", big]),

@@ -11,11 +11,13 @@
 #     `compare` of the file with itself and `diff` of the file with itself, against DuckDB's
 #     `single-effect` plus `ack-after-commit` in one process;
 #   - with LARGE_ROWS set (e.g. 100000000), `check` on that trace too, with its ratio to the
-#     CHECK_ROWS time.
+#     CHECK_ROWS time;
+#   - then scripts/bench-html.sh: the HTML report of HTML_ROWS events (1,000,000 by default),
+#     written, opened in headless Chromium and showing a chain (skip it with HTML_ROWS=0).
 # Wall time, CPU time (user + system) and peak resident memory come from the operating system
 # (wait4). Nothing here asserts a time.
 #
-# Usage: scripts/bench-check.sh   (env: CHECK_ROWS, VIEW_ROWS, LARGE_ROWS, RUNS, BENCH_DIR)
+# Usage: scripts/bench-check.sh   (env: CHECK_ROWS, VIEW_ROWS, LARGE_ROWS, HTML_ROWS, RUNS, BENCH_DIR)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,19 +32,20 @@ python3 -c 'import duckdb' 2>/dev/null || {
     exit 1
 }
 cargo build --release --quiet -p outbox-analyzer --bin analyzer --example synth_trace
+export TARGET="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$BENCH_DIR"
 traces=()
 for rows in "$CHECK_ROWS" $VIEW_ROWS $LARGE_ROWS; do
     trace="$BENCH_DIR/synth-$rows.parquet"
     if [[ ! -s "$trace" ]]; then
         echo "writing $trace ..."
-        target/release/examples/synth_trace "$trace.tmp" "$rows"
+        "$TARGET/release/examples/synth_trace" "$trace.tmp" "$rows"
         mv "$trace.tmp" "$trace"
     fi
     traces+=("$trace")
 done
 
-exec python3 - "$RUNS" "$BENCH_DIR" "$CHECK_ROWS" "$LARGE_ROWS" $VIEW_ROWS <<'PY'
+python3 - "$RUNS" "$BENCH_DIR" "$CHECK_ROWS" "$LARGE_ROWS" $VIEW_ROWS <<'PY'
 """Runs every command RUNS times, interleaved round by round, and prints the best of each."""
 import os
 import subprocess
@@ -110,7 +113,7 @@ def run(argv):
 
 out_dir = tempfile.mkdtemp(prefix="bench-check-")
 duck = lambda *sql: [sys.executable, "-c", DUCKDB, *sql]
-analyzer = "target/release/analyzer"
+analyzer = os.path.join(os.environ["TARGET"], "release", "analyzer")
 big = path(check_rows)
 commands = [
     (f"check, {check_rows} events", [analyzer, "check", big]),
@@ -166,3 +169,8 @@ for rows in view_rows:
           + (f"; check on {check_rows} events takes {wall(f'check, {check_rows} events'):.2f} s"
              if int(rows) >= 1_000_000 else ""))
 PY
+
+if [[ "${HTML_ROWS:-1000000}" != 0 ]]; then
+    echo
+    RUNS="$RUNS" BENCH_DIR="$BENCH_DIR" HTML_ROWS="${HTML_ROWS:-1000000}" scripts/bench-html.sh
+fi

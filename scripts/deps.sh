@@ -4,7 +4,9 @@
 #   build: protoc (for etcd-client)
 #   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader),
 #          opentelemetry-sdk >= 1.45, opentelemetry-exporter-otlp-json-file >= 0.66b1 and redis >= 5
-#          (examples/otel-python, the OpenTelemetry producer the suite runs)
+#          (examples/otel-python, the OpenTelemetry producer the suite runs),
+#          chromium and playwright (the HTML report's browser test: Debian's Chromium, driven from
+#          Python; Playwright's own browsers are never downloaded)
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -16,6 +18,7 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
@@ -38,6 +41,12 @@ if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.json.file
   echo "deps: installing ${otel_python[*]}" >&2
   python3 -m pip install -q "${otel_python[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${otel_python[@]}"
+fi
+
+if ! python3 -c 'import playwright' 2>/dev/null; then
+  echo "deps: installing playwright" >&2
+  python3 -m pip install -q playwright 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages playwright
 fi
 
 if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then

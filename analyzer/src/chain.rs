@@ -172,29 +172,35 @@ pub fn select<'a>(
                 wanted: *n,
                 found: all.len(),
             })?;
-            let scene = scenes.scene(v.scene);
-            let index = scene.history.indices();
-            let about = match (&v.event, &v.task) {
-                (Some(e), _) => scene.id(e).map(|id| index.by_event.of(id)),
-                (None, Some(t)) => scene.id(t).map(|id| index.by_task.of(id)),
-                (None, None) => None,
-            };
-            let mut chain = drawable(scene.at(about.unwrap_or(&[])));
-            chain.extend(v.witness.iter().map(|&at| scene.row(at)));
-            chain.sort_by_key(RowRef::seq);
-            chain.dedup_by_key(|r| r.seq());
-            let about = v.event.as_deref().or(v.task.as_deref()).unwrap_or("run");
-            Ok(Chain {
-                scene,
-                title: format!(
-                    "{} · violation {}: {} · {about}",
-                    scene.scenario, v.number, v.invariant
-                ),
-                rows: with_lives(scene, chain),
-                marked: v.witness.iter().map(|&at| scene.row(at).seq()).collect(),
-                note: Some(v.text.clone()),
-            })
+            Ok(violation_chain(scenes, v))
         }
+    }
+}
+
+/// The witness chain of one numbered violation: the rows of its event (or task), its witness
+/// rows marked, and the lives of the actors that took part.
+pub fn violation_chain<'a>(scenes: &'a Scenes, v: &NumberedViolation) -> Chain<'a> {
+    let scene = scenes.scene(v.scene);
+    let index = scene.history.indices();
+    let about = match (&v.event, &v.task) {
+        (Some(e), _) => scene.id(e).map(|id| index.by_event.of(id)),
+        (None, Some(t)) => scene.id(t).map(|id| index.by_task.of(id)),
+        (None, None) => None,
+    };
+    let mut chain = drawable(scene.at(about.unwrap_or(&[])));
+    chain.extend(v.witness.iter().map(|&at| scene.row(at)));
+    chain.sort_by_key(RowRef::seq);
+    chain.dedup_by_key(|r| r.seq());
+    let about = v.event.as_deref().or(v.task.as_deref()).unwrap_or("run");
+    Chain {
+        scene,
+        title: format!(
+            "{} · violation {}: {} · {about}",
+            scene.scenario, v.number, v.invariant
+        ),
+        rows: with_lives(scene, chain),
+        marked: v.witness.iter().map(|&at| scene.row(at).seq()).collect(),
+        note: Some(v.text.clone()),
     }
 }
 
@@ -286,6 +292,12 @@ fn weight(r: &RowRef<'_>) -> usize {
 /// The task whose chain has the most retries, redeliveries, suppressions and crashes; the first
 /// to appear among equals. Each task's chain is scored once, from the indices.
 pub fn most_eventful(scene: Scene<'_>) -> Option<Id> {
+    most_eventful_tasks(scene, 1).first().copied()
+}
+
+/// The `k` most eventful tasks, most eventful first (the first to appear among equals). Each
+/// task's chain is scored once, from the indices, so the cost is linear in the scene whatever `k`.
+pub fn most_eventful_tasks(scene: Scene<'_>, k: usize) -> Vec<Id> {
     let index = scene.history.indices();
     let mut first_seen: Vec<(u32, Id)> = index
         .by_task
@@ -293,13 +305,16 @@ pub fn most_eventful(scene: Scene<'_>) -> Option<Id> {
         .map(|t| (index.by_task.of(t)[0], t))
         .collect();
     first_seen.sort_unstable();
-    let mut best: Option<(usize, Id)> = None;
-    for (_, t) in first_seen {
+    // (score, first row) of the best `k` so far, best first.
+    let mut best: Vec<(usize, u32, Id)> = Vec::with_capacity(k + 1);
+    for (first, t) in first_seen {
         let s = task_chain(scene, t);
         let score = s.rows.iter().map(weight).sum::<usize>() * 1000 + s.rows.len();
-        if best.is_none_or(|(b, _)| score > b) {
-            best = Some((score, t));
+        let at = best.partition_point(|&(b, f, _)| b > score || (b == score && f < first));
+        if at < k {
+            best.insert(at, (score, first, t));
+            best.truncate(k);
         }
     }
-    best.map(|(_, t)| t)
+    best.into_iter().map(|(_, _, t)| t).collect()
 }

@@ -175,6 +175,12 @@ pub struct DiffArgs {
 
 /// Exit codes of `analyzer report`.
 const REPORT_EXIT_CODES: &str = "\
+The directory gets lab.json, report.md, a chain and boundaries diagram per scenario, and
+report.html: one self-contained page (no network access, nothing fetched) with the scenarios'
+verdicts and figures, every kept violation (numbered as `chain --violation N`) with its witness
+chain, a filter that draws any task's, event's or aggregate's chain, and the run's timeline with
+crashes and faults, zoomable. --html FILE writes only that page.
+
 Exit codes:
   0  the report was written (whatever the verdicts; they are in it)
   2  bad input or usage (unreadable trace, bad arguments, unwritable directory)";
@@ -188,6 +194,9 @@ pub struct ReportArgs {
     /// Output directory (created if needed).
     #[arg(short, long, value_name = "DIR", default_value = "report")]
     pub output: PathBuf,
+    /// Write only the self-contained HTML report, to this file (no directory).
+    #[arg(long, value_name = "FILE", conflicts_with = "output")]
+    pub html: Option<PathBuf>,
 }
 
 /// Arguments of `analyzer boundaries`.

@@ -19,6 +19,7 @@ pub mod index;
 pub mod intern;
 pub mod load;
 pub mod output;
+pub mod page;
 pub mod render;
 pub mod report;
 pub mod scene;

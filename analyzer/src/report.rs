@@ -1,7 +1,8 @@
 //! `analyzer report`: the lab's deliverables from one recording. For every scenario: the lab JSON
 //! figures, the most eventful task's chain (SVG and Mermaid), the boundaries diagram and the
 //! invariant table; then `report.md` embedding them, the SQLite + Redis lab lines, and the facts an
-//! ADR on retention, atomic scope and the shared counter needs. Same input, same bytes.
+//! ADR on retention, atomic scope and the shared counter needs; and `report.html`, the whole report
+//! as one self-contained page ([`crate::page`], [`crate::render::html`]). Same input, same bytes.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -15,6 +16,7 @@ use crate::boundaries::{self, Boundaries};
 use crate::chain;
 use crate::check::Verdict;
 use crate::intern::{FastMap, IdTable};
+use crate::page;
 use crate::render::{self, layout, RenderError};
 use crate::scene::{Scene, Scenes};
 
@@ -32,6 +34,9 @@ pub enum ReportError {
     /// A picture could not be drawn.
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// The HTML page's data could not be serialised.
+    #[error("the HTML report's data: {0}")]
+    Html(#[from] serde_json::Error),
 }
 
 /// A scenario's directory name: the scenario, or run and scenario when several runs share it.
@@ -354,13 +359,14 @@ pub fn write_report(
         }
         md.push_str("```\n");
     }
+    let eventful = page::eventful(scenes, page::EVENTFUL);
     let mut bounds = Vec::new();
-    for (scene, slug) in all.iter().zip(slugs(all)) {
+    for ((scene, slug), tasks) in all.iter().zip(slugs(all)).zip(&eventful) {
         let sub = dir.join(&slug);
         mkdir(&sub)?;
         let _ = writeln!(md, "\n## {}\n\n{}", scene.scenario, invariant_table(scene));
         let b = boundaries::derive(scene);
-        if let Some(id) = chain::most_eventful(*scene) {
+        if let Some(&id) = tasks.first() {
             let task = scene.names.name(id);
             let c = chain::task_chain(*scene, id);
             let lay = layout::layout(&c);
@@ -390,5 +396,15 @@ pub fn write_report(
     md.push_str(&adr_facts(all, &bounds));
     write(&dir.join("report.md"), md.as_bytes())?;
     written.push(dir.join("report.md"));
+    let html = render::html::to_html(&page::build(scenes, traces, &eventful)?)?;
+    write(&dir.join("report.html"), html.as_bytes())?;
+    written.push(dir.join("report.html"));
     Ok(written)
+}
+
+/// Writes only the self-contained HTML report, to `path`.
+pub fn write_html(scenes: &Scenes, traces: &[PathBuf], path: &Path) -> Result<(), ReportError> {
+    let eventful = page::eventful(scenes, page::EVENTFUL);
+    let html = render::html::to_html(&page::build(scenes, traces, &eventful)?)?;
+    write(path, html.as_bytes())
 }

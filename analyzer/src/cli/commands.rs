@@ -131,9 +131,21 @@ pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> anyhow::Result<
 /// Runs `analyzer report`.
 pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
     let scenes = load(&args.paths)?;
+    if let Some(html) = &args.html {
+        crate::report::write_html(&scenes, &args.paths, html)?;
+        let _ = writeln!(out, "wrote {}", html.display());
+        return Ok(Exit::Valid);
+    }
     let files = crate::report::write_report(&scenes, &args.paths, &args.output)?;
     let md = args.output.join("report.md");
-    let _ = writeln!(out, "wrote {} files; open {}", files.len(), md.display());
+    let html = args.output.join("report.html");
+    let _ = writeln!(
+        out,
+        "wrote {} files; open {} or {}",
+        files.len(),
+        md.display(),
+        html.display()
+    );
     Ok(Exit::Valid)
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use outbox_trace::Kind;
 
 use crate::chain::Chain;
-use crate::scene::RowRef;
+use crate::scene::{RowRef, Scene};
 
 /// At most this many steps are laid out; the rest are counted as "N more events not shown".
 pub const MAX_STEPS: usize = 40;
@@ -184,7 +184,11 @@ fn lane_keys(chain: &Chain) -> Vec<String> {
 }
 
 fn receiver_of(chain: &Chain) -> String {
-    let scene = &chain.scene;
+    receiver(&chain.scene).to_string()
+}
+
+/// The lane of external calls in `scene`: its first actor whose role is `receiver`.
+pub fn receiver<'a>(scene: &Scene<'a>) -> &'a str {
     scene
         .history
         .indices()
@@ -192,7 +196,6 @@ fn receiver_of(chain: &Chain) -> String {
         .map(|a| scene.names.name(a))
         .find(|a| role(a) == "receiver")
         .unwrap_or("receiver")
-        .to_string()
 }
 
 /// Lays out `chain`.

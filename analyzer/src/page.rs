@@ -292,6 +292,16 @@ pub fn build(
     traces: &[std::path::PathBuf],
     eventful: &[Vec<Id>],
 ) -> Result<Page, RenderError> {
+    build_capped(scenes, traces, eventful, MAX_ROWS)
+}
+
+/// [`build`], embedding at most `max_rows` rows: whole scenarios, in order, while they fit.
+pub fn build_capped(
+    scenes: &Scenes,
+    traces: &[std::path::PathBuf],
+    eventful: &[Vec<Id>],
+    max_rows: usize,
+) -> Result<Page, RenderError> {
     let mut drawn = Vec::new();
     let numbered = chain::violations(scenes);
     let mut violations = Vec::with_capacity(numbered.len());
@@ -327,7 +337,7 @@ pub fn build(
         names: Vec::new(),
     };
     let rows_total: usize = scenes.scenes().map(|s| s.history.rows.len()).sum();
-    let mut budget = MAX_ROWS;
+    let mut budget = max_rows;
     let rows: Vec<Option<Rows>> = scenes
         .scenes()
         .map(|s| {
@@ -356,9 +366,9 @@ pub fn build(
             steps: layout::MAX_STEPS,
             examples: EXAMPLES,
             violations_not_kept: not_kept,
-            rows_embedded: MAX_ROWS - budget,
+            rows_embedded: max_rows - budget,
             rows_total,
-            max_rows: MAX_ROWS,
+            max_rows,
         },
         rows,
     })

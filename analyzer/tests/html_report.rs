@@ -199,3 +199,26 @@ fn bad_input_and_unwritable_output_exit_2_with_one_line() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("r.html"), "{err}");
 }
+
+#[test]
+fn rows_beyond_the_cap_are_left_out_and_counted() {
+    let trace = fixture("etcd_reference.parquet");
+    let traces = vec![trace];
+    let scenes = Scenes::load(&traces).expect("load");
+    let sizes: Vec<usize> = scenes.scenes().map(|s| s.history.rows.len()).collect();
+    assert!(sizes.len() > 2);
+    let cap = sizes[0] + sizes[1];
+    let eventful = page::eventful(&scenes, EVENTFUL);
+    let built = page::build_capped(&scenes, &traces, &eventful, cap).expect("page");
+    assert_eq!(built.caps.rows_embedded, cap);
+    assert_eq!(built.caps.rows_total, sizes.iter().sum::<usize>());
+    let html = outbox_analyzer::render::html::to_html(&built).expect("html");
+    for i in 0..sizes.len() {
+        let element = format!("<script id=\"rows-{i}\"");
+        assert_eq!(html.contains(&element), i < 2, "scenario {i}");
+    }
+    // Every scenario keeps its chains drawn in advance.
+    for i in 0..sizes.len() {
+        assert!(built.drawn.iter().any(|d| d.scene == i), "scenario {i}");
+    }
+}

@@ -470,7 +470,9 @@
       `The check keeps ${c.examples} violations per invariant and scenario` +
         (c.violations_not_kept ? `; ${c.violations_not_kept} more were counted but not kept.` : "; none was left out here."),
       c.rows_embedded < c.rows_total
-        ? `Rows embedded: ${c.rows_embedded} of ${c.rows_total} (at most ${c.max_rows}); scenarios without rows show only the chains drawn in advance and no timeline.`
+        ? `Rows embedded: ${c.rows_embedded} of ${c.rows_total} (at most ${c.max_rows}). Without their rows, ` +
+          page.scenarios.map((s, i) => (document.getElementById("rows-" + i) ? null : `${s.scenario} (run ${s.run_id})`))
+            .filter(Boolean).join(", ") + " show only the chains drawn in advance and no timeline."
         : `Rows embedded: all ${c.rows_total}.`,
     ];
     document.getElementById("caps").replaceChildren(...items.map((t) => el("li", {}, t)));
@@ -642,6 +644,8 @@
   const textsOf = (svg) => [...new DOMParser().parseFromString(svg, "image/svg+xml").querySelectorAll("text")]
     .map((t) => t.textContent.trim());
   window.outboxReport = {
+    // Milliseconds from navigation: lists built, timeline drawn (read by scripts/bench-html.sh).
+    marks: {},
     // Draws every task chain drawn in advance again from the embedded rows and compares the texts.
     compareDrawn() {
       let compared = 0;
@@ -679,6 +683,10 @@
   caps();
   window.addEventListener("hashchange", fromHash);
   fromHash();
-  // The timeline reads every row: draw it once the lists are on screen.
-  setTimeout(timeline, 0);
+  window.outboxReport.marks.lists = performance.now();
+  // The timeline reads every row: draw it after the lists' first paint.
+  requestAnimationFrame(() => setTimeout(() => {
+    timeline();
+    window.outboxReport.marks.timeline = performance.now();
+  }, 0));
 })();

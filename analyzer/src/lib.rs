@@ -22,5 +22,6 @@ pub mod output;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod sql;
 pub mod synth;
 pub mod timeline;

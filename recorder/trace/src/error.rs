@@ -70,6 +70,9 @@ pub enum TraceError {
     /// The file holds no rows.
     #[error("the file holds no events")]
     Empty,
+    /// A directory given as a trace holds no `*.parquet` file.
+    #[error("the directory {} holds no .parquet file", .0.display())]
+    NoParquetFiles(PathBuf),
     /// The file has no bytes at all.
     #[error("the file is empty (0 bytes): no Parquet footer, no events")]
     EmptyFile,

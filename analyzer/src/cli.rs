@@ -100,7 +100,10 @@ fn parse_invariant(s: &str) -> Result<crate::check::Invariant, String> {
         .copied()
         .find(|i| i.id() == s)
         .ok_or_else(|| {
-            let ids: Vec<&str> = crate::check::Invariant::ALL.iter().map(|i| i.id()).collect();
+            let ids: Vec<&str> = crate::check::Invariant::ALL
+                .iter()
+                .map(|i| i.id())
+                .collect();
             format!("no invariant `{s}` (one of: {})", ids.join(", "))
         })
 }

@@ -56,7 +56,9 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     );
     q.cte(
         &format!("{p}_sum"),
-        format!("SELECT run_id, scenario, sum(amount) AS total FROM {p}_rows GROUP BY run_id, scenario"),
+        format!(
+            "SELECT run_id, scenario, sum(amount) AS total FROM {p}_rows GROUP BY run_id, scenario"
+        ),
     );
     let violations = q.cte(
         &format!("{p}_v"),

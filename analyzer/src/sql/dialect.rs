@@ -96,19 +96,18 @@ impl Dialect {
         match self {
             Dialect::Duckdb => {
                 let path = format!("'$.{key}'");
-                let text = format!("trim(json_extract_string({col}, {path}))");
+                let j = duck_object(col);
+                let text = format!("trim(json_extract_string({j}, {path}))");
                 format!(
-                    "(CASE WHEN json_valid({col}) AND json_type({col}) = 'OBJECT' THEN \
-                     (CASE WHEN json_type({col}, {path}) IN ('BIGINT', 'UBIGINT') \
-                     THEN TRY_CAST(json_extract_string({col}, {path}) AS BIGINT) \
-                     WHEN json_type({col}, {path}) = 'VARCHAR' AND regexp_matches({text}, '^[+-]?[0-9]+$') \
-                     THEN TRY_CAST({text} AS BIGINT) END) END)"
+                    "(CASE WHEN json_type({j}, {path}) IN ('BIGINT', 'UBIGINT') \
+                     THEN TRY_CAST(json_extract_string({j}, {path}) AS BIGINT) \
+                     WHEN json_type({j}, {path}) = 'VARCHAR' AND regexp_matches({text}, '^[+-]?[0-9]+$') \
+                     THEN TRY_CAST({text} AS BIGINT) END)"
                 )
             }
             Dialect::Datafusion | Dialect::Spark => {
-                let pattern = format!(
-                    "\"{key}\"{WS}:{WS}(-?[0-9]+|\"{WS}[+-]?[0-9]+{WS}\"){WS}[,}}]"
-                );
+                let pattern =
+                    format!("\"{key}\"{WS}:{WS}(-?[0-9]+|\"{WS}[+-]?[0-9]+{WS}\"){WS}[,}}]");
                 let group = self.regex_group(col, &pattern);
                 format!("TRY_CAST(trim(replace({group}, '\"', '')) AS BIGINT)")
             }
@@ -121,10 +120,10 @@ impl Dialect {
         match self {
             Dialect::Duckdb => {
                 let path = format!("'$.{key}'");
+                let j = duck_object(col);
                 format!(
-                    "(CASE WHEN json_valid({col}) AND json_type({col}) = 'OBJECT' \
-                     AND json_type({col}, {path}) = 'BOOLEAN' \
-                     THEN json_extract_string({col}, {path}) = 'true' END)"
+                    "(CASE WHEN json_type({j}, {path}) = 'BOOLEAN' \
+                     THEN json_extract_string({j}, {path}) = 'true' END)"
                 )
             }
             Dialect::Datafusion | Dialect::Spark => {
@@ -142,6 +141,15 @@ impl Dialect {
             Dialect::Duckdb => format!("nullif(regexp_extract({col}, '{pattern}', 1), '')"),
         }
     }
+}
+
+/// DuckDB: `col` when it holds a JSON object, else null (its JSON functions fail on malformed
+/// text, and a `CASE` does not keep them from seeing it).
+fn duck_object(col: &str) -> String {
+    format!(
+        "(CASE WHEN json_valid({col}) AND json_type(CASE WHEN json_valid({col}) THEN {col} END) = 'OBJECT' \
+         THEN {col} END)"
+    )
 }
 
 /// Whether a source path names files (a `.parquet` file or a glob) rather than a directory.

@@ -169,7 +169,10 @@ impl Query {
 
 /// The position of `kind` in the contract's order (the order `Skips` sorts by).
 fn rank(kind: Kind) -> usize {
-    Kind::ALL.iter().position(|k| *k == kind).unwrap_or(usize::MAX)
+    Kind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(usize::MAX)
 }
 
 /// A reason as an SQL string literal.
@@ -492,7 +495,10 @@ mod tests {
             column: "event_id",
             rows: 7,
         });
-        assert_eq!(skipped, "7 acked row(s) lack event_id and could not be used");
+        assert_eq!(
+            skipped,
+            "7 acked row(s) lack event_id and could not be used"
+        );
         let lost = crate::explain::reason(&Reason::MayHaveLostSpans {
             actor: "worker".into(),
             incarnation: 0,

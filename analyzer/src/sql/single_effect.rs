@@ -7,7 +7,10 @@ use super::{Part, Query};
 
 /// Adds the tables of `single-effect`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
-    let skips = q.skips(p, &[(Kind::EffectCommitted, &[Field::EventId, Field::TaskId])]);
+    let skips = q.skips(
+        p,
+        &[(Kind::EffectCommitted, &[Field::EventId, Field::TaskId])],
+    );
     q.cte(
         &format!("{p}_rows"),
         "SELECT run_id, scenario, seq, event_id, task_id FROM base WHERE kind = 'effect_committed'",

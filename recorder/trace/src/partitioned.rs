@@ -107,7 +107,10 @@ mod tests {
         let file = dir.join("run_id=r%3A1/x=y/scenario=lost-ack/part-0.parquet");
         assert_eq!(
             partition_values(dir, &file),
-            [("run_id", "r:1".to_string()), ("scenario", "lost-ack".to_string())]
+            [
+                ("run_id", "r:1".to_string()),
+                ("scenario", "lost-ack".to_string())
+            ]
         );
         assert_eq!(percent_decoded("50%"), "50%");
         assert_eq!(percent_decoded("a%2"), "a%2");

@@ -576,7 +576,8 @@ print(json.dumps([[r[2], int(r[3]), r[6]] for r in rows]))
     );
     let rows: Vec<(String, u64, String)> = serde_json::from_slice(&out.stdout).unwrap();
     let failing: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    let native_failing: std::collections::BTreeSet<&str> = native(&trace)
+    let native = native(&trace);
+    let native_failing: std::collections::BTreeSet<&str> = native
         .iter()
         .filter(|(_, (verdict, _, _))| verdict == "fail")
         .map(|((_, _, id), _)| id.as_str())

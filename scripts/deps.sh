@@ -2,7 +2,9 @@
 # Installs what outbox-trace needs on Debian, skipping what is already there:
 #   services the recorder starts: etcd, nats-server, redis-server
 #   build: protoc (for etcd-client)
-#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader)
+#   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader),
+#          duckdb, datafusion and pyspark with a Java runtime (openjdk-17-jre-headless): the engines
+#          `analyzer sql` is checked on
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -14,6 +16,7 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
@@ -21,11 +24,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c 'import pyarrow' 2>/dev/null; then
-  echo "deps: installing pyarrow" >&2
-  python3 -m pip install -q pyarrow 2>/dev/null \
-    || python3 -m pip install -q --break-system-packages pyarrow
-fi
+for package in pyarrow duckdb datafusion pyspark; do
+  if ! python3 -c "import $package" 2>/dev/null; then
+    echo "deps: installing $package" >&2
+    python3 -m pip install -q "$package" 2>/dev/null \
+      || python3 -m pip install -q --break-system-packages "$package"
+  fi
+done
 
 if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then
   echo "deps: installing cargo-nextest" >&2

@@ -14,6 +14,10 @@
 #     CHECK_ROWS time;
 #   - then scripts/bench-html.sh: the HTML report of HTML_ROWS events (1,000,000 by default),
 #     written, opened in headless Chromium and showing a chain (skip it with HTML_ROWS=0).
+#   - on the large trace, every invariant as SQL (`analyzer sql`, the same verdicts as `check`)
+#     on DuckDB, DataFusion and Spark in local mode (each a fresh process, Spark's JVM start
+#     included); SQL_ENGINES picks them (default "duckdb datafusion spark"; the packages are
+#     needed only for the engines named).
 # Wall time, CPU time (user + system) and peak resident memory come from the operating system
 # (wait4). Nothing here asserts a time.
 #
@@ -25,6 +29,7 @@ CHECK_ROWS="${CHECK_ROWS:-10000000}"
 VIEW_ROWS="${VIEW_ROWS:-180000 1000000}"
 LARGE_ROWS="${LARGE_ROWS:-}"
 RUNS="${RUNS:-3}"
+SQL_ENGINES="${SQL_ENGINES-duckdb datafusion spark}"
 BENCH_DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/outbox-trace-bench}"
 
 python3 -c 'import duckdb' 2>/dev/null || {
@@ -45,6 +50,7 @@ for rows in "$CHECK_ROWS" $VIEW_ROWS $LARGE_ROWS; do
     traces+=("$trace")
 done
 
+export SQL_ENGINES
 python3 - "$RUNS" "$BENCH_DIR" "$CHECK_ROWS" "$LARGE_ROWS" $VIEW_ROWS <<'PY'
 """Runs every command RUNS times, interleaved round by round, and prints the best of each."""
 import os
@@ -99,6 +105,37 @@ for sql in sys.argv[1:]:
 """
 
 
+# Every invariant as SQL on one engine: the statement `analyzer sql` prints, over the trace
+# registered as the table `trace`; prints the verdict rows.
+SQL_ENGINE = r"""
+import subprocess, sys
+engine, analyzer, trace = sys.argv[1:4]
+sql = subprocess.run([analyzer, "sql", "--dialect", engine], check=True, capture_output=True,
+                     text=True).stdout
+if engine == "duckdb":
+    import duckdb
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"CREATE VIEW trace AS SELECT * FROM read_parquet('{trace}')")
+    rows = con.execute(sql).fetchall()
+elif engine == "datafusion":
+    from datafusion import SessionContext
+    ctx = SessionContext()
+    ctx.register_parquet("trace", trace)
+    rows = ctx.sql(sql).to_arrow_table().to_pylist()
+else:
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[*]").appName("bench")
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "4g")
+             .config("spark.sql.shuffle.partitions", "16").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.read.parquet(trace).createOrReplaceTempView("trace")
+    rows = spark.sql(sql).collect()
+for r in rows:
+    print(tuple(r.values()) if isinstance(r, dict) else tuple(r))
+"""
+
+
 def run(argv):
     """Wall seconds, CPU seconds (user + system), peak RSS in MiB and stdout of one child."""
     start = time.perf_counter()
@@ -119,6 +156,9 @@ commands = [
     (f"check, {check_rows} events", [analyzer, "check", big]),
     (f"duckdb single-effect, {check_rows}", duck(single_effect(big))),
 ]
+for engine in os.environ.get("SQL_ENGINES", "").split():
+    commands.append((f"sql on {engine}, {check_rows}",
+                     [sys.executable, "-c", SQL_ENGINE, engine, analyzer, big]))
 if large_rows:
     large = path(large_rows)
     commands += [
@@ -155,6 +195,10 @@ for name, _ in commands:
 wall = lambda name: best[name][0]
 print()
 ratio = wall(f"check, {check_rows} events") / wall(f"duckdb single-effect, {check_rows}")
+for engine in os.environ.get("SQL_ENGINES", "").split():
+    name = f"sql on {engine}, {check_rows}"
+    print(f"every invariant as SQL on {engine}, {check_rows} events: {wall(name):.2f} s = "
+          f"{wall(name) / wall(f'check, {check_rows} events'):.1f} x analyzer check")
 print(f"check on {check_rows} events: {ratio:.2f} x DuckDB single-effect (goal: at most 1), "
       f"peak {best[f'check, {check_rows} events'][2]:.0f} MiB (goal: at most 512)")
 if large_rows:

@@ -6,7 +6,9 @@
 #          opentelemetry-sdk >= 1.45, opentelemetry-exporter-otlp-json-file >= 0.66b1 and redis >= 5
 #          (examples/otel-python, the OpenTelemetry producer the suite runs),
 #          chromium and playwright (the HTML report's browser test: Debian's Chromium, driven from
-#          Python; Playwright's own browsers are never downloaded)
+#          Python; Playwright's own browsers are never downloaded),
+#          duckdb, datafusion and pyspark with a Java runtime (openjdk-17-jre-headless): the engines
+#          `analyzer sql` is checked on
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -19,6 +21,7 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
@@ -26,11 +29,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c 'import pyarrow' 2>/dev/null; then
-  echo "deps: installing pyarrow" >&2
-  python3 -m pip install -q pyarrow 2>/dev/null \
-    || python3 -m pip install -q --break-system-packages pyarrow
-fi
+for package in pyarrow duckdb datafusion pyspark; do
+  if ! python3 -c "import $package" 2>/dev/null; then
+    echo "deps: installing $package" >&2
+    python3 -m pip install -q "$package" 2>/dev/null \
+      || python3 -m pip install -q --break-system-packages "$package"
+  fi
+done
 
 otel_python=(
   'opentelemetry-sdk>=1.45'

@@ -58,6 +58,54 @@ pub enum Command {
     /// Convert a trace in any accepted encoding (JSON Lines, OTLP JSON Lines, Parquet) to Parquet.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
+    /// Print the invariants as one SQL statement for DuckDB, DataFusion or Spark.
+    #[command(after_help = SQL_HELP)]
+    Sql(SqlArgs),
+}
+
+/// What `analyzer sql` prints, and its exit codes.
+const SQL_HELP: &str = "\
+The statement reads a table or view named `trace` with the contract's columns (or, with --source,
+the path itself: a file, a glob or a partitioned directory; DuckDB and Spark only) and returns one
+row per (run_id, scenario, invariant): run_id, scenario, invariant, verdict (pass, fail, unknown),
+violations (integer) and reason (why it failed with skipped rows or is unknown, a pass's note, or
+null). The verdicts are those of `analyzer check`. With --witnesses N a second statement follows,
+after a line `;`: up to N witness rows per failing invariant.
+
+Exit codes:
+  0  printed
+  2  bad usage (unknown dialect or invariant, --source with a dialect that cannot read a path)";
+
+/// Arguments of `analyzer sql`.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The engine to print for.
+    #[arg(long, value_enum)]
+    pub dialect: crate::sql::Dialect,
+    /// Only this invariant (repeatable; default: all), by its contract id.
+    #[arg(long = "invariant", value_name = "NAME", value_parser = parse_invariant)]
+    pub invariants: Vec<crate::check::Invariant>,
+    /// Read this path (file, glob or directory) instead of the table `trace`.
+    #[arg(long, value_name = "PATH")]
+    pub source: Option<String>,
+    /// Also print a statement listing up to N witness rows per failing invariant.
+    #[arg(long, value_name = "N")]
+    pub witnesses: Option<usize>,
+}
+
+/// An invariant by its contract id.
+fn parse_invariant(s: &str) -> Result<crate::check::Invariant, String> {
+    crate::check::Invariant::ALL
+        .iter()
+        .copied()
+        .find(|i| i.id() == s)
+        .ok_or_else(|| {
+            let ids: Vec<&str> = crate::check::Invariant::ALL
+                .iter()
+                .map(|i| i.id())
+                .collect();
+            format!("no invariant `{s}` (one of: {})", ids.join(", "))
+        })
 }
 
 /// What `analyzer import` reads, and its exit codes.
@@ -327,7 +375,27 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Diff(args) => commands::diff(&args, out),
         Command::Timeline(args) => commands::timeline(&args, out),
         Command::Import(args) => commands::import(&args, out),
+        Command::Sql(args) => sql(&args, out),
     }
+}
+
+/// Runs `analyzer sql`.
+pub fn sql(args: &SqlArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    let req = crate::sql::Request {
+        dialect: args.dialect,
+        invariants: args.invariants.clone(),
+        source: args.source.clone(),
+    };
+    let mut text = crate::sql::statement(&req)?;
+    if let Some(n) = args.witnesses {
+        text.push_str(";\n");
+        text.push_str(&crate::sql::witnesses(&req, n)?);
+    }
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    Ok(Exit::Valid)
 }
 
 /// Runs `analyzer check`.

@@ -23,6 +23,7 @@ pub mod page;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod sql;
 pub mod stream;
 pub mod synth;
 pub mod timeline;

@@ -70,6 +70,17 @@ pub enum TraceError {
     /// The file holds no rows.
     #[error("the file holds no events")]
     Empty,
+    /// A directory given as a trace holds no `*.parquet` file.
+    #[error("the directory holds no .parquet file, at any depth")]
+    NoParquetFiles(PathBuf),
+    /// A file of a partitioned directory breaks the contract.
+    #[error("{}: {error}", path.display())]
+    InFile {
+        /// The file inside the directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        error: Box<TraceError>,
+    },
     /// The file has no bytes at all.
     #[error("the file is empty (0 bytes): no Parquet footer, no events")]
     EmptyFile,

@@ -16,6 +16,7 @@ mod jsonl;
 mod kind;
 pub mod lab;
 pub mod otlp;
+mod partitioned;
 mod reader;
 pub mod schema;
 pub mod step;

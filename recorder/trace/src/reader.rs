@@ -75,6 +75,9 @@ pub struct TraceFile {
     order: Vec<usize>,
     /// For each canonical column, the type batches hand out.
     types: Vec<DataType>,
+    /// Values of columns the file lacks, filled from a partitioned directory's path: appended
+    /// to each decoded batch as constant text columns (`order` points past the file's columns).
+    fills: Vec<String>,
 }
 
 /// Where a file's batches come from.
@@ -83,6 +86,39 @@ enum Source {
     Parquet(ParquetRecordBatchReader),
     /// Batches decoded from a text encoding, in the canonical schema with plain strings.
     Decoded(std::vec::IntoIter<RecordBatch>),
+    /// The files of a partitioned directory, one after the other, each in canonical order.
+    Many(Many),
+}
+
+/// The files of a partitioned directory still to read, and the one being read.
+struct Many {
+    parts: std::collections::VecDeque<(crate::partitioned::Part, Option<Vec<usize>>)>,
+    options: ReadOptions,
+    current: Option<Box<dyn Iterator<Item = Result<RecordBatch, TraceError>> + Send>>,
+}
+
+impl Iterator for Many {
+    type Item = Result<RecordBatch, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(batch) = self.current.as_mut().and_then(Iterator::next) {
+                return Some(batch);
+            }
+            let (part, row_groups) = self.parts.pop_front()?;
+            let options = ReadOptions {
+                row_groups,
+                ..self.options.clone()
+            };
+            match TraceFile::open_parquet(&part.path, &options, &part.fills) {
+                Ok(file) => self.current = Some(Box::new(file.batches())),
+                Err(e) => {
+                    self.parts.clear();
+                    return Some(Err(in_file(&part.path, e)));
+                }
+            }
+        }
+    }
 }
 
 impl Iterator for Source {
@@ -92,6 +128,7 @@ impl Iterator for Source {
         match self {
             Source::Parquet(r) => r.next().map(|b| b.map_err(TraceError::from)),
             Source::Decoded(batches) => batches.next().map(Ok),
+            Source::Many(files) => files.next(),
         }
     }
 }
@@ -108,9 +145,12 @@ impl TraceFile {
     }
 
     fn open_unguarded(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
+        if path.is_dir() {
+            return Self::open_dir(path, options);
+        }
         let (encoding, compression) = sniff(path)?;
         let decoded = match encoding {
-            Encoding::Parquet => return Self::open_parquet(path, options),
+            Encoding::Parquet => return Self::open_parquet(path, options, &[]),
             Encoding::JsonLines => crate::jsonl::decode(open_text(path, compression)?)?,
             Encoding::OtlpJsonLines => {
                 let stem = file_stem(path);
@@ -145,10 +185,78 @@ impl TraceFile {
             reader: Source::Decoded(batches.into_iter()),
             order: (0..COLUMNS.len()).collect(),
             types,
+            fills: Vec::new(),
         })
     }
 
-    fn open_parquet(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
+    /// A partitioned directory (see [`crate::partitioned`]): every file is opened and checked
+    /// here, then read in turn; the batches have one type per column whatever each file's.
+    fn open_dir(dir: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
+        let parts = crate::partitioned::parts(dir)?;
+        let mut info = FileInfo {
+            path: dir.to_path_buf(),
+            version_declared: true,
+            encoding: Encoding::Parquet,
+            ..FileInfo::default()
+        };
+        // Row groups are numbered across the files in path order.
+        let mut queue = std::collections::VecDeque::new();
+        for part in parts {
+            let file = Self::open_parquet(&part.path, &ReadOptions::default(), &part.fills)
+                .map_err(|e| in_file(&part.path, e))?;
+            let f = file.info();
+            info.version_declared &= f.version_declared;
+            info.run_json = info.run_json.take().or_else(|| f.run_json.clone());
+            info.rows += f.rows;
+            for c in &f.extra_columns {
+                if !info.extra_columns.contains(c) {
+                    info.extra_columns.push(c.clone());
+                }
+            }
+            let first = info.row_groups;
+            info.row_groups += f.row_groups;
+            let groups = options.row_groups.as_ref().map(|wanted| {
+                wanted
+                    .iter()
+                    .filter(|&&g| g >= first && g < info.row_groups)
+                    .map(|g| g - first)
+                    .collect::<Vec<usize>>()
+            });
+            if groups.as_ref().is_none_or(|g| !g.is_empty()) {
+                queue.push_back((part, groups));
+            }
+        }
+        let types = COLUMNS
+            .iter()
+            .map(|c| {
+                if c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name) {
+                    dictionary_type()
+                } else {
+                    c.data_type.arrow()
+                }
+            })
+            .collect();
+        Ok(TraceFile {
+            info,
+            reader: Source::Many(Many {
+                parts: queue,
+                options: ReadOptions {
+                    row_groups: None,
+                    ..options.clone()
+                },
+                current: None,
+            }),
+            order: (0..COLUMNS.len()).collect(),
+            types,
+            fills: Vec::new(),
+        })
+    }
+
+    fn open_parquet(
+        path: &Path,
+        options: &ReadOptions,
+        partition: &[(&'static str, String)],
+    ) -> Result<Self, TraceError> {
         let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
         let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
         let meta = metadata.metadata().file_metadata().clone();
@@ -170,10 +278,15 @@ impl TraceFile {
         }
         let file_schema = metadata.schema().clone();
         let mut roots = Vec::with_capacity(COLUMNS.len());
-        for column in COLUMNS {
-            let (index, field) = file_schema
-                .column_with_name(column.name)
-                .ok_or(TraceError::MissingColumn(column.name))?;
+        // Columns the file lacks that its partition path gives: `(canonical index, value)`.
+        let mut filled: Vec<(usize, String)> = Vec::new();
+        for (i, column) in COLUMNS.iter().enumerate() {
+            let Some((index, field)) = file_schema.column_with_name(column.name) else {
+                let value = partition.iter().find(|(c, _)| *c == column.name);
+                let (_, value) = value.ok_or(TraceError::MissingColumn(column.name))?;
+                filled.push((i, value.clone()));
+                continue;
+            };
             check_type(column.name, column.data_type, field.data_type())?;
             roots.push(index);
         }
@@ -186,24 +299,35 @@ impl TraceFile {
         // Projected batches keep file order; remember where each canonical column lands.
         let mut sorted = roots.clone();
         sorted.sort_unstable();
-        let order = roots
+        let mut present = roots
             .iter()
-            .map(|r| sorted.binary_search(r).expect("present"))
+            .map(|r| sorted.binary_search(r).expect("present"));
+        let order: Vec<usize> = (0..COLUMNS.len())
+            .map(|i| match filled.iter().position(|(c, _)| *c == i) {
+                Some(k) => sorted.len() + k,
+                None => present.next().unwrap_or_default(),
+            })
+            .collect();
+        // Canonical positions of the columns read from the file, for the dictionary hint.
+        let read: Vec<usize> = (0..COLUMNS.len())
+            .filter(|i| !filled.iter().any(|(c, _)| c == i))
             .collect();
         let row_groups = metadata.metadata().num_row_groups();
         let mut types: Vec<DataType> = COLUMNS.iter().map(|c| c.data_type.arrow()).collect();
         let dictionary: Vec<usize> = COLUMNS
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
-                c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name)
+            .filter(|(i, c)| {
+                c.data_type == ColumnType::Utf8
+                    && options.dictionary.contains(&c.name)
+                    && read.contains(i)
             })
-            .map(|(i, _)| i)
+            .map(|(i, _)| read.iter().position(|r| *r == i).unwrap_or_default())
             .collect();
         let metadata = match dictionary_hint(&metadata, &roots, &dictionary) {
             Some(hinted) => {
                 for &i in &dictionary {
-                    types[i] = dictionary_type();
+                    types[read[i]] = dictionary_type();
                 }
                 hinted
             }
@@ -230,6 +354,7 @@ impl TraceFile {
             reader: Source::Parquet(reader),
             order,
             types,
+            fills: filled.into_iter().map(|(_, v)| v).collect(),
         })
     }
 
@@ -245,7 +370,7 @@ impl TraceFile {
     /// A decoder that panics on a corrupt page ends the iteration with
     /// [`TraceError::Corrupt`].
     pub fn batches(self) -> impl Iterator<Item = Result<RecordBatch, TraceError>> {
-        let (order, types) = (self.order, self.types);
+        let (order, types, fills) = (self.order, self.types, self.fills);
         let schema = batch_schema(&types);
         let mut reader = Some(self.reader);
         std::iter::from_fn(move || {
@@ -253,7 +378,7 @@ impl TraceFile {
             let next = guarded(|| {
                 current
                     .next()
-                    .map(|batch| normalise(&batch?, &order, &types, &schema))
+                    .map(|batch| normalise(&with_fills(batch?, &fills)?, &order, &types, &schema))
                     .transpose()
             });
             match next {
@@ -448,6 +573,43 @@ fn dictionary_hint(
     }
     let hint = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
     ArrowReaderMetadata::try_new(metadata.metadata().clone(), hint).ok()
+}
+
+/// `batch` with a constant text column appended per value of `fills`.
+fn with_fills(batch: RecordBatch, fills: &[String]) -> Result<RecordBatch, TraceError> {
+    if fills.is_empty() {
+        return Ok(batch);
+    }
+    let rows = batch.num_rows();
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let mut columns = batch.columns().to_vec();
+    for (k, value) in fills.iter().enumerate() {
+        fields.push(Field::new(format!("partition {k}"), DataType::Utf8, false));
+        columns.push(Arc::new(arrow_array::StringArray::from(vec![
+            value.as_str();
+            rows
+        ])));
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+/// An error of one file of a partitioned directory, naming the file.
+fn in_file(path: &Path, e: TraceError) -> TraceError {
+    match e {
+        e @ TraceError::Io { .. } => e,
+        other => TraceError::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(other),
+        },
+    }
 }
 
 fn batch_schema(types: &[DataType]) -> SchemaRef {

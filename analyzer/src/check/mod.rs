@@ -464,9 +464,7 @@ impl Skips {
 /// Violations that spans a killed process never exported could remove become unknown (see
 /// `lost_spans`).
 pub fn check_all(h: &History, names: &crate::intern::Interner) -> Vec<Outcome> {
-    let mut scan = Scan::of(Invariant::ALL);
-    scan.history(h);
-    let mut scanned = scan.finish();
+    let mut scanned = scan_history(h);
     if let Some(mut gathering) = scanned.gathering() {
         for (at, r) in h.rows.iter().enumerate() {
             gathering.row(at, r);
@@ -474,6 +472,31 @@ pub fn check_all(h: &History, names: &crate::intern::Interner) -> Vec<Outcome> {
         gathering.finish(&mut scanned);
     }
     scanned.settle(h, names)
+}
+
+/// Histories at least this long are scanned on two threads, each deciding half the rules.
+const PARALLEL_ROWS: usize = 100_000;
+
+/// Every rule's decision on a history held in memory.
+fn scan_history(h: &History) -> Scanned {
+    let scan = |invariants: &[Invariant]| {
+        let mut scan = Scan::of(invariants);
+        scan.history(h);
+        scan.finish()
+    };
+    if h.rows.len() < PARALLEL_ROWS {
+        return scan(Invariant::ALL);
+    }
+    let (first, second) = Invariant::ALL.split_at(Invariant::ALL.len() / 2);
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| scan(second));
+        let mut scanned = scan(first);
+        let other = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        scanned.append(other);
+        scanned
+    })
 }
 
 /// One invariant decided online. [`Rule::row`] sees every row of a scenario, in `seq` order,

@@ -96,6 +96,12 @@ pub struct Scanned {
 }
 
 impl Scanned {
+    /// Appends the outcomes of a scan of the same rows deciding other rules.
+    pub fn append(&mut self, other: Scanned) {
+        self.outcomes.extend(other.outcomes);
+        self.gathers.extend(other.gathers);
+    }
+
     /// The second pass the violations need, if any needs one.
     pub fn gathering(&mut self) -> Option<Gathering> {
         let gathers: Vec<(usize, Box<dyn Gather>)> = self

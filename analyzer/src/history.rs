@@ -302,6 +302,15 @@ impl History {
         self.positions.get_or_insert_with(Vec::new);
     }
 
+    /// Keeps `text` as `row`'s detail, decoded once by the row's kind.
+    pub fn attach_detail(&mut self, row: &mut Row, text: &str) {
+        row.detail = u32::try_from(self.details.len()).ok();
+        self.details.push(KeptDetail {
+            text: text.into(),
+            typed: Detail::parse(row.kind, text),
+        });
+    }
+
     /// The kept `detail` of a row, typed.
     pub fn detail(&self, row: &Row) -> Option<&Detail> {
         self.kept(row).map(|d| &d.typed)

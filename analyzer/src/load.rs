@@ -15,7 +15,7 @@ use arrow_buffer::NullBuffer;
 use outbox_trace::schema::column;
 use outbox_trace::{Kind, ReadOptions, TraceError, TraceFile};
 
-use crate::history::{keeps_detail, History, KeptDetail, Numbers, Row};
+use crate::history::{keeps_detail, History, Numbers, Row};
 use crate::intern::{FastMap, Id, InternError, Interner};
 
 /// Why a file could not be loaded. Displays as one line.
@@ -166,11 +166,7 @@ impl Sink for Keep {
     ) -> Result<(), LoadError> {
         let history = &mut histories[h];
         if let Some(text) = detail {
-            row.detail = u32::try_from(history.details.len()).ok();
-            history.details.push(KeptDetail {
-                text: text.into(),
-                typed: outbox_trace::Detail::parse(row.kind, text),
-            });
+            history.attach_detail(&mut row, text);
         }
         history.push(row);
         Ok(())

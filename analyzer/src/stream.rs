@@ -14,7 +14,7 @@ use outbox_trace::{Detail, Kind};
 
 use crate::analysis::{RunVerdict, ScenarioReport};
 use crate::check::{Invariant, Scan, Scanned};
-use crate::history::{History, KeptDetail, Row};
+use crate::history::{History, Row};
 use crate::intern::{FastMap, Id};
 use crate::load::{self, LoadError, Loaded, Sink};
 
@@ -280,11 +280,7 @@ impl Sink for Keep {
         if wanted.wants(at, &row) {
             let history = &mut histories[h];
             if let Some(text) = detail {
-                row.detail = u32::try_from(history.details.len()).ok();
-                history.details.push(KeptDetail {
-                    text: text.into(),
-                    typed: Detail::parse(row.kind, text),
-                });
+                history.attach_detail(&mut row, text);
             }
             history.keep_at(at, row);
         }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::backend::{Backend, BackendKind, Connection};
+use crate::chaos::Dice;
 use crate::clock::RunClock;
 use crate::external::ExternalSpec;
 use crate::faults::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
@@ -180,6 +181,8 @@ pub struct ActorCtx {
     clock: RunClock,
     /// Faults armed in this life.
     pub plan: FaultPlan,
+    /// Rolls for the plan's chance faults.
+    dice: Dice,
     /// Which protocol variant.
     pub protocol: Protocol,
     /// Timing knobs.
@@ -210,35 +213,35 @@ impl ActorCtx {
         write_line(&Line::Fired(fault));
     }
 
-    /// Dies here if a crash is armed at `point`.
+    /// Dies here if a crash at `point` is armed (or a chance fault's roll comes up).
     pub fn crash_point(&mut self, point: CrashPoint, about: Option<&Intent>) {
-        if !self.plan.crashes_at(point) {
+        let Some(fault) = self.plan.crash_at(point, &mut self.dice) else {
             return;
-        }
+        };
         self.die(
             Step::crash(point.name(), about.map(|i| i.about().loose())),
-            point,
+            fault,
         );
     }
 
-    /// Dies here if a crash is armed at `point`, naming in the crash row
-    /// (`detail.committed_rev`) the transaction that went through just before.
+    /// Dies here like [`Self::crash_point`], naming in the crash row (`detail.committed_rev`)
+    /// the transaction that went through just before.
     pub fn crash_point_after_commit(&mut self, point: CrashPoint, about: &Intent, store_rev: i64) {
-        if !self.plan.crashes_at(point) {
+        let Some(fault) = self.plan.crash_at(point, &mut self.dice) else {
             return;
-        }
+        };
         let mut step = Step::crash(point.name(), Some(about.about().loose()));
         if let Step::Crash { crash, .. } = &mut step {
             crash
                 .other
                 .insert("committed_rev".to_string(), store_rev.into());
         }
-        self.die(step, point);
+        self.die(step, fault);
     }
 
-    fn die(&mut self, crash: Step, point: CrashPoint) -> ! {
+    fn die(&mut self, crash: Step, fault: Fault) -> ! {
         self.emit(crash);
-        self.fired(Fault::Crash { point });
+        self.fired(fault);
         std::process::exit(CRASH_EXIT_CODE);
     }
 
@@ -277,6 +280,7 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
     let ctx = ActorCtx {
         clock: RunClock::start(),
         plan: FaultPlan::default(),
+        dice: Dice::new(0),
         protocol: Protocol::Reference,
         timing: Timing::default(),
         external: None,
@@ -331,6 +335,7 @@ pub fn main() -> i32 {
     let mut ctx = ActorCtx {
         clock: spec.clock,
         plan: spec.plan.clone(),
+        dice: Dice::new(spec.plan.seed),
         protocol: spec.protocol,
         timing: spec.timing,
         external: spec.external.clone(),

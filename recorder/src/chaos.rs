@@ -1,12 +1,47 @@
-//! Random faults from a seed (`--chaos SEED`): a plan of SIGKILLs of actor processes and restarts
-//! of the local services, computed up front as data so the same seed gives the same plan, and
-//! recorded in the trace (`run_start.detail.chaos`, then a `fault` or `crash` row per action).
+//! Random faults from a seed (`--chaos SEED`), drawn up front as data so the same seed gives the
+//! same plan, and recorded in the trace (`run_start.detail.chaos`, then a `crash` or `fault` row
+//! per firing).
+//!
+//! The plan is a swarm draw, in the manner of FoundationDB's BUGGIFY and swarm testing: each seed
+//! picks which named protocol windows (the crash points between two steps) are armed, how likely
+//! one pass through each is to kill the actor, how many times each may fire, and which workers
+//! they hit. So one seed hammers the gap between commit and ACK, another the relay's publish and
+//! mark, another leaves the workers alone. On top, inside the chaos window, come SIGKILLs of actor
+//! processes at random moments and restarts of the services the recorder runs (a broker right
+//! after a burst of consumer ACKs, which JetStream may not have made durable yet; an etcd member).
+//! Every window has a budget of firings, so every scenario ends quiet and recovered.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::actor::{ActorId, Role};
 use crate::backend::BackendKind;
+use crate::faults::{CrashPoint, Fault, FaultPlan};
+
+/// The windows a swarm draw may arm: every crash point a load run passes through. The external
+/// call's two points are left out: only the `external-effect` scenario calls the receiver, and it
+/// arms them itself.
+pub const SWARM_WINDOWS: [CrashPoint; 7] = [
+    CrashPoint::ApiBetweenTaskAndOutbox,
+    CrashPoint::ApiBeforeReportingCreate,
+    CrashPoint::ApiBeforeReportingIntent,
+    CrashPoint::RelayBeforePublish,
+    CrashPoint::RelayBetweenPublishAndMark,
+    CrashPoint::WorkerBetweenCommitAndAck,
+    CrashPoint::WorkerBeforeReportingCommit,
+];
+
+/// In how many seeds of ten a window is armed.
+const ARMED_IN_TEN: u64 = 9;
+/// How likely one pass through an armed window kills the actor, in per mille: one is drawn per
+/// window and seed.
+const CHANCES_PER_MILLE: [u32; 3] = [20, 50, 120];
+/// How many times an armed window fires per four seconds of chaos window, at most: one is drawn
+/// per window and seed.
+const BUDGETS_PER_4S: [u32; 3] = [1, 3, 6];
+/// In how many seeds of four a given worker is among those hit (at least one always is).
+const WORKER_HIT_IN_FOUR: u64 = 3;
 
 /// One planned fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -21,7 +56,8 @@ pub enum Action {
         /// Which worker.
         index: usize,
     },
-    /// SIGKILL a broker (nats-server, or redis-server) and start it again on the same data.
+    /// SIGKILL a broker (nats-server, or redis-server) right after a burst of consumer ACKs, and
+    /// start it again on the same data.
     RestartBroker {
         /// Which member of the cluster (0-based; always 0 on a single server).
         member: usize,
@@ -62,28 +98,66 @@ impl Targets {
     }
 }
 
-/// The plan: actions at offsets from the scenario's start.
+/// A window armed by the draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// The crash point.
+    pub point: CrashPoint,
+    /// How likely one pass through it kills the actor, in per mille.
+    pub per_mille: u32,
+    /// How many times it fires in a scenario, at most (a life that holds it when the budget runs
+    /// out may still use it once).
+    pub budget: u32,
+}
+
+/// The plan: the armed windows, and actions at offsets from the scenario's start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChaosPlan {
     /// The seed it came from.
     pub seed: u64,
+    /// How long from the scenario's start faults are injected.
+    pub window_ms: u64,
+    /// The windows armed for this seed.
+    pub windows: Vec<Window>,
+    /// The workers (0-based, as in `kill-worker`) the worker windows hit.
+    pub workers_hit: Vec<usize>,
     /// When and what, in time order.
     pub actions: Vec<(u64, Action)>,
 }
 
 impl ChaosPlan {
-    /// The plan for `seed`: about one action a second over `window`, against `targets`. A restart
-    /// picks any member of a cluster, its leader included.
+    /// The plan for `seed`: a swarm draw of windows, then about one action a second over
+    /// `window`, against `targets`. A restart picks any member of a cluster, its leader included.
     pub fn new(seed: u64, window: Duration, targets: Targets) -> Self {
-        let mut rng = SplitMix64(seed);
-        let workers = targets.workers as u64;
+        let mut rng = Dice::new(seed);
+        let window_ms = window.as_millis() as u64;
+        let fours = (window_ms / 4000).max(1) as u32;
+        let windows = SWARM_WINDOWS
+            .into_iter()
+            .filter_map(|point| {
+                let armed = rng.below(10) < ARMED_IN_TEN;
+                let per_mille = CHANCES_PER_MILLE[rng.below(3) as usize];
+                let budget = BUDGETS_PER_4S[rng.below(3) as usize] * fours;
+                armed.then_some(Window {
+                    point,
+                    per_mille,
+                    budget,
+                })
+            })
+            .collect();
+        let mut workers_hit: Vec<usize> = (0..targets.workers)
+            .filter(|_| rng.below(4) < WORKER_HIT_IN_FOUR)
+            .collect();
+        if workers_hit.is_empty() {
+            workers_hit.push(rng.below(targets.workers as u64) as usize);
+        }
         let brokers = targets.broker_members as u64;
         let stores = targets.store_members as u64;
         let mut actions = Vec::new();
         let mut at = 0u64;
         loop {
             at += 400 + rng.below(1200);
-            if at > window.as_millis() as u64 {
+            if at > window_ms {
                 break;
             }
             let roll = rng.below(100);
@@ -97,18 +171,88 @@ impl ChaosPlan {
                     member: rng.below(stores) as usize,
                 },
                 _ => Action::KillWorker {
-                    index: rng.below(workers) as usize,
+                    index: workers_hit[rng.below(workers_hit.len() as u64) as usize],
                 },
             };
             actions.push((at, action));
         }
-        ChaosPlan { seed, actions }
+        ChaosPlan {
+            seed,
+            window_ms,
+            windows,
+            workers_hit,
+            actions,
+        }
+    }
+
+    /// The seed of the dice in life `incarnation` of actor `id`: each life rolls its own way, and
+    /// the same seed rolls the same way again.
+    pub fn life_seed(&self, id: ActorId, incarnation: u32) -> u64 {
+        let role = id.role as u64;
+        let index = u64::from(id.index.unwrap_or(0));
+        let mut dice = Dice::new(self.seed ^ (role << 48) ^ (index << 32) ^ u64::from(incarnation));
+        dice.next()
     }
 }
 
-struct SplitMix64(u64);
+/// The swarm's windows during one scenario: which of them still have firings left, and what they
+/// arm in each new actor life.
+#[derive(Debug)]
+pub struct Swarm<'a> {
+    plan: &'a ChaosPlan,
+    left: Vec<(CrashPoint, u32)>,
+}
 
-impl SplitMix64 {
+impl<'a> Swarm<'a> {
+    /// Every window of `plan` with its whole budget.
+    pub fn new(plan: &'a ChaosPlan) -> Self {
+        let left = plan.windows.iter().map(|w| (w.point, w.budget)).collect();
+        Swarm { plan, left }
+    }
+
+    /// Arms `faults` of life `incarnation` of actor `id`: the chance faults of the windows of its
+    /// role with firings left (a worker's only if the draw hit that worker), in place of those
+    /// of its last life, and the seed of its dice.
+    pub fn arm(&self, faults: &mut FaultPlan, id: ActorId, incarnation: u32) {
+        faults.faults.retain(|f| !matches!(f, Fault::Chance { .. }));
+        faults.seed = self.plan.life_seed(id, incarnation);
+        let worker = id.index.map_or(0, |i| i.saturating_sub(1) as usize);
+        if id.role == Role::Worker && !self.plan.workers_hit.contains(&worker) {
+            return;
+        }
+        for w in &self.plan.windows {
+            let left = self.left.iter().any(|&(p, n)| p == w.point && n > 0);
+            if left && w.point.role() == id.role {
+                faults.faults.push(Fault::Chance {
+                    point: w.point,
+                    per_mille: w.per_mille,
+                });
+            }
+        }
+    }
+
+    /// Counts a fault that fired against its window's budget.
+    pub fn fired(&mut self, fault: &Fault) {
+        if let Fault::Chance { point, .. } = fault {
+            for (p, n) in &mut self.left {
+                if p == point {
+                    *n = n.saturating_sub(1);
+                }
+            }
+        }
+    }
+}
+
+/// Seeded random numbers (SplitMix64): the same seed, the same draws, with no dependency.
+#[derive(Debug, Clone)]
+pub struct Dice(u64);
+
+impl Dice {
+    /// Dice that roll the same way for the same seed.
+    pub fn new(seed: u64) -> Self {
+        Dice(seed)
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -117,13 +261,16 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     const CLUSTER: Targets = Targets {
@@ -144,8 +291,146 @@ mod tests {
     }
 
     #[test]
+    fn the_swarm_arms_each_window_in_some_seeds_and_not_in_others() {
+        let plans: Vec<ChaosPlan> = (1..=100)
+            .map(|seed| ChaosPlan::new(seed, Duration::from_secs(4), CLUSTER))
+            .collect();
+        for point in SWARM_WINDOWS {
+            let armed = plans
+                .iter()
+                .filter(|p| p.windows.iter().any(|w| w.point == point))
+                .count();
+            assert!(
+                (70..100).contains(&armed),
+                "{point} armed in {armed} of 100"
+            );
+        }
+        let chances: HashSet<u32> = plans
+            .iter()
+            .flat_map(|p| p.windows.iter().map(|w| w.per_mille))
+            .collect();
+        assert_eq!(chances.len(), CHANCES_PER_MILLE.len());
+        let hit: HashSet<usize> = plans.iter().map(|p| p.workers_hit.len()).collect();
+        assert!(hit.len() > 1 && !hit.contains(&0), "{hit:?}");
+        // Budgets grow with the chaos window.
+        let long = ChaosPlan::new(1, Duration::from_secs(12), CLUSTER);
+        let short = ChaosPlan::new(1, Duration::from_secs(4), CLUSTER);
+        assert_eq!(long.windows[0].budget, 3 * short.windows[0].budget);
+    }
+
+    fn plan_with(windows: Vec<Window>, workers_hit: Vec<usize>) -> ChaosPlan {
+        ChaosPlan {
+            seed: 1,
+            window_ms: 4000,
+            windows,
+            workers_hit,
+            actions: Vec::new(),
+        }
+    }
+
+    fn chance_points(plan: &FaultPlan) -> Vec<CrashPoint> {
+        plan.faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Chance { point, .. } => Some(*point),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_window_arms_its_role_and_the_workers_hit_until_its_budget_is_spent() {
+        let window = |point, budget| Window {
+            point,
+            per_mille: 50,
+            budget,
+        };
+        let plan = plan_with(
+            vec![
+                window(CrashPoint::RelayBeforePublish, 2),
+                window(CrashPoint::WorkerBetweenCommitAndAck, 1),
+            ],
+            vec![1],
+        );
+        let mut swarm = Swarm::new(&plan);
+        let worker = |i| ActorId {
+            role: Role::Worker,
+            index: Some(i),
+        };
+        let mut faults = FaultPlan::new(vec![Fault::Crash {
+            point: CrashPoint::RelayBetweenPublishAndMark,
+        }]);
+        swarm.arm(&mut faults, ActorId::only(Role::Relay), 0);
+        assert_eq!(chance_points(&faults), [CrashPoint::RelayBeforePublish]);
+        assert_eq!(faults.faults.len(), 2, "scripted faults stay: {faults:?}");
+        // Worker-2 (index 1) is hit, worker-1 is not.
+        let mut w2 = FaultPlan::default();
+        swarm.arm(&mut w2, worker(2), 0);
+        assert_eq!(chance_points(&w2), [CrashPoint::WorkerBetweenCommitAndAck]);
+        let mut w1 = FaultPlan::default();
+        swarm.arm(&mut w1, worker(1), 0);
+        assert!(w1.faults.is_empty());
+        // Each life rolls its own dice.
+        let mut next = FaultPlan::default();
+        swarm.arm(&mut next, worker(2), 1);
+        assert_ne!(w2.seed, next.seed);
+        // Spent budgets arm nothing more; the relay's window had two firings.
+        swarm.fired(&w2.faults[0]);
+        swarm.arm(&mut w2, worker(2), 1);
+        assert!(w2.faults.is_empty());
+        let relay_window = faults.faults[1].clone();
+        swarm.fired(&relay_window);
+        swarm.arm(&mut faults, ActorId::only(Role::Relay), 1);
+        assert_eq!(chance_points(&faults), [CrashPoint::RelayBeforePublish]);
+        swarm.fired(&relay_window);
+        swarm.arm(&mut faults, ActorId::only(Role::Relay), 2);
+        assert!(chance_points(&faults).is_empty());
+    }
+
+    #[test]
+    fn a_chance_fault_fires_about_as_often_as_it_says() {
+        let point = CrashPoint::WorkerBetweenCommitAndAck;
+        let plan = |per_mille| FaultPlan::new(vec![Fault::Chance { point, per_mille }]);
+        let mut dice = Dice::new(7);
+        let fires = |plan: &FaultPlan, dice: &mut Dice| {
+            (0..10_000)
+                .filter(|_| plan.crash_at(point, dice).is_some())
+                .count()
+        };
+        assert_eq!(fires(&plan(0), &mut dice), 0);
+        assert_eq!(fires(&plan(1000), &mut dice), 10_000);
+        let some = fires(&plan(50), &mut dice);
+        assert!((400..600).contains(&some), "{some} of 10000 at 5%");
+        assert!(plan(1000)
+            .crash_at(CrashPoint::RelayBeforePublish, &mut dice)
+            .is_none());
+    }
+
+    /// The seeds `tests/chaos.rs` runs draw what those tests look for.
+    #[test]
+    fn the_integration_tests_seeds_draw_what_they_test() {
+        let plan = |seed, backend, members| {
+            ChaosPlan::new(
+                seed,
+                Duration::from_secs(5),
+                Targets::of(2, backend, true, members),
+            )
+        };
+        let has = |p: &ChaosPlan, f: fn(&Action) -> bool| p.actions.iter().any(|(_, a)| f(a));
+        let api = |a: &Action| *a == Action::KillApi;
+        let broker = |a: &Action| matches!(a, Action::RestartBroker { .. });
+        let store = |a: &Action| matches!(a, Action::RestartStore { .. });
+        assert!(has(&plan(11, BackendKind::EtcdJetstream, 1), broker));
+        assert!(has(&plan(9, BackendKind::SqliteRedis, 1), broker));
+        let cluster = plan(1, BackendKind::EtcdJetstream, 3);
+        assert!(has(&cluster, broker) && has(&cluster, store));
+        assert!(has(&plan(3, BackendKind::EtcdJetstream, 1), api));
+        assert!(has(&plan(3, BackendKind::SqliteRedis, 1), api));
+    }
+
+    #[test]
     fn restarts_reach_every_member_of_a_cluster() {
-        let mut hit = std::collections::HashSet::new();
+        let mut hit = HashSet::new();
         for seed in 0..50 {
             for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), CLUSTER).actions {
                 if let Action::RestartBroker { member } | Action::RestartStore { member } = action {

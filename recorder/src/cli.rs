@@ -81,15 +81,60 @@ pub struct BenchArgs {
     /// Tasks of the memory run.
     #[arg(long, default_value_t = 100_000)]
     pub big_tasks: usize,
-    /// Chaos seeds (1..=N) each broken variant runs under.
-    #[arg(long, default_value_t = 20)]
-    pub seeds: u64,
+    /// Chaos seeds of the chaos and detection parts: `N` for 1 to N, or a range `A-B`.
+    #[arg(long, default_value = "20")]
+    pub seeds: Seeds,
+    /// Recordings of the chaos and detection parts run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub jobs: u32,
     /// Where the traces, the log and results.json go.
     #[arg(long, default_value = "bench")]
     pub out: PathBuf,
     /// Only these parts (default: all), comma-separated.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub parts: Vec<BenchPart>,
+}
+
+/// A range of chaos seeds: `20` is 1 to 20, `21-40` is 21 to 40.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seeds {
+    /// The first seed.
+    pub first: u64,
+    /// The last seed (inclusive).
+    pub last: u64,
+}
+
+impl Seeds {
+    /// The seeds, in order.
+    pub fn iter(self) -> std::ops::RangeInclusive<u64> {
+        self.first..=self.last
+    }
+}
+
+impl std::str::FromStr for Seeds {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let number = |t: &str| {
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("`{s}` is not N or A-B (seeds are whole numbers)"))
+        };
+        let seeds = match s.split_once('-') {
+            Some((a, b)) => Seeds {
+                first: number(a)?,
+                last: number(b)?,
+            },
+            None => Seeds {
+                first: 1,
+                last: number(s)?,
+            },
+        };
+        if seeds.first == 0 || seeds.first > seeds.last {
+            return Err(format!("`{s}` holds no seed (seeds count from 1)"));
+        }
+        Ok(seeds)
+    }
 }
 
 /// A part of `recorder bench`.

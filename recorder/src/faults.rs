@@ -12,6 +12,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::actor::Role;
+use crate::chaos::Dice;
+
 /// Exit code of an actor process that died at a crash point.
 pub const CRASH_EXIT_CODE: i32 = 86;
 
@@ -65,6 +68,20 @@ impl CrashPoint {
         CrashPoint::WorkerBetweenCommitAndAck,
     ];
 
+    /// The role whose actor passes through the point.
+    pub fn role(self) -> Role {
+        match self {
+            CrashPoint::ApiBetweenTaskAndOutbox
+            | CrashPoint::ApiBeforeReportingCreate
+            | CrashPoint::ApiBeforeReportingIntent => Role::Api,
+            CrashPoint::RelayBeforePublish | CrashPoint::RelayBetweenPublishAndMark => Role::Relay,
+            CrashPoint::WorkerBetweenCommitAndAck
+            | CrashPoint::WorkerBeforeReportingCommit
+            | CrashPoint::WorkerAfterExternalRequest
+            | CrashPoint::WorkerAfterExternalAnswer => Role::Worker,
+        }
+    }
+
     /// The point's name, as written to `detail.point` of a `crash` event.
     pub fn name(self) -> &'static str {
         match self {
@@ -97,6 +114,15 @@ pub enum Fault {
         /// Where.
         point: CrashPoint,
     },
+    /// Exit at the point by chance: each pass dies with probability `per_mille` / 1000. Never
+    /// spent within a life; the chaos plan's swarm stops arming it in new lives once the window's
+    /// budget of firings is used up.
+    Chance {
+        /// Where.
+        point: CrashPoint,
+        /// How likely one pass dies, in per mille.
+        per_mille: u32,
+    },
     /// Send the first publish with a reply inbox nobody listens on: the broker stores the copy and
     /// the relay never sees the ACK.
     LosePublishAck,
@@ -111,7 +137,7 @@ pub enum Fault {
 impl Fault {
     /// Whether the fault is spent once it fired.
     pub fn once(&self) -> bool {
-        !matches!(self, Fault::StallBeforeCommit { .. })
+        !matches!(self, Fault::StallBeforeCommit { .. } | Fault::Chance { .. })
     }
 }
 
@@ -120,17 +146,28 @@ impl Fault {
 pub struct FaultPlan {
     /// Armed faults.
     pub faults: Vec<Fault>,
+    /// Seeds the dice of the life's chance faults.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 impl FaultPlan {
     /// A plan with these faults.
     pub fn new(faults: Vec<Fault>) -> Self {
-        FaultPlan { faults }
+        FaultPlan { faults, seed: 0 }
     }
 
-    /// Whether a crash at `point` is armed.
-    pub fn crashes_at(&self, point: CrashPoint) -> bool {
-        self.faults.contains(&Fault::Crash { point })
+    /// The fault that kills the life at `point`, if any: an armed crash, or a chance fault whose
+    /// roll of `dice` came up.
+    pub fn crash_at(&self, point: CrashPoint, dice: &mut Dice) -> Option<Fault> {
+        self.faults.iter().find_map(|fault| match *fault {
+            Fault::Crash { point: p } if p == point => Some(fault.clone()),
+            Fault::Chance {
+                point: p,
+                per_mille,
+            } if p == point => (dice.below(1000) < u64::from(per_mille)).then(|| fault.clone()),
+            _ => None,
+        })
     }
 
     /// Disarms a fault that fired (no-op for faults that are not spent).

@@ -1,5 +1,5 @@
-//! A small chaos run: seeded SIGKILLs of the actors and restarts of the services under load. The
-//! plan is in the trace, the run recovers, the real systems' ground truth shows every task applied
+//! A small chaos run: a seeded swarm of crash windows, SIGKILLs of the actors and restarts of the
+//! services under load. The plan is in the trace, its windows fire, the run recovers, the real systems' ground truth shows every task applied
 //! exactly once, every task in the store has its acceptance in the trace, and the analyzer finds
 //! every invariant holding. A scripted API crash between a create's commit and its report shows
 //! the retried create reporting the original transaction.
@@ -51,6 +51,19 @@ fn chaos_with(setup: &[&str], seed: &str) -> Vec<outbox_trace::Event> {
         injected >= 2,
         "faults were injected: {injected} of {planned}"
     );
+    // The swarm's windows fired, each as a crash naming its point.
+    let windows: Vec<&str> = plan["windows"]
+        .as_array()
+        .expect("the plan's windows")
+        .iter()
+        .filter_map(|w| w["point"].as_str())
+        .collect();
+    assert!(windows.len() >= 3, "{plan}");
+    let fired = rows
+        .iter()
+        .filter(|e| e.kind == Kind::Crash && windows.contains(&common::crash_point(e).as_str()))
+        .count();
+    assert!(fired >= 1, "the armed windows fired: {plan}");
     let end = common::run_end(common::of(&rows, Kind::RunEnd)[0]);
     assert_eq!(end.recovered, Some(true), "{end:?}");
     let truth = common::observed(&rows);
@@ -100,7 +113,7 @@ fn creates_complete(rows: &[&outbox_trace::Event]) {
 
 /// Creates whose answer never came, for every API life the plan kills.
 fn api_killed_mid_flight(backend: &str) {
-    let events = chaos_with(&["--backend", backend, "--rate", "150"], "7");
+    let events = chaos_with(&["--backend", backend, "--rate", "150"], "3");
     let rows = common::scenario(&events, "load");
     let killed: Vec<u32> = rows
         .iter()
@@ -253,7 +266,7 @@ fn chaos_on_sqlite_redis_restarts_redis_on_its_append_only_file() {
 
 #[test]
 fn chaos_on_a_three_node_cluster_restarts_members_and_holds() {
-    let events = chaos_with(&["--cluster", "3"], "8");
+    let events = chaos_with(&["--cluster", "3"], "1");
     let start = common::run_start(events.iter().find(|e| e.kind == Kind::RunStart).unwrap());
     let plan = start.chaos.expect("the plan is recorded");
     let actions = plan["actions"].as_array().unwrap();

@@ -5,18 +5,23 @@
 //!   transaction rate and JetStream ACKed publish rate measured on the same services just before.
 //! - `overhead`: the same load with tracing on and off (`--no-trace`), alternated, medians compared.
 //! - `memory`: the recording's peak memory and the trace's bytes per event for a large run.
-//! - `chaos`: a chaos run of the reference protocol on etcd + JetStream, SQLite + Redis and the
-//!   three-node cluster, each checked by `analyzer check`.
-//! - `detection`: each broken protocol variant under chaos seeds 1..=N: how often `analyzer check`
-//!   catches it, and with which invariants.
+//! - `chaos`: a campaign of chaos seeds with the reference protocol on etcd + JetStream, SQLite +
+//!   Redis and the three-node cluster, each checked by `analyzer check` and against the ground
+//!   truth ([`campaign`]).
+//! - `detection`: each broken protocol variant under each chaos seed on both backends: how often
+//!   `analyzer check` catches it, with which invariants, and which windows the seeds hit
+//!   ([`detection`]).
 //!
 //! Recordings are child processes (`recorder run`), as a user would start them; results go to
 //! `<out>/results.json` and a Markdown summary to standard output.
 
+mod campaign;
 mod child;
+mod detection;
 mod raw;
+mod runs;
+mod table;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -24,8 +29,8 @@ use outbox_trace::{FigureRow, FigureTally, Kind, Step};
 use serde_json::{json, Value};
 
 use crate::cli::{BenchArgs, BenchPart};
-use crate::protocol::Protocol;
 use crate::services::{LocalService, ServiceKind};
+use table::{cell, Table};
 
 /// Write transactions each task needs without batching: create (task + outbox record), mark,
 /// commit (dedup key + result + counter).
@@ -40,7 +45,13 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         log: args.out.join("bench.log"),
     };
-    let mut results = serde_json::Map::new();
+    // Parts run now replace theirs; the chaos and detection parts merge their runs with those
+    // already there, so a part can be run over several sittings.
+    let results_path = args.out.join("results.json");
+    let mut results: serde_json::Map<String, Value> = std::fs::read(&results_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
     let parts = if args.parts.is_empty() {
         BenchPart::ALL.to_vec()
     } else {
@@ -76,8 +87,8 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
             }
             BenchPart::Overhead => bench.overhead(args, &endpoints)?,
             BenchPart::Memory => bench.memory(args, &endpoints)?,
-            BenchPart::Chaos => bench.chaos(args)?,
-            BenchPart::Detection => bench.detection(args)?,
+            BenchPart::Chaos => bench.chaos(args, results.get(part.name()))?,
+            BenchPart::Detection => bench.detection(args, results.get(part.name()))?,
         };
         println!("{}", markdown(part, &value));
         results.insert(part.name().to_string(), value);
@@ -196,82 +207,19 @@ impl Bench {
         }))
     }
 
-    fn chaos(&self, args: &BenchArgs) -> anyhow::Result<Value> {
-        let analyzer = child::analyzer()?;
-        let tasks = args.tasks.to_string();
-        let mut out = Vec::new();
-        let setups: [(&str, &[&str]); 3] = [
-            ("etcd-jetstream", &["--backend", "etcd-jetstream"]),
-            ("sqlite-redis", &["--backend", "sqlite-redis"]),
-            ("etcd-jetstream --cluster 3", &["--cluster", "3"]),
-        ];
-        for (label, setup) in setups {
-            let name = format!("chaos-{}", label.replace([' ', '-'], "_"));
-            let mut flags = vec!["--tasks", &tasks, "--workers", "4", "--chaos", "1"];
-            flags.extend_from_slice(setup);
-            flags.extend(["--chaos-window", "10s"]);
-            let run = self.record(&name, &flags, &[])?;
-            let verdict = check(&analyzer, &run.trace, &self.log)?;
-            let stats = TraceStats::read(&run.trace)?;
-            out.push(json!({
-                "setup": label,
-                "tasks": stats.tasks,
-                "crashes": stats.crashes,
-                "service_restarts": stats.faults,
-                "redeliveries": stats.redeliveries,
-                "suppressions": stats.suppressions,
-                "verdict": verdict.verdict,
-            }));
-        }
-        Ok(Value::Array(out))
+    /// The chaos campaign, merged with the outcomes `previous` holds.
+    fn chaos(&self, args: &BenchArgs, previous: Option<&Value>) -> anyhow::Result<Value> {
+        let jobs = campaign::jobs(args.seeds, args.tasks);
+        let fresh = runs::run_all(self, "chaos", &jobs, args.jobs)?;
+        Ok(campaign::tables(&runs::merge(previous, fresh)))
     }
 
-    fn detection(&self, args: &BenchArgs) -> anyhow::Result<Value> {
-        let analyzer = child::analyzer()?;
-        let dir = self.out.join("detection");
-        std::fs::create_dir_all(&dir)?;
-        let mut out = Vec::new();
-        let variants = <Protocol as clap::ValueEnum>::value_variants()
-            .iter()
-            // The external call happens only in the external-effect scenario, not under load.
-            .filter(|p| **p != Protocol::NoIdempotencyKey);
-        for protocol in variants {
-            let mut caught = 0;
-            let mut by: BTreeMap<String, u32> = BTreeMap::new();
-            for seed in 1..=args.seeds {
-                let name = format!("detection/{}-{seed}", protocol.name());
-                let seed = seed.to_string();
-                let flags = [
-                    "--tasks",
-                    "300",
-                    "--rate",
-                    "100",
-                    "--workers",
-                    "4",
-                    "--chaos",
-                    &seed,
-                    "--chaos-window",
-                    "4s",
-                    "--protocol",
-                    protocol.name(),
-                ];
-                let run = self.record(&name, &flags, &[])?;
-                let verdict = check(&analyzer, &run.trace, &self.log)?;
-                if verdict.verdict == "invalid" {
-                    caught += 1;
-                }
-                for id in verdict.failed {
-                    *by.entry(id).or_default() += 1;
-                }
-            }
-            out.push(json!({
-                "protocol": protocol.name(),
-                "seeds": args.seeds,
-                "caught": caught,
-                "failed_invariants": by,
-            }));
-        }
-        Ok(Value::Array(out))
+    /// The detection runs, merged with the outcomes `previous` holds.
+    fn detection(&self, args: &BenchArgs, previous: Option<&Value>) -> anyhow::Result<Value> {
+        std::fs::create_dir_all(self.out.join("detection"))?;
+        let jobs = detection::jobs(args.seeds);
+        let fresh = runs::run_all(self, "detection", &jobs, args.jobs)?;
+        Ok(detection::tables(&runs::merge(previous, fresh)))
     }
 }
 
@@ -380,22 +328,23 @@ fn markdown(part: BenchPart, value: &Value) -> String {
     let mut out = format!("\n### {}\n\n", part.name());
     match value {
         Value::Array(rows) => {
-            let keys: Vec<&String> = rows
+            let columns: Vec<String> = rows
                 .first()
                 .and_then(Value::as_object)
-                .map(|o| o.keys().collect())
+                .map(|o| o.keys().cloned().collect())
                 .unwrap_or_default();
-            out += &format!(
-                "| {} |\n",
-                keys.iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
-            out += &format!("|{}\n", "---|".repeat(keys.len()));
+            let mut t = Table::new(columns.clone());
             for row in rows {
-                let cells: Vec<String> = keys.iter().map(|k| cell(&row[k.as_str()])).collect();
-                out += &format!("| {} |\n", cells.join(" | "));
+                t.push(columns.iter().map(|k| row[k.as_str()].clone()).collect());
+            }
+            out += &t.markdown();
+        }
+        // A part made of tables (chaos, detection): each table, not the raw runs.
+        Value::Object(map) if map.contains_key("runs") => {
+            for (name, value) in map {
+                if let Ok(t) = serde_json::from_value::<Table>(value.clone()) {
+                    out += &format!("{name}:\n\n{}\n", t.markdown());
+                }
             }
         }
         Value::Object(map) => {
@@ -407,18 +356,6 @@ fn markdown(part: BenchPart, value: &Value) -> String {
         other => out += &other.to_string(),
     }
     out
-}
-
-fn cell(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
-    }
 }
 
 fn median(values: &mut [u64]) -> u64 {

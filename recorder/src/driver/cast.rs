@@ -10,6 +10,7 @@ use outbox_trace::{detail, Step};
 
 use super::Stamp;
 use crate::actor::{ActorId, ActorSpec, Role};
+use crate::chaos::{ChaosPlan, Swarm};
 use crate::faults::{Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::Recorder;
 use crate::scenario::Scenario;
@@ -41,6 +42,8 @@ pub struct Slot {
 pub struct Cast<'a, F: Fn(&Slot) -> ActorSpec> {
     slots: Vec<Slot>,
     spec: F,
+    /// The chaos plan's windows, if the run has one.
+    swarm: Option<Swarm<'a>>,
     scenario: &'a str,
     recorder: &'a Recorder,
 }
@@ -51,6 +54,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         scenario: &'a Scenario,
         spec: F,
         recorder: &'a Recorder,
+        chaos: Option<&'a ChaosPlan>,
     ) -> anyhow::Result<Self> {
         let mut slots = Vec::new();
         if scenario.external {
@@ -68,6 +72,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         let mut cast = Cast {
             slots,
             spec,
+            swarm: chaos.map(Swarm::new),
             scenario: scenario.name.as_str(),
             recorder,
         };
@@ -82,6 +87,10 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
             // The next API life retries what the last one left unanswered: the tallies must hold
             // every row the last one reported first.
             self.recorder.sync().await?;
+        }
+        if let Some(swarm) = &self.swarm {
+            let slot = &mut self.slots[i];
+            swarm.arm(&mut slot.plan, slot.id, slot.incarnation);
         }
         let spec = (self.spec)(&self.slots[i]);
         let slot = &mut self.slots[i];
@@ -116,6 +125,9 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
             let report = process.collect().await?;
             for fault in &report.fired {
                 s.plan.disarm(fault);
+                if let Some(swarm) = &mut self.swarm {
+                    swarm.fired(fault);
+                }
             }
             if s.role == Role::Api && status.success() {
                 s.finished = true;

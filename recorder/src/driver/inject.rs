@@ -1,8 +1,8 @@
 //! Carrying out one action of a chaos plan and recording it: a SIGKILL of an actor (its `crash`
 //! row comes when the cast sees the life end) or a SIGKILL and restart of a service member (a
-//! `fault` row naming the member and how long it was down).
+//! `fault` row naming the member and how long it was down), a broker's right after consumer ACKs.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use outbox_trace::{detail, Step};
 
@@ -11,6 +11,19 @@ use super::{ScenarioEnv, Stamp};
 use crate::actor::{ActorSpec, Author, Role};
 use crate::chaos::Action;
 use crate::services::LocalService;
+
+/// How long a broker restart waits for a tick in which consumer ACKs came.
+const ACK_BURST_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether `action`, due `overdue` ago, goes now. A broker restart waits (up to
+/// [`ACK_BURST_WAIT`]) until consumer ACKs came since the last tick (`acks_moved`): an ACK the
+/// broker confirmed a moment before a SIGKILL is the one it may not have made durable.
+pub fn ready(action: Action, overdue: Duration, acks_moved: bool) -> bool {
+    match action {
+        Action::RestartBroker { .. } => acks_moved || overdue >= ACK_BURST_WAIT,
+        _ => true,
+    }
+}
 
 /// Carries out `action`.
 pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
@@ -69,4 +82,20 @@ async fn restart(
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broker_restart_waits_for_acks_up_to_a_second_and_other_actions_never_wait() {
+        let broker = Action::RestartBroker { member: 0 };
+        let now = Duration::ZERO;
+        assert!(!ready(broker, now, false));
+        assert!(ready(broker, now, true));
+        assert!(ready(broker, ACK_BURST_WAIT, false));
+        assert!(ready(Action::KillRelay, now, false));
+        assert!(ready(Action::RestartStore { member: 0 }, now, false));
+    }
 }

@@ -179,7 +179,7 @@ async fn run_on<B: Backend>(
             trace: env.trace,
         }
     };
-    let mut cast = Cast::start(scenario, spec, env.recorder).await?;
+    let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos).await?;
 
     let started = Instant::now();
     let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
@@ -190,6 +190,7 @@ async fn run_on<B: Backend>(
         .unwrap_or_default()
         .iter()
         .peekable();
+    let mut acks_before = 0;
     let mut quiet = 0;
     let mut end_reason = "quiet";
     let recovered = loop {
@@ -201,14 +202,19 @@ async fn run_on<B: Backend>(
             end_reason = "deadline";
             break false;
         }
+        let acks_now = acks(&env.tallies, name);
         while let Some((at, action)) = chaos.peek() {
-            if started.elapsed() < Duration::from_millis(*at) {
+            let Some(overdue) = started.elapsed().checked_sub(Duration::from_millis(*at)) else {
+                break;
+            };
+            if !inject::ready(*action, overdue, acks_now > acks_before) {
                 break;
             }
             let action = *action;
             chaos.next();
             inject::inject(env, action, &mut cast, &stamp).await?;
         }
+        acks_before = acks_now;
         let all_alive = cast.tend(&stamp).await?;
         let progress = match control.progress().await {
             Ok(p) => p,
@@ -294,6 +300,15 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
 }
 
 /// One line, rewritten in place: how far the scenario has got.
+/// The consumer ACKs recorded so far in scenario `name`.
+fn acks(tallies: &Tallies, name: &str) -> u64 {
+    let tallies = tallies.lock().expect("tally lock");
+    tallies
+        .iter()
+        .find(|(s, _)| s == name)
+        .map_or(0, |(_, t)| t.figures.acks())
+}
+
 fn show_progress(name: &str, tallies: &Tallies, elapsed: Duration) {
     let tallies = tallies.lock().expect("tally lock");
     let Some((_, t)) = tallies.iter().find(|(s, _)| s == name) else {

@@ -191,6 +191,11 @@ impl<K: Hash + Eq> FigureTally<K> {
         }
     }
 
+    /// The consumer ACKs counted so far (cheap: no distinct counts are taken).
+    pub fn acks(&self) -> u64 {
+        self.figures.acks
+    }
+
     /// The figures so far.
     pub fn figures(&self) -> Figures {
         let mut f = self.figures.clone();

@@ -411,3 +411,19 @@ impl RunArgs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Seeds;
+
+    #[test]
+    fn seeds_are_a_count_or_a_range() {
+        let seeds = |s: &str| s.parse::<Seeds>().map(|s| (s.first, s.last));
+        assert_eq!(seeds("20"), Ok((1, 20)));
+        assert_eq!(seeds("21-40"), Ok((21, 40)));
+        assert!(seeds("0").is_err());
+        assert!(seeds("40-21").is_err());
+        assert!(seeds("x").is_err());
+        assert!(seeds("0-3").is_err());
+    }
+}

@@ -241,7 +241,7 @@ fn check(analyzer: &Path, trace: &Path, log: &Path) -> anyhow::Result<Verdict> {
         .arg(trace)
         .output()
         .with_context(|| format!("running {}", analyzer.display()))?;
-    let report: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+    let report: CheckJson = serde_json::from_slice(&output.stdout).with_context(|| {
         format!(
             "analyzer check {} gave no JSON ({}); see {}",
             trace.display(),
@@ -249,18 +249,35 @@ fn check(analyzer: &Path, trace: &Path, log: &Path) -> anyhow::Result<Verdict> {
             log.display()
         )
     })?;
-    let mut failed = Vec::new();
-    for scenario in report["scenarios"].as_array().into_iter().flatten() {
-        for inv in scenario["invariants"].as_array().into_iter().flatten() {
-            if inv["verdict"] == "fail" {
-                failed.extend(inv["id"].as_str().map(str::to_string));
-            }
-        }
-    }
+    let failed = report
+        .scenarios
+        .into_iter()
+        .flat_map(|s| s.invariants)
+        .filter(|i| i.verdict == "fail")
+        .map(|i| i.id)
+        .collect();
     Ok(Verdict {
-        verdict: report["verdict"].as_str().unwrap_or("unknown").to_string(),
+        verdict: report.verdict,
         failed,
     })
+}
+
+/// What the bench reads of `analyzer check --json` (the contract's "JSON output").
+#[derive(serde::Deserialize)]
+struct CheckJson {
+    verdict: String,
+    scenarios: Vec<CheckScenario>,
+}
+
+#[derive(serde::Deserialize)]
+struct CheckScenario {
+    invariants: Vec<CheckInvariant>,
+}
+
+#[derive(serde::Deserialize)]
+struct CheckInvariant {
+    id: String,
+    verdict: String,
 }
 
 /// The figures a benchmark reads from a trace.

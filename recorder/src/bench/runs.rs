@@ -209,3 +209,65 @@ pub fn seed_blocks(outcomes: &[Outcome]) -> Vec<(u64, u64)> {
         .map(|b| (b * 20 + 1, b * 20 + 20))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(setup: &str, seed: u64, verdict: &str) -> Outcome {
+        Outcome {
+            setup: setup.into(),
+            protocol: "reference".into(),
+            seed,
+            tasks_asked: 10,
+            verdict: verdict.into(),
+            failed: Vec::new(),
+            fired: BTreeSet::new(),
+            service_restarts: 0,
+            figures: Figures::default(),
+            tasks_done: Some(10),
+            wall_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn fresh_outcomes_replace_stored_ones_of_the_same_run_and_keep_the_others() {
+        let stored = serde_json::json!({
+            "runs": [outcome("a", 1, "invalid"), outcome("a", 2, "valid")]
+        });
+        let merged = merge(
+            Some(&stored),
+            vec![outcome("a", 1, "valid"), outcome("b", 1, "valid")],
+        );
+        let seen: Vec<(&str, u64, &str)> = merged
+            .iter()
+            .map(|o| (o.setup.as_str(), o.seed, o.verdict.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [("a", 1, "valid"), ("a", 2, "valid"), ("b", 1, "valid")]
+        );
+        assert_eq!(merge(None, Vec::new()).len(), 0);
+        assert_eq!(seed_blocks(&merged), [(1, 20)]);
+        assert_eq!(
+            seed_blocks(&[outcome("a", 20, "valid"), outcome("a", 21, "valid")]),
+            [(1, 20), (21, 40)]
+        );
+    }
+
+    #[test]
+    fn exactly_once_needs_every_asked_task_done_with_one_result_and_one_key() {
+        let mut o = outcome("a", 1, "valid");
+        o.figures.tasks = 10;
+        o.figures.results = Some(10);
+        o.figures.dedup_keys = Some(10);
+        assert!(o.exactly_once());
+        assert_eq!(o.lost(), 0);
+        o.figures.results = Some(11);
+        assert!(!o.exactly_once());
+        o.figures.results = Some(10);
+        o.tasks_done = Some(9);
+        assert!(!o.exactly_once());
+        assert_eq!(o.lost(), 1);
+    }
+}

@@ -74,6 +74,7 @@ fn chaos_with(setup: &[&str], seed: &str) -> Vec<outbox_trace::Event> {
         "every task applied exactly once: {truth:?}"
     );
     assert_eq!(truth.results, Some(400), "{truth:?}");
+    assert_eq!(truth.tasks_done, Some(400), "no task lost: {truth:?}");
     assert_eq!(truth.dedup_keys, Some(400), "{truth:?}");
     assert_eq!(truth.outbox_pending, Some(0), "{truth:?}");
     creates_complete(&rows);

@@ -806,11 +806,29 @@ impl Control for SqliteRedis {
             .query_async(&mut conn)
             .await
             .map_err(broker)?;
-        let processed: i64 = redis::cmd("HLEN")
+        let results: Vec<String> = redis::cmd("HVALS")
             .arg(self.key("processed"))
             .query_async(&mut conn)
             .await
             .map_err(broker)?;
+        let processed = results.len() as i64;
+        // A task is done when Redis holds its effect's result: the two stores joined.
+        let with_result: std::collections::HashSet<String> = results
+            .iter()
+            .filter_map(|r| serde_json::from_str::<ResultRecord>(r).ok())
+            .map(|r| r.task_id)
+            .collect();
+        let tasks_done = self
+            .with_db(move |db| {
+                let mut query = db.prepare("SELECT id FROM orders")?;
+                let ids = query.query_map([], |r| r.get::<_, String>(0))?;
+                let mut done = 0i64;
+                for id in ids {
+                    done += i64::from(with_result.contains(&id?));
+                }
+                Ok(done)
+            })
+            .await?;
         let dedup = self.scan(&mut conn, &self.key("dedup:*")).await?;
         let counter: Option<i64> = redis::cmd("GET")
             .arg(self.key("counter"))
@@ -864,6 +882,7 @@ impl Control for SqliteRedis {
             dedup_keys: Some(dedup.len() as i64),
             counter: Some(counter.unwrap_or(0)),
             tasks: Some(orders),
+            tasks_done: Some(tasks_done),
             duplicates: Some(duplicates),
             order_ok: Some(order_ok),
             other,

@@ -1,5 +1,6 @@
 //! The few things the SQL engines spell differently: reading an integer or a boolean field of the
-//! `detail` JSON text, the text type for casts, and reading a path inside a `SELECT`.
+//! `detail` JSON text, the text type for casts, the value on a group's first row, and reading a
+//! path inside a `SELECT`.
 //!
 //! DuckDB reads `detail` with its JSON functions. DataFusion has no JSON functions without an
 //! extension, and Spark's `get_json_object` cannot tell the string `"true"` from the boolean
@@ -130,6 +131,16 @@ impl Dialect {
                 let pattern = format!("\"{key}\"{WS}:{WS}(true|false){WS}[,}}]");
                 format!("({} = 'true')", self.regex_group(col, &pattern))
             }
+        }
+    }
+
+    /// The aggregate giving `x` on the row with the least `key` among those whose `key` is not
+    /// null (`x` must not be null on them, and the keys must differ); null without such a row.
+    pub fn first_by(self, x: &str, key: &str) -> String {
+        match self {
+            Dialect::Duckdb => format!("arg_min({x}, {key})"),
+            Dialect::Datafusion => format!("first_value({x} ORDER BY {key})"),
+            Dialect::Spark => format!("min_by({x}, {key})"),
         }
     }
 

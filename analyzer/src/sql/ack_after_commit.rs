@@ -40,14 +40,15 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         ),
     );
     let on: Vec<String> = life.split(", ").map(|c| format!("r.{c} = g.{c}")).collect();
-    let before = "ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING";
+    // Up to and including the row: an ack row holds no delivery or commit seq of its own.
+    let upto = "ORDER BY seq ROWS UNBOUNDED PRECEDING";
     q.cte(
         &format!("{p}_win"),
         format!(
             "SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
-             max(dseq) OVER (PARTITION BY {life} {before}) AS dlast, \
-             max(sseq) OVER (PARTITION BY {life} {before}) AS slast, \
-             max(dseq) OVER (PARTITION BY {life}, broker_seq {before}) AS dcopy \
+             max(dseq) OVER (PARTITION BY {life} {upto}) AS dlast, \
+             max(sseq) OVER (PARTITION BY {life} {upto}) AS slast, \
+             max(dseq) OVER (PARTITION BY {life}, broker_seq {upto}) AS dcopy \
              FROM (SELECT r.* FROM {rows} r JOIN {lives} g ON {}) x",
             on.join(" AND ")
         ),

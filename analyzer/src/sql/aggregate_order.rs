@@ -69,11 +69,13 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         &format!("{p}_np"),
         format!("SELECT run_id, scenario, count(*) AS n FROM {p}_pub GROUP BY run_id, scenario"),
     );
+    // The running maximum up to and including each publication: one below it is below an
+    // earlier one.
     q.cte(
         &format!("{p}_win"),
         format!(
             "SELECT run_id, scenario, seq, agg, aseq, max(aseq) OVER (PARTITION BY run_id, scenario, \
-             agg ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior_max FROM {p}_pub"
+             agg ORDER BY seq ROWS UNBOUNDED PRECEDING) AS prior_max FROM {p}_pub"
         ),
     );
     q.cte(

@@ -1,6 +1,6 @@
 //! The few things the SQL engines spell differently: reading an integer or a boolean field of the
-//! `detail` JSON text, the text type for casts, the value on a group's first row, and reading a
-//! path inside a `SELECT`.
+//! `detail` JSON text, the text type for casts, the value on a group's first row, whether a
+//! common table expression is stored, and reading a path inside a `SELECT`.
 //!
 //! DuckDB reads `detail` with its JSON functions. DataFusion has no JSON functions without an
 //! extension, and Spark's `get_json_object` cannot tell the string `"true"` from the boolean
@@ -54,6 +54,15 @@ impl Dialect {
         match self {
             Dialect::Spark => "STRING",
             Dialect::Duckdb | Dialect::Datafusion => "VARCHAR",
+        }
+    }
+
+    /// What to write before a common table expression's `(` so that each reference reads its
+    /// source again instead of a stored copy (DuckDB stores one read more than once).
+    pub fn inline(self) -> &'static str {
+        match self {
+            Dialect::Duckdb => "NOT MATERIALIZED ",
+            Dialect::Datafusion | Dialect::Spark => "",
         }
     }
 

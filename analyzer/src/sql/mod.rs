@@ -58,6 +58,8 @@ pub(crate) struct Query {
     /// The dialect.
     pub d: Dialect,
     ctes: Vec<(String, String)>,
+    /// What the statement reads: the table `trace` or a path.
+    source: String,
     /// `facts` columns: aggregate expressions over `base`, grouped by scenario.
     facts: Vec<String>,
     /// `notes` columns: the kind, whether its last row (else its first), and the expression.
@@ -125,7 +127,7 @@ impl Query {
         self.fact(&format!("sum(CASE WHEN {cond} THEN 1 ELSE 0 END)"))
     }
 
-    /// A column of `scen` holding `expr` (over the columns of `base`, `detail` among them) on
+    /// A column of `scen` holding `expr` (over the contract's columns, `detail` among them) on
     /// the scenario's last row of `kind` (its first when `last` is false); null without one.
     pub fn note(&mut self, kind: Kind, last: bool, expr: &str) -> String {
         let key = (kind, last, expr.to_string());
@@ -242,7 +244,10 @@ impl Query {
         let mut out = String::from("WITH\n");
         for (i, (name, sql)) in ctes.iter().enumerate() {
             let sep = if i + 1 == ctes.len() { "" } else { "," };
-            out.push_str(&format!("{name} AS (\n  {sql}\n){sep}\n"));
+            // Every consumer of `base` reads a few of its columns and rows: a scan each is
+            // cheaper than holding the whole trace.
+            let inline = if *name == "base" { self.d.inline() } else { "" };
+            out.push_str(&format!("{name} AS {inline}(\n  {sql}\n){sep}\n"));
         }
         out.push_str(select);
         out
@@ -284,7 +289,8 @@ impl Query {
             "SELECT run_id, scenario, kind{exprs}, \
              row_number() OVER (PARTITION BY run_id, scenario, kind ORDER BY seq) AS rf, \
              row_number() OVER (PARTITION BY run_id, scenario, kind ORDER BY seq DESC) AS rl \
-             FROM base WHERE kind IN ({})",
+             FROM {} WHERE kind IN ({})",
+            self.source,
             kinds.join(", ")
         );
         let picks: String = self
@@ -384,9 +390,9 @@ fn part(inv: Invariant, q: &mut Query) -> Part {
     }
 }
 
-/// The contract's columns, as the checks read them.
+/// The contract's columns the checks compare (`detail` is read by `det` alone).
 const COLUMNS: &str = "run_id, scenario, seq, actor, incarnation, kind, task_id, event_id, \
-                       aggregate_id, aggregate_seq, attempt, broker_seq, store_rev, amount, counter, detail";
+                       aggregate_id, aggregate_seq, broker_seq, store_rev, amount, counter";
 
 /// What to print.
 #[derive(Debug, Clone)]
@@ -418,6 +424,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut q = Query {
         d,
         ctes: Vec::new(),
+        source: source.clone(),
         facts: Vec::new(),
         notes: Vec::new(),
     };
@@ -467,6 +474,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut cols = Vec::new();
     let mut joins = String::new();
     let mut finals = Vec::new();
+    let mut witnessed = Vec::new();
     for &inv in &invariants {
         let p = prefix(inv);
         let parts = part(inv, &mut q);
@@ -474,6 +482,15 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         cols.push(c);
         joins.push_str(&j);
         finals.push(f);
+        if parts.count.is_none() && lost_spans(inv) == LostSpans::Touched {
+            witnessed.push((p, parts.witness));
+        }
+    }
+    if !witnessed.is_empty() {
+        touched(&mut q, &witnessed);
+        joins.push_str(
+            " LEFT JOIN touched ON touched.run_id = s.run_id AND touched.scenario = s.scenario",
+        );
     }
     if invariants.iter().any(|i| lost_spans(*i) == LostSpans::Any) {
         joins.push_str(
@@ -532,11 +549,7 @@ fn verdict(
     let lost = lost_spans(inv);
     let count = match (&part.count, lost) {
         (Some(expr), _) => expr.clone(),
-        (None, LostSpans::Touched) => {
-            let sums = touched(q, p, part);
-            joins.push_str(&format!(" LEFT JOIN {sums}{}", on(&sums)));
-            format!("coalesce({sums}.total, 0)")
-        }
+        (None, LostSpans::Touched) => format!("coalesce(touched.{p}_total, 0)"),
         (None, _) => {
             let n = q.cte(
                 &format!("{p}_n"),
@@ -599,10 +612,9 @@ fn verdict(
             )
         }
         LostSpans::Touched => {
-            let s = format!("{p}_vs");
             cols.push(format!(
-                "{s}.total AS {p}_total, {s}.untouched AS {p}_untouched, \
-                 {s}.untouched_kept AS {p}_kept, {s}.actor AS {p}_actor, {s}.incarnation AS {p}_inc"
+                "touched.{p}_total, touched.{p}_untouched, touched.{p}_kept, \
+                 touched.{p}_actor, touched.{p}_inc"
             ));
             let (total, untouched, kept) = (
                 format!("w.{p}_total"),
@@ -637,41 +649,56 @@ fn or_else(whens: String, otherwise: &str) -> String {
     }
 }
 
-/// For the lost-span rule, `{p}_vs`: per scenario with violations, how many there are, how many
-/// no witness row of a lossy life touches (in all, and among the first [`EXAMPLES`]), and the
-/// life touched by the first touched violation (the first witness row by `seq` in a lossy life).
-fn touched(q: &mut Query, p: &str, part: &Part) -> String {
+/// For the lost-span rule, `touched`: per scenario with violations of the invariants
+/// `witnessed` (their prefixes and witness tables), for each invariant `p`: how many violations
+/// there are (`{p}_total`), how many no witness row of a lossy life touches (in all,
+/// `{p}_untouched`, and among the first [`EXAMPLES`], `{p}_kept`), and the life touched by the
+/// first touched violation (`{p}_actor`, `{p}_inc`: the life of its first witness row by `seq`
+/// in a lossy life). One table for all, so the rows of lossy lives are read once; each
+/// violation has its own row among its witness rows, so the violation tables are not read
+/// again.
+fn touched(q: &mut Query, witnessed: &[(&str, String)]) {
     let d = q.d;
+    let rows: Vec<String> = witnessed
+        .iter()
+        .map(|(p, w)| format!("SELECT '{p}' AS inv, run_id, scenario, vat, wseq FROM {w}"))
+        .collect();
     let first = |x: &str| d.first_by(&format!("l.{x}"), "l.seq");
-    // Per violation (each has its own row among its witness rows, so `violations` itself is
-    // not read again), the life of its first witness row in a lossy life.
     let each = q.cte(
-        &format!("{p}_vt"),
+        "touched_each",
         format!(
-            "SELECT run_id, scenario, vat, actor, incarnation, \
-             row_number() OVER (PARTITION BY run_id, scenario ORDER BY vat) AS vr, \
-             row_number() OVER (PARTITION BY run_id, scenario, \
+            "SELECT inv, run_id, scenario, vat, actor, incarnation, \
+             row_number() OVER (PARTITION BY inv, run_id, scenario ORDER BY vat) AS vr, \
+             row_number() OVER (PARTITION BY inv, run_id, scenario, \
              CASE WHEN actor IS NULL THEN 0 ELSE 1 END ORDER BY vat) AS tr \
-             FROM (SELECT w.run_id, w.scenario, w.vat, {} AS actor, {} AS incarnation \
-             FROM {} w LEFT JOIN lossy_rows l ON l.run_id = w.run_id AND l.scenario = w.scenario \
-             AND l.seq = w.wseq GROUP BY w.run_id, w.scenario, w.vat) x",
+             FROM (SELECT w.inv, w.run_id, w.scenario, w.vat, {} AS actor, {} AS incarnation \
+             FROM ({}) w LEFT JOIN lossy_rows l ON l.run_id = w.run_id AND l.scenario = w.scenario \
+             AND l.seq = w.wseq GROUP BY w.inv, w.run_id, w.scenario, w.vat) x",
             first("actor"),
             first("incarnation"),
-            part.witness
+            rows.join(" UNION ALL ")
         ),
     );
-    let first = "actor IS NOT NULL AND tr = 1";
+    let sums: Vec<String> = witnessed
+        .iter()
+        .map(|(p, _)| {
+            let first = format!("inv = '{p}' AND actor IS NOT NULL AND tr = 1");
+            format!(
+                "sum(CASE WHEN inv = '{p}' THEN 1 ELSE 0 END) AS {p}_total, \
+                 sum(CASE WHEN inv = '{p}' AND actor IS NULL THEN 1 ELSE 0 END) AS {p}_untouched, \
+                 sum(CASE WHEN inv = '{p}' AND actor IS NULL AND vr <= {EXAMPLES} THEN 1 ELSE 0 END) \
+                 AS {p}_kept, max(CASE WHEN {first} THEN actor END) AS {p}_actor, \
+                 max(CASE WHEN {first} THEN incarnation END) AS {p}_inc"
+            )
+        })
+        .collect();
     q.cte(
-        &format!("{p}_vs"),
+        "touched",
         format!(
-            "SELECT run_id, scenario, count(*) AS total, \
-             sum(CASE WHEN actor IS NULL THEN 1 ELSE 0 END) AS untouched, \
-             sum(CASE WHEN actor IS NULL AND vr <= {EXAMPLES} THEN 1 ELSE 0 END) AS untouched_kept, \
-             max(CASE WHEN {first} THEN actor END) AS actor, \
-             max(CASE WHEN {first} THEN incarnation END) AS incarnation \
-             FROM {each} GROUP BY run_id, scenario"
+            "SELECT run_id, scenario, {} FROM {each} GROUP BY run_id, scenario",
+            sums.join(", ")
         ),
-    )
+    );
 }
 
 /// The statement deciding the invariants: one row per `(run_id, scenario, invariant)`.

@@ -45,10 +45,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
              WHERE w.counter <> coalesce({start}, 0) + w.amount"
         ),
     );
-    let wrong_steps = q.cte(
-        &format!("{p}_n"),
-        format!("SELECT run_id, scenario, count(*) AS n FROM {steps} GROUP BY run_id, scenario"),
-    );
+    let wrong_steps = q.counts(&format!("{p}_n"), &steps);
     // The last observed counter against the start plus every amount.
     let wrong_total = format!(
         "{observed} IS NOT NULL AND {observed} <> coalesce({start}, 0) + coalesce({total}, 0)"

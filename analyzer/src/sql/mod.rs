@@ -211,6 +211,16 @@ impl Query {
         (v, w)
     }
 
+    /// `{name} (run_id, scenario, n)`: the number of rows of `table` per scenario.
+    pub fn counts(&mut self, name: &str, table: &str) -> String {
+        self.cte(
+            name,
+            format!(
+                "SELECT run_id, scenario, count(*) AS n FROM {table} GROUP BY run_id, scenario"
+            ),
+        )
+    }
+
     /// `{name} (run_id, scenario, vat, wseq)`: for each row of `violations`, one witness row
     /// per column of `seqs` that is not null (a cross join, so `violations` is read once).
     pub fn witness(&mut self, name: &str, violations: &str, seqs: &[&str]) -> String {
@@ -551,13 +561,7 @@ fn verdict(
         (Some(expr), _) => expr.clone(),
         (None, LostSpans::Touched) => format!("coalesce(touched.{p}_total, 0)"),
         (None, _) => {
-            let n = q.cte(
-                &format!("{p}_n"),
-                format!(
-                    "SELECT run_id, scenario, count(*) AS n FROM {} GROUP BY run_id, scenario",
-                    part.violations
-                ),
-            );
+            let n = q.counts(&format!("{p}_n"), &part.violations);
             joins.push_str(&format!(" LEFT JOIN {n}{}", on(&n)));
             format!("coalesce({n}.n, 0)")
         }

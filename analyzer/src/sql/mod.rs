@@ -2,7 +2,7 @@
 //! (DuckDB, DataFusion, Spark): `analyzer sql` prints it.
 //!
 //! One file per invariant, mirroring `crate::check`: each adds its common table expressions and
-//! describes itself as a [`Part`]: its violations (one row each, keyed by the `seq` of the row
+//! describes itself as a `Part`: its violations (one row each, keyed by the `seq` of the row
 //! where it shows, `vat`), their witness rows (`vat`, `wseq`), and the per-scenario conditions of
 //! its verdict (rows it had to skip, verdicts decided before looking for violations), written as
 //! expressions over one row per scenario.
@@ -11,10 +11,12 @@
 //! (DataFusion and Spark expand each reference anew): the trace is scanned by a few grouped
 //! aggregates, not joined with itself. Every per-scenario figure an invariant needs (skipped
 //! rows, row counts, sums) is one column of ONE `GROUP BY run_id, scenario` over the trace
-//! ([`Query::fact`]), and every `detail` field one column of a table built from the few
-//! `run_start`, `observed` and `run_end` rows ([`Query::note`]); both meet in `scen`. An
+//! (`Query::fact`), and every `detail` field one column of a table built from the few
+//! `run_start`, `observed` and `run_end` rows (`Query::note`); both meet in `scen`. An
 //! invariant that compares rows per event, task or actor life first groups by that key and keeps
-//! only the keys that can hold a violation; only their rows are joined or windowed. The verdicts
+//! only the keys that can hold a violation; only their rows are joined or windowed (the orders
+//! `aggregate-order` and `counter-exact` follow are windowed over the rows they compare, with a
+//! running frame). The verdicts
 //! of every invariant are columns of one row per scenario (`wide`), which a cross join with the
 //! invariants' positions turns into one row per `(run_id, scenario, invariant)`. This module also
 //! applies the verdict rule of [`crate::check::Outcome::judge`] and the lost-span rule of

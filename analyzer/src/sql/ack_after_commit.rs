@@ -3,6 +3,9 @@
 //! `broker_seq`), else the latest earlier delivery; a commit or suppression of the event by the
 //! same life must lie between that delivery and the ack (any earlier one when no delivery was
 //! found).
+//!
+//! An event's life whose deliveries all precede its commits and suppressions, which all precede
+//! its acks, holds no violation; only the rows of the other lives with acks are windowed.
 
 use outbox_trace::{Field, Kind};
 
@@ -18,24 +21,36 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         Kind::Acked,
     ];
     let uses: Vec<(Kind, &[Field])> = used.iter().map(|k| (*k, &[Field::EventId][..])).collect();
-    let skips = q.skips(p, &uses);
-    q.cte(
+    let skips = q.skips(&uses);
+    let rows = q.cte(
         &format!("{p}_rows"),
         "SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
          CASE WHEN kind IN ('delivered', 'redelivered') THEN seq END AS dseq, \
-         CASE WHEN kind IN ('effect_committed', 'duplicate_suppressed') THEN seq END AS sseq \
+         CASE WHEN kind IN ('effect_committed', 'duplicate_suppressed') THEN seq END AS sseq, \
+         CASE WHEN kind = 'acked' THEN seq END AS aseq \
          FROM base WHERE event_id IS NOT NULL AND kind IN \
          ('delivered', 'redelivered', 'effect_committed', 'duplicate_suppressed', 'acked')",
     );
-    let before = "ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING";
+    let life = "run_id, scenario, event_id, actor, incarnation";
+    let lives = q.cte(
+        &format!("{p}_g"),
+        format!(
+            "SELECT {life} FROM {rows} GROUP BY {life} HAVING count(aseq) > 0 \
+             AND NOT coalesce(max(sseq) < min(aseq) AND coalesce(max(dseq) < min(sseq), true), false)"
+        ),
+    );
+    let on: Vec<String> = life.split(", ").map(|c| format!("r.{c} = g.{c}")).collect();
+    // Up to and including the row: an ack row holds no delivery or commit seq of its own.
+    let upto = "ORDER BY seq ROWS UNBOUNDED PRECEDING";
     q.cte(
         &format!("{p}_win"),
         format!(
             "SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
-             max(dseq) OVER (PARTITION BY run_id, scenario, event_id, actor, incarnation {before}) AS dlast, \
-             max(sseq) OVER (PARTITION BY run_id, scenario, event_id, actor, incarnation {before}) AS slast, \
-             max(dseq) OVER (PARTITION BY run_id, scenario, event_id, actor, incarnation, broker_seq {before}) AS dcopy \
-             FROM {p}_rows"
+             max(dseq) OVER (PARTITION BY {life} {upto}) AS dlast, \
+             max(sseq) OVER (PARTITION BY {life} {upto}) AS slast, \
+             max(dseq) OVER (PARTITION BY {life}, broker_seq {upto}) AS dcopy \
+             FROM (SELECT r.* FROM {rows} r JOIN {lives} g ON {}) x",
+            on.join(" AND ")
         ),
     );
     q.cte(
@@ -46,34 +61,33 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
              FROM {p}_win WHERE kind = 'acked'"
         ),
     );
-    let violations = q.cte(
-        &format!("{p}_v"),
+    let early = q.cte(
+        &format!("{p}_early"),
         format!(
             "SELECT run_id, scenario, seq AS vat, actor, incarnation, event_id, dseq FROM {p}_acks \
              WHERE NOT (slast IS NOT NULL AND (dseq IS NULL OR slast > dseq))"
         ),
     );
-    // The witness: the delivery, the ack, the event's next commit or suppression by anyone, and
-    // the crash of the acking life.
-    let witness = q.cte(
-        &format!("{p}_w"),
+    // With its witness rows: the delivery, the ack, the event's next commit or suppression by
+    // anyone, and the crash of the acking life.
+    let violations = q.cte(
+        &format!("{p}_v"),
         format!(
-            "SELECT run_id, scenario, vat, vat AS wseq FROM {violations} \
-             UNION ALL SELECT run_id, scenario, vat, dseq AS wseq FROM {violations} WHERE dseq IS NOT NULL \
-             UNION ALL SELECT v.run_id, v.scenario, v.vat, min(b.seq) AS wseq FROM {violations} v \
-             JOIN base b ON b.run_id = v.run_id AND b.scenario = v.scenario AND b.event_id = v.event_id \
-             AND b.seq > v.vat AND b.kind IN ('effect_committed', 'duplicate_suppressed') \
-             GROUP BY v.run_id, v.scenario, v.vat \
-             UNION ALL SELECT v.run_id, v.scenario, v.vat, min(b.seq) AS wseq FROM {violations} v \
-             JOIN base b ON b.run_id = v.run_id AND b.scenario = v.scenario AND b.actor = v.actor \
-             AND b.incarnation = v.incarnation AND b.seq > v.vat AND b.kind = 'crash' \
-             GROUP BY v.run_id, v.scenario, v.vat"
+            "SELECT v.run_id, v.scenario, v.vat, v.dseq, v.settle, min(c.seq) AS crash FROM \
+             (SELECT v.run_id, v.scenario, v.vat, v.actor, v.incarnation, v.dseq, min(b.seq) AS settle \
+             FROM {early} v LEFT JOIN base b ON b.run_id = v.run_id AND b.scenario = v.scenario \
+             AND b.event_id = v.event_id AND b.seq > v.vat \
+             AND b.kind IN ('effect_committed', 'duplicate_suppressed') \
+             GROUP BY v.run_id, v.scenario, v.vat, v.actor, v.incarnation, v.dseq) v \
+             LEFT JOIN base c ON c.run_id = v.run_id AND c.scenario = v.scenario AND c.actor = v.actor \
+             AND c.incarnation = v.incarnation AND c.seq > v.vat AND c.kind = 'crash' \
+             GROUP BY v.run_id, v.scenario, v.vat, v.dseq, v.settle"
         ),
     );
-    let tally = q.tally(p, &violations, Some(&skips), &[]);
-    Part {
-        tally,
-        violations,
-        witness,
-    }
+    let witness = q.witness(
+        &format!("{p}_w"),
+        &violations,
+        &["vat", "dseq", "settle", "crash"],
+    );
+    Part::new(violations, witness, Some(skips))
 }

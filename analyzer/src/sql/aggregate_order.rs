@@ -10,70 +10,94 @@ use crate::check::Reason;
 
 /// Adds the tables of `aggregate-order`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
-    let skips = q.skips(p, &[(Kind::PublishAttempt, &[Field::EventId])]);
-    q.cte(
-        &format!("{p}_info"),
-        "SELECT run_id, scenario, event_id, aggregate_id, aggregate_seq FROM (SELECT run_id, \
-         scenario, event_id, aggregate_id, aggregate_seq, row_number() OVER (PARTITION BY run_id, \
-         scenario, event_id ORDER BY CASE WHEN kind = 'intent_recorded' THEN 0 ELSE 1 END, seq) AS rn \
-         FROM base WHERE kind IN ('intent_recorded', 'task_accepted') AND event_id IS NOT NULL \
-         AND aggregate_id IS NOT NULL AND aggregate_seq IS NOT NULL) x WHERE rn = 1",
-    );
-    q.cte(
-        &format!("{p}_first"),
-        "SELECT run_id, scenario, seq, event_id, aggregate_id, aggregate_seq FROM (SELECT run_id, \
-         scenario, seq, event_id, aggregate_id, aggregate_seq, row_number() OVER (PARTITION BY \
-         run_id, scenario, event_id ORDER BY seq) AS rn FROM base \
-         WHERE kind = 'publish_attempt' AND event_id IS NOT NULL) x WHERE rn = 1",
-    );
-    let own = "f.aggregate_id IS NOT NULL AND f.aggregate_seq IS NOT NULL";
+    let skips = q.skips(&[(Kind::PublishAttempt, &[Field::EventId])]);
+    // Per event: its first publish_attempt, whether that row carries both aggregate fields, and
+    // the fields of the first publish_attempt, intent_recorded and task_accepted carrying both.
+    let d = q.d;
+    let both = "aggregate_id IS NOT NULL AND aggregate_seq IS NOT NULL";
+    let first = |kind: &str, cond: &str, x: &str| {
+        d.first_by(
+            &format!("CASE WHEN kind = '{kind}'{cond} THEN {x} END"),
+            &format!("CASE WHEN kind = '{kind}'{cond} THEN seq END"),
+        )
+    };
+    let mut fields = vec![
+        "min(CASE WHEN kind = 'publish_attempt' THEN seq END) AS pseq".to_string(),
+        format!(
+            "{} AS own",
+            first(
+                "publish_attempt",
+                "",
+                &format!("CASE WHEN {both} THEN 1 ELSE 0 END")
+            )
+        ),
+    ];
+    for (kind, name) in [
+        ("publish_attempt", "p"),
+        ("intent_recorded", "i"),
+        ("task_accepted", "t"),
+    ] {
+        let cond = format!(" AND {both}");
+        fields.push(format!(
+            "{} AS {name}_agg",
+            first(kind, &cond, "aggregate_id")
+        ));
+        fields.push(format!(
+            "{} AS {name}_seq",
+            first(kind, &cond, "aggregate_seq")
+        ));
+    }
+    let pick = |col: &str| {
+        format!(
+            "CASE WHEN own = 1 THEN p_{col} WHEN i_agg IS NOT NULL THEN i_{col} ELSE t_{col} END"
+        )
+    };
     q.cte(
         &format!("{p}_pub"),
         format!(
-            "SELECT run_id, scenario, seq, agg, aseq FROM (SELECT f.run_id, f.scenario, f.seq, \
-             CASE WHEN {own} THEN f.aggregate_id ELSE i.aggregate_id END AS agg, \
-             CASE WHEN {own} THEN f.aggregate_seq ELSE i.aggregate_seq END AS aseq \
-             FROM {p}_first f LEFT JOIN {p}_info i ON i.run_id = f.run_id \
-             AND i.scenario = f.scenario AND i.event_id = f.event_id) x WHERE agg IS NOT NULL"
+            "SELECT run_id, scenario, seq, agg, aseq FROM (SELECT run_id, scenario, pseq AS seq, \
+             {} AS agg, {} AS aseq FROM (SELECT run_id, scenario, {} FROM base \
+             WHERE kind IN ('publish_attempt', 'intent_recorded', 'task_accepted') \
+             AND event_id IS NOT NULL GROUP BY run_id, scenario, event_id) x \
+             WHERE pseq IS NOT NULL) y WHERE agg IS NOT NULL",
+            pick("agg"),
+            pick("seq"),
+            fields.join(", ")
         ),
     );
-    let none = q.cte(
-        &format!("{p}_none"),
-        format!(
-            "SELECT s.run_id, s.scenario FROM scen s LEFT JOIN (SELECT DISTINCT run_id, scenario \
-             FROM {p}_pub) a ON a.run_id = s.run_id AND a.scenario = s.scenario WHERE a.run_id IS NULL"
-        ),
+    let published = q.cte(
+        &format!("{p}_np"),
+        format!("SELECT run_id, scenario, count(*) AS n FROM {p}_pub GROUP BY run_id, scenario"),
     );
+    // The running maximum up to and including each publication: one below it is below an
+    // earlier one.
     q.cte(
         &format!("{p}_win"),
         format!(
             "SELECT run_id, scenario, seq, agg, aseq, max(aseq) OVER (PARTITION BY run_id, scenario, \
-             agg ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior_max FROM {p}_pub"
+             agg ORDER BY seq ROWS UNBOUNDED PRECEDING) AS prior_max FROM {p}_pub"
         ),
     );
-    let violations = q.cte(
-        &format!("{p}_v"),
+    q.cte(
+        &format!("{p}_early"),
         format!("SELECT run_id, scenario, seq AS vat, agg, prior_max FROM {p}_win WHERE aseq < prior_max"),
     );
     // The earlier publication is the first to reach the highest aggregate_seq before it.
-    let witness = q.cte(
-        &format!("{p}_w"),
+    let violations = q.cte(
+        &format!("{p}_v"),
         format!(
-            "SELECT run_id, scenario, vat, vat AS wseq FROM {violations} \
-             UNION ALL SELECT v.run_id, v.scenario, v.vat, min(e.seq) AS wseq FROM {violations} v \
+            "SELECT v.run_id, v.scenario, v.vat, min(e.seq) AS earlier FROM {p}_early v \
              JOIN {p}_pub e ON e.run_id = v.run_id AND e.scenario = v.scenario AND e.agg = v.agg \
              AND e.aseq = v.prior_max AND e.seq < v.vat GROUP BY v.run_id, v.scenario, v.vat"
         ),
     );
-    let tally = q.tally(
-        p,
-        &violations,
-        Some(&skips),
-        &[(&none, "pass", lit(&Reason::NoAggregateInfo))],
-    );
-    Part {
-        tally,
-        violations,
-        witness,
-    }
+    let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "earlier"]);
+    let mut part = Part::new(violations, witness, Some(skips));
+    part.extra = vec![published.clone()];
+    part.early = vec![(
+        format!("{published}.n IS NULL"),
+        "pass",
+        lit(&Reason::NoAggregateInfo),
+    )];
+    part
 }

@@ -1,5 +1,6 @@
 //! The few things the SQL engines spell differently: reading an integer or a boolean field of the
-//! `detail` JSON text, the text type for casts, and reading a path inside a `SELECT`.
+//! `detail` JSON text, the text type for casts, the value on a group's first row, whether a
+//! common table expression is stored, and reading a path inside a `SELECT`.
 //!
 //! DuckDB reads `detail` with its JSON functions. DataFusion has no JSON functions without an
 //! extension, and Spark's `get_json_object` cannot tell the string `"true"` from the boolean
@@ -53,6 +54,15 @@ impl Dialect {
         match self {
             Dialect::Spark => "STRING",
             Dialect::Duckdb | Dialect::Datafusion => "VARCHAR",
+        }
+    }
+
+    /// What to write before a common table expression's `(` so that each reference reads its
+    /// source again instead of a stored copy (DuckDB stores one read more than once).
+    pub fn inline(self) -> &'static str {
+        match self {
+            Dialect::Duckdb => "NOT MATERIALIZED ",
+            Dialect::Datafusion | Dialect::Spark => "",
         }
     }
 
@@ -130,6 +140,16 @@ impl Dialect {
                 let pattern = format!("\"{key}\"{WS}:{WS}(true|false){WS}[,}}]");
                 format!("({} = 'true')", self.regex_group(col, &pattern))
             }
+        }
+    }
+
+    /// The aggregate giving `x` on the row with the least `key` among those whose `key` is not
+    /// null (`x` must not be null on them, and the keys must differ); null without such a row.
+    pub fn first_by(self, x: &str, key: &str) -> String {
+        match self {
+            Dialect::Duckdb => format!("arg_min({x}, {key})"),
+            Dialect::Datafusion => format!("first_value({x} ORDER BY {key})"),
+            Dialect::Spark => format!("min_by({x}, {key})"),
         }
     }
 

@@ -10,64 +10,55 @@ use crate::check::Reason;
 /// Adds the tables of `intent-atomic`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let needed: &[Field] = &[Field::EventId, Field::StoreRev];
-    let skips = q.skips(
-        p,
-        &[(Kind::TaskAccepted, needed), (Kind::IntentRecorded, needed)],
-    );
+    let skips = q.skips(&[(Kind::TaskAccepted, needed), (Kind::IntentRecorded, needed)]);
     // No row of either kind carries a store_rev: the source reports no transactions.
-    let no_rev = q.cte(
-        &format!("{p}_norev"),
-        "SELECT run_id, scenario FROM base WHERE kind IN ('task_accepted', 'intent_recorded') \
-         GROUP BY run_id, scenario HAVING count(store_rev) = 0",
+    let kinds = "kind IN ('task_accepted', 'intent_recorded')";
+    let accepted = q.count_where(kinds);
+    let revs = q.count_where(&format!("{kinds} AND store_rev IS NOT NULL"));
+    // Per event, the first intent with a store_rev; kept when a task_accepted with a store_rev
+    // may lack its intent: no intent lacks store_rev, and the intents do not all carry the one
+    // store_rev every such task_accepted carries.
+    let (task, intent) = (
+        "CASE WHEN kind = 'task_accepted' THEN store_rev END",
+        "CASE WHEN kind = 'intent_recorded' THEN store_rev END",
     );
-    q.cte(
-        &format!("{p}_int"),
-        "SELECT run_id, scenario, seq, event_id, store_rev FROM base \
-         WHERE kind = 'intent_recorded' AND event_id IS NOT NULL AND store_rev IS NOT NULL",
+    let events = q.cte(
+        &format!("{p}_e"),
+        format!(
+            "SELECT run_id, scenario, event_id, \
+             min(CASE WHEN kind = 'intent_recorded' AND store_rev IS NOT NULL THEN seq END) AS iseq \
+             FROM base WHERE {kinds} AND event_id IS NOT NULL GROUP BY run_id, scenario, event_id \
+             HAVING count({task}) > 0 \
+             AND sum(CASE WHEN kind = 'intent_recorded' AND store_rev IS NULL THEN 1 ELSE 0 END) = 0 \
+             AND NOT coalesce(min({intent}) = max({intent}) AND min({task}) = min({intent}) \
+             AND max({task}) = min({intent}), false)"
+        ),
     );
-    q.cte(
-        &format!("{p}_revs"),
-        format!("SELECT DISTINCT run_id, scenario, event_id, store_rev FROM {p}_int"),
-    );
-    q.cte(
-        &format!("{p}_unusable"),
-        "SELECT DISTINCT run_id, scenario, event_id FROM base \
-         WHERE kind = 'intent_recorded' AND event_id IS NOT NULL AND store_rev IS NULL",
-    );
-    q.cte(
-        &format!("{p}_first"),
-        format!("SELECT run_id, scenario, event_id, min(seq) AS iseq FROM {p}_int GROUP BY run_id, scenario, event_id"),
+    // Their rows with a store_rev; a task_accepted whose (event, store_rev) has no intent is a
+    // violation.
+    let rows = q.cte(
+        &format!("{p}_r"),
+        format!(
+            "SELECT b.run_id, b.scenario, b.event_id, b.kind, b.seq, b.store_rev, e.iseq FROM base b \
+             JOIN {events} e ON b.run_id = e.run_id AND b.scenario = e.scenario \
+             AND b.event_id = e.event_id WHERE b.{kinds} AND b.store_rev IS NOT NULL"
+        ),
     );
     let violations = q.cte(
         &format!("{p}_v"),
         format!(
-            "SELECT a.run_id, a.scenario, a.seq AS vat, f.iseq FROM base a \
-             LEFT JOIN {p}_revs x ON x.run_id = a.run_id AND x.scenario = a.scenario \
-             AND x.event_id = a.event_id AND x.store_rev = a.store_rev \
-             LEFT JOIN {p}_unusable u ON u.run_id = a.run_id AND u.scenario = a.scenario \
-             AND u.event_id = a.event_id \
-             LEFT JOIN {p}_first f ON f.run_id = a.run_id AND f.scenario = a.scenario \
-             AND f.event_id = a.event_id \
-             WHERE a.kind = 'task_accepted' AND a.event_id IS NOT NULL AND a.store_rev IS NOT NULL \
-             AND x.event_id IS NULL AND u.event_id IS NULL"
+            "SELECT run_id, scenario, seq AS vat, iseq FROM (SELECT run_id, scenario, kind, seq, iseq, \
+             sum(CASE WHEN kind = 'intent_recorded' THEN 1 ELSE 0 END) \
+             OVER (PARTITION BY run_id, scenario, event_id, store_rev) AS intents FROM {rows}) x \
+             WHERE kind = 'task_accepted' AND intents = 0"
         ),
     );
-    let witness = q.cte(
-        &format!("{p}_w"),
-        format!(
-            "SELECT run_id, scenario, vat, vat AS wseq FROM {violations} \
-             UNION ALL SELECT run_id, scenario, vat, iseq AS wseq FROM {violations} WHERE iseq IS NOT NULL"
-        ),
-    );
-    let tally = q.tally(
-        p,
-        &violations,
-        Some(&skips),
-        &[(&no_rev, "unknown", lit(&Reason::NoStoreRev))],
-    );
-    Part {
-        tally,
-        violations,
-        witness,
-    }
+    let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "iseq"]);
+    let mut part = Part::new(violations, witness, Some(skips));
+    part.early = vec![(
+        format!("{accepted} > 0 AND {revs} = 0"),
+        "unknown",
+        lit(&Reason::NoStoreRev),
+    )];
+    part
 }

@@ -7,39 +7,29 @@ use super::{Part, Query};
 
 /// Adds the tables of `mark-after-puback`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
-    let skips = q.skips(
-        p,
-        &[
-            (Kind::PublishAcked, &[Field::EventId]),
-            (Kind::OutboxMarked, &[Field::EventId]),
-        ],
-    );
-    q.cte(
-        &format!("{p}_first"),
-        "SELECT run_id, scenario, event_id, min(seq) AS pseq FROM base \
-         WHERE kind = 'publish_acked' AND event_id IS NOT NULL GROUP BY run_id, scenario, event_id",
+    let skips = q.skips(&[
+        (Kind::PublishAcked, &[Field::EventId]),
+        (Kind::OutboxMarked, &[Field::EventId]),
+    ]);
+    // Per event, the first publish_acked; kept when a mark comes before it (or there is none).
+    let early = q.cte(
+        &format!("{p}_e"),
+        "SELECT run_id, scenario, event_id, pseq FROM (SELECT run_id, scenario, event_id, \
+         min(CASE WHEN kind = 'publish_acked' THEN seq END) AS pseq, \
+         min(CASE WHEN kind = 'outbox_marked' THEN seq END) AS mseq FROM base \
+         WHERE kind IN ('publish_acked', 'outbox_marked') AND event_id IS NOT NULL \
+         GROUP BY run_id, scenario, event_id) x \
+         WHERE mseq IS NOT NULL AND (pseq IS NULL OR pseq > mseq)",
     );
     let violations = q.cte(
         &format!("{p}_v"),
         format!(
-            "SELECT m.run_id, m.scenario, m.seq AS vat, f.pseq FROM base m \
-             LEFT JOIN {p}_first f ON f.run_id = m.run_id AND f.scenario = m.scenario \
-             AND f.event_id = m.event_id \
-             WHERE m.kind = 'outbox_marked' AND m.event_id IS NOT NULL \
-             AND (f.pseq IS NULL OR f.pseq > m.seq)"
+            "SELECT m.run_id, m.scenario, m.seq AS vat, e.pseq FROM base m \
+             JOIN {early} e ON e.run_id = m.run_id AND e.scenario = m.scenario \
+             AND e.event_id = m.event_id \
+             WHERE m.kind = 'outbox_marked' AND (e.pseq IS NULL OR e.pseq > m.seq)"
         ),
     );
-    let witness = q.cte(
-        &format!("{p}_w"),
-        format!(
-            "SELECT run_id, scenario, vat, vat AS wseq FROM {violations} \
-             UNION ALL SELECT run_id, scenario, vat, pseq AS wseq FROM {violations} WHERE pseq IS NOT NULL"
-        ),
-    );
-    let tally = q.tally(p, &violations, Some(&skips), &[]);
-    Part {
-        tally,
-        violations,
-        witness,
-    }
+    let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "pseq"]);
+    Part::new(violations, witness, Some(skips))
 }

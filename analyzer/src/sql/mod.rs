@@ -2,14 +2,25 @@
 //! (DuckDB, DataFusion, Spark): `analyzer sql` prints it.
 //!
 //! One file per invariant, mirroring `crate::check`: each adds its common table expressions and
-//! names three of them: the per-scenario tally (`n` violations, `r` the reason of rows it had to
-//! skip, `ev`/`er` a verdict and reason decided before looking for violations), the violations
-//! (one row each, keyed by the `seq` of the row where it shows, `vat`) and their witness rows
-//! (`vat`, `wseq`). This module adds what every check shares (the rows of known kinds, the
-//! scenarios, the actor lives that may have lost rows, the reason for skipped rows), applies the
-//! verdict rule of [`crate::check::Outcome::judge`] and the lost-span rule of
-//! `crate::check::lost_spans`, and unions the results. [`Dialect`] spells the few functions that
-//! differ.
+//! describes itself as a `Part`: its violations (one row each, keyed by the `seq` of the row
+//! where it shows, `vat`), their witness rows (`vat`, `wseq`), and the per-scenario conditions of
+//! its verdict (rows it had to skip, verdicts decided before looking for violations), written as
+//! expressions over one row per scenario.
+//!
+//! The statement is shaped for engines that do not materialise common table expressions
+//! (DataFusion and Spark expand each reference anew): the trace is scanned by a few grouped
+//! aggregates, not joined with itself. Every per-scenario figure an invariant needs (skipped
+//! rows, row counts, sums) is one column of ONE `GROUP BY run_id, scenario` over the trace
+//! (`Query::fact`), and every `detail` field one column of a table built from the few
+//! `run_start`, `observed` and `run_end` rows (`Query::note`); both meet in `scen`. An
+//! invariant that compares rows per event, task or actor life first groups by that key and keeps
+//! only the keys that can hold a violation; only their rows are joined or windowed (the orders
+//! `aggregate-order` and `counter-exact` follow are windowed over the rows they compare, with a
+//! running frame). The verdicts
+//! of every invariant are columns of one row per scenario (`wide`), which a cross join with the
+//! invariants' positions turns into one row per `(run_id, scenario, invariant)`. This module also
+//! applies the verdict rule of [`crate::check::Outcome::judge`] and the lost-span rule of
+//! `crate::check::lost_spans`; [`Dialect`] spells the few functions that differ.
 //!
 //! The result has one row per `(run_id, scenario, invariant)`: `run_id`, `scenario`,
 //! `invariant`, `verdict` (`pass`, `fail`, `unknown`), `violations` (what `check --json` counts:
@@ -43,22 +54,55 @@ pub use dialect::{Dialect, DialectError};
 /// the lost-span rule looks at those only.
 const EXAMPLES: usize = crate::check::EXAMPLES;
 
-/// The statement being built: its common table expressions, in order.
+/// The statement being built: its common table expressions, in order, and the columns of the
+/// per-scenario tables `facts` and `notes`.
 pub(crate) struct Query {
     /// The dialect.
     pub d: Dialect,
     ctes: Vec<(String, String)>,
+    /// What the statement reads: the table `trace` or a path.
+    source: String,
+    /// `facts` columns: aggregate expressions over `base`, grouped by scenario.
+    facts: Vec<String>,
+    /// `notes` columns: the kind, whether its last row (else its first), and the expression.
+    notes: Vec<(Kind, bool, String)>,
 }
 
-/// What one invariant's file adds: the names of its three result tables.
+/// What one invariant's file adds.
 pub(crate) struct Part {
-    /// Per scenario of `scen`: `run_id, scenario, n, r, ev, er`.
-    pub tally: String,
     /// One row per violation: `run_id, scenario, vat`.
     pub violations: String,
-    /// Witness rows: `run_id, scenario, vat, wseq`.
+    /// Witness rows: `run_id, scenario, vat, wseq`; for the lost-span rule, a violation's own
+    /// row (`wseq = vat`) is among them.
     pub witness: String,
+    /// How many violations a scenario has, as an expression over `s` (a row of `scen`) and
+    /// `extra`; `None`: the rows of `violations`.
+    pub count: Option<String>,
+    /// Tables of `(run_id, scenario, ...)` the expressions read, joined by their own names.
+    pub extra: Vec<String>,
+    /// The reason of a scenario without violations that is not a pass (skipped rows), or null.
+    pub reason: Option<String>,
+    /// Verdicts decided before counting violations: the first condition that holds gives the
+    /// verdict and its reason.
+    pub early: Vec<(String, &'static str, String)>,
 }
+
+impl Part {
+    /// A part whose verdict rests on its violations and, when given, skipped rows.
+    pub fn new(violations: String, witness: String, reason: Option<String>) -> Part {
+        Part {
+            violations,
+            witness,
+            count: None,
+            extra: Vec::new(),
+            reason,
+            early: Vec::new(),
+        }
+    }
+}
+
+/// Placeholders in `ctes` filled by [`Query::finish`], once every column is known.
+const LATE: [&str; 4] = ["facts", "det", "notes", "scen"];
 
 impl Query {
     /// Adds `name AS (sql)` and returns `name`.
@@ -67,104 +111,228 @@ impl Query {
         name.to_string()
     }
 
-    /// A table `{prefix}_sk (run_id, scenario, r)`: per scenario with skipped rows, the reason
-    /// naming the first `(kind, column)` in the contract's kind order, then by column name, as
-    /// `crate::check::Skips` does. A row is counted under the first of its kind's fields it
-    /// lacks.
-    pub fn skips(&mut self, prefix: &str, uses: &[(Kind, &[Field])]) -> String {
+    /// A column of `scen` holding the aggregate `agg` over a scenario's rows of `base` (one
+    /// `GROUP BY` computes all of them); returns `s.<column>`.
+    pub fn fact(&mut self, agg: &str) -> String {
+        let i = match self.facts.iter().position(|f| f == agg) {
+            Some(i) => i,
+            None => {
+                self.facts.push(agg.to_string());
+                self.facts.len() - 1
+            }
+        };
+        format!("s.f{i}")
+    }
+
+    /// The number of a scenario's rows matching `cond`, as a column of `scen`.
+    pub fn count_where(&mut self, cond: &str) -> String {
+        self.fact(&format!("sum(CASE WHEN {cond} THEN 1 ELSE 0 END)"))
+    }
+
+    /// A column of `scen` holding `expr` (over the contract's columns, `detail` among them) on
+    /// the scenario's last row of `kind` (its first when `last` is false); null without one.
+    pub fn note(&mut self, kind: Kind, last: bool, expr: &str) -> String {
+        let key = (kind, last, expr.to_string());
+        let i = match self.notes.iter().position(|n| *n == key) {
+            Some(i) => i,
+            None => {
+                self.notes.push(key);
+                self.notes.len() - 1
+            }
+        };
+        format!("s.n{i}")
+    }
+
+    /// An expression over `s` (a row of `scen`): the reason naming the first `(kind, column)`
+    /// with skipped rows, in the contract's kind order, then by column name, as
+    /// `crate::check::Skips` does (null when none). A row is counted under the first of its
+    /// kind's fields it lacks.
+    pub fn skips(&mut self, uses: &[(Kind, &[Field])]) -> String {
         let t = self.d.text();
-        let branches: Vec<String> = uses
-            .iter()
-            .map(|(kind, fields)| {
-                let whens: String = fields
+        let mut counted: Vec<(usize, &str, Kind, String)> = Vec::new();
+        for (kind, fields) in uses {
+            for (i, f) in fields.iter().enumerate() {
+                let present: String = fields[..i]
                     .iter()
-                    .map(|f| format!(" WHEN {c} IS NULL THEN '{c}'", c = f.column()))
+                    .map(|g| format!(" AND {} IS NOT NULL", g.column()))
                     .collect();
-                format!(
-                    "SELECT run_id, scenario, '{k}' AS kind, {rank} AS krank, CASE{whens} END AS col \
-                     FROM base WHERE kind = '{k}'",
+                let n = self.count_where(&format!(
+                    "kind = '{k}'{present} AND {c} IS NULL",
                     k = kind.as_str(),
-                    rank = rank(*kind),
+                    c = f.column()
+                ));
+                counted.push((rank(*kind), f.column(), *kind, n));
+            }
+        }
+        counted.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let whens: String = counted
+            .iter()
+            .map(|(_, col, kind, n)| {
+                format!(
+                    " WHEN {n} > 0 THEN CAST({n} AS {t}) || ' {k} row(s) lack {col} and could not be used'",
+                    k = kind.as_str()
                 )
             })
             .collect();
-        let counted = format!(
-            "SELECT run_id, scenario, kind, krank, col, count(*) AS n FROM ({}) x \
-             WHERE col IS NOT NULL GROUP BY run_id, scenario, kind, krank, col",
-            branches.join(" UNION ALL ")
+        format!("(CASE{whens} END)")
+    }
+
+    /// Keys (`key`, a column of `rows`) whose rows in `rows` (a table with `run_id, scenario,
+    /// seq`) number more than one and satisfy `having`, each a violation at its second row:
+    /// adds `{name}_g`, `{name}_v (run_id, scenario, k, vat)` and `{name}_w` (every row of the
+    /// key) and returns the last two.
+    pub fn repeats(
+        &mut self,
+        name: &str,
+        rows: &str,
+        key: &str,
+        having: Option<&str>,
+    ) -> (String, String) {
+        let having = having.map(|h| format!(" AND ({h})")).unwrap_or_default();
+        let g = self.cte(
+            &format!("{name}_g"),
+            format!(
+                "SELECT run_id, scenario, {key} AS k, min(seq) AS s1 FROM {rows} \
+                 WHERE {key} IS NOT NULL GROUP BY run_id, scenario, {key} HAVING count(*) > 1{having}"
+            ),
         );
-        let ranked = format!(
-            "SELECT run_id, scenario, CAST(n AS {t}) || ' ' || kind || ' row(s) lack ' || col || \
-             ' and could not be used' AS r, \
-             row_number() OVER (PARTITION BY run_id, scenario ORDER BY krank, col) AS rn FROM ({counted}) y"
+        let on = format!("r.run_id = g.run_id AND r.scenario = g.scenario AND r.{key} = g.k");
+        let v = self.cte(
+            &format!("{name}_v"),
+            format!(
+                "SELECT g.run_id, g.scenario, g.k, min(r.seq) AS vat FROM {g} g JOIN {rows} r \
+                 ON {on} AND r.seq > g.s1 GROUP BY g.run_id, g.scenario, g.k"
+            ),
         );
+        let w = self.cte(
+            &format!("{name}_w"),
+            format!(
+                "SELECT g.run_id, g.scenario, g.vat, r.seq AS wseq FROM {v} g JOIN {rows} r ON {on}"
+            ),
+        );
+        (v, w)
+    }
+
+    /// `{name} (run_id, scenario, n)`: the number of rows of `table` per scenario.
+    pub fn counts(&mut self, name: &str, table: &str) -> String {
         self.cte(
-            &format!("{prefix}_sk"),
-            format!("SELECT run_id, scenario, r FROM ({ranked}) z WHERE rn = 1"),
+            name,
+            format!(
+                "SELECT run_id, scenario, count(*) AS n FROM {table} GROUP BY run_id, scenario"
+            ),
         )
     }
 
-    /// The tally `{prefix}_t (run_id, scenario, n, r, ev, er)` of every scenario: `n` the rows of
-    /// `violations`, `r` the reason of `skips` (when given), and `ev`/`er` the verdict and
-    /// reason of the first of `early` (tables of `(run_id, scenario)`) that holds the scenario.
-    pub fn tally(
-        &mut self,
-        prefix: &str,
-        violations: &str,
-        skips: Option<&str>,
-        early: &[(&str, &str, String)],
-    ) -> String {
-        let t = self.d.text();
-        let mut joins = format!(
-            "LEFT JOIN (SELECT run_id, scenario, count(*) AS n FROM {violations} \
-             GROUP BY run_id, scenario) c ON c.run_id = s.run_id AND c.scenario = s.scenario"
-        );
-        let r = match skips {
-            Some(sk) => {
-                joins.push_str(&format!(
-                    " LEFT JOIN {sk} k ON k.run_id = s.run_id AND k.scenario = s.scenario"
-                ));
-                "k.r".to_string()
-            }
-            None => format!("CAST(NULL AS {t})"),
-        };
-        let (mut ev, mut er) = (String::new(), String::new());
-        for (i, (table, verdict, reason)) in early.iter().enumerate() {
-            joins.push_str(&format!(
-                " LEFT JOIN (SELECT DISTINCT run_id, scenario FROM {table}) e{i} \
-                 ON e{i}.run_id = s.run_id AND e{i}.scenario = s.scenario"
-            ));
-            ev.push_str(&format!(" WHEN e{i}.run_id IS NOT NULL THEN '{verdict}'"));
-            er.push_str(&format!(" WHEN e{i}.run_id IS NOT NULL THEN {reason}"));
-        }
-        let case = |whens: &str| {
-            if whens.is_empty() {
-                format!("CAST(NULL AS {t})")
-            } else {
-                format!("CASE{whens} END")
-            }
-        };
+    /// `{name} (run_id, scenario, vat, wseq)`: for each row of `violations`, one witness row
+    /// per column of `seqs` that is not null (a cross join, so `violations` is read once).
+    pub fn witness(&mut self, name: &str, violations: &str, seqs: &[&str]) -> String {
+        let whens: String = seqs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(" WHEN {i} THEN v.{c}"))
+            .collect();
         self.cte(
-            &format!("{prefix}_t"),
+            name,
             format!(
-                "SELECT s.run_id, s.scenario, coalesce(c.n, 0) AS n, {r} AS r, {ev} AS ev, {er} AS er \
-                 FROM scen s {joins}",
-                ev = case(&ev),
-                er = case(&er),
+                "SELECT run_id, scenario, vat, wseq FROM (SELECT v.run_id, v.scenario, v.vat, \
+                 CASE i.k{whens} END AS wseq FROM {violations} v CROSS JOIN ({}) i) x \
+                 WHERE wseq IS NOT NULL",
+                positions("k", seqs.len())
             ),
         )
     }
 
     /// The text of the statement: the common table expressions, then `select`.
     fn finish(&self, select: &str) -> String {
+        let late = self.late();
+        let ctes: Vec<(&str, &str)> = self
+            .ctes
+            .iter()
+            .filter_map(|(name, sql)| match LATE.iter().position(|l| l == name) {
+                Some(i) => late[i].as_deref().map(|s| (name.as_str(), s)),
+                None => Some((name.as_str(), sql.as_str())),
+            })
+            .collect();
         let mut out = String::from("WITH\n");
-        for (i, (name, sql)) in self.ctes.iter().enumerate() {
-            let sep = if i + 1 == self.ctes.len() { "" } else { "," };
-            out.push_str(&format!("{name} AS (\n  {sql}\n){sep}\n"));
+        for (i, (name, sql)) in ctes.iter().enumerate() {
+            let sep = if i + 1 == ctes.len() { "" } else { "," };
+            // Every consumer of `base` reads a few of its columns and rows: a scan each is
+            // cheaper than holding the whole trace.
+            let inline = if *name == "base" { self.d.inline() } else { "" };
+            out.push_str(&format!("{name} AS {inline}(\n  {sql}\n){sep}\n"));
         }
         out.push_str(select);
         out
     }
+
+    /// The texts of `facts`, `det`, `notes` and `scen` (`det` and `notes` only when a note is
+    /// asked for).
+    fn late(&self) -> [Option<String>; 4] {
+        let facts: String = self
+            .facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!(", {f} AS f{i}"))
+            .collect();
+        let facts = format!("SELECT run_id, scenario{facts} FROM base GROUP BY run_id, scenario");
+        let fcols: String = (0..self.facts.len()).map(|i| format!(", f.f{i}")).collect();
+        if self.notes.is_empty() {
+            return [
+                Some(facts),
+                None,
+                None,
+                Some(format!("SELECT f.run_id, f.scenario{fcols} FROM facts f")),
+            ];
+        }
+        let mut kinds: Vec<String> = self
+            .notes
+            .iter()
+            .map(|(k, _, _)| format!("'{}'", k.as_str()))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        let exprs: String = self
+            .notes
+            .iter()
+            .enumerate()
+            .map(|(i, (_, _, e))| format!(", {e} AS n{i}"))
+            .collect();
+        let det = format!(
+            "SELECT run_id, scenario, kind{exprs}, \
+             row_number() OVER (PARTITION BY run_id, scenario, kind ORDER BY seq) AS rf, \
+             row_number() OVER (PARTITION BY run_id, scenario, kind ORDER BY seq DESC) AS rl \
+             FROM {} WHERE kind IN ({})",
+            self.source,
+            kinds.join(", ")
+        );
+        let picks: String = self
+            .notes
+            .iter()
+            .enumerate()
+            .map(|(i, (k, last, _))| {
+                format!(
+                    ", max(CASE WHEN kind = '{k}' AND {r} = 1 THEN n{i} END) AS n{i}",
+                    k = k.as_str(),
+                    r = if *last { "rl" } else { "rf" }
+                )
+            })
+            .collect();
+        let notes = format!("SELECT run_id, scenario{picks} FROM det GROUP BY run_id, scenario");
+        let ncols: String = (0..self.notes.len()).map(|i| format!(", n.n{i}")).collect();
+        let scen = format!(
+            "SELECT f.run_id, f.scenario{fcols}{ncols} FROM facts f LEFT JOIN notes n \
+             ON n.run_id = f.run_id AND n.scenario = f.scenario"
+        );
+        [Some(facts), Some(det), Some(notes), Some(scen)]
+    }
+}
+
+/// A table of one column `name` holding 0 to `n - 1`.
+fn positions(name: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| format!("SELECT {i} AS {name}"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
 }
 
 /// The position of `kind` in the contract's order (the order `Skips` sorts by).
@@ -234,9 +402,9 @@ fn part(inv: Invariant, q: &mut Query) -> Part {
     }
 }
 
-/// The contract's columns, as the checks read them.
+/// The contract's columns the checks compare (`detail` is read by `det` alone).
 const COLUMNS: &str = "run_id, scenario, seq, actor, incarnation, kind, task_id, event_id, \
-                       aggregate_id, aggregate_seq, attempt, broker_seq, store_rev, amount, counter, detail";
+                       aggregate_id, aggregate_seq, broker_seq, store_rev, amount, counter";
 
 /// What to print.
 #[derive(Debug, Clone)]
@@ -249,9 +417,9 @@ pub struct Request {
     pub source: Option<String>,
 }
 
-/// The shared tables, every invariant's tables, and the per-invariant verdict tables `v_<prefix>`
-/// (`run_id, scenario, invariant, verdict, violations, reason`); returns the query and the
-/// invariants in order.
+/// The shared tables, every invariant's tables, and `verdicts` (`run_id, scenario, pos,
+/// invariant, verdict, violations, reason`, `pos` the invariant's place in the contract's
+/// order); returns the query and the invariants in order.
 fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let d = req.dialect;
     let source = match &req.source {
@@ -268,6 +436,9 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut q = Query {
         d,
         ctes: Vec::new(),
+        source: source.clone(),
+        facts: Vec::new(),
+        notes: Vec::new(),
     };
     let kinds: Vec<String> = Kind::ALL
         .iter()
@@ -281,27 +452,23 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
             kinds.join(", ")
         ),
     );
-    q.cte(
-        "scen",
-        "SELECT DISTINCT run_id, scenario FROM base".to_string(),
-    );
+    for late in LATE {
+        q.cte(late, String::new());
+    }
     // Lives without their own crash row while a later life of the actor exists.
     q.cte(
         "lives",
-        "SELECT run_id, scenario, actor, incarnation, \
+        "SELECT run_id, scenario, actor, incarnation, min(seq) AS first_seq, \
          max(CASE WHEN kind = 'crash' THEN 1 ELSE 0 END) AS crashed \
          FROM base GROUP BY run_id, scenario, actor, incarnation",
     );
     q.cte(
-        "actors",
-        "SELECT run_id, scenario, actor, max(incarnation) AS last_life, min(seq) AS first_seq \
-         FROM base GROUP BY run_id, scenario, actor",
-    );
-    q.cte(
         "lossy",
-        "SELECT l.run_id, l.scenario, l.actor, l.incarnation, a.first_seq FROM lives l \
-         JOIN actors a ON l.run_id = a.run_id AND l.scenario = a.scenario AND l.actor = a.actor \
-         WHERE l.crashed = 0 AND a.last_life > l.incarnation",
+        "SELECT run_id, scenario, actor, incarnation, first_seq FROM (SELECT run_id, scenario, \
+         actor, incarnation, crashed, \
+         max(incarnation) OVER (PARTITION BY run_id, scenario, actor) AS last_life, \
+         min(first_seq) OVER (PARTITION BY run_id, scenario, actor) AS first_seq FROM lives) l \
+         WHERE crashed = 0 AND last_life > incarnation",
     );
     q.cte(
         "lossy_first",
@@ -309,118 +476,244 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
          incarnation, row_number() OVER (PARTITION BY run_id, scenario \
          ORDER BY first_seq, incarnation) AS rn FROM lossy) x WHERE rn = 1",
     );
+    // The rows of those lives: few, and only these can touch a violation.
+    q.cte(
+        "lossy_rows",
+        "SELECT b.run_id, b.scenario, b.seq, b.actor, b.incarnation FROM base b JOIN lossy l \
+         ON b.run_id = l.run_id AND b.scenario = l.scenario AND b.actor = l.actor \
+         AND b.incarnation = l.incarnation",
+    );
+    let mut cols = Vec::new();
+    let mut joins = String::new();
+    let mut finals = Vec::new();
+    let mut witnessed = Vec::new();
     for &inv in &invariants {
         let p = prefix(inv);
         let parts = part(inv, &mut q);
-        verdicts(&mut q, inv, p, &parts);
+        let (c, j, f) = verdict(&mut q, inv, p, &parts);
+        cols.push(c);
+        joins.push_str(&j);
+        finals.push(f);
+        if parts.count.is_none() && lost_spans(inv) == LostSpans::Touched {
+            witnessed.push((p, parts.witness));
+        }
     }
+    if !witnessed.is_empty() {
+        touched(&mut q, &witnessed);
+        joins.push_str(
+            " LEFT JOIN touched ON touched.run_id = s.run_id AND touched.scenario = s.scenario",
+        );
+    }
+    if invariants.iter().any(|i| lost_spans(*i) == LostSpans::Any) {
+        joins.push_str(
+            " LEFT JOIN lossy_first lf ON lf.run_id = s.run_id AND lf.scenario = s.scenario",
+        );
+    }
+    q.cte(
+        "wide",
+        format!(
+            "SELECT s.run_id, s.scenario, {} FROM scen s{joins}",
+            cols.join(", ")
+        ),
+    );
+    let case = |pick: &dyn Fn(&(String, String, String)) -> &String| {
+        let whens: String = finals
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!(" WHEN {i} THEN {}", pick(f)))
+            .collect();
+        format!("CASE i.pos{whens} END")
+    };
+    let ids: String = invariants
+        .iter()
+        .enumerate()
+        .map(|(i, inv)| format!(" WHEN {i} THEN '{}'", inv.id()))
+        .collect();
+    q.cte(
+        "verdicts",
+        format!(
+            "SELECT w.run_id, w.scenario, i.pos, CASE i.pos{ids} END AS invariant, \
+             {} AS verdict, {} AS violations, {} AS reason FROM wide w CROSS JOIN ({}) i",
+            case(&|f| &f.0),
+            case(&|f| &f.1),
+            case(&|f| &f.2),
+            positions("pos", invariants.len())
+        ),
+    );
     Ok((q, invariants))
 }
 
-/// Adds `v_<prefix>`: the native verdict rule, then the lost-span rule.
-fn verdicts(q: &mut Query, inv: Invariant, p: &str, parts: &Part) {
-    let id = inv.id();
-    let judged = q.cte(
-        &format!("{p}_j"),
+/// One invariant's verdict: the columns it adds to `wide`, the joins they need, and its final
+/// verdict, count and reason over a row of `wide` (alias `w`): the native verdict rule, then
+/// the lost-span rule.
+fn verdict(
+    q: &mut Query,
+    inv: Invariant,
+    p: &str,
+    part: &Part,
+) -> (String, String, (String, String, String)) {
+    let t = q.d.text();
+    let on = |a: &str| format!(" ON {a}.run_id = s.run_id AND {a}.scenario = s.scenario");
+    let mut joins = String::new();
+    for x in &part.extra {
+        joins.push_str(&format!(" LEFT JOIN {x}{}", on(x)));
+    }
+    let lost = lost_spans(inv);
+    let count = match (&part.count, lost) {
+        (Some(expr), _) => expr.clone(),
+        (None, LostSpans::Touched) => format!("coalesce(touched.{p}_total, 0)"),
+        (None, _) => {
+            let n = q.counts(&format!("{p}_n"), &part.violations);
+            joins.push_str(&format!(" LEFT JOIN {n}{}", on(&n)));
+            format!("coalesce({n}.n, 0)")
+        }
+    };
+    let reason = part
+        .reason
+        .clone()
+        .unwrap_or_else(|| format!("CAST(NULL AS {t})"));
+    let early = |f: &dyn Fn(&(String, &'static str, String)) -> String| -> String {
+        part.early
+            .iter()
+            .map(|e| format!(" WHEN {} THEN {}", e.0, f(e)))
+            .collect()
+    };
+    let mut cols = vec![
         format!(
-            "SELECT s.run_id, s.scenario, \
-             CASE WHEN t.ev IS NOT NULL THEN t.ev WHEN t.n > 0 THEN 'fail' \
-             WHEN t.r IS NOT NULL THEN 'unknown' ELSE 'pass' END AS verdict, \
-             CASE WHEN t.ev IS NOT NULL THEN 0 ELSE t.n END AS violations, \
-             CASE WHEN t.ev IS NOT NULL THEN t.er ELSE t.r END AS reason \
-             FROM scen s JOIN {tally} t ON s.run_id = t.run_id AND s.scenario = t.scenario",
-            tally = parts.tally
+            "CASE{} WHEN {count} > 0 THEN 'fail' WHEN {reason} IS NOT NULL THEN 'unknown' \
+             ELSE 'pass' END AS {p}_verdict",
+            early(&|e| format!("'{}'", e.1))
         ),
+        format!("{} AS {p}_n", or_else(early(&|_| "0".to_string()), &count)),
+        format!(
+            "{} AS {p}_reason",
+            or_else(early(&|e| e.2.clone()), &reason)
+        ),
+    ];
+    let (v, n, r) = (
+        format!("w.{p}_verdict"),
+        format!("w.{p}_n"),
+        format!("w.{p}_reason"),
     );
     let d = q.d;
-    let lost = |actor: &str, inc: &str| {
+    let because = |actor: &str, inc: &str| {
         let inc = d.to_text(inc);
         format!(
             "{actor} || '#' || {inc} || ' ends without a crash row before a later life of ' || \
              {actor} || ': spans it never exported could remove the violation'"
         )
     };
-    let select = match lost_spans(inv) {
-        LostSpans::Never => format!(
-            "SELECT run_id, scenario, '{id}' AS invariant, verdict, violations, reason FROM {judged}"
-        ),
+    let out = match lost {
+        LostSpans::Never => (v, n, r),
         LostSpans::Any => {
-            let gone = format!("j.verdict = 'fail' AND j.violations <= {EXAMPLES} AND l.actor IS NOT NULL");
-            format!(
-                "SELECT j.run_id, j.scenario, '{id}' AS invariant, \
-                 CASE WHEN {gone} THEN 'unknown' ELSE j.verdict END AS verdict, \
-                 CASE WHEN {gone} THEN 0 ELSE j.violations END AS violations, \
-                 CASE WHEN {gone} THEN {reason} ELSE j.reason END AS reason \
-                 FROM {judged} j LEFT JOIN lossy_first l \
-                 ON j.run_id = l.run_id AND j.scenario = l.scenario",
-                reason = lost("l.actor", "l.incarnation"),
+            cols.push(format!("lf.actor AS {p}_actor, lf.incarnation AS {p}_inc"));
+            let gone = format!("{v} = 'fail' AND {n} <= {EXAMPLES} AND w.{p}_actor IS NOT NULL");
+            (
+                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
+                format!("CASE WHEN {gone} THEN 0 ELSE {n} END"),
+                format!(
+                    "CASE WHEN {gone} THEN {} ELSE {r} END",
+                    because(&format!("w.{p}_actor"), &format!("w.{p}_inc"))
+                ),
             )
         }
         LostSpans::Touched => {
-            // Per violation: the first witness row (by seq) in a lossy life, if any.
-            let touched = q.cte(
-                &format!("{p}_tw"),
+            cols.push(format!(
+                "touched.{p}_total, touched.{p}_untouched, touched.{p}_kept, \
+                 touched.{p}_actor, touched.{p}_inc"
+            ));
+            let (total, untouched, kept) = (
+                format!("w.{p}_total"),
+                format!("w.{p}_untouched"),
+                format!("w.{p}_kept"),
+            );
+            let gone = format!("{v} = 'fail' AND {total} <= {EXAMPLES} AND {untouched} = 0");
+            (
+                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
                 format!(
-                    "SELECT w.run_id, w.scenario, w.vat, b.actor, b.incarnation, \
-                     row_number() OVER (PARTITION BY w.run_id, w.scenario, w.vat ORDER BY w.wseq) AS rn \
-                     FROM {witness} w \
-                     JOIN base b ON b.run_id = w.run_id AND b.scenario = w.scenario AND b.seq = w.wseq \
-                     JOIN lossy l ON l.run_id = b.run_id AND l.scenario = b.scenario \
-                     AND l.actor = b.actor AND l.incarnation = b.incarnation",
-                    witness = parts.witness
+                    "CASE WHEN {v} <> 'fail' OR {total} IS NULL THEN {n} \
+                     WHEN {total} <= {EXAMPLES} THEN {untouched} \
+                     WHEN {kept} = 0 THEN {total} \
+                     ELSE {kept} + {total} - {EXAMPLES} END"
                 ),
-            );
-            let each = q.cte(
-                &format!("{p}_vt"),
                 format!(
-                    "SELECT v.run_id, v.scenario, v.vat, t.actor, t.incarnation, \
-                     row_number() OVER (PARTITION BY v.run_id, v.scenario ORDER BY v.vat) AS vr \
-                     FROM {violations} v LEFT JOIN {touched} t ON t.run_id = v.run_id \
-                     AND t.scenario = v.scenario AND t.vat = v.vat AND t.rn = 1",
-                    violations = parts.violations
+                    "CASE WHEN {gone} THEN {} ELSE {r} END",
+                    because(&format!("w.{p}_actor"), &format!("w.{p}_inc"))
                 ),
-            );
-            let sums = q.cte(
-                &format!("{p}_vs"),
-                format!(
-                    "SELECT run_id, scenario, count(*) AS total, \
-                     sum(CASE WHEN actor IS NULL THEN 1 ELSE 0 END) AS untouched, \
-                     sum(CASE WHEN actor IS NULL AND vr <= {EXAMPLES} THEN 1 ELSE 0 END) AS untouched_kept, \
-                     min(CASE WHEN actor IS NOT NULL THEN vr END) AS first_touched \
-                     FROM {each} GROUP BY run_id, scenario"
-                ),
-            );
-            let gone = format!(
-                "j.verdict = 'fail' AND s.total <= {EXAMPLES} AND s.untouched = 0"
-            );
-            format!(
-                "SELECT j.run_id, j.scenario, '{id}' AS invariant, \
-                 CASE WHEN {gone} THEN 'unknown' ELSE j.verdict END AS verdict, \
-                 CASE WHEN j.verdict <> 'fail' OR s.total IS NULL THEN j.violations \
-                 WHEN s.total <= {EXAMPLES} THEN s.untouched \
-                 WHEN s.untouched_kept = 0 THEN s.total \
-                 ELSE s.untouched_kept + s.total - {EXAMPLES} END AS violations, \
-                 CASE WHEN {gone} THEN {reason} ELSE j.reason END AS reason \
-                 FROM {judged} j \
-                 LEFT JOIN {sums} s ON j.run_id = s.run_id AND j.scenario = s.scenario \
-                 LEFT JOIN {each} e ON e.run_id = s.run_id AND e.scenario = s.scenario \
-                 AND e.vr = s.first_touched",
-                reason = lost("e.actor", "e.incarnation"),
             )
         }
     };
-    q.cte(&format!("v_{p}"), select);
+    (cols.join(", "), joins, out)
+}
+
+/// `CASE{whens} ELSE {otherwise} END`, or `otherwise` without cases.
+fn or_else(whens: String, otherwise: &str) -> String {
+    if whens.is_empty() {
+        otherwise.to_string()
+    } else {
+        format!("CASE{whens} ELSE {otherwise} END")
+    }
+}
+
+/// For the lost-span rule, `touched`: per scenario with violations of the invariants
+/// `witnessed` (their prefixes and witness tables), for each invariant `p`: how many violations
+/// there are (`{p}_total`), how many no witness row of a lossy life touches (in all,
+/// `{p}_untouched`, and among the first [`EXAMPLES`], `{p}_kept`), and the life touched by the
+/// first touched violation (`{p}_actor`, `{p}_inc`: the life of its first witness row by `seq`
+/// in a lossy life). One table for all, so the rows of lossy lives are read once; each
+/// violation has its own row among its witness rows, so the violation tables are not read
+/// again.
+fn touched(q: &mut Query, witnessed: &[(&str, String)]) {
+    let d = q.d;
+    let rows: Vec<String> = witnessed
+        .iter()
+        .map(|(p, w)| format!("SELECT '{p}' AS inv, run_id, scenario, vat, wseq FROM {w}"))
+        .collect();
+    let first = |x: &str| d.first_by(&format!("l.{x}"), "l.seq");
+    let each = q.cte(
+        "touched_each",
+        format!(
+            "SELECT inv, run_id, scenario, vat, actor, incarnation, \
+             row_number() OVER (PARTITION BY inv, run_id, scenario ORDER BY vat) AS vr, \
+             row_number() OVER (PARTITION BY inv, run_id, scenario, \
+             CASE WHEN actor IS NULL THEN 0 ELSE 1 END ORDER BY vat) AS tr \
+             FROM (SELECT w.inv, w.run_id, w.scenario, w.vat, {} AS actor, {} AS incarnation \
+             FROM ({}) w LEFT JOIN lossy_rows l ON l.run_id = w.run_id AND l.scenario = w.scenario \
+             AND l.seq = w.wseq GROUP BY w.inv, w.run_id, w.scenario, w.vat) x",
+            first("actor"),
+            first("incarnation"),
+            rows.join(" UNION ALL ")
+        ),
+    );
+    let sums: Vec<String> = witnessed
+        .iter()
+        .map(|(p, _)| {
+            let first = format!("inv = '{p}' AND actor IS NOT NULL AND tr = 1");
+            format!(
+                "sum(CASE WHEN inv = '{p}' THEN 1 ELSE 0 END) AS {p}_total, \
+                 sum(CASE WHEN inv = '{p}' AND actor IS NULL THEN 1 ELSE 0 END) AS {p}_untouched, \
+                 sum(CASE WHEN inv = '{p}' AND actor IS NULL AND vr <= {EXAMPLES} THEN 1 ELSE 0 END) \
+                 AS {p}_kept, max(CASE WHEN {first} THEN actor END) AS {p}_actor, \
+                 max(CASE WHEN {first} THEN incarnation END) AS {p}_inc"
+            )
+        })
+        .collect();
+    q.cte(
+        "touched",
+        format!(
+            "SELECT run_id, scenario, {} FROM {each} GROUP BY run_id, scenario",
+            sums.join(", ")
+        ),
+    );
 }
 
 /// The statement deciding the invariants: one row per `(run_id, scenario, invariant)`.
 pub fn statement(req: &Request) -> Result<String, DialectError> {
-    let (q, invariants) = build(req)?;
-    let union = union_of(&invariants);
-    Ok(q.finish(&format!(
+    let (q, _) = build(req)?;
+    Ok(q.finish(
         "SELECT run_id, scenario, invariant, verdict, CAST(violations AS BIGINT) AS violations, reason\n\
-         FROM ({union}) u\nORDER BY run_id, scenario, {order}\n",
-        order = order_by(&invariants)
-    )))
+         FROM verdicts\nORDER BY run_id, scenario, pos\n",
+    ))
 }
 
 /// The statement listing up to `n` witness rows per failing invariant: `run_id`, `scenario`,
@@ -428,8 +721,6 @@ pub fn statement(req: &Request) -> Result<String, DialectError> {
 /// `store_rev`, `broker_seq`, in order of the violation they show, then `seq`.
 pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
     let (mut q, invariants) = build(req)?;
-    let union = union_of(&invariants);
-    q.cte("verdicts", union);
     let rows: Vec<String> = invariants
         .iter()
         .map(|inv| {
@@ -444,7 +735,7 @@ pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
     q.cte("witness_rows", rows.join(" UNION ALL "));
     q.cte(
         "witness_ranked",
-        "SELECT w.run_id, w.scenario, w.invariant, w.wseq, w.vat, \
+        "SELECT w.run_id, w.scenario, w.invariant, v.pos, w.wseq, w.vat, \
          row_number() OVER (PARTITION BY w.run_id, w.scenario, w.invariant ORDER BY w.vat, w.wseq) AS rn \
          FROM witness_rows w JOIN verdicts v ON v.run_id = w.run_id AND v.scenario = w.scenario \
          AND v.invariant = w.invariant WHERE v.verdict = 'fail'",
@@ -454,32 +745,8 @@ pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
          b.task_id, b.event_id, b.store_rev, b.broker_seq\n\
          FROM witness_ranked w JOIN base b ON b.run_id = w.run_id AND b.scenario = w.scenario \
          AND b.seq = w.wseq\nWHERE w.rn <= {n}\n\
-         ORDER BY w.run_id, w.scenario, {order}, w.rn\n",
-        order = order_by(&invariants).replace("invariant", "w.invariant")
+         ORDER BY w.run_id, w.scenario, w.pos, w.rn\n"
     )))
-}
-
-fn union_of(invariants: &[Invariant]) -> String {
-    invariants
-        .iter()
-        .map(|inv| {
-            format!(
-                "SELECT run_id, scenario, invariant, verdict, violations, reason FROM v_{}",
-                prefix(*inv)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ")
-}
-
-/// Sorts the invariants in the contract's order.
-fn order_by(invariants: &[Invariant]) -> String {
-    let whens: String = invariants
-        .iter()
-        .enumerate()
-        .map(|(i, inv)| format!(" WHEN '{}' THEN {i}", inv.id()))
-        .collect();
-    format!("CASE invariant{whens} END")
 }
 
 #[cfg(test)]

@@ -9,92 +9,88 @@ use crate::check::Reason;
 /// Adds the tables of `observed-agrees`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let d = q.d;
-    let skips = q.skips(
-        p,
-        &[
-            (Kind::PublishAcked, &[Field::EventId]),
-            (Kind::TaskAccepted, &[Field::TaskId]),
-            (Kind::IntentRecorded, &[Field::EventId]),
-        ],
+    let skips = q.skips(&[
+        (Kind::PublishAcked, &[Field::EventId]),
+        (Kind::TaskAccepted, &[Field::TaskId]),
+        (Kind::IntentRecorded, &[Field::EventId]),
+    ]);
+    let mut field = |key: &str| q.note(Kind::Observed, true, &d.json_int("detail", key));
+    let results = field("results");
+    let processed = field("processed");
+    let dedup_keys = field("dedup_keys");
+    let stream_messages = field("stream_messages");
+    let tasks = field("tasks");
+    let outbox = format!(
+        "{} + {}",
+        field("outbox_published"),
+        field("outbox_pending")
     );
-    let keys = [
-        "results",
-        "processed",
-        "dedup_keys",
-        "stream_messages",
-        "tasks",
-        "outbox_published",
-        "outbox_pending",
+    let present = q.note(Kind::Observed, true, "1");
+    let at = q.note(Kind::Observed, true, "seq");
+    let effects = q.count_where("kind = 'effect_committed'");
+    // Distinct events published and recorded as intents, and distinct tasks accepted: each key
+    // once per kind, then counted per scenario.
+    let keys = q.cte(
+        &format!("{p}_k"),
+        "SELECT run_id, scenario, sum(CASE WHEN kind = 'publish_acked' THEN 1 ELSE 0 END) AS published, \
+         sum(CASE WHEN kind = 'task_accepted' THEN 1 ELSE 0 END) AS tasks, \
+         sum(CASE WHEN kind = 'intent_recorded' THEN 1 ELSE 0 END) AS intents \
+         FROM (SELECT run_id, scenario, kind FROM base \
+         WHERE kind IN ('publish_acked', 'intent_recorded', 'task_accepted') \
+         AND CASE WHEN kind = 'task_accepted' THEN task_id ELSE event_id END IS NOT NULL \
+         GROUP BY run_id, scenario, kind, CASE WHEN kind = 'task_accepted' THEN task_id ELSE event_id END) x \
+         GROUP BY run_id, scenario",
+    );
+    let n = |c: &str| format!("coalesce({keys}.{c}, 0)");
+    // (observed, traced, whether observed may exceed traced)
+    let compared = [
+        (results, effects.clone(), false),
+        (processed, effects.clone(), false),
+        (dedup_keys, effects, false),
+        (stream_messages, n("published"), true),
+        (tasks, n("tasks"), false),
+        (outbox, n("intents"), false),
     ];
-    let fields: Vec<String> = keys
+    let wrong: Vec<String> = compared
         .iter()
-        .map(|k| format!("{} AS o_{k}", d.json_int("detail", k)))
+        .map(|(o, t, at_least)| {
+            let op = if *at_least { "<" } else { "<>" };
+            format!("CASE WHEN {o} {op} {t} THEN 1 ELSE 0 END")
+        })
         .collect();
-    q.cte(
-        &format!("{p}_obs"),
-        format!(
-            "SELECT run_id, scenario, seq, {} FROM (SELECT run_id, scenario, seq, detail, \
-             row_number() OVER (PARTITION BY run_id, scenario ORDER BY seq DESC) AS rn FROM base \
-             WHERE kind = 'observed') x WHERE rn = 1",
-            fields.join(", ")
-        ),
-    );
-    q.cte(
-        &format!("{p}_counts"),
-        "SELECT run_id, scenario, \
-         sum(CASE WHEN kind = 'effect_committed' THEN 1 ELSE 0 END) AS effects, \
-         count(DISTINCT CASE WHEN kind = 'publish_acked' THEN event_id END) AS published, \
-         count(DISTINCT CASE WHEN kind = 'task_accepted' THEN task_id END) AS tasks, \
-         count(DISTINCT CASE WHEN kind = 'intent_recorded' THEN event_id END) AS intents \
-         FROM base GROUP BY run_id, scenario",
-    );
-    q.cte(
-        &format!("{p}_cmp"),
-        format!(
-            "SELECT o.run_id, o.scenario, o.seq, o.o_results AS observed, c.effects AS traced, 0 AS at_least FROM {p}_obs o JOIN {p}_counts c ON c.run_id = o.run_id AND c.scenario = o.scenario \
-             UNION ALL SELECT o.run_id, o.scenario, o.seq, o.o_processed, c.effects, 0 FROM {p}_obs o JOIN {p}_counts c ON c.run_id = o.run_id AND c.scenario = o.scenario \
-             UNION ALL SELECT o.run_id, o.scenario, o.seq, o.o_dedup_keys, c.effects, 0 FROM {p}_obs o JOIN {p}_counts c ON c.run_id = o.run_id AND c.scenario = o.scenario \
-             UNION ALL SELECT o.run_id, o.scenario, o.seq, o.o_stream_messages, c.published, 1 FROM {p}_obs o JOIN {p}_counts c ON c.run_id = o.run_id AND c.scenario = o.scenario \
-             UNION ALL SELECT o.run_id, o.scenario, o.seq, o.o_tasks, c.tasks, 0 FROM {p}_obs o JOIN {p}_counts c ON c.run_id = o.run_id AND c.scenario = o.scenario \
-             UNION ALL SELECT o.run_id, o.scenario, o.seq, o.o_outbox_published + o.o_outbox_pending, c.intents, 0 FROM {p}_obs o JOIN {p}_counts c ON c.run_id = o.run_id AND c.scenario = o.scenario"
-        ),
-    );
-    let violations = q.cte(
-        &format!("{p}_v"),
-        format!(
-            "SELECT run_id, scenario, seq AS vat FROM {p}_cmp WHERE observed IS NOT NULL \
-             AND ((at_least = 1 AND observed < traced) OR (at_least = 0 AND observed <> traced))"
-        ),
-    );
+    let none: Vec<String> = compared
+        .iter()
+        .map(|(o, _, _)| format!("{o} IS NULL"))
+        .collect();
+    // One violation per wrong total, all at the observed row.
+    let branches: Vec<String> = wrong
+        .iter()
+        .map(|w| {
+            format!(
+                "SELECT s.run_id, s.scenario, {at} AS vat FROM scen s LEFT JOIN {keys} \
+                 ON {keys}.run_id = s.run_id AND {keys}.scenario = s.scenario WHERE {w} = 1"
+            )
+        })
+        .collect();
+    let violations = q.cte(&format!("{p}_v"), branches.join(" UNION ALL "));
     let witness = q.cte(
         &format!("{p}_w"),
         format!("SELECT DISTINCT run_id, scenario, vat, vat AS wseq FROM {violations}"),
     );
-    let no_observed = q.cte(
-        &format!("{p}_noobs"),
-        format!(
-            "SELECT s.run_id, s.scenario FROM scen s LEFT JOIN {p}_obs o ON o.run_id = s.run_id \
-             AND o.scenario = s.scenario WHERE o.run_id IS NULL"
+    let mut part = Part::new(violations, witness, Some(skips));
+    part.count = Some(format!("({})", wrong.join(" + ")));
+    part.extra = vec![keys];
+    part.early = vec![
+        (
+            format!("{present} IS NULL"),
+            "unknown",
+            lit(&Reason::NoObserved),
         ),
-    );
-    let no_totals = q.cte(
-        &format!("{p}_nototals"),
-        format!(
-            "SELECT run_id, scenario FROM {p}_cmp GROUP BY run_id, scenario HAVING count(observed) = 0"
+        (
+            none.join(" AND "),
+            "unknown",
+            lit(&Reason::NoObservedTotals),
         ),
-    );
-    let tally = q.tally(
-        p,
-        &violations,
-        Some(&skips),
-        &[
-            (&no_observed, "unknown", lit(&Reason::NoObserved)),
-            (&no_totals, "unknown", lit(&Reason::NoObservedTotals)),
-        ],
-    );
-    Part {
-        tally,
-        violations,
-        witness,
-    }
+    ];
+    part
 }

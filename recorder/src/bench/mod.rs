@@ -287,10 +287,6 @@ struct TraceStats {
     accepted_to_committed_s: f64,
     write_txns: u64,
     conflicts: u64,
-    crashes: u64,
-    faults: u64,
-    redeliveries: u64,
-    suppressions: u64,
 }
 
 impl TraceStats {
@@ -305,7 +301,6 @@ impl TraceStats {
             match e.kind {
                 Kind::TaskAccepted => first_accept = first_accept.min(e.ts_ns),
                 Kind::EffectCommitted => last_commit = last_commit.max(e.ts_ns),
-                Kind::Fault => s.faults += 1,
                 _ => {}
             }
             if matches!(
@@ -318,9 +313,6 @@ impl TraceStats {
         let figures = tally.figures();
         s.tasks = figures.tasks;
         s.conflicts = figures.conflicts;
-        s.crashes = figures.crashes;
-        s.redeliveries = figures.redeliveries;
-        s.suppressions = figures.suppressions;
         s.write_txns = revs.len() as u64;
         s.accepted_to_committed_s = (last_commit - first_accept).max(1) as f64 / 1e9;
         Ok(s)

@@ -22,17 +22,15 @@ const COUNTED: &[Kind] = &[
     Kind::Crash,
 ];
 
-/// Counts one row (rows of kinds no figure counts are passed over).
+/// Counts one row (the tally passes over rows of kinds no figure counts).
 pub fn add(tally: &mut FigureTally<Id>, r: &Row) {
-    if COUNTED.contains(&r.kind) {
-        tally.add(FigureRow {
-            kind: r.kind,
-            task: r.task,
-            broker_seq: r.broker_seq(),
-            store_rev: r.store_rev(),
-            counter: r.counter(),
-        });
-    }
+    tally.add(FigureRow {
+        kind: r.kind,
+        task: r.task,
+        broker_seq: r.broker_seq(),
+        store_rev: r.store_rev(),
+        counter: r.counter(),
+    });
 }
 
 /// The figures of `h`, visiting only the rows of the kinds counted.

@@ -93,12 +93,64 @@ impl<T: Clone> IdTable<T> {
     }
 }
 
+/// A set of [`Id`]s as a bitmap over their indices: an eighth of a byte per id below the
+/// largest, where a hash set takes several bytes per member.
+#[derive(Debug, Clone, Default)]
+pub struct IdSet {
+    bits: Vec<u64>,
+    members: u64,
+}
+
+impl IdSet {
+    /// Whether `id` is a member.
+    pub fn contains(&self, id: Id) -> bool {
+        let i = id.index();
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+}
+
+impl IdSet {
+    /// Adds `id`; whether it was not a member before.
+    pub fn insert(&mut self, id: Id) -> bool {
+        let i = id.index();
+        if self.bits.len() <= i / 64 {
+            self.bits.resize(i / 64 + 1, 0);
+        }
+        let (word, bit) = (&mut self.bits[i / 64], 1u64 << (i % 64));
+        let new = *word & bit == 0;
+        if new {
+            *word |= bit;
+            self.members += 1;
+        }
+        new
+    }
+}
+
+impl outbox_trace::KeySet<Id> for IdSet {
+    fn insert(&mut self, id: Id) {
+        IdSet::insert(self, id);
+    }
+
+    fn count(&self) -> u64 {
+        self.members
+    }
+}
+
+impl outbox_trace::TaskKey for Id {
+    type Set = IdSet;
+}
+
 /// Why a name could not be interned.
 #[derive(Debug, thiserror::Error)]
 pub enum InternError {
     /// More distinct strings than an `Id` can number.
     #[error("too many distinct names to index")]
     TooMany,
+    /// One string of 4 GiB or more.
+    #[error("a string value is too long to index")]
+    TooLong,
     /// The bytes are not UTF-8 (a string column must hold UTF-8).
     #[error("a string value is not valid UTF-8")]
     NotUtf8,
@@ -112,7 +164,7 @@ pub struct Interner {
     hasher: FastState,
     text: String,
     /// End offset in `text` of each name; name `i` starts where name `i - 1` ends.
-    ends: Vec<usize>,
+    ends: Ends,
 }
 
 impl std::fmt::Debug for Interner {
@@ -140,6 +192,9 @@ impl Interner {
         }
         let name = std::str::from_utf8(name).map_err(|_| InternError::NotUtf8)?;
         let next = u32::try_from(self.ends.len() + 1).map_err(|_| InternError::TooMany)?;
+        if u32::try_from(name.len()).is_err() {
+            return Err(InternError::TooLong);
+        }
         let id = Id(NonZeroU32::new(next).ok_or(InternError::TooMany)?);
         self.text.push_str(name);
         self.ends.push(self.text.len());
@@ -183,6 +238,40 @@ impl Interner {
     }
 }
 
+/// The end offsets of the names in the arena, in four bytes each: their low 32 bits, with the
+/// names whose end passed a multiple of 4 GiB listed aside (no name is 4 GiB long, so each
+/// passes at most one).
+#[derive(Default)]
+struct Ends {
+    low: Vec<u32>,
+    /// The index of the first name ending past each multiple of 4 GiB.
+    wraps: Vec<usize>,
+}
+
+impl Ends {
+    fn push(&mut self, end: usize) {
+        let high = (end as u64 >> 32) as usize;
+        if high > self.wraps.len() {
+            self.wraps.push(self.low.len());
+        }
+        self.low.push(end as u32);
+    }
+
+    fn get(&self, i: usize) -> Option<usize> {
+        let low = u64::from(*self.low.get(i)?);
+        let high = self.wraps.partition_point(|&w| w <= i) as u64;
+        usize::try_from(high << 32 | low).ok()
+    }
+
+    fn len(&self) -> usize {
+        self.low.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.low.is_empty()
+    }
+}
+
 /// The table's hash from the 32 bits kept per name: the table picks buckets with the low bits
 /// and tags with the high ones, so both come from them.
 fn widen(h: u32) -> u64 {
@@ -190,14 +279,14 @@ fn widen(h: u32) -> u64 {
 }
 
 /// The bytes of name `id` in the arena.
-fn span<'a>(text: &'a [u8], ends: &[usize], id: Id) -> &'a [u8] {
+fn span<'a>(text: &'a [u8], ends: &Ends, id: Id) -> &'a [u8] {
     let i = id.index();
     let start = if i == 0 {
         0
     } else {
-        ends.get(i - 1).copied().unwrap_or(0)
+        ends.get(i - 1).unwrap_or(0)
     };
-    let end = ends.get(i).copied().unwrap_or(start);
+    let end = ends.get(i).unwrap_or(start);
     text.get(start..end).unwrap_or(&[])
 }
 
@@ -223,5 +312,39 @@ mod tests {
         }
         assert_eq!(i.intern("evt-2").unwrap(), b);
         assert_eq!(i.len(), 10_003);
+    }
+
+    #[test]
+    fn ends_past_4_gib_read_back() {
+        let mut ends = Ends::default();
+        let offsets = [
+            3,
+            u32::MAX as usize,
+            (1 << 32) + 5,
+            (1 << 32) + 9,
+            (2 << 32) + 1,
+        ];
+        for &end in &offsets {
+            ends.push(end);
+        }
+        let back: Vec<usize> = (0..offsets.len()).filter_map(|i| ends.get(i)).collect();
+        assert_eq!(back, offsets);
+        assert_eq!(ends.get(offsets.len()), None);
+    }
+
+    #[test]
+    fn an_id_set_counts_distinct_members() {
+        use outbox_trace::KeySet;
+        let mut set = IdSet::default();
+        let ids: Vec<Id> = [0, 63, 64, 1000, 63]
+            .iter()
+            .filter_map(|&i| Id::from_index(i))
+            .collect();
+        for &id in &ids {
+            set.insert(id);
+        }
+        assert_eq!(set.count(), 4);
+        assert!(set.contains(ids[3]));
+        assert!(!set.contains(Id::from_index(999).unwrap()));
     }
 }

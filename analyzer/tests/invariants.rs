@@ -205,6 +205,36 @@ fn out_of_order_first_publication_breaks_aggregate_order() {
 }
 
 #[test]
+fn a_publication_before_its_intent_is_judged_by_that_intent() {
+    let mut t = lab();
+    // evt-1's acceptance says position 1 of acct-1, but its intent, written after every
+    // publication, says 5: the intent wins, so evt-2 and evt-3 went out after a later position.
+    let at = find(&t, IntentRecorded, Some("evt-1"));
+    let mut intent = t.remove(at);
+    intent.aggregate_seq = Some(5);
+    let at = find(&t, Observed, None);
+    t.insert(at, intent);
+    let report = check(&t);
+    assert_eq!(
+        failing_events(&report, "aggregate-order"),
+        ["evt-2", "evt-3"]
+    );
+    assert_eq!(outcome(&report, "intent-atomic").verdict, Verdict::Pass);
+}
+
+#[test]
+fn an_acceptance_is_settled_by_any_intent_of_its_revision() {
+    let mut t = lab();
+    // evt-2 has a first intent in another transaction, then one in the acceptance's.
+    let at = find(&t, IntentRecorded, Some("evt-2"));
+    let mut other = t[at].clone();
+    other.store_rev = Some(99);
+    t.insert(at, other);
+    let report = check(&t);
+    assert_eq!(outcome(&report, "intent-atomic").verdict, Verdict::Pass);
+}
+
+#[test]
 fn aggregate_order_uses_the_publish_rows_when_they_carry_it() {
     let mut t = lab();
     for e in t.iter_mut() {
@@ -243,6 +273,29 @@ fn wrong_counter_step_breaks_counter_exact() {
     // One bad step (evt-2); evt-3 steps right from the value the store reported.
     assert_eq!(failing_events(&report, "counter-exact"), ["evt-2"]);
     assert!(explanation(&report, "counter-exact").contains("set the counter to 6"));
+}
+
+#[test]
+fn counter_steps_follow_store_rev_not_row_order() {
+    let mut t = lab();
+    // evt-2 commits last in the store (rev 39) but its row comes before evt-3's (rev 33).
+    let at = find(&t, EffectCommitted, Some("evt-2"));
+    t[at].store_rev = Some(39);
+    t[at].counter = Some(10);
+    let at = find(&t, EffectCommitted, Some("evt-3"));
+    t[at].counter = Some(7);
+    let report = check(&t);
+    assert_eq!(outcome(&report, "counter-exact").verdict, Verdict::Pass);
+    // A wrong step on the commit that came late is found, and named.
+    t[at].counter = Some(8);
+    let at = find(&t, EffectCommitted, Some("evt-2"));
+    t[at].counter = Some(11);
+    let obs = find(&t, Observed, None);
+    t[obs] = ev(Observed, "observer")
+        .detail(r#"{"stream_messages":3,"counter":11,"results":3,"dedup_keys":3}"#);
+    let report = check(&t);
+    assert_eq!(failing_events(&report, "counter-exact"), ["evt-3"]);
+    assert!(explanation(&report, "counter-exact").contains("set the counter to 8"));
 }
 
 #[test]

@@ -2,31 +2,116 @@
 //! exactly their `amount`, starting from 0 (or `run_start.detail.counter_start`); and the last
 //! `observed` row's `counter` equals the start plus the sum of committed amounts.
 //!
-//! Commits are kept compactly (revision, amount, counter) and ordered at the end.
+//! Commits come mostly in revision order already. Those that do are packed as they come into a
+//! byte log of small differences (a few bytes a commit); the few that come after a higher
+//! revision are kept aside, sorted at the end and merged in. The events and tasks of the commits
+//! kept as examples are gathered on the second look.
 
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Violation,
+    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
 use crate::history::Row;
 use crate::intern::Id;
-
 /// A usable commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Commit {
     rev: i64,
     amount: i64,
     counter: i64,
     at: u32,
-    event: Option<Id>,
-    task: Option<Id>,
+}
+
+impl Commit {
+    /// The order the counter steps in: revision, then `seq`.
+    fn key(&self) -> (i64, u32) {
+        (self.rev, self.at)
+    }
+}
+
+/// Commits in ascending revision order, each packed as LEB128 differences from the one before.
+#[derive(Default)]
+struct Packed {
+    bytes: Vec<u8>,
+    last: Commit,
+}
+
+impl Packed {
+    /// Appends `c`, whose revision is at least the last one's.
+    fn push(&mut self, c: Commit) {
+        let last = std::mem::replace(&mut self.last, c);
+        put(&mut self.bytes, c.rev.wrapping_sub(last.rev) as u64);
+        put(&mut self.bytes, u64::from(c.at.wrapping_sub(last.at)));
+        put(&mut self.bytes, zigzag(c.amount));
+        put(
+            &mut self.bytes,
+            zigzag(c.counter.wrapping_sub(last.counter)),
+        );
+    }
+
+    /// The commits, in the order pushed.
+    fn iter(&self) -> impl Iterator<Item = Commit> + '_ {
+        let mut bytes = self.bytes.as_slice();
+        let mut last = Commit::default();
+        std::iter::from_fn(move || {
+            if bytes.is_empty() {
+                return None;
+            }
+            let rev = last.rev.wrapping_add(take(&mut bytes) as i64);
+            let at = last.at.wrapping_add(take(&mut bytes) as u32);
+            let amount = unzigzag(take(&mut bytes));
+            let counter = last.counter.wrapping_add(unzigzag(take(&mut bytes)));
+            last = Commit {
+                rev,
+                amount,
+                counter,
+                at,
+            };
+            Some(last)
+        })
+    }
+}
+
+/// Appends `v` as LEB128.
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Takes one LEB128 number off the front of `bytes`.
+fn take(bytes: &mut &[u8]) -> u64 {
+    let mut v = 0u64;
+    for (i, &b) in bytes.iter().enumerate() {
+        v |= u64::from(b & 0x7f) << (7 * i).min(63);
+        if b & 0x80 == 0 {
+            *bytes = &bytes[i + 1..];
+            return v;
+        }
+    }
+    *bytes = &[];
+    v
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 /// Decides `counter-exact`.
 #[derive(Default)]
 pub struct Rule {
     skips: Skips,
-    commits: Vec<Commit>,
+    /// The commits that came in revision order.
+    in_order: Packed,
+    /// The commits that came after one of a higher revision.
+    late: Vec<Commit>,
     /// Whether any commit was seen, and whether any carried a `store_rev`.
     any: bool,
     revs: bool,
@@ -50,14 +135,17 @@ impl super::Rule for Rule {
             return;
         }
         if let (Some(rev), Some(amount), Some(counter)) = (r.store_rev(), r.amount(), r.counter()) {
-            self.commits.push(Commit {
+            let c = Commit {
                 rev,
                 amount,
                 counter,
                 at: row32(at),
-                event: r.event,
-                task: r.task,
-            });
+            };
+            if self.in_order.bytes.is_empty() || rev >= self.in_order.last.rev {
+                self.in_order.push(c);
+            } else {
+                self.late.push(c);
+            }
         }
     }
 
@@ -70,11 +158,9 @@ impl super::Rule for Rule {
         if let Some(reason) = self.skips.reason() {
             return Outcome::unknown(Invariant::CounterExact, reason).into();
         }
-        let mut commits = self.commits;
-        // Commits came in seq order, so a stable sort by store_rev breaks ties by seq.
-        if !commits.is_sorted_by_key(|c| c.rev) {
-            commits.sort_by_key(|c| c.rev);
-        }
+        let mut late = self.late;
+        late.sort_unstable_by_key(Commit::key);
+        let commits = merge(self.in_order.iter(), late.into_iter());
         let start = ends
             .run_start
             .as_ref()
@@ -84,7 +170,7 @@ impl super::Rule for Rule {
         let mut value = start;
         let mut sum = start;
         let mut prev = None;
-        for c in &commits {
+        for c in commits {
             let at = c.at as usize;
             let expected = value.saturating_add(c.amount);
             sum = sum.saturating_add(c.amount);
@@ -97,7 +183,7 @@ impl super::Rule for Rule {
                 };
                 let mut witness = vec![at];
                 witness.extend(prev);
-                found.push((at, Violation::new(c.event, c.task, finding, witness)));
+                found.push((at, Violation::new(None, None, finding, witness)));
             }
             // Go on from the value the store reported, so one bad step is reported once.
             value = c.counter;
@@ -121,6 +207,97 @@ impl super::Rule for Rule {
             None => incomplete = Some(Reason::NoObservedCounter),
         }
         let (kept, more) = earliest(found);
-        Outcome::judge(Invariant::CounterExact, kept, more, incomplete).into()
+        let commits: Vec<usize> = kept
+            .iter()
+            .filter_map(|v| match v.finding {
+                Finding::CounterStep { commit, .. } => Some(commit),
+                _ => None,
+            })
+            .collect();
+        let outcome = Outcome::judge(Invariant::CounterExact, kept, more, incomplete);
+        let gather = (!commits.is_empty()).then(|| {
+            Box::new(Owners {
+                commits,
+                found: Vec::new(),
+            }) as Box<dyn Gather>
+        });
+        Decision { outcome, gather }
+    }
+}
+
+/// Two sequences ascending by [`Commit::key`], merged into one.
+fn merge(
+    a: impl Iterator<Item = Commit>,
+    b: impl Iterator<Item = Commit>,
+) -> impl Iterator<Item = Commit> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if y.key() < x.key() => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    })
+}
+
+/// Finds the event and task of each commit kept as an example.
+struct Owners {
+    commits: Vec<usize>,
+    found: Vec<(usize, Option<Id>, Option<Id>)>,
+}
+
+impl Gather for Owners {
+    fn row(&mut self, at: usize, r: &Row) {
+        if self.commits.contains(&at) {
+            self.found.push((at, r.event, r.task));
+        }
+    }
+
+    fn finish(self: Box<Self>, outcome: &mut Outcome) {
+        for v in &mut outcome.violations {
+            let Finding::CounterStep { commit, .. } = v.finding else {
+                continue;
+            };
+            if let Some(&(_, event, task)) = self.found.iter().find(|f| f.0 == commit) {
+                (v.event, v.task) = (event, task);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(rev: i64, amount: i64, counter: i64, at: u32) -> Commit {
+        Commit {
+            rev,
+            amount,
+            counter,
+            at,
+        }
+    }
+
+    #[test]
+    fn packed_commits_come_back_as_pushed() {
+        let commits = [
+            commit(i64::MIN, -3, i64::MAX, 0),
+            commit(-1, 0, i64::MIN, 7),
+            commit(-1, i64::MAX, 0, 8),
+            commit(i64::MAX, i64::MIN, -5, u32::MAX),
+        ];
+        let mut packed = Packed::default();
+        for c in commits {
+            packed.push(c);
+        }
+        assert_eq!(packed.iter().collect::<Vec<_>>(), commits);
+    }
+
+    #[test]
+    fn late_commits_merge_in_revision_then_seq_order() {
+        let in_order = [commit(1, 1, 1, 0), commit(5, 1, 3, 2), commit(5, 1, 4, 5)];
+        let late = [commit(3, 1, 2, 4), commit(5, 1, 9, 3)];
+        let merged: Vec<(i64, u32)> = merge(in_order.into_iter(), late.into_iter())
+            .map(|c| c.key())
+            .collect();
+        assert_eq!(merged, [(1, 0), (3, 4), (5, 2), (5, 3), (5, 5)]);
     }
 }

@@ -2,13 +2,14 @@
 //! same `store_rev`, i.e. the task and its outbox row were committed in one transaction.
 //!
 //! An acceptance whose intent has already been seen with its revision is settled at once; the
-//! others wait, compactly, for the end (their intent may come later).
+//! others wait for their event's intents, which settle them as they come, so only the
+//! acceptances still unmatched are held (for a valid trace, those in flight).
 
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Reason, Skips, Violation};
 use crate::history::Row;
-use crate::intern::{FastState, Id, IdTable};
+use crate::intern::{FastMap, FastState, Id, IdTable};
 
 /// An event's first usable intent (`at` none: not seen yet), and whether one was unusable.
 #[derive(Clone, Copy)]
@@ -24,10 +25,9 @@ const NO_INTENT: Intent = Intent {
     unusable: false,
 };
 
-/// An acceptance not yet matched by an intent.
+/// An acceptance not yet matched by an intent (its event is the key it waits under).
 struct Pending {
     at: usize,
-    event: Id,
     task: Option<Id>,
     rev: i64,
 }
@@ -39,7 +39,8 @@ pub struct Rule {
     intents: IdTable<Intent>,
     /// The `(event, store_rev)` of further intents whose `store_rev` differs from the first's.
     other_revs: std::collections::HashSet<(Id, i64), FastState>,
-    pending: Vec<Pending>,
+    /// Acceptances not settled yet, by event.
+    pending: FastMap<Id, Vec<Pending>>,
     /// Whether any acceptance or intent was seen, and whether any carried a `store_rev`.
     rows: bool,
     revs: bool,
@@ -51,7 +52,7 @@ impl Default for Rule {
             skips: Skips::default(),
             intents: IdTable::new(0, NO_INTENT),
             other_revs: Default::default(),
-            pending: Vec::new(),
+            pending: FastMap::default(),
             rows: false,
             revs: false,
         }
@@ -63,6 +64,18 @@ impl Rule {
     fn settled(&self, event: Id, rev: i64) -> bool {
         let i = self.intents.get(event);
         (i.at != Pos::NONE && i.rev == rev) || i.unusable || self.other_revs.contains(&(event, rev))
+    }
+
+    /// Drops the acceptances of `event` that the intents seen so far settle (an acceptance once
+    /// settled stays settled: intents only add).
+    fn settle(&mut self, event: Id) {
+        let Some(mut waiting) = self.pending.remove(&event) else {
+            return;
+        };
+        waiting.retain(|p| !self.settled(event, p.rev));
+        if !waiting.is_empty() {
+            self.pending.insert(event, waiting);
+        }
     }
 }
 
@@ -81,6 +94,7 @@ impl super::Rule for Rule {
         let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {
             if let (Kind::IntentRecorded, Some(e)) = (r.kind, r.event) {
                 self.intents.get_mut(e).unusable = true;
+                self.settle(e);
             }
             return;
         };
@@ -95,10 +109,10 @@ impl super::Rule for Rule {
             } else if first.rev != rev {
                 self.other_revs.insert((e, rev));
             }
+            self.settle(e);
         } else if !self.settled(e, rev) {
-            self.pending.push(Pending {
+            self.pending.entry(e).or_default().push(Pending {
                 at,
-                event: e,
                 task: r.task,
                 rev,
             });
@@ -111,21 +125,25 @@ impl super::Rule for Rule {
             return Outcome::unknown(Invariant::IntentAtomic, Reason::NoStoreRev).into();
         }
         let mut found = Vec::new();
-        for p in &self.pending {
-            if self.settled(p.event, p.rev) {
+        let waiting = self
+            .pending
+            .iter()
+            .flat_map(|(&e, w)| w.iter().map(move |p| (e, p)));
+        for (event, p) in waiting {
+            if self.settled(event, p.rev) {
                 continue;
             }
-            let v = match self.intents.get(p.event).at.get() {
+            let v = match self.intents.get(event).at.get() {
                 Some(intent) => {
                     let finding = Finding::IntentOtherRev {
                         accepted: p.at,
                         intent,
                     };
-                    Violation::new(Some(p.event), p.task, finding, vec![p.at, intent])
+                    Violation::new(Some(event), p.task, finding, vec![p.at, intent])
                 }
                 None => {
                     let finding = Finding::IntentMissing { accepted: p.at };
-                    Violation::new(Some(p.event), p.task, finding, vec![p.at])
+                    Violation::new(Some(event), p.task, finding, vec![p.at])
                 }
             };
             found.push((p.at, v));

@@ -8,30 +8,37 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
+    earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
 };
 use crate::history::Row;
-use crate::intern::{Id, IdTable};
+use crate::intern::{Id, IdSet, IdTable};
 
-/// A task: its first acceptance (or first effect), that row's event, and whether it has an effect.
+/// A task: its first acceptance (or first effect) and that row's event (`at` none: no such row).
 #[derive(Clone, Copy)]
 struct Task {
-    at: u32,
+    at: Pos,
     event: Option<Id>,
-    effect: bool,
 }
+
+const NO_TASK: Task = Task {
+    at: Pos::NONE,
+    event: None,
+};
 
 /// Decides `no-lost-task`.
 pub struct Rule {
     skips: Skips,
-    tasks: IdTable<Option<Task>>,
+    tasks: IdTable<Task>,
+    /// Tasks with an effect.
+    effects: IdSet,
 }
 
 impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            tasks: IdTable::new(0, None),
+            tasks: IdTable::new(0, NO_TASK),
+            effects: IdSet::default(),
         }
     }
 }
@@ -48,12 +55,16 @@ impl super::Rule for Rule {
             _ => return,
         };
         if let (true, Some(t)) = (self.skips.usable(r, &[Field::TaskId]), r.task) {
-            let task = self.tasks.get_mut(t).get_or_insert(Task {
-                at: row32(at),
-                event: r.event,
-                effect,
-            });
-            task.effect |= effect;
+            let task = self.tasks.get_mut(t);
+            if task.at == Pos::NONE {
+                *task = Task {
+                    at: Pos::at(at),
+                    event: r.event,
+                };
+            }
+            if effect {
+                self.effects.insert(t);
+            }
         }
     }
 
@@ -73,8 +84,8 @@ impl super::Rule for Rule {
         let found = self
             .tasks
             .iter()
-            .filter_map(|(t, task)| match *task {
-                Some(task) if !task.effect => Some((task.at as usize, (t, task))),
+            .filter_map(|(t, &task)| match task.at.get() {
+                Some(at) if !self.effects.contains(t) => Some((at, (t, task))),
                 _ => None,
             })
             .collect();
@@ -93,7 +104,7 @@ impl super::Rule for Rule {
 }
 
 fn lost(task: Id, t: Task, rows: Vec<usize>) -> Violation {
-    let accepted = t.at as usize;
+    let accepted = t.at.get().unwrap_or(usize::MAX);
     Violation::new(t.event, Some(task), Finding::LostTask { accepted }, rows)
 }
 
@@ -141,7 +152,8 @@ impl Gather for Witnesses {
                         story.handlers.push(life);
                     }
                 }
-            } else if at >= t.at as usize && story.handlers.contains(&life) {
+            } else if t.at.get().is_some_and(|first| at >= first) && story.handlers.contains(&life)
+            {
                 // A life's crash is its last row: every row of it that tells the story came before.
                 story.rows.push(at);
             }

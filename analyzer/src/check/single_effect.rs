@@ -6,35 +6,29 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Skips, Violation,
+    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation,
 };
 use crate::history::Row;
-use crate::intern::{FastMap, Id, IdTable};
+use crate::intern::{FastMap, Id, IdSet, IdTable};
 
+/// A task's commits: how many (counted up to two), the second, and their events.
 #[derive(Clone, Copy, Default)]
 struct Tally {
-    count: u32,
     /// The second commit: where the duplicate shows.
     second: u32,
     first_event: Option<Id>,
+    count: u8,
     mixed_events: bool,
-}
-
-/// An event's commits: how many, and the second.
-#[derive(Clone, Copy, Default)]
-struct Commits {
-    count: u32,
-    second: u32,
 }
 
 fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
     let t = table.get_mut(key);
-    t.count += 1;
     match t.count {
-        1 => t.first_event = event,
-        2 => t.second = at,
+        0 => t.first_event = event,
+        1 => t.second = at,
         _ => {}
     }
+    t.count = t.count.saturating_add(1).min(2);
     if t.first_event != event {
         t.mixed_events = true;
     }
@@ -43,7 +37,10 @@ fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
 /// Decides `single-effect`.
 pub struct Rule {
     skips: Skips,
-    by_event: IdTable<Commits>,
+    /// Events with a commit.
+    committed: IdSet,
+    /// Per event, its second commit.
+    second: IdTable<Pos>,
     by_task: IdTable<Tally>,
 }
 
@@ -51,7 +48,8 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            by_event: IdTable::new(0, Commits::default()),
+            committed: IdSet::default(),
+            second: IdTable::new(0, Pos::NONE),
             by_task: IdTable::new(0, Tally::default()),
         }
     }
@@ -68,10 +66,11 @@ impl super::Rule for Rule {
         }
         let at = row32(at);
         if let Some(e) = r.event {
-            let c = self.by_event.get_mut(e);
-            c.count += 1;
-            if c.count == 2 {
-                c.second = at;
+            if !self.committed.insert(e) {
+                let second = self.second.get_mut(e);
+                if *second == Pos::NONE {
+                    *second = Pos::at(at as usize);
+                }
             }
         }
         if let Some(t) = r.task {
@@ -82,9 +81,9 @@ impl super::Rule for Rule {
 
     fn finish(self: Box<Self>, _: &Ends) -> Decision {
         let mut found: Vec<(usize, (Id, bool))> = Vec::new();
-        for (e, t) in self.by_event.iter() {
-            if t.count > 1 {
-                found.push((t.second as usize, (e, false)));
+        for (e, second) in self.second.iter() {
+            if let Some(second) = second.get() {
+                found.push((second, (e, false)));
             }
         }
         // A task whose commits all share one event is already reported under that event.

@@ -22,6 +22,8 @@
 use std::collections::HashSet;
 use std::hash::Hash;
 
+use foldhash::fast::RandomState;
+
 use serde::{Deserialize, Serialize};
 
 use crate::detail::Observed;
@@ -64,24 +66,57 @@ pub struct Figures {
     pub outbox_pending: Option<i64>,
 }
 
+/// Whatever identifies a task to a [`FigureTally`], with the set that counts distinct ones.
+pub trait TaskKey: Sized {
+    /// A set of keys that counts its distinct members.
+    type Set: KeySet<Self>;
+}
+
+/// A set of keys, counting its distinct members.
+pub trait KeySet<K>: Default {
+    /// Adds `key`.
+    fn insert(&mut self, key: K);
+    /// How many distinct keys were added.
+    fn count(&self) -> u64;
+}
+
+impl<K: Hash + Eq> KeySet<K> for HashSet<K, RandomState> {
+    fn insert(&mut self, key: K) {
+        HashSet::insert(self, key);
+    }
+
+    fn count(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+impl TaskKey for String {
+    type Set = HashSet<String, RandomState>;
+}
+
+impl<'a> TaskKey for &'a str {
+    type Set = HashSet<&'a str, RandomState>;
+}
+
 /// Counts [`Figures`] one row at a time, in any order. `K` is whatever identifies a task to the
-/// caller: a `String` in the recorder, an interned id in the analyzer.
+/// caller: a `String` in the recorder, an interned id in the analyzer (whose set is a bitmap).
 #[derive(Debug, Clone)]
-pub struct FigureTally<K> {
+pub struct FigureTally<K: TaskKey> {
     figures: Figures,
-    /// Distinct accepted tasks (a fast hash: millions of them on a large trace).
-    tasks: HashSet<K, foldhash::fast::RandomState>,
-    copies: Vec<u64>,
+    /// Distinct accepted tasks.
+    tasks: K::Set,
+    /// Distinct broker positions.
+    copies: DistinctU64,
     last_commit: Option<(i64, i64)>,
     observed: Option<Observed>,
 }
 
-impl<K> Default for FigureTally<K> {
+impl<K: TaskKey> Default for FigureTally<K> {
     fn default() -> Self {
         FigureTally {
             figures: Figures::default(),
-            tasks: HashSet::default(),
-            copies: Vec::new(),
+            tasks: K::Set::default(),
+            copies: DistinctU64::default(),
             last_commit: None,
             observed: None,
         }
@@ -116,7 +151,7 @@ impl<'a> FigureRow<&'a str> {
     }
 }
 
-impl<K: Hash + Eq> FigureTally<K> {
+impl<K: TaskKey> FigureTally<K> {
     /// Counts one row.
     pub fn add(&mut self, row: FigureRow<K>) {
         let f = &mut self.figures;
@@ -152,7 +187,7 @@ impl<K: Hash + Eq> FigureTally<K> {
             Kind::PublishAcked | Kind::Delivered | Kind::Redelivered
         ) {
             if let Some(b) = row.broker_seq {
-                self.copies.push(b);
+                self.copies.insert(b);
             }
         }
     }
@@ -167,30 +202,6 @@ impl<K: Hash + Eq> FigureTally<K> {
         self.observed.as_ref()
     }
 
-    /// Adds the rows another tally counted (of the same scenario) to this one.
-    pub fn merge(&mut self, other: FigureTally<K>) {
-        let (a, b) = (&mut self.figures, other.figures);
-        a.publish_attempts += b.publish_attempts;
-        a.publish_acks_lost += b.publish_acks_lost;
-        a.deliveries += b.deliveries;
-        a.redeliveries += b.redeliveries;
-        a.suppressions += b.suppressions;
-        a.effects += b.effects;
-        a.acks += b.acks;
-        a.crashes += b.crashes;
-        a.conflicts += b.conflicts;
-        self.tasks.extend(other.tasks);
-        self.copies.extend(other.copies);
-        if let Some((rev, counter)) = other.last_commit {
-            if self.last_commit.is_none_or(|(top, _)| rev >= top) {
-                self.last_commit = Some((rev, counter));
-            }
-        }
-        if other.observed.is_some() {
-            self.observed = other.observed;
-        }
-    }
-
     /// The consumer ACKs counted so far (cheap: no distinct counts are taken).
     pub fn acks(&self) -> u64 {
         self.figures.acks
@@ -199,8 +210,8 @@ impl<K: Hash + Eq> FigureTally<K> {
     /// The figures so far.
     pub fn figures(&self) -> Figures {
         let mut f = self.figures.clone();
-        f.tasks = self.tasks.len() as u64;
-        f.stream_copies = distinct(self.copies.clone());
+        f.tasks = self.tasks.count();
+        f.stream_copies = self.copies.count();
         let o = self.observed.as_ref();
         f.stream_messages = o.and_then(|o| o.stream_messages);
         f.counter = o
@@ -213,24 +224,69 @@ impl<K: Hash + Eq> FigureTally<K> {
     }
 }
 
-/// How many distinct values `values` holds: a bitmap over their range when it is dense (broker
-/// positions usually are), else a sort.
-fn distinct(mut values: Vec<u64>) -> u64 {
-    let (Some(&low), Some(&high)) = (values.iter().min(), values.iter().max()) else {
-        return 0;
-    };
-    let span = high - low;
-    if span / 64 <= values.len() as u64 {
-        let mut bits = vec![0u64; (span / 64 + 1) as usize];
-        for v in &values {
-            let i = v - low;
-            bits[(i / 64) as usize] |= 1 << (i % 64);
+/// Distinct `u64` values, counted as they come, in about one bit each when they are dense
+/// (broker positions count up from 1): a bitmap over the range the first values open, grown while
+/// it stays within 64 bits per value added; values outside it are kept aside and sorted only when
+/// counted.
+#[derive(Debug, Clone, Default)]
+pub struct DistinctU64 {
+    /// The value of the bitmap's first bit (a multiple of 64).
+    base: u64,
+    bits: Vec<u64>,
+    /// Bits set in `bits`.
+    ones: u64,
+    /// Values added (a bound on the bitmap's words).
+    added: u64,
+    /// Values outside the bitmap when they came.
+    aside: Vec<u64>,
+}
+
+impl DistinctU64 {
+    /// Words the bitmap may hold before its size is bound by the values added.
+    const FREE_WORDS: u64 = 4096;
+
+    /// Adds `v`.
+    pub fn insert(&mut self, v: u64) {
+        if self.added == 0 {
+            self.base = v & !63;
         }
-        return bits.iter().map(|w| u64::from(w.count_ones())).sum();
+        self.added += 1;
+        let word = match v.checked_sub(self.base) {
+            Some(offset) => offset / 64,
+            None => return self.aside.push(v),
+        };
+        if word >= self.bits.len() as u64 {
+            if word >= Self::FREE_WORDS.max(self.added) {
+                return self.aside.push(v);
+            }
+            self.bits.resize(word as usize + 1, 0);
+        }
+        let (w, bit) = (&mut self.bits[word as usize], 1u64 << (v % 64));
+        if *w & bit == 0 {
+            *w |= bit;
+            self.ones += 1;
+        }
     }
-    values.sort_unstable();
-    values.dedup();
-    values.len() as u64
+
+    /// Whether the bitmap holds `v`.
+    fn in_bitmap(&self, v: u64) -> bool {
+        let Some(offset) = v.checked_sub(self.base) else {
+            return false;
+        };
+        usize::try_from(offset / 64)
+            .ok()
+            .and_then(|w| self.bits.get(w))
+            .is_some_and(|w| w & (1 << (v % 64)) != 0)
+    }
+
+    /// How many distinct values were added.
+    pub fn count(&self) -> u64 {
+        let mut aside = self.aside.clone();
+        aside.sort_unstable();
+        aside.dedup();
+        let outside = aside.iter().filter(|&&v| !self.in_bitmap(v)).count();
+        self.ones + outside as u64
+    }
 }
 
 #[cfg(test)]
@@ -251,12 +307,37 @@ mod tests {
         }
     }
 
+    fn distinct(values: impl IntoIterator<Item = u64>) -> u64 {
+        let mut d = DistinctU64::default();
+        for v in values {
+            d.insert(v);
+        }
+        d.count()
+    }
+
     #[test]
     fn distinct_counts_dense_and_sparse_values() {
-        assert_eq!(distinct(vec![]), 0);
-        assert_eq!(distinct(vec![5, 3, 5, 4, 3]), 3);
-        assert_eq!(distinct(vec![u64::MAX, 0, u64::MAX, 7]), 3);
-        assert_eq!(distinct((0..1000).chain(500..1500).collect()), 1500);
+        assert_eq!(distinct([]), 0);
+        assert_eq!(distinct([5, 3, 5, 4, 3]), 3);
+        assert_eq!(distinct([u64::MAX, 0, u64::MAX, 7]), 3);
+        assert_eq!(distinct((0..1000).chain(500..1500)), 1500);
+        // Values below the first, far above it, then inside the range the bitmap grew to.
+        assert_eq!(distinct([1000, 3, 1 << 40, 2 << 40, 1 << 40]), 4);
+        let spread = (0..10_000u64).map(|i| i * 1_000_003);
+        assert_eq!(distinct(spread.clone().chain(spread)), 10_000);
+        let late = (0..300_000u64).rev().chain(0..300_000);
+        assert_eq!(distinct(late), 300_000);
+    }
+
+    #[test]
+    fn a_dense_range_takes_about_a_bit_per_value() {
+        let mut d = DistinctU64::default();
+        for v in 1..=1_000_000 {
+            d.insert(v);
+        }
+        assert_eq!(d.count(), 1_000_000);
+        assert!(d.aside.is_empty());
+        assert!(d.bits.len() <= 1_000_000 / 64 + 1);
     }
 
     #[test]

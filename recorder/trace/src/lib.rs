@@ -25,7 +25,7 @@ mod writer;
 pub use detail::Detail;
 pub use error::TraceError;
 pub use event::Event;
-pub use figures::{FigureRow, FigureTally, Figures};
+pub use figures::{FigureRow, FigureTally, Figures, KeySet, TaskKey};
 pub use kind::{Field, Kind, UnknownKind};
 pub use reader::{
     batch_events, dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck,

@@ -6,7 +6,8 @@
 # events (180,000 and 1,000,000 by default) for the views. Then, in one run, best of RUNS
 # (3), the commands interleaved round by round, each a fresh process:
 #   - `analyzer check` on the large trace, against DuckDB's `single-effect` query alone (the
-#     yardstick: group effect_committed rows by event_id, keep those seen twice);
+#     yardstick: group effect_committed rows by event_id, keep those seen twice), and against
+#     DuckDB merely reading every column `check` decodes (the floor of any checker);
 #   - on each view trace: `chain` (no selector), `boundaries`, `timeline`, `report`,
 #     `compare` of the file with itself and `diff` of the file with itself, against DuckDB's
 #     `single-effect` plus `ack-after-commit` in one process;
@@ -74,6 +75,18 @@ def scan(trace):
 def single_effect(trace):
     return f"""select count(*) from (select event_id from {scan(trace)}
   where kind = 'effect_committed' group by event_id having count(*) > 1)"""
+
+
+# What reading the trace alone costs: every column `check` decodes (all but ts_ns), each value
+# touched once. No invariant can be decided in less time than the columns it needs take to read.
+CHECK_COLUMNS = ["run_id", "scenario", "backend", "actor", "kind", "task_id", "event_id",
+                 "aggregate_id", "detail", "seq", "incarnation", "aggregate_seq", "attempt",
+                 "broker_seq", "store_rev", "amount", "counter"]
+
+
+def read_columns(trace):
+    values = [f"max(length({c}))" if c in CHECK_COLUMNS[:9] else f"max({c})" for c in CHECK_COLUMNS]
+    return f"select {', '.join(values)} from {scan(trace)}"
 
 
 # ack-after-commit: per actor incarnation and event, in seq order, an `acked` whose latest earlier
@@ -155,6 +168,7 @@ big = path(check_rows)
 commands = [
     (f"check, {check_rows} events", [analyzer, "check", big]),
     (f"duckdb single-effect, {check_rows}", duck(single_effect(big))),
+    (f"duckdb reading check's columns, {check_rows}", duck(read_columns(big))),
 ]
 for engine in os.environ.get("SQL_ENGINES", "").split():
     commands.append((f"sql on {engine}, {check_rows}",
@@ -201,6 +215,10 @@ for engine in os.environ.get("SQL_ENGINES", "").split():
           f"{wall(name) / wall(f'check, {check_rows} events'):.1f} x analyzer check")
 print(f"check on {check_rows} events: {ratio:.2f} x DuckDB single-effect (goal: at most 1), "
       f"peak {best[f'check, {check_rows} events'][2]:.0f} MiB (goal: at most 512)")
+floor = wall(f"duckdb reading check's columns, {check_rows}")
+print(f"DuckDB reading the columns check decodes, {check_rows} events: {floor:.2f} s = "
+      f"{floor / wall(f'duckdb single-effect, {check_rows}'):.1f} x its single-effect; "
+      f"check takes {wall(f'check, {check_rows} events') / floor:.2f} x that")
 if large_rows:
     r = wall(f"check, {large_rows} events") / wall(f"check, {check_rows} events")
     print(f"check on {large_rows} events: {r:.1f} x its {check_rows}-event time (goal: at most 12), "

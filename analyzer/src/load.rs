@@ -218,7 +218,7 @@ pub(crate) fn read(
     names: &mut Interner,
     histories: &mut Vec<History>,
     file: usize,
-    sink: &mut dyn Sink,
+    sink: &mut impl Sink,
 ) -> Result<FileRead, LoadError> {
     let options = ReadOptions {
         dictionary: STRING_COLUMNS.to_vec(),
@@ -428,7 +428,7 @@ struct Ids<'a> {
 
 impl<'a> Ids<'a> {
     /// The id of row `i`, absent for a null (or a key out of range, which Arrow rules out).
-    #[inline]
+    #[inline(always)]
     fn opt(&self, i: usize) -> Option<Id> {
         if self.nulls.is_some_and(|n| n.is_null(i)) {
             return None;
@@ -467,12 +467,12 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, i: usize) -> T::Native {
         self.values.get(i).copied().unwrap_or_default()
     }
 
-    #[inline]
+    #[inline(always)]
     fn opt(&self, i: usize) -> Option<T::Native> {
         self.nulls
             .is_none_or(|n| n.is_valid(i))
@@ -501,7 +501,7 @@ impl FileState {
         &mut self,
         p: &Prepared,
         histories: &mut Vec<History>,
-        sink: &mut dyn Sink,
+        sink: &mut impl Sink,
     ) -> Result<(), LoadError> {
         let batch = &p.batch;
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());

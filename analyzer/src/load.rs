@@ -147,6 +147,12 @@ pub(crate) trait Sink {
     fn keeps_rows(&self) -> bool {
         true
     }
+
+    /// Columns the sink never reads, left undecoded (their values in the rows are zero or
+    /// absent).
+    fn skips(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Keeps every row in its history.
@@ -222,6 +228,7 @@ pub(crate) fn read(
 ) -> Result<FileRead, LoadError> {
     let options = ReadOptions {
         dictionary: STRING_COLUMNS.to_vec(),
+        skip: sink.skips().to_vec(),
         ..ReadOptions::default()
     };
     let trace = TraceFile::open_with(path, &options)?;

@@ -3,7 +3,7 @@
 //!
 //! `--decode-only` times the contract reader alone; with `DICT=low` (run, scenario, backend,
 //! actor, kind) or `DICT=all` (also task, event, aggregate) it reads those string columns as
-//! dictionaries.
+//! dictionaries; `SKIP=ts_ns,detail` skips those columns.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -34,8 +34,17 @@ fn main() -> anyhow::Result<()> {
             ],
             _ => vec![],
         };
+        let skip: Vec<&'static str> = std::env::var("SKIP")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|name| {
+                let columns = outbox_trace::schema::COLUMNS.iter();
+                columns.map(|c| c.name).find(|&c| c == name)
+            })
+            .collect();
         let options = outbox_trace::ReadOptions {
             dictionary,
+            skip,
             ..Default::default()
         };
         let file = outbox_trace::TraceFile::open_with(&path, &options)?;

@@ -31,6 +31,7 @@ impl Present {
     pub const COUNTER: u8 = 1 << 5;
 
     /// Marks `bit` present when `yes`.
+    #[inline]
     pub fn set(&mut self, bit: u8, yes: bool) {
         if yes {
             self.0 |= bit;
@@ -38,6 +39,7 @@ impl Present {
     }
 
     /// Whether `bit` is present.
+    #[inline]
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
@@ -93,6 +95,7 @@ pub struct Numbers {
 
 impl Row {
     /// A row of `kind` by `actor#incarnation` at `seq`, with no optional field set.
+    #[inline(always)]
     pub fn new(seq: u64, kind: Kind, actor: Id, incarnation: u32) -> Self {
         Row {
             seq,
@@ -115,6 +118,7 @@ impl Row {
     }
 
     /// Sets the optional numeric fields.
+    #[inline(always)]
     pub fn with_numbers(mut self, n: Numbers) -> Self {
         let p = &mut self.present;
         p.set(Present::AGGREGATE_SEQ, n.aggregate_seq.is_some());
@@ -162,6 +166,7 @@ impl Row {
     }
 
     /// Whether the row carries `field` (for `detail`: whether the analyzer kept one).
+    #[inline(always)]
     pub fn has(&self, field: Field) -> bool {
         match field {
             Field::TaskId => self.task.is_some(),

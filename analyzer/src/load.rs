@@ -147,6 +147,12 @@ pub(crate) trait Sink {
     fn keeps_rows(&self) -> bool {
         true
     }
+
+    /// Columns the sink never reads, left undecoded (their values in the rows are zero or
+    /// absent).
+    fn skips(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Keeps every row in its history.
@@ -218,10 +224,11 @@ pub(crate) fn read(
     names: &mut Interner,
     histories: &mut Vec<History>,
     file: usize,
-    sink: &mut dyn Sink,
+    sink: &mut impl Sink,
 ) -> Result<FileRead, LoadError> {
     let options = ReadOptions {
         dictionary: STRING_COLUMNS.to_vec(),
+        skip: sink.skips().to_vec(),
         ..ReadOptions::default()
     };
     let trace = TraceFile::open_with(path, &options)?;
@@ -428,7 +435,7 @@ struct Ids<'a> {
 
 impl<'a> Ids<'a> {
     /// The id of row `i`, absent for a null (or a key out of range, which Arrow rules out).
-    #[inline]
+    #[inline(always)]
     fn opt(&self, i: usize) -> Option<Id> {
         if self.nulls.is_some_and(|n| n.is_null(i)) {
             return None;
@@ -467,12 +474,12 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, i: usize) -> T::Native {
         self.values.get(i).copied().unwrap_or_default()
     }
 
-    #[inline]
+    #[inline(always)]
     fn opt(&self, i: usize) -> Option<T::Native> {
         self.nulls
             .is_none_or(|n| n.is_valid(i))
@@ -501,7 +508,7 @@ impl FileState {
         &mut self,
         p: &Prepared,
         histories: &mut Vec<History>,
-        sink: &mut dyn Sink,
+        sink: &mut impl Sink,
     ) -> Result<(), LoadError> {
         let batch = &p.batch;
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());

@@ -21,8 +21,8 @@ use crate::load::{self, LoadError, Loaded, Sink};
 /// Checks `path` as it streams, appending its file, its histories (holding only witness rows)
 /// and its scenario reports to `loaded` and `reports`.
 ///
-/// Two threads share the work besides the decoder's: this one builds rows and keeps them in
-/// order, and the rules' thread feeds them to each scenario's [`Scan`].
+/// The decoder runs on a thread of its own; this one builds the rows, keeps them in order and
+/// feeds them to each scenario's [`Scan`].
 pub fn check(
     loaded: &mut Loaded,
     path: &Path,
@@ -30,39 +30,15 @@ pub fn check(
 ) -> Result<(), LoadError> {
     let file = loaded.files.len();
     let mut histories = Vec::new();
-    let (read, scans) = std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Fed>>(4);
-        let rules = scope.spawn(move || {
-            let mut scans: Vec<Scan> = Vec::new();
-            for chunk in rx {
-                for f in chunk {
-                    while scans.len() <= f.history {
-                        scans.push(Scan::of(Invariant::ALL));
-                    }
-                    scans[f.history].row(f.at, &f.row, f.detail.as_deref());
-                }
-            }
-            scans
-        });
-        let mut feed = Feed {
-            tx,
-            chunk: Vec::with_capacity(CHUNK),
-            positions: Vec::new(),
-            last_seq: FastMap::default(),
-            current: None,
-        };
-        let read = load::read(path, &mut loaded.names, &mut histories, file, &mut feed);
-        if read.is_ok() {
-            feed.flush();
-        }
-        drop(feed);
-        let scans = rules
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (read, scans)
-    });
+    let mut feed = Feed {
+        scans: Vec::new(),
+        positions: Vec::new(),
+        last_seq: FastMap::default(),
+        current: None,
+    };
+    let read = load::read(path, &mut loaded.names, &mut histories, file, &mut feed);
     let read = read?;
-    let mut scanned: Vec<Scanned> = scans.into_iter().map(Scan::finish).collect();
+    let mut scanned: Vec<Scanned> = feed.scans.into_iter().map(Scan::finish).collect();
     scanned.resize_with(histories.len(), || Scan::of(Invariant::ALL).finish());
     if scanned.iter().any(Scanned::any_violation) {
         histories = witnesses(loaded, path, file, &mut scanned)?;
@@ -119,23 +95,11 @@ fn witnesses(
     Ok(histories)
 }
 
-/// Rows handed to the rules' thread at a time.
-const CHUNK: usize = 4096;
-
-/// A row on its way to its scenario's rules.
-struct Fed {
-    history: usize,
-    at: usize,
-    row: Row,
-    /// Boxed: few rows have one, and every row of a chunk would pay for its size.
-    detail: Option<Box<Detail>>,
-}
-
 /// Numbers each scenario's rows, makes sure each run's rows come in ascending `seq` order, and
-/// sends them on to the rules' thread in chunks.
+/// feeds them to their scenario's rules.
 struct Feed {
-    tx: std::sync::mpsc::SyncSender<Vec<Fed>>,
-    chunk: Vec<Fed>,
+    /// Per history: its rules.
+    scans: Vec<Scan>,
     /// Per history: the position of its next row.
     positions: Vec<usize>,
     /// The last `seq` of each run but the current one.
@@ -162,14 +126,6 @@ impl Feed {
         self.current = Some((run, seq));
         Ok(())
     }
-
-    /// Sends the rows gathered so far.
-    fn flush(&mut self) {
-        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
-        // The rules' thread ends only when this sender is dropped; a failed send means it
-        // panicked, which the join reports.
-        let _ = self.tx.send(chunk);
-    }
 }
 
 impl Sink for Feed {
@@ -186,16 +142,11 @@ impl Sink for Feed {
         }
         let at = self.positions[h];
         self.positions[h] += 1;
-        let detail = detail.map(|text| Box::new(Detail::parse(row.kind, text)));
-        self.chunk.push(Fed {
-            history: h,
-            at,
-            row,
-            detail,
-        });
-        if self.chunk.len() == CHUNK {
-            self.flush();
+        let detail = detail.map(|text| Detail::parse(row.kind, text));
+        while self.scans.len() <= h {
+            self.scans.push(Scan::of(Invariant::ALL));
         }
+        self.scans[h].row(at, &row, detail.as_ref());
         Ok(())
     }
 
@@ -205,6 +156,11 @@ impl Sink for Feed {
 
     fn keeps_rows(&self) -> bool {
         false
+    }
+
+    /// The rules never read `ts_ns`; the rows kept for witnesses come from a later read.
+    fn skips(&self) -> &'static [&'static str] {
+        &["ts_ns"]
     }
 }
 

@@ -22,7 +22,7 @@ use outbox_trace::Kind;
 
 use super::{Invariant, Outcome, Reason, Verdict, Violation};
 use crate::history::{History, Row};
-use crate::intern::{FastMap, Id, Interner};
+use crate::intern::{FastMap, Id, IdTable, Interner};
 
 /// Makes the outcomes honest about the `lossy` lives (see [`Lives::incomplete`]). `h` holds at
 /// least the witness rows.
@@ -80,24 +80,39 @@ pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcome
 
 /// The actor lives of a scenario, seen row by row: which ended with their own `crash` row, and
 /// each actor's latest incarnation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Lives {
     /// Every life, and whether it has its own `crash` row.
     crashed: FastMap<(Id, u32), bool>,
-    /// Each actor's latest incarnation.
-    last: FastMap<Id, u32>,
+    /// Each actor's latest incarnation (none before its first row).
+    last: IdTable<Option<u32>>,
     /// The life of the previous row: rows of one life come in runs, which skip the maps.
     current: Option<(Id, u32)>,
 }
 
+impl Default for Lives {
+    fn default() -> Self {
+        Lives {
+            crashed: FastMap::default(),
+            last: IdTable::new(0, None),
+            current: None,
+        }
+    }
+}
+
 impl Lives {
     /// Takes a row.
+    #[inline]
     pub fn row(&mut self, r: &Row) {
         let life = (r.actor, r.incarnation);
         if self.current != Some(life) {
-            self.crashed.entry(life).or_insert(false);
-            let last = self.last.entry(r.actor).or_insert(r.incarnation);
-            *last = (*last).max(r.incarnation);
+            let last = self.last.get_mut(r.actor);
+            // The actor's latest life is in `crashed` already; only an earlier or a new one
+            // needs the map.
+            if *last != Some(r.incarnation) {
+                self.crashed.entry(life).or_insert(false);
+                *last = Some(last.map_or(r.incarnation, |l| l.max(r.incarnation)));
+            }
             self.current = Some(life);
         }
         if r.kind == Kind::Crash {
@@ -111,7 +126,7 @@ impl Lives {
         self.crashed
             .iter()
             .filter(|&(&(actor, inc), &crashed)| {
-                !crashed && self.last.get(&actor).is_some_and(|&l| l > inc)
+                !crashed && self.last.get(actor).is_some_and(|l| l > inc)
             })
             .map(|(&life, _)| life)
             .collect()

@@ -439,6 +439,7 @@ pub struct Skips(BTreeMap<(Kind, &'static str), u64>);
 
 impl Skips {
     /// Whether `row` has all `fields`; counts it as skipped if not.
+    #[inline]
     pub fn usable(&mut self, row: &Row, fields: &[Field]) -> bool {
         match fields.iter().find(|f| !row.has(**f)) {
             None => true,

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType, SchemaRef};
 use arrow_schema::{Field, Schema};
@@ -60,6 +60,12 @@ pub struct ReadOptions {
     /// Read only these row groups (indices into the file's row groups, in the order given), so
     /// several readers can decode one file in parallel. `None` reads them all.
     pub row_groups: Option<Vec<usize>>,
+    /// Columns not to decode, for a reader that never looks at them: each is still checked
+    /// against the contract (present, of a string or integer type) but handed out as an all-null
+    /// array of the type [`TraceFile::schema`] gives it, required column or not. A Parquet file's
+    /// skipped columns are not read at all. Names that are not columns of the contract are
+    /// ignored.
+    pub skip: Vec<&'static str>,
 }
 
 /// The Arrow type of the dictionary-encoded string columns of [`ReadOptions::dictionary`].
@@ -78,6 +84,8 @@ pub struct TraceFile {
     /// Values of columns the file lacks, filled from a partitioned directory's path: appended
     /// to each decoded batch as constant text columns (`order` points past the file's columns).
     fills: Vec<String>,
+    /// For each canonical column, whether it is skipped (see [`ReadOptions::skip`]).
+    skipped: Vec<bool>,
 }
 
 /// Where a file's batches come from.
@@ -157,16 +165,6 @@ impl TraceFile {
                 crate::otlp::decode(open_text(path, compression)?, &stem)?
             }
         };
-        let types: Vec<DataType> = COLUMNS
-            .iter()
-            .map(|c| {
-                if c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name) {
-                    dictionary_type()
-                } else {
-                    c.data_type.arrow()
-                }
-            })
-            .collect();
         let batches = match &options.row_groups {
             Some(groups) if !groups.contains(&0) => Vec::new(),
             _ => decoded.batches,
@@ -184,8 +182,9 @@ impl TraceFile {
             },
             reader: Source::Decoded(batches.into_iter()),
             order: (0..COLUMNS.len()).collect(),
-            types,
+            types: requested_types(options),
             fills: Vec::new(),
+            skipped: skipped(options),
         })
     }
 
@@ -226,16 +225,6 @@ impl TraceFile {
                 queue.push_back((part, groups));
             }
         }
-        let types = COLUMNS
-            .iter()
-            .map(|c| {
-                if c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name) {
-                    dictionary_type()
-                } else {
-                    c.data_type.arrow()
-                }
-            })
-            .collect();
         Ok(TraceFile {
             info,
             reader: Source::Many(Many {
@@ -247,8 +236,9 @@ impl TraceFile {
                 current: None,
             }),
             order: (0..COLUMNS.len()).collect(),
-            types,
+            types: requested_types(options),
             fills: Vec::new(),
+            skipped: skipped(options),
         })
     }
 
@@ -277,6 +267,7 @@ impl TraceFile {
             return Err(TraceError::Empty);
         }
         let file_schema = metadata.schema().clone();
+        let skipped = skipped(options);
         let mut roots = Vec::with_capacity(COLUMNS.len());
         // Columns the file lacks that its partition path gives: `(canonical index, value)`.
         let mut filled: Vec<(usize, String)> = Vec::new();
@@ -284,11 +275,15 @@ impl TraceFile {
             let Some((index, field)) = file_schema.column_with_name(column.name) else {
                 let value = partition.iter().find(|(c, _)| *c == column.name);
                 let (_, value) = value.ok_or(TraceError::MissingColumn(column.name))?;
-                filled.push((i, value.clone()));
+                if !skipped[i] {
+                    filled.push((i, value.clone()));
+                }
                 continue;
             };
             check_type(column.name, column.data_type, field.data_type())?;
-            roots.push(index);
+            if !skipped[i] {
+                roots.push(index);
+            }
         }
         let extra_columns = file_schema
             .fields()
@@ -296,7 +291,8 @@ impl TraceFile {
             .filter(|f| !COLUMNS.iter().any(|c| c.name == f.name()))
             .map(|f| f.name().clone())
             .collect();
-        // Projected batches keep file order; remember where each canonical column lands.
+        // Projected batches keep file order; remember where each canonical column lands (a
+        // skipped column lands nowhere: its entry is never used).
         let mut sorted = roots.clone();
         sorted.sort_unstable();
         let mut present = roots
@@ -305,15 +301,21 @@ impl TraceFile {
         let order: Vec<usize> = (0..COLUMNS.len())
             .map(|i| match filled.iter().position(|(c, _)| *c == i) {
                 Some(k) => sorted.len() + k,
+                None if skipped[i] => 0,
                 None => present.next().unwrap_or_default(),
             })
             .collect();
         // Canonical positions of the columns read from the file, for the dictionary hint.
         let read: Vec<usize> = (0..COLUMNS.len())
-            .filter(|i| !filled.iter().any(|(c, _)| c == i))
+            .filter(|&i| !skipped[i] && !filled.iter().any(|(c, _)| *c == i))
             .collect();
         let row_groups = metadata.metadata().num_row_groups();
-        let mut types: Vec<DataType> = COLUMNS.iter().map(|c| c.data_type.arrow()).collect();
+        let mut types: Vec<DataType> = COLUMNS
+            .iter()
+            .zip(requested_types(options))
+            .zip(&skipped)
+            .map(|((c, requested), &skip)| if skip { requested } else { c.data_type.arrow() })
+            .collect();
         let dictionary: Vec<usize> = COLUMNS
             .iter()
             .enumerate()
@@ -355,6 +357,7 @@ impl TraceFile {
             order,
             types,
             fills: filled.into_iter().map(|(_, v)| v).collect(),
+            skipped,
         })
     }
 
@@ -365,20 +368,25 @@ impl TraceFile {
 
     /// The rows, as batches in the canonical schema with required columns free of nulls.
     /// With [`ReadOptions::dictionary`], the columns named there are `Dictionary(Int32, Utf8)`
-    /// instead (see [`TraceFile::schema`]).
+    /// instead, and the columns of [`ReadOptions::skip`] are all null (see
+    /// [`TraceFile::schema`]).
     ///
     /// A decoder that panics on a corrupt page ends the iteration with
     /// [`TraceError::Corrupt`].
     pub fn batches(self) -> impl Iterator<Item = Result<RecordBatch, TraceError>> {
         let (order, types, fills) = (self.order, self.types, self.fills);
-        let schema = batch_schema(&types);
+        let schema = batch_schema(&types, &self.skipped);
+        let mut skipped = Skipped::new(&self.skipped, &types);
         let mut reader = Some(self.reader);
         std::iter::from_fn(move || {
             let mut current = reader.take()?;
             let next = guarded(|| {
                 current
                     .next()
-                    .map(|batch| normalise(&with_fills(batch?, &fills)?, &order, &types, &schema))
+                    .map(|batch| {
+                        let batch = with_fills(batch?, &fills)?;
+                        normalise(&batch, &order, &types, &schema, &mut skipped)
+                    })
                     .transpose()
             });
             match next {
@@ -393,9 +401,10 @@ impl TraceFile {
         })
     }
 
-    /// The schema of the batches [`TraceFile::batches`] hands out.
+    /// The schema of the batches [`TraceFile::batches`] hands out (a column of
+    /// [`ReadOptions::skip`] is nullable there).
     pub fn schema(&self) -> SchemaRef {
-        batch_schema(&self.types)
+        batch_schema(&self.types, &self.skipped)
     }
 
     /// Reads every row into events, skipping (and counting) kinds this contract does not define,
@@ -612,14 +621,66 @@ fn in_file(path: &Path, e: TraceError) -> TraceError {
     }
 }
 
-fn batch_schema(types: &[DataType]) -> SchemaRef {
+/// The canonical schema with `types`; a skipped column is nullable, required or not.
+fn batch_schema(types: &[DataType], skipped: &[bool]) -> SchemaRef {
     Arc::new(Schema::new(
         COLUMNS
             .iter()
             .zip(types)
-            .map(|(c, t)| Field::new(c.name, t.clone(), c.nullable))
+            .zip(skipped)
+            .map(|((c, t), &skip)| Field::new(c.name, t.clone(), c.nullable || skip))
             .collect::<Vec<_>>(),
     ))
+}
+
+/// The types of the canonical columns as `options` ask for them: a string column named in
+/// [`ReadOptions::dictionary`] as a dictionary, every other column in its canonical type.
+fn requested_types(options: &ReadOptions) -> Vec<DataType> {
+    COLUMNS
+        .iter()
+        .map(|c| {
+            if c.data_type == ColumnType::Utf8 && options.dictionary.contains(&c.name) {
+                dictionary_type()
+            } else {
+                c.data_type.arrow()
+            }
+        })
+        .collect()
+}
+
+/// For each canonical column, whether `options` skip it.
+fn skipped(options: &ReadOptions) -> Vec<bool> {
+    COLUMNS
+        .iter()
+        .map(|c| options.skip.contains(&c.name))
+        .collect()
+}
+
+/// The all-null arrays handed out for skipped columns: one per column, as long as the longest
+/// batch yet, sliced (without copying) to each batch's length.
+struct Skipped {
+    /// Per canonical column: its type when skipped, and its null array so far.
+    columns: Vec<Option<(DataType, ArrayRef)>>,
+}
+
+impl Skipped {
+    fn new(skipped: &[bool], types: &[DataType]) -> Self {
+        let columns = skipped
+            .iter()
+            .zip(types)
+            .map(|(&skip, t)| skip.then(|| (t.clone(), arrow_array::new_null_array(t, 0))))
+            .collect();
+        Skipped { columns }
+    }
+
+    /// The null array of column `i` for a batch of `rows`, if the column is skipped.
+    fn column(&mut self, i: usize, rows: usize) -> Option<ArrayRef> {
+        let (data_type, nulls) = self.columns.get_mut(i)?.as_mut()?;
+        if nulls.len() < rows {
+            *nulls = arrow_array::new_null_array(data_type, rows.max(BATCH_ROWS));
+        }
+        Some(nulls.slice(0, rows))
+    }
 }
 
 fn normalise(
@@ -627,13 +688,18 @@ fn normalise(
     order: &[usize],
     types: &[DataType],
     schema: &SchemaRef,
+    skipped: &mut Skipped,
 ) -> Result<RecordBatch, TraceError> {
     let strict = CastOptions {
         safe: false,
         ..Default::default()
     };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(COLUMNS.len());
-    for ((column, &at), target) in COLUMNS.iter().zip(order).zip(types) {
+    for (i, ((column, &at), target)) in COLUMNS.iter().zip(order).zip(types).enumerate() {
+        if let Some(nulls) = skipped.column(i, batch.num_rows()) {
+            columns.push(nulls);
+            continue;
+        }
         let array = batch.column(at);
         let array = if array.data_type() == target {
             array.clone()
@@ -652,7 +718,12 @@ fn normalise(
         }
         columns.push(array);
     }
-    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    let rows = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &rows,
+    )?)
 }
 
 /// Converts a canonical batch to events; unknown kinds are counted in `unknown` and skipped.
@@ -743,7 +814,7 @@ mod tests {
         w.finish().unwrap();
         let options = ReadOptions {
             dictionary: vec!["kind", "event_id", "seq"],
-            row_groups: None,
+            ..ReadOptions::default()
         };
         let file = TraceFile::open_with(&path, &options).unwrap();
         let schema = file.schema();
@@ -762,6 +833,37 @@ mod tests {
         let plain = read_trace(&path).unwrap();
         assert_eq!(plain.events, events(100));
         assert_eq!(file_rows(&batches), 100);
+    }
+
+    #[test]
+    fn skip_option_hands_out_nulls_and_reads_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut w = TraceWriter::create(&path, None).unwrap();
+        w.write(&events(100)).unwrap();
+        w.finish().unwrap();
+        let options = ReadOptions {
+            dictionary: vec!["event_id"],
+            skip: vec!["ts_ns", "event_id", "no_such_column"],
+            ..ReadOptions::default()
+        };
+        let file = TraceFile::open_with(&path, &options).unwrap();
+        let schema = file.schema();
+        assert!(schema.field(3).is_nullable());
+        assert_eq!(schema.field(3).data_type(), &DataType::Int64);
+        assert_eq!(schema.field(9).data_type(), &dictionary_type());
+        assert!(!schema.field(2).is_nullable());
+        let batches: Vec<RecordBatch> = file.batches().map(Result::unwrap).collect();
+        assert_eq!(file_rows(&batches), 100);
+        let batch = &batches[0];
+        assert_eq!(batch.schema(), schema);
+        assert_eq!(batch.column(3).null_count(), batch.num_rows());
+        assert_eq!(batch.column(9).null_count(), batch.num_rows());
+        let seqs = batch
+            .column(2)
+            .as_primitive::<arrow_array::types::UInt64Type>();
+        assert_eq!(seqs.value(0), 1);
+        assert_eq!(seqs.null_count(), 0);
     }
 
     #[test]

@@ -805,13 +805,19 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn dictionary_option_reads_the_same_values_as_dictionaries() {
+    /// A Parquet file of `events` in a fresh directory (kept while the first value lives).
+    fn written(events: &[Event]) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         let mut w = TraceWriter::create(&path, None).unwrap();
-        w.write(&events(100)).unwrap();
+        w.write(events).unwrap();
         w.finish().unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn dictionary_option_reads_the_same_values_as_dictionaries() {
+        let (_dir, path) = written(&events(100));
         let options = ReadOptions {
             dictionary: vec!["kind", "event_id", "seq"],
             ..ReadOptions::default()
@@ -837,11 +843,7 @@ mod tests {
 
     #[test]
     fn skip_option_hands_out_nulls_and_reads_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.parquet");
-        let mut w = TraceWriter::create(&path, None).unwrap();
-        w.write(&events(100)).unwrap();
-        w.finish().unwrap();
+        let (_dir, path) = written(&events(100));
         let options = ReadOptions {
             dictionary: vec!["event_id"],
             skip: vec!["ts_ns", "event_id", "no_such_column"],
@@ -868,11 +870,7 @@ mod tests {
 
     #[test]
     fn row_groups_option_reads_only_those() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.parquet");
-        let mut w = TraceWriter::create(&path, None).unwrap();
-        w.write(&events(10)).unwrap();
-        w.finish().unwrap();
+        let (_dir, path) = written(&events(10));
         let all = TraceFile::open_with(&path, &ReadOptions::default()).unwrap();
         assert_eq!(all.info().row_groups, 1);
         let none = ReadOptions {

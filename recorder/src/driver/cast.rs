@@ -1,5 +1,6 @@
 //! The actor processes of one scenario: one slot per actor, each holding its current life, and what
-//! happens when a life ends. A planned crash or a chaos SIGKILL starts the next incarnation at once;
+//! happens when a life ends. A planned crash or a chaos SIGKILL starts the next incarnation at once
+//! (a SIGKILL that finds its life already ended, at a window of its own, goes to the next life);
 //! an error (a service went away, say) starts it after a short, growing pause; the API's clean exit
 //! is its end. The API's next life is given the tasks whose acceptance its last life did not
 //! report, and creates them again with the same idempotency keys.
@@ -19,6 +20,10 @@ use crate::supervisor::ActorProcess;
 /// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
 const MAX_ERRORS: u32 = 20;
 
+/// How long the next life runs before it takes a chaos SIGKILL that its predecessor escaped by
+/// ending on its own just before.
+const KILL_CARRIED_AFTER: Duration = Duration::from_millis(100);
+
 /// One actor and its current life.
 pub struct Slot {
     /// What it does.
@@ -35,6 +40,9 @@ pub struct Slot {
     respawn_at: Option<Instant>,
     /// The chaos plan SIGKILLed the current life.
     killed: bool,
+    /// A chaos SIGKILL that found no running life (the last one had just ended on its own),
+    /// due to the next life at this time.
+    kill_at: Option<Instant>,
     finished: bool,
 }
 
@@ -118,6 +126,11 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 all_alive &= s.finished;
                 continue;
             };
+            if s.kill_at.is_some_and(|at| Instant::now() >= at) {
+                s.kill_at = None;
+                s.killed = true;
+                process.kill_now();
+            }
             let Some(status) = process.try_exit()? else {
                 continue;
             };
@@ -135,6 +148,11 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
             }
             all_alive = false;
             let killed = std::mem::take(&mut s.killed);
+            if killed && report.crash_reported {
+                // The life ended at a window of its own before the SIGKILL landed: the plan's
+                // kill goes to the next life instead of being lost.
+                s.kill_at = Some(Instant::now() + KILL_CARRIED_AFTER);
+            }
             if !report.crash_reported {
                 let point = if killed { "chaos:sigkill" } else { "exit" };
                 let crash = Step::Crash {
@@ -189,15 +207,20 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         self.spawn(i).await
     }
 
-    /// SIGKILLs the current life of the `index`-th actor of `role` (counted modulo their number).
+    /// SIGKILLs the current life of the `index`-th actor of `role` (counted modulo their number),
+    /// or, between lives, the next one as soon as it runs.
     pub fn kill(&mut self, role: Role, index: usize) {
         let mut of_role: Vec<&mut Slot> =
             self.slots.iter_mut().filter(|s| s.role == role).collect();
         let count = of_role.len().max(1);
         if let Some(slot) = of_role.get_mut(index % count) {
-            if let Some(process) = slot.process.as_mut() {
-                slot.killed = true;
-                process.kill_now();
+            match slot.process.as_mut() {
+                Some(process) => {
+                    slot.killed = true;
+                    process.kill_now();
+                }
+                None if !slot.finished => slot.kill_at = Some(Instant::now()),
+                None => {}
             }
         }
     }
@@ -223,6 +246,7 @@ fn slot(id: ActorId, faults: &[Fault]) -> Slot {
         process: None,
         respawn_at: None,
         killed: false,
+        kill_at: None,
         finished: false,
     }
 }

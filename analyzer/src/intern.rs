@@ -102,6 +102,11 @@ pub struct IdSet {
 }
 
 impl IdSet {
+    /// How many members (at most 2^32, as ids are `u32`s, so an `i64` holds it).
+    pub fn members(&self) -> i64 {
+        self.members as i64
+    }
+
     /// Whether `id` is a member.
     pub fn contains(&self, id: Id) -> bool {
         let i = id.index();

@@ -10,39 +10,16 @@ use super::{
     Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation, EXAMPLES,
 };
 use crate::history::Row;
-use crate::intern::{Id, IdTable};
-
-/// How many distinct ids were seen.
-struct Distinct {
-    seen: IdTable<bool>,
-    count: i64,
-}
-
-impl Default for Distinct {
-    fn default() -> Self {
-        Distinct {
-            seen: IdTable::new(0, false),
-            count: 0,
-        }
-    }
-}
-
-impl Distinct {
-    fn add(&mut self, id: Option<Id>) {
-        if let Some(id) = id {
-            self.count += i64::from(!std::mem::replace(self.seen.get_mut(id), true));
-        }
-    }
-}
+use crate::intern::IdSet;
 
 /// Decides `observed-agrees`.
 #[derive(Default)]
 pub struct Rule {
     skips: Skips,
     effects: i64,
-    published: Distinct,
-    tasks: Distinct,
-    intents: Distinct,
+    published: IdSet,
+    tasks: IdSet,
+    intents: IdSet,
 }
 
 impl super::Rule for Rule {
@@ -66,8 +43,8 @@ impl super::Rule for Rule {
             Kind::IntentRecorded => (&mut self.intents, Field::EventId, r.event),
             _ => return,
         };
-        if self.skips.usable(r, &[field]) {
-            distinct.add(id);
+        if let (true, Some(id)) = (self.skips.usable(r, &[field]), id) {
+            distinct.insert(id);
         }
     }
 
@@ -86,11 +63,11 @@ impl super::Rule for Rule {
             (
                 Total::StreamMessages,
                 observed.stream_messages,
-                self.published.count,
+                self.published.members(),
                 true,
             ),
-            (Total::Tasks, observed.tasks, self.tasks.count, false),
-            (Total::Intents, outbox, self.intents.count, false),
+            (Total::Tasks, observed.tasks, self.tasks.members(), false),
+            (Total::Intents, outbox, self.intents.members(), false),
         ];
         let mut compared = 0;
         let mut violations = Vec::new();

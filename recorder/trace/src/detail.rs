@@ -13,6 +13,22 @@ use serde_json::{Map, Value};
 
 use crate::Kind;
 
+/// The JSON key of a detail field, as text: `detail_key!(Observed.counter)` is `"counter"`.
+///
+/// The detail structs serialize every field under its own name, so the key is the field's name;
+/// naming a field the struct does not have fails to compile. Code that spells a key outside this
+/// crate (the SQL the analyzer writes) takes it from here, so renaming a field breaks the build,
+/// not a query.
+#[macro_export]
+macro_rules! detail_key {
+    ($detail:ident . $field:ident) => {{
+        let _check = |d: &$crate::detail::$detail| {
+            let _ = &d.$field;
+        };
+        stringify!($field)
+    }};
+}
+
 /// `run_start.detail`: how the scenario was set up.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunStart {
@@ -82,6 +98,14 @@ pub struct Crash {
         skip_serializing_if = "Option::is_none"
     )]
     pub status: Option<String>,
+    /// The `store_rev` of a commit the actor made and died before reporting, so the trace still
+    /// names the commit that its next life or the observer will find in the store.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub committed_rev: Option<i64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
     pub other: Map<String, Value>,

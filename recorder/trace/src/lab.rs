@@ -2,7 +2,50 @@
 //! `report.txt`), computed from the `observed` details the recorder writes for the scenarios of one
 //! run. One definition, so the recorder's files and the analyzer's report always say the same.
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
 use crate::detail::Observed;
+use crate::Figures;
+
+/// `lab.json`: the lab's figures per scenario, written by `recorder run --report` and by
+/// `analyzer report`, in this one shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LabJson {
+    /// The traces the figures were counted from.
+    pub traces: Vec<String>,
+    /// One entry per `(run_id, scenario)`, in the trace's order.
+    pub scenarios: Vec<LabScenario>,
+}
+
+/// One scenario of [`LabJson`]: who ran it, its figures under their own keys, and, when the
+/// analyzer wrote the file, its verdicts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LabScenario {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The backend that ran it (`etcd-jetstream`, `sqlite-redis`, `system:NAME`).
+    pub backend: String,
+    /// The protocol variant, when recorded.
+    pub protocol: Option<String>,
+    /// The figures, as [`crate::figures`] defines them.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// `run_end.detail.recovered`.
+    pub recovered: Option<bool>,
+    /// From `run_start` to `run_end`, when the recorder timed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+    /// The combined verdict (`valid`, `invalid`, `unknown`), when the analyzer judged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// Each invariant's verdict (`pass`, `fail`, `unknown`) by its id, when judged.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub invariants: BTreeMap<String, String>,
+}
 
 /// One lab file and its lines.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use outbox_analyzer::check::Invariant;
 
-use outbox_analyzer::load::Loaded;
+use outbox_analyzer::model::load::Loaded;
 
 fn main() -> anyhow::Result<()> {
     let path = PathBuf::from(
@@ -77,7 +77,7 @@ fn main() -> anyhow::Result<()> {
     }
     let t = Instant::now();
     for h in &loaded.histories {
-        std::hint::black_box(outbox_analyzer::figures::of(h));
+        std::hint::black_box(outbox_analyzer::model::figures::of(h));
     }
     println!("figures         {:>8.3} s", t.elapsed().as_secs_f64());
     println!("total           {:>8.3} s", start.elapsed().as_secs_f64());

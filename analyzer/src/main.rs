@@ -14,10 +14,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use outbox_analyzer::chain::ChainError;
 use outbox_analyzer::cli::{run, Cli, Exit};
-use outbox_analyzer::compare::CompareError;
-use outbox_analyzer::timeline::TimelineError;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -33,23 +30,9 @@ fn main() -> ExitCode {
         }
     };
     let mut out = std::io::stdout().lock();
-    match run(cli, &mut out) {
-        Ok(exit) => ExitCode::from(exit as u8),
-        Err(e) => {
-            eprintln!("analyzer: {e:#}");
-            ExitCode::from(exit_of(&e) as u8)
-        }
-    }
-}
-
-/// Nothing to draw or compare exits 4; every other error is bad input (2).
-fn exit_of(e: &anyhow::Error) -> Exit {
-    if e.downcast_ref::<ChainError>().is_some()
-        || e.downcast_ref::<CompareError>().is_some()
-        || e.downcast_ref::<TimelineError>().is_some()
-    {
-        Exit::NotFound
-    } else {
-        Exit::BadInput
-    }
+    let exit = run(cli, &mut out).unwrap_or_else(|e| {
+        eprintln!("analyzer: {e}");
+        e.exit()
+    });
+    ExitCode::from(exit as u8)
 }

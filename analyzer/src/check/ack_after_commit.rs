@@ -7,8 +7,8 @@
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation};
-use crate::history::Row;
-use crate::intern::{FastMap, Id, IdTable};
+use crate::model::intern::{FastMap, Id, IdTable};
+use crate::model::row::Row;
 
 /// What one actor incarnation did with one event so far: its latest delivery and its latest
 /// commit or suppression (positions).

@@ -14,8 +14,8 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Violation,
 };
-use crate::history::Row;
-use crate::intern::{FastMap, Id, IdSet, IdTable};
+use crate::model::intern::{FastMap, Id, IdSet, IdTable};
+use crate::model::row::Row;
 
 /// An event's first publication, kept to be judged at the end.
 struct FirstPublish {

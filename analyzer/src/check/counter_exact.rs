@@ -12,8 +12,8 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
-use crate::history::Row;
-use crate::intern::Id;
+use crate::model::intern::Id;
+use crate::model::row::Row;
 /// A usable commit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Commit {

@@ -6,8 +6,8 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
-use crate::history::Row;
-use crate::intern::{FastMap, Id};
+use crate::model::intern::{FastMap, Id};
+use crate::model::row::Row;
 
 /// Decides `external-single-effect`.
 #[derive(Default)]

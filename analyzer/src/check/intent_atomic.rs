@@ -8,8 +8,8 @@
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Reason, Skips, Violation};
-use crate::history::Row;
-use crate::intern::{FastMap, FastState, Id, IdTable};
+use crate::model::intern::{FastMap, FastState, Id, IdTable};
+use crate::model::row::Row;
 
 /// An event's first usable intent (`at` none: not seen yet), and whether one was unusable.
 #[derive(Clone, Copy)]

@@ -21,8 +21,9 @@ use std::collections::BTreeSet;
 use outbox_trace::Kind;
 
 use super::{Invariant, Outcome, Reason, Verdict, Violation};
-use crate::history::{History, Row};
-use crate::intern::{FastMap, Id, IdTable, Interner};
+use crate::model::history::History;
+use crate::model::intern::{FastMap, Id, IdTable, Interner};
+use crate::model::row::Row;
 
 /// Makes the outcomes honest about the `lossy` lives (see [`Lives::incomplete`]). `h` holds at
 /// least the witness rows.

@@ -4,8 +4,8 @@
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Skips, Violation};
-use crate::history::Row;
-use crate::intern::{Id, IdTable};
+use crate::model::intern::{Id, IdTable};
+use crate::model::row::Row;
 
 /// Decides `mark-after-puback`.
 pub struct Rule {

@@ -10,8 +10,8 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
 };
-use crate::history::Row;
-use crate::intern::{Id, IdSet, IdTable};
+use crate::model::intern::{Id, IdSet, IdTable};
+use crate::model::row::Row;
 
 /// A task: its first acceptance (or first effect) and that row's event (`at` none: no such row).
 #[derive(Clone, Copy)]

@@ -9,8 +9,8 @@ use outbox_trace::{Field, Kind};
 use super::{
     Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation, EXAMPLES,
 };
-use crate::history::Row;
-use crate::intern::IdSet;
+use crate::model::intern::IdSet;
+use crate::model::row::Row;
 
 /// Decides `observed-agrees`.
 #[derive(Default)]

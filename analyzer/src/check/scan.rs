@@ -6,9 +6,41 @@ use std::collections::BTreeSet;
 
 use outbox_trace::{Detail, FigureTally, Figures, Kind};
 
-use super::{lost_spans, Ends, Gather, Invariant, Lives, Outcome, Rule};
-use crate::history::{History, Row};
-use crate::intern::{Id, Interner};
+use super::invariant::Invariant;
+use super::lost_spans::{self, Lives};
+use super::outcome::Outcome;
+use super::rule::{Ends, Gather, Rule};
+use super::{
+    ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
+    mark_after_puback, no_lost_task, observed_agrees, single_effect,
+};
+use crate::model::history::History;
+use crate::model::intern::{Id, Interner};
+use crate::model::row::Row;
+
+impl Invariant {
+    /// A fresh rule deciding this invariant (the invariant's own file).
+    pub fn rule(self) -> Box<dyn Rule> {
+        match self {
+            Invariant::SingleEffect => Box::<single_effect::Rule>::default(),
+            Invariant::IntentAtomic => Box::<intent_atomic::Rule>::default(),
+            Invariant::MarkAfterPuback => Box::<mark_after_puback::Rule>::default(),
+            Invariant::AckAfterCommit => Box::<ack_after_commit::Rule>::default(),
+            Invariant::AggregateOrder => Box::<aggregate_order::Rule>::default(),
+            Invariant::CounterExact => Box::<counter_exact::Rule>::default(),
+            Invariant::ObservedAgrees => Box::<observed_agrees::Rule>::default(),
+            Invariant::ExternalSingleEffect => Box::<external_single_effect::Rule>::default(),
+            Invariant::NoLostTask => Box::<no_lost_task::Rule>::default(),
+        }
+    }
+
+    /// Decides this invariant alone on one history (without the lost-spans rule).
+    pub fn check(self, h: &History) -> Outcome {
+        let mut scan = Scan::of(&[self]);
+        scan.history(h);
+        scan.finish().outcomes.remove(0)
+    }
+}
 
 /// The rules of a scenario while its rows pass.
 pub struct Scan {
@@ -48,7 +80,7 @@ impl Scan {
         }
         self.ends.row(at, r, detail);
         self.lives.row(r);
-        crate::figures::add(&mut self.figures, r);
+        crate::model::figures::add(&mut self.figures, r);
     }
 
     /// Takes every row of a history held in memory.

@@ -8,8 +8,8 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation,
 };
-use crate::history::Row;
-use crate::intern::{FastMap, Id, IdSet, IdTable};
+use crate::model::intern::{FastMap, Id, IdSet, IdTable};
+use crate::model::row::Row;
 
 /// A task's commits: how many (counted up to two), the second, and their events.
 #[derive(Clone, Copy, Default)]

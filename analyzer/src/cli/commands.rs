@@ -1,23 +1,77 @@
 //! The glue of the drawing, report and comparison commands: resolve arguments, call the library,
 //! write the result where it was asked to go.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, Context};
 
-use super::{
-    BoundariesArgs, ChainArgs, CompareArgs, DiffArgs, Exit, ImportArgs, ReportArgs, TimelineArgs,
+use super::args::{
+    BoundariesArgs, ChainArgs, Cli, Command, CompareArgs, DiffArgs, ImportArgs, ReportArgs,
+    SqlArgs, TimelineArgs,
 };
-use crate::boundaries;
-use crate::chain::ChainError;
-use crate::chain::{self, Selector};
-use crate::compare::{self, CompareError};
-use crate::diff;
+use super::config::{CheckConfig, CheckFormat};
+use super::error::{Error, ResultExt};
+use super::exit::Exit;
+use crate::explain;
 use crate::render::{self, figure::Figure, layout, Format};
-use crate::scene::file_stem;
-use crate::scene::Scenes;
-use crate::timeline;
+use crate::views::boundaries;
+use crate::views::chain::ChainError;
+use crate::views::chain::{self, Selector};
+use crate::views::compare::{self, CompareError};
+use crate::views::diff;
+use crate::views::scene::file_stem;
+use crate::views::scene::Scenes;
+use crate::views::timeline;
+
+/// Runs the command, writing its output to `out`. An error says which exit code it means.
+pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Exit, Error> {
+    match cli.command {
+        Command::Check(args) => check(&args.into(), out),
+        Command::Chain(args) => chain(&args, out),
+        Command::Boundaries(args) => boundaries(&args, out),
+        Command::Report(args) => report(&args, out),
+        Command::Compare(args) => compare(&args, out),
+        Command::Diff(args) => diff(&args, out),
+        Command::Timeline(args) => timeline(&args, out),
+        Command::Import(args) => import(&args, out),
+        Command::Sql(args) => sql(&args, out),
+    }
+}
+
+/// Runs `analyzer sql`.
+pub fn sql(args: &SqlArgs, out: &mut dyn Write) -> Result<Exit, Error> {
+    let req = crate::sql::Request {
+        dialect: args.dialect,
+        invariants: args.invariants.clone(),
+        source: args.source.clone(),
+    };
+    let mut text = crate::sql::statement(&req)?;
+    if let Some(n) = args.witnesses {
+        text.push_str(";\n");
+        text.push_str(&crate::sql::witnesses(&req, n)?);
+    }
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    Ok(Exit::Valid)
+}
+
+/// Runs `analyzer check`.
+pub fn check(config: &CheckConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    let report = crate::check::check_paths(&config.paths)?;
+    let written = match config.format {
+        CheckFormat::Text => explain::text::write(&report, out),
+        CheckFormat::Json => explain::json::write(&report, out),
+    };
+    match written.and_then(|()| out.flush()) {
+        // A reader that closed the pipe early (`| head`) still gets the exit code.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    Ok(report.verdict.into())
+}
 
 /// The format asked for, or the one the output file's extension names, or text.
 pub fn resolve_format(format: Option<Format>, output: Option<&Path>, default: Format) -> Format {
@@ -39,11 +93,11 @@ pub fn resolve_format(format: Option<Format>, output: Option<&Path>, default: Fo
 }
 
 /// Writes text to the file, or to `out` when there is none.
-pub fn write_text(text: &str, output: Option<&Path>, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_text(text: &str, output: Option<&Path>, out: &mut dyn Write) -> Result<(), Error> {
     match output {
-        Some(p) => {
-            std::fs::write(p, text).with_context(|| format!("{}: cannot write", p.display()))
-        }
+        Some(p) => std::fs::write(p, text)
+            .with_context(|| format!("{}: cannot write", p.display()))
+            .or_bad_input(),
         None => {
             match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
@@ -61,12 +115,14 @@ pub fn emit(
     text: impl FnOnce(Format) -> String,
     output: Option<&Path>,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     match format {
         Format::Svg => write_text(&render::svg::to_svg(&figure())?, output, out),
         Format::Png => {
             let Some(path) = output else {
-                bail!("PNG output needs a file: add -o FILE.png");
+                return Err(Error::bad_input(anyhow!(
+                    "PNG output needs a file: add -o FILE.png"
+                )));
             };
             render::png::write_png(&figure(), path)?;
             Ok(())
@@ -75,12 +131,12 @@ pub fn emit(
     }
 }
 
-fn load(paths: &[PathBuf]) -> anyhow::Result<Scenes> {
+fn load(paths: &[PathBuf]) -> Result<Scenes, Error> {
     Ok(Scenes::load(paths)?)
 }
 
 /// Runs `analyzer chain`.
-pub fn chain(args: &ChainArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn chain(args: &ChainArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     let selector = match (&args.task, &args.event, args.violation) {
         (Some(t), _, _) => Selector::Task(t.clone()),
         (_, Some(e), _) => Selector::Event(e.clone()),
@@ -105,7 +161,7 @@ pub fn chain(args: &ChainArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
 }
 
 /// Runs `analyzer boundaries`.
-pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     let scenes = load(std::slice::from_ref(&args.path))?;
     let candidates = scenes.select(args.scenario.as_deref());
     let scene = candidates
@@ -129,7 +185,7 @@ pub fn boundaries(args: &BoundariesArgs, out: &mut dyn Write) -> anyhow::Result<
 }
 
 /// Runs `analyzer report`.
-pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn report(args: &ReportArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     let scenes = load(&args.paths)?;
     if let Some(html) = &args.html {
         crate::report::write_html(&scenes, &args.paths, html)?;
@@ -150,7 +206,7 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
 }
 
 /// Runs `analyzer compare`.
-pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     let scenes = load(&args.paths)?;
     let all: Vec<_> = scenes.scenes().collect();
     let c = compare::compare(&all, args.scenario.as_deref())?;
@@ -179,7 +235,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<Exit> 
 }
 
 /// Runs `analyzer diff`.
-pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     let (a, b) = (
         load(std::slice::from_ref(&args.a))?,
         load(std::slice::from_ref(&args.b))?,
@@ -224,7 +280,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
 }
 
 /// Runs `analyzer timeline`.
-pub fn timeline(args: &TimelineArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn timeline(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     let scenes = load(std::slice::from_ref(&args.path))?;
     let chosen = timeline::select(&scenes, args.run.as_deref(), args.scenario.as_deref())?;
     let t = timeline::timeline(&chosen, usize::from(args.buckets))?;
@@ -244,8 +300,8 @@ pub fn timeline(args: &TimelineArgs, out: &mut dyn Write) -> anyhow::Result<Exit
 
 /// The diverging task's two chains side by side, the diverging steps marked.
 fn side_by_side<'a>(
-    a: &crate::scene::Scene<'a>,
-    b: &crate::scene::Scene<'a>,
+    a: &crate::views::scene::Scene<'a>,
+    b: &crate::views::scene::Scene<'a>,
     d: &diff::Diff,
     na: &str,
     nb: &str,
@@ -259,7 +315,7 @@ fn side_by_side<'a>(
             .map(|(x, y, _)| (x.clone(), y.clone()))
             .unwrap_or_default(),
     };
-    let chain_of = |s: &crate::scene::Scene<'a>, t: &str| -> Option<chain::Chain<'a>> {
+    let chain_of = |s: &crate::views::scene::Scene<'a>, t: &str| -> Option<chain::Chain<'a>> {
         Some(chain::task_chain(*s, s.id(t)?))
     };
     let (Some(mut ca), Some(mut cb)) = (chain_of(a, &ta), chain_of(b, &tb)) else {
@@ -300,7 +356,7 @@ fn side_by_side<'a>(
 }
 
 /// Runs `analyzer import`: any accepted encoding in, Parquet out.
-pub fn import(args: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
+pub fn import(args: &ImportArgs, out: &mut dyn Write) -> Result<Exit, Error> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::UInt64Type;
     use outbox_trace::schema::column;
@@ -313,14 +369,15 @@ pub fn import(args: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        anyhow::anyhow!("{}: {text}", input.display())
+        anyhow!("{}: {text}", input.display())
     };
-    let file = TraceFile::open(input).map_err(bad)?;
+    let file = TraceFile::open(input).map_err(bad).or_bad_input()?;
     let info = file.info().clone();
     // Write next to the output and rename at the end, so a bad input leaves no partial file.
     let partial = args.output.with_extension("parquet.partial");
     let mut writer = TraceWriter::create(&partial, info.run_json.as_deref())
-        .with_context(|| format!("{}: cannot write", args.output.display()))?;
+        .with_context(|| format!("{}: cannot write", args.output.display()))
+        .or_bad_input()?;
     let mut seqs = SeqCheck::default();
     let written = (|| -> anyhow::Result<()> {
         for batch in file.batches() {
@@ -341,7 +398,7 @@ pub fn import(args: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<Exit> {
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
-    written?;
+    written.or_bad_input()?;
     writeln!(
         out,
         "wrote {} ({} rows, from {})",

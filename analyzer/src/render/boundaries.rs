@@ -3,7 +3,7 @@
 //! transaction, and under them how many transactions held which kinds; and the same as text and
 //! as a Mermaid flowchart.
 
-use crate::boundaries::{groups, meaning, Boundaries};
+use crate::views::boundaries::{groups, meaning, Boundaries};
 
 use super::figure::{Align, Figure, Prim, GREEN, GREY, INK, ORANGE, RED};
 

@@ -1,8 +1,9 @@
 //! The comparison of runs drawn: Markdown-compatible text tables, one per shared scenario, and
 //! grouped bars of the figures and latencies.
 
-use crate::compare::{Comparison, NUMBERS};
+use crate::check::Verdict;
 use crate::render::figure::{Align, Figure, Prim, Rgb, GREY, INK};
+use crate::views::compare::{Comparison, Measure};
 
 fn cell(v: Option<i64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
@@ -27,31 +28,28 @@ pub fn compare_text(c: &Comparison) -> String {
             head.push("difference".into());
         }
         t.set_header(head);
-        for (i, (id, _)) in s.columns[0].measures.verdicts.iter().enumerate() {
-            let mut row = vec![id.to_string()];
-            let vs: Vec<&str> = s.columns.iter().map(|c| c.measures.verdicts[i].1).collect();
-            row.extend(vs.iter().map(|v| {
-                if *v == "fail" {
-                    "FAIL".to_string()
-                } else {
-                    v.to_string()
-                }
+        for (i, (inv, _)) in s.columns[0].measures.verdicts.iter().enumerate() {
+            let mut row = vec![inv.id().to_string()];
+            let vs: Vec<Verdict> = s.columns.iter().map(|c| c.measures.verdicts[i].1).collect();
+            row.extend(vs.iter().map(|v| match v {
+                Verdict::Fail => "FAIL".to_string(),
+                _ => v.as_str().to_string(),
             }));
             if two {
                 row.push(if vs[0] == vs[1] {
                     String::new()
                 } else {
-                    format!("{} -> {}", vs[0], vs[1])
+                    format!("{} -> {}", vs[0].as_str(), vs[1].as_str())
                 });
             }
             t.add_row(row);
         }
-        for (i, name) in NUMBERS.iter().enumerate() {
-            let mut row = vec![name.to_string()];
+        for (i, m) in Measure::ALL.iter().enumerate() {
+            let mut row = vec![m.label().to_string()];
             let vals: Vec<Option<i64>> =
                 s.columns.iter().map(|c| c.measures.numbers[i].1).collect();
             for (col, v) in s.columns.iter().zip(&vals) {
-                let mark = if col.measures.failing.contains(name) {
+                let mark = if col.measures.failing.contains(m) {
                     " !"
                 } else {
                     ""
@@ -90,31 +88,18 @@ const PALETTE: &[Rgb] = &[
 /// Grouped bars: counts summed over the shared scenarios (left) and latencies (right), one bar
 /// per run in each group.
 pub fn compare_figure(c: &Comparison) -> Figure {
-    let counts = &NUMBERS[..9];
-    let lats = &NUMBERS[10..];
-    let total = |run: usize, name: &str| -> i64 {
+    let counts = Measure::COUNTS;
+    let lats = Measure::LATENCIES;
+    let total = |run: usize, m: Measure| -> i64 {
         c.shared
             .iter()
-            .filter_map(|s| {
-                let m = &s.columns[run].measures;
-                m.numbers
-                    .iter()
-                    .find(|(n, _)| n == &name)
-                    .and_then(|(_, v)| *v)
-            })
+            .filter_map(|s| s.columns[run].measures.number(m))
             .sum()
     };
-    let worst = |run: usize, name: &str| -> i64 {
+    let worst = |run: usize, m: Measure| -> i64 {
         c.shared
             .iter()
-            .filter_map(|s| {
-                s.columns[run]
-                    .measures
-                    .numbers
-                    .iter()
-                    .find(|(n, _)| n == &name)
-                    .and_then(|(_, v)| *v)
-            })
+            .filter_map(|s| s.columns[run].measures.number(m))
             .max()
             .unwrap_or(0)
     };
@@ -130,12 +115,12 @@ pub fn compare_figure(c: &Comparison) -> Figure {
     f.text((20, 20), &title, 16, INK, Align::Left);
     let draw_panel = |f: &mut Figure,
                       x0: i32,
-                      names: &[&str],
-                      value: &dyn Fn(usize, &str) -> i64,
+                      names: &[Measure],
+                      value: &dyn Fn(usize, Measure) -> i64,
                       heading: &str| {
         let max = names
             .iter()
-            .flat_map(|n| (0..runs).map(move |r| value(r, n)))
+            .flat_map(|&n| (0..runs).map(move |r| value(r, n)))
             .max()
             .unwrap_or(0)
             .max(1);
@@ -147,7 +132,7 @@ pub fn compare_figure(c: &Comparison) -> Figure {
             1,
             false,
         );
-        for (g, name) in names.iter().enumerate() {
+        for (g, &name) in names.iter().enumerate() {
             let gx = x0 + g as i32 * group + 12;
             for r in 0..runs {
                 let v = value(r, name);
@@ -173,7 +158,7 @@ pub fn compare_figure(c: &Comparison) -> Figure {
                     gx + (runs as i32 * bar) / 2,
                     bottom + 14 + (g as i32 % 2) * 14,
                 ),
-                name,
+                name.label(),
                 10,
                 INK,
                 Align::Center,

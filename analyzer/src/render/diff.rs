@@ -1,6 +1,6 @@
 //! Where two runs part ways, as text: the first divergence, then one line per aligned task.
 
-use crate::diff::Diff;
+use crate::views::diff::Diff;
 
 /// The diff as text.
 pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use outbox_trace::Kind;
 
-use crate::chain::Chain;
-use crate::scene::{RowRef, Scene};
+use crate::views::chain::Chain;
+use crate::views::scene::{role, RowRef, Scene};
 
 /// At most this many steps are laid out; the rest are counted as "N more events not shown".
 pub const MAX_STEPS: usize = 40;
@@ -158,14 +158,6 @@ fn rank(actor: &str) -> u8 {
         "worker" => 3,
         "receiver" => 4,
         _ => 5,
-    }
-}
-
-/// The actor's role: its name without a `-N` suffix.
-pub fn role(actor: &str) -> &str {
-    match actor.rsplit_once('-') {
-        Some((base, n)) if n.chars().all(|c| c.is_ascii_digit()) => base,
-        _ => actor,
     }
 }
 

@@ -7,7 +7,6 @@ pub mod compare;
 pub mod diff;
 pub mod figure;
 pub mod font;
-pub mod html;
 pub mod layout;
 pub mod mermaid;
 pub mod png;

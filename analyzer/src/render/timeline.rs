@@ -6,9 +6,11 @@
 
 use std::collections::BTreeSet;
 
+use outbox_trace::Kind;
+
 use super::figure::{Align, Figure, Prim, Rgb, GREY, INK, PALE, RED};
 use super::layout::fit;
-use crate::timeline::{Mark, Timeline};
+use crate::views::timeline::{Mark, Timeline};
 
 /// Markers labelled at most; the rest are counted.
 pub const MAX_LABELS: usize = 12;
@@ -239,9 +241,9 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
     let mut y = LIST;
     for (i, m) in t.markers.iter().take(MAX_LABELS).enumerate() {
         let what = if m.mark == Mark::Crash {
-            "crash"
+            Kind::Crash.as_str()
         } else {
-            "fault"
+            Kind::Fault.as_str()
         };
         let line = format!(
             "{:>2}  {} s  {what}  {}  ({})",

@@ -9,7 +9,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{Part, Query};
+use super::query::{Part, Query};
 
 /// Adds the tables of `ack-after-commit`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
@@ -24,12 +24,12 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let skips = q.skips(&uses);
     let rows = q.cte(
         &format!("{p}_rows"),
-        "SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
-         CASE WHEN kind IN ('delivered', 'redelivered') THEN seq END AS dseq, \
-         CASE WHEN kind IN ('effect_committed', 'duplicate_suppressed') THEN seq END AS sseq, \
-         CASE WHEN kind = 'acked' THEN seq END AS aseq \
+        &format!("SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
+         CASE WHEN kind IN ('{k_delivered}', '{k_redelivered}') THEN seq END AS dseq, \
+         CASE WHEN kind IN ('{k_effect_committed}', '{k_duplicate_suppressed}') THEN seq END AS sseq, \
+         CASE WHEN kind = '{k_acked}' THEN seq END AS aseq \
          FROM base WHERE event_id IS NOT NULL AND kind IN \
-         ('delivered', 'redelivered', 'effect_committed', 'duplicate_suppressed', 'acked')",
+         ('{k_delivered}', '{k_redelivered}', '{k_effect_committed}', '{k_duplicate_suppressed}', '{k_acked}')", k_delivered = Kind::Delivered.as_str(), k_redelivered = Kind::Redelivered.as_str(), k_effect_committed = Kind::EffectCommitted.as_str(), k_duplicate_suppressed = Kind::DuplicateSuppressed.as_str(), k_acked = Kind::Acked.as_str()),
     );
     let life = "run_id, scenario, event_id, actor, incarnation";
     let lives = q.cte(
@@ -58,8 +58,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         format!(
             "SELECT run_id, scenario, seq, actor, incarnation, event_id, slast, \
              CASE WHEN broker_seq IS NOT NULL AND dcopy IS NOT NULL THEN dcopy ELSE dlast END AS dseq \
-             FROM {p}_win WHERE kind = 'acked'"
-        ),
+             FROM {p}_win WHERE kind = '{k_acked}'", k_acked = Kind::Acked.as_str()),
     );
     let early = q.cte(
         &format!("{p}_early"),
@@ -77,12 +76,11 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
              (SELECT v.run_id, v.scenario, v.vat, v.actor, v.incarnation, v.dseq, min(b.seq) AS settle \
              FROM {early} v LEFT JOIN base b ON b.run_id = v.run_id AND b.scenario = v.scenario \
              AND b.event_id = v.event_id AND b.seq > v.vat \
-             AND b.kind IN ('effect_committed', 'duplicate_suppressed') \
+             AND b.kind IN ('{k_effect_committed}', '{k_duplicate_suppressed}') \
              GROUP BY v.run_id, v.scenario, v.vat, v.actor, v.incarnation, v.dseq) v \
              LEFT JOIN base c ON c.run_id = v.run_id AND c.scenario = v.scenario AND c.actor = v.actor \
-             AND c.incarnation = v.incarnation AND c.seq > v.vat AND c.kind = 'crash' \
-             GROUP BY v.run_id, v.scenario, v.vat, v.dseq, v.settle"
-        ),
+             AND c.incarnation = v.incarnation AND c.seq > v.vat AND c.kind = '{k_crash}' \
+             GROUP BY v.run_id, v.scenario, v.vat, v.dseq, v.settle", k_effect_committed = Kind::EffectCommitted.as_str(), k_duplicate_suppressed = Kind::DuplicateSuppressed.as_str(), k_crash = Kind::Crash.as_str()),
     );
     let witness = q.witness(
         &format!("{p}_w"),

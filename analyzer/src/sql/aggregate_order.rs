@@ -5,7 +5,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{lit, Part, Query};
+use super::query::{lit, Part, Query};
 use crate::check::Reason;
 
 /// Adds the tables of `aggregate-order`.
@@ -15,27 +15,31 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     // the fields of the first publish_attempt, intent_recorded and task_accepted carrying both.
     let d = q.d;
     let both = "aggregate_id IS NOT NULL AND aggregate_seq IS NOT NULL";
-    let first = |kind: &str, cond: &str, x: &str| {
+    let first = |kind: Kind, cond: &str, x: &str| {
+        let kind = kind.as_str();
         d.first_by(
             &format!("CASE WHEN kind = '{kind}'{cond} THEN {x} END"),
             &format!("CASE WHEN kind = '{kind}'{cond} THEN seq END"),
         )
     };
     let mut fields = vec![
-        "min(CASE WHEN kind = 'publish_attempt' THEN seq END) AS pseq".to_string(),
+        format!(
+            "min(CASE WHEN kind = '{k_publish_attempt}' THEN seq END) AS pseq",
+            k_publish_attempt = Kind::PublishAttempt.as_str()
+        ),
         format!(
             "{} AS own",
             first(
-                "publish_attempt",
+                Kind::PublishAttempt,
                 "",
                 &format!("CASE WHEN {both} THEN 1 ELSE 0 END")
             )
         ),
     ];
     for (kind, name) in [
-        ("publish_attempt", "p"),
-        ("intent_recorded", "i"),
-        ("task_accepted", "t"),
+        (Kind::PublishAttempt, "p"),
+        (Kind::IntentRecorded, "i"),
+        (Kind::TaskAccepted, "t"),
     ] {
         let cond = format!(" AND {both}");
         fields.push(format!(
@@ -57,12 +61,15 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         format!(
             "SELECT run_id, scenario, seq, agg, aseq FROM (SELECT run_id, scenario, pseq AS seq, \
              {} AS agg, {} AS aseq FROM (SELECT run_id, scenario, {} FROM base \
-             WHERE kind IN ('publish_attempt', 'intent_recorded', 'task_accepted') \
+             WHERE kind IN ('{k_publish_attempt}', '{k_intent_recorded}', '{k_task_accepted}') \
              AND event_id IS NOT NULL GROUP BY run_id, scenario, event_id) x \
              WHERE pseq IS NOT NULL) y WHERE agg IS NOT NULL",
             pick("agg"),
             pick("seq"),
-            fields.join(", ")
+            fields.join(", "),
+            k_publish_attempt = Kind::PublishAttempt.as_str(),
+            k_intent_recorded = Kind::IntentRecorded.as_str(),
+            k_task_accepted = Kind::TaskAccepted.as_str()
         ),
     );
     let published = q.cte(

@@ -3,9 +3,9 @@
 //! from the counter the commit before it reported; the last `observed` row's counter is the start
 //! plus every amount.
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::{detail_key, Field, Kind};
 
-use super::{lit, Part, Query};
+use super::query::{lit, Part, Query};
 use crate::check::Reason;
 
 /// Adds the tables of `counter-exact`.
@@ -15,22 +15,38 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         Kind::EffectCommitted,
         &[Field::StoreRev, Field::Amount, Field::Counter],
     )]);
-    let commits = q.count_where("kind = 'effect_committed'");
-    let revs = q.count_where("kind = 'effect_committed' AND store_rev IS NOT NULL");
-    let total = q.fact("sum(CASE WHEN kind = 'effect_committed' THEN amount END)");
+    let commits = q.count_where(&format!(
+        "kind = '{k_effect_committed}'",
+        k_effect_committed = Kind::EffectCommitted.as_str()
+    ));
+    let revs = q.count_where(&format!(
+        "kind = '{k_effect_committed}' AND store_rev IS NOT NULL",
+        k_effect_committed = Kind::EffectCommitted.as_str()
+    ));
+    let total = q.fact(&format!(
+        "sum(CASE WHEN kind = '{k_effect_committed}' THEN amount END)",
+        k_effect_committed = Kind::EffectCommitted.as_str()
+    ));
     let start = q.note(
         Kind::RunStart,
         false,
-        &d.json_int("detail", "counter_start"),
+        &d.json_int("detail", detail_key!(RunStart.counter_start)),
     );
-    let observed = q.note(Kind::Observed, true, &d.json_int("detail", "counter"));
+    let observed = q.note(
+        Kind::Observed,
+        true,
+        &d.json_int("detail", detail_key!(Observed.counter)),
+    );
     let observed_at = q.note(Kind::Observed, true, "seq");
     q.cte(
         &format!("{p}_win"),
-        "SELECT run_id, scenario, seq, amount, counter, \
+        &format!(
+            "SELECT run_id, scenario, seq, amount, counter, \
          lag(counter) OVER (PARTITION BY run_id, scenario ORDER BY store_rev, seq) AS prevc, \
          lag(seq) OVER (PARTITION BY run_id, scenario ORDER BY store_rev, seq) AS prevseq \
-         FROM base WHERE kind = 'effect_committed'",
+         FROM base WHERE kind = '{k_effect_committed}'",
+            k_effect_committed = Kind::EffectCommitted.as_str()
+        ),
     );
     // The steps: a commit after another checks against its counter, the first against the
     // start (`notes` holds it: a table of a few rows).

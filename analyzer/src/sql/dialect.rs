@@ -101,8 +101,9 @@ impl Dialect {
     }
 
     /// The integer value of the top-level key `key` of the JSON object in column `col`, read
-    /// leniently (a JSON integer or a string holding a decimal integer), else null.
-    pub fn json_int(self, col: &str, key: &str) -> String {
+    /// leniently (a JSON integer or a string holding a decimal integer), else null. `key` comes
+    /// from `outbox_trace::detail_key!`, so it names a field the contract's details have.
+    pub fn json_int(self, col: &str, key: &'static str) -> String {
         match self {
             Dialect::Duckdb => {
                 let path = format!("'$.{key}'");
@@ -125,8 +126,8 @@ impl Dialect {
     }
 
     /// The boolean value of the top-level key `key` of the JSON object in column `col` when it
-    /// is a JSON `true` or `false`, else null.
-    pub fn json_bool(self, col: &str, key: &str) -> String {
+    /// is a JSON `true` or `false`, else null. `key` comes from `outbox_trace::detail_key!`.
+    pub fn json_bool(self, col: &str, key: &'static str) -> String {
         match self {
             Dialect::Duckdb => {
                 let path = format!("'$.{key}'");

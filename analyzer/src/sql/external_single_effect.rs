@@ -3,7 +3,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{lit, Part, Query};
+use super::query::{lit, Part, Query};
 use crate::check::Reason;
 
 /// Adds the tables of `external-single-effect`.
@@ -11,11 +11,18 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let skips = q.skips(&[(Kind::ExternalApplied, &[Field::EventId])]);
     let rows = q.cte(
         &format!("{p}_rows"),
-        "SELECT run_id, scenario, seq, event_id FROM base WHERE kind = 'external_applied'",
+        &format!(
+            "SELECT run_id, scenario, seq, event_id FROM base WHERE kind = '{k_external_applied}'",
+            k_external_applied = Kind::ExternalApplied.as_str()
+        ),
     );
     let (violations, witness) = q.repeats(p, &rows, "event_id", None);
-    let calls =
-        q.count_where("kind IN ('external_request', 'external_applied', 'external_replayed')");
+    let calls = q.count_where(&format!(
+        "kind IN ('{k_external_request}', '{k_external_applied}', '{k_external_replayed}')",
+        k_external_request = Kind::ExternalRequest.as_str(),
+        k_external_applied = Kind::ExternalApplied.as_str(),
+        k_external_replayed = Kind::ExternalReplayed.as_str()
+    ));
     let mut part = Part::new(violations, witness, Some(skips));
     part.early = vec![(
         format!("{calls} = 0"),

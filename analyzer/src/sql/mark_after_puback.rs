@@ -3,7 +3,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{Part, Query};
+use super::query::{Part, Query};
 
 /// Adds the tables of `mark-after-puback`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
@@ -14,12 +14,16 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     // Per event, the first publish_acked; kept when a mark comes before it (or there is none).
     let early = q.cte(
         &format!("{p}_e"),
-        "SELECT run_id, scenario, event_id, pseq FROM (SELECT run_id, scenario, event_id, \
-         min(CASE WHEN kind = 'publish_acked' THEN seq END) AS pseq, \
-         min(CASE WHEN kind = 'outbox_marked' THEN seq END) AS mseq FROM base \
-         WHERE kind IN ('publish_acked', 'outbox_marked') AND event_id IS NOT NULL \
+        &format!(
+            "SELECT run_id, scenario, event_id, pseq FROM (SELECT run_id, scenario, event_id, \
+         min(CASE WHEN kind = '{k_publish_acked}' THEN seq END) AS pseq, \
+         min(CASE WHEN kind = '{k_outbox_marked}' THEN seq END) AS mseq FROM base \
+         WHERE kind IN ('{k_publish_acked}', '{k_outbox_marked}') AND event_id IS NOT NULL \
          GROUP BY run_id, scenario, event_id) x \
          WHERE mseq IS NOT NULL AND (pseq IS NULL OR pseq > mseq)",
+            k_publish_acked = Kind::PublishAcked.as_str(),
+            k_outbox_marked = Kind::OutboxMarked.as_str()
+        ),
     );
     let violations = q.cte(
         &format!("{p}_v"),
@@ -27,7 +31,8 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
             "SELECT m.run_id, m.scenario, m.seq AS vat, e.pseq FROM base m \
              JOIN {early} e ON e.run_id = m.run_id AND e.scenario = m.scenario \
              AND e.event_id = m.event_id \
-             WHERE m.kind = 'outbox_marked' AND (e.pseq IS NULL OR e.pseq > m.seq)"
+             WHERE m.kind = '{k_outbox_marked}' AND (e.pseq IS NULL OR e.pseq > m.seq)",
+            k_outbox_marked = Kind::OutboxMarked.as_str()
         ),
     );
     let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "pseq"]);

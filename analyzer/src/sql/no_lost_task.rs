@@ -1,9 +1,9 @@
 //! `no-lost-task` in SQL (see `crate::check::no_lost_task`): on a scenario whose last `run_end`
 //! says `recovered: true`, every accepted task has an `effect_committed`; otherwise unknown.
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::{detail_key, Field, Kind};
 
-use super::{lit, Part, Query};
+use super::query::{lit, Part, Query};
 use crate::check::Reason;
 
 /// Adds the tables of `no-lost-task`.
@@ -14,14 +14,18 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         (Kind::EffectCommitted, &[Field::TaskId]),
     ]);
     let end = q.note(Kind::RunEnd, true, "1");
-    let recovered = q.note(Kind::RunEnd, true, &d.json_bool("detail", "recovered"));
+    let recovered = q.note(
+        Kind::RunEnd,
+        true,
+        &d.json_bool("detail", detail_key!(RunEnd.recovered)),
+    );
     // Per accepted task without a commit, its first acceptance.
     let violations = q.cte(
         &format!("{p}_v"),
-        "SELECT run_id, scenario, min(CASE WHEN kind = 'task_accepted' THEN seq END) AS vat \
-         FROM base WHERE kind IN ('task_accepted', 'effect_committed') AND task_id IS NOT NULL \
+        &format!("SELECT run_id, scenario, min(CASE WHEN kind = '{k_task_accepted}' THEN seq END) AS vat \
+         FROM base WHERE kind IN ('{k_task_accepted}', '{k_effect_committed}') AND task_id IS NOT NULL \
          GROUP BY run_id, scenario, task_id \
-         HAVING sum(CASE WHEN kind = 'effect_committed' THEN 1 ELSE 0 END) = 0",
+         HAVING sum(CASE WHEN kind = '{k_effect_committed}' THEN 1 ELSE 0 END) = 0", k_task_accepted = Kind::TaskAccepted.as_str(), k_effect_committed = Kind::EffectCommitted.as_str()),
     );
     let witness = q.cte(
         &format!("{p}_w"),

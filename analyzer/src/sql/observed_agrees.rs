@@ -1,9 +1,9 @@
 //! `observed-agrees` in SQL (see `crate::check::observed_agrees`): the last `observed` row's
 //! totals against the trace's counts, each compared only where its keys are present.
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::{detail_key, Field, Kind};
 
-use super::{lit, Part, Query};
+use super::query::{lit, Part, Query};
 use crate::check::Reason;
 
 /// Adds the tables of `observed-agrees`.
@@ -14,32 +14,35 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         (Kind::TaskAccepted, &[Field::TaskId]),
         (Kind::IntentRecorded, &[Field::EventId]),
     ]);
-    let mut field = |key: &str| q.note(Kind::Observed, true, &d.json_int("detail", key));
-    let results = field("results");
-    let processed = field("processed");
-    let dedup_keys = field("dedup_keys");
-    let stream_messages = field("stream_messages");
-    let tasks = field("tasks");
+    let mut field = |key: &'static str| q.note(Kind::Observed, true, &d.json_int("detail", key));
+    let results = field(detail_key!(Observed.results));
+    let processed = field(detail_key!(Observed.processed));
+    let dedup_keys = field(detail_key!(Observed.dedup_keys));
+    let stream_messages = field(detail_key!(Observed.stream_messages));
+    let tasks = field(detail_key!(Observed.tasks));
     let outbox = format!(
         "{} + {}",
-        field("outbox_published"),
-        field("outbox_pending")
+        field(detail_key!(Observed.outbox_published)),
+        field(detail_key!(Observed.outbox_pending))
     );
     let present = q.note(Kind::Observed, true, "1");
     let at = q.note(Kind::Observed, true, "seq");
-    let effects = q.count_where("kind = 'effect_committed'");
+    let effects = q.count_where(&format!(
+        "kind = '{k_effect_committed}'",
+        k_effect_committed = Kind::EffectCommitted.as_str()
+    ));
     // Distinct events published and recorded as intents, and distinct tasks accepted: each key
     // once per kind, then counted per scenario.
     let keys = q.cte(
         &format!("{p}_k"),
-        "SELECT run_id, scenario, sum(CASE WHEN kind = 'publish_acked' THEN 1 ELSE 0 END) AS published, \
-         sum(CASE WHEN kind = 'task_accepted' THEN 1 ELSE 0 END) AS tasks, \
-         sum(CASE WHEN kind = 'intent_recorded' THEN 1 ELSE 0 END) AS intents \
+        &format!("SELECT run_id, scenario, sum(CASE WHEN kind = '{k_publish_acked}' THEN 1 ELSE 0 END) AS published, \
+         sum(CASE WHEN kind = '{k_task_accepted}' THEN 1 ELSE 0 END) AS tasks, \
+         sum(CASE WHEN kind = '{k_intent_recorded}' THEN 1 ELSE 0 END) AS intents \
          FROM (SELECT run_id, scenario, kind FROM base \
-         WHERE kind IN ('publish_acked', 'intent_recorded', 'task_accepted') \
-         AND CASE WHEN kind = 'task_accepted' THEN task_id ELSE event_id END IS NOT NULL \
-         GROUP BY run_id, scenario, kind, CASE WHEN kind = 'task_accepted' THEN task_id ELSE event_id END) x \
-         GROUP BY run_id, scenario",
+         WHERE kind IN ('{k_publish_acked}', '{k_intent_recorded}', '{k_task_accepted}') \
+         AND CASE WHEN kind = '{k_task_accepted}' THEN task_id ELSE event_id END IS NOT NULL \
+         GROUP BY run_id, scenario, kind, CASE WHEN kind = '{k_task_accepted}' THEN task_id ELSE event_id END) x \
+         GROUP BY run_id, scenario", k_publish_acked = Kind::PublishAcked.as_str(), k_task_accepted = Kind::TaskAccepted.as_str(), k_intent_recorded = Kind::IntentRecorded.as_str()),
     );
     let n = |c: &str| format!("coalesce({keys}.{c}, 0)");
     // (observed, traced, whether observed may exceed traced)

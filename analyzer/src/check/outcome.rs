@@ -1,0 +1,309 @@
+//! What deciding an invariant yields, as data: a [`Verdict`], an optional [`Reason`], and
+//! violations as row positions and values, never text (`crate::explain` words them).
+
+use outbox_trace::{detail_key, Kind};
+
+use super::invariant::Invariant;
+#[cfg(doc)]
+use crate::model::history::History;
+use crate::model::intern::Id;
+
+/// How many violations of one invariant are kept as examples; the rest are only counted.
+pub const EXAMPLES: usize = 3;
+
+/// A three-valued verdict for one invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// The invariant holds on this history.
+    Pass,
+    /// The history could not decide it (a precondition failed, or the run never recovered).
+    Unknown,
+    /// The invariant is broken; see the violations.
+    Fail,
+}
+
+impl Verdict {
+    /// `pass`, `fail` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+/// Why a verdict is unknown, or a remark on a pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// No publication carries, or can be tied to, an aggregate.
+    NoAggregateInfo,
+    /// No `external_*` rows.
+    NoExternalCalls,
+    /// No `run_end` row.
+    NoRunEnd,
+    /// `run_end.recovered` is false.
+    NotRecovered,
+    /// `run_end` has no boolean `recovered`.
+    RecoveredMissing,
+    /// No `observed` row.
+    NoObserved,
+    /// The last `observed` row has no `counter`.
+    NoObservedCounter,
+    /// The last `observed` row has none of the totals compared.
+    NoObservedTotals,
+    /// None of the rows the check needs carries a `store_rev` (the source does not report the
+    /// stores' transaction numbers).
+    NoStoreRev,
+    /// The violations found involve an actor life that ends without its own `crash` row while a
+    /// later life of the same actor exists: spans it never exported could remove them.
+    MayHaveLostSpans {
+        /// The actor.
+        actor: String,
+        /// The life that may be incomplete.
+        incarnation: u32,
+    },
+    /// Rows the check needed lacked a required field and were skipped.
+    MissingFields {
+        /// The kind of the skipped rows.
+        kind: Kind,
+        /// The missing column.
+        column: &'static str,
+        /// How many rows.
+        rows: u64,
+    },
+}
+
+/// What exactly broke, with the values the explanation needs. Row fields are indices into
+/// [`History::rows`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// More than one `effect_committed` for one event (or, across events, one task).
+    MultipleEffects {
+        /// Whether the key is the task rather than the event.
+        by_task: bool,
+        /// The commits.
+        commits: Vec<usize>,
+    },
+    /// A `task_accepted` with no `intent_recorded` of its event.
+    IntentMissing {
+        /// The `task_accepted` row.
+        accepted: usize,
+    },
+    /// A `task_accepted` whose event's intent was committed in another transaction.
+    IntentOtherRev {
+        /// The `task_accepted` row.
+        accepted: usize,
+        /// The `intent_recorded` row.
+        intent: usize,
+    },
+    /// An `outbox_marked` with no earlier `publish_acked` of its event.
+    MarkBeforePuback {
+        /// The `outbox_marked` row.
+        mark: usize,
+        /// The first `publish_acked` of the event, if it came later.
+        later_puback: Option<usize>,
+    },
+    /// An `acked` with no commit or suppression between its delivery and itself.
+    AckBeforeCommit {
+        /// The delivery the ack answers, if one was found.
+        delivery: Option<usize>,
+        /// The `acked` row.
+        ack: usize,
+        /// The next commit or suppression of the event after the ack, if any.
+        later_settle: Option<usize>,
+        /// The crash of the acking incarnation, if it died after the ack.
+        crash: Option<usize>,
+    },
+    /// A first publication with a lower `aggregate_seq` than one published before it.
+    AggregateOutOfOrder {
+        /// The aggregate.
+        aggregate: Id,
+        /// The earlier publication (higher `aggregate_seq`).
+        earlier: usize,
+        /// Its `aggregate_seq`.
+        earlier_seq: u64,
+        /// The later publication (lower `aggregate_seq`).
+        later: usize,
+        /// Its `aggregate_seq`.
+        later_seq: u64,
+    },
+    /// A commit whose counter is not the previous counter plus its amount.
+    CounterStep {
+        /// The commit.
+        commit: usize,
+        /// The commit before it in `store_rev` order, if any.
+        prev: Option<usize>,
+        /// Previous counter + amount.
+        expected: i64,
+        /// The row's counter.
+        found: i64,
+    },
+    /// The observed counter differs from the start plus the committed amounts.
+    CounterFinal {
+        /// The `observed` row.
+        observed_row: usize,
+        /// Its `counter`.
+        observed: i64,
+        /// Start + sum of committed amounts.
+        expected: i64,
+    },
+    /// An observed total disagrees with the trace.
+    ObservedMismatch {
+        /// The `observed` row.
+        observed_row: usize,
+        /// Which total.
+        total: Total,
+        /// Its value.
+        observed: i64,
+        /// What the trace says.
+        trace: i64,
+        /// True when `observed >= trace` was required, false for equality.
+        at_least: bool,
+    },
+    /// More than one `external_applied` for one event.
+    ExternalTwice {
+        /// The `external_applied` rows.
+        applied: Vec<usize>,
+    },
+    /// A task accepted on a recovered run that never got an effect.
+    LostTask {
+        /// The `task_accepted` row.
+        accepted: usize,
+    },
+}
+
+/// A ground-truth total of the `observed` row that the trace can count too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Total {
+    /// `results`: effect results stored.
+    Results,
+    /// `processed`: a synonym of `results`.
+    Processed,
+    /// `dedup_keys`: dedup keys stored.
+    DedupKeys,
+    /// `stream_messages`: copies the broker holds.
+    StreamMessages,
+    /// `tasks`: tasks in the store.
+    Tasks,
+    /// `outbox_published + outbox_pending`: outbox records in the store.
+    Intents,
+}
+
+impl Total {
+    /// The `observed` key(s) it is read from, named by the contract's typed fields.
+    pub fn key(self) -> String {
+        match self {
+            Total::Results => detail_key!(Observed.results).to_string(),
+            Total::Processed => detail_key!(Observed.processed).to_string(),
+            Total::DedupKeys => detail_key!(Observed.dedup_keys).to_string(),
+            Total::StreamMessages => detail_key!(Observed.stream_messages).to_string(),
+            Total::Tasks => detail_key!(Observed.tasks).to_string(),
+            Total::Intents => format!(
+                "{} + {}",
+                detail_key!(Observed.outbox_published),
+                detail_key!(Observed.outbox_pending)
+            ),
+        }
+    }
+}
+
+/// One violation: who it concerns, what broke, and the rows that show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The event concerned.
+    pub event: Option<Id>,
+    /// The task concerned.
+    pub task: Option<Id>,
+    /// What broke.
+    pub finding: Finding,
+    /// Row indices, ascending (that is, in `seq` order).
+    pub witness: Vec<usize>,
+}
+
+impl Violation {
+    /// A violation with its witness rows sorted and deduplicated.
+    pub fn new(
+        event: Option<Id>,
+        task: Option<Id>,
+        finding: Finding,
+        mut witness: Vec<usize>,
+    ) -> Self {
+        witness.sort_unstable();
+        witness.dedup();
+        Violation {
+            event,
+            task,
+            finding,
+            witness,
+        }
+    }
+}
+
+/// The result of one invariant on one history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Which invariant.
+    pub invariant: Invariant,
+    /// Pass, fail or unknown.
+    pub verdict: Verdict,
+    /// Why unknown, or a remark on a pass.
+    pub reason: Option<Reason>,
+    /// Up to [`EXAMPLES`] violations, earliest first.
+    pub violations: Vec<Violation>,
+    /// How many more violations there were.
+    pub more: usize,
+}
+
+impl Outcome {
+    /// Pass, with an optional remark.
+    pub fn pass(invariant: Invariant, reason: Option<Reason>) -> Self {
+        Outcome {
+            invariant,
+            verdict: Verdict::Pass,
+            reason,
+            violations: Vec::new(),
+            more: 0,
+        }
+    }
+
+    /// Unknown, with its reason.
+    pub fn unknown(invariant: Invariant, reason: Reason) -> Self {
+        Outcome {
+            verdict: Verdict::Unknown,
+            reason: Some(reason),
+            ..Outcome::pass(invariant, None)
+        }
+    }
+
+    /// Fail when there are violations (`kept` examples and `more` counted), else unknown when
+    /// `incomplete` says the check could not see everything, else pass.
+    pub fn judge(
+        invariant: Invariant,
+        kept: Vec<Violation>,
+        more: usize,
+        incomplete: Option<Reason>,
+    ) -> Self {
+        if kept.is_empty() {
+            return match incomplete {
+                Some(reason) => Outcome::unknown(invariant, reason),
+                None => Outcome::pass(invariant, None),
+            };
+        }
+        Outcome {
+            invariant,
+            verdict: Verdict::Fail,
+            reason: incomplete,
+            violations: kept,
+            more,
+        }
+    }
+}
+
+/// Keeps the earliest [`EXAMPLES`] items by a sort key and counts the rest.
+pub fn earliest<T>(mut items: Vec<(usize, T)>) -> (Vec<T>, usize) {
+    items.sort_by_key(|(at, _)| *at);
+    let more = items.len().saturating_sub(EXAMPLES);
+    items.truncate(EXAMPLES);
+    (items.into_iter().map(|(_, t)| t).collect(), more)
+}

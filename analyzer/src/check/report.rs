@@ -1,0 +1,83 @@
+//! What a check found, as data: one outcome per invariant for every `(run_id, scenario)` and the
+//! combined verdicts. `crate::explain` turns it into words; the views draw from it.
+
+use outbox_trace::Figures;
+
+use super::outcome::{Outcome, Verdict};
+use crate::model::load::Loaded;
+
+/// The verdict on a scenario or on the whole check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RunVerdict {
+    /// Every invariant passed.
+    Valid,
+    /// No invariant failed, but at least one could not be decided.
+    Unknown,
+    /// At least one invariant failed.
+    Invalid,
+}
+
+impl RunVerdict {
+    /// `valid`, `invalid` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunVerdict::Valid => "valid",
+            RunVerdict::Invalid => "invalid",
+            RunVerdict::Unknown => "unknown",
+        }
+    }
+
+    /// The combined verdict of invariant outcomes.
+    pub fn of(outcomes: &[Outcome]) -> Self {
+        outcomes
+            .iter()
+            .map(|o| match o.verdict {
+                Verdict::Pass => RunVerdict::Valid,
+                Verdict::Unknown => RunVerdict::Unknown,
+                Verdict::Fail => RunVerdict::Invalid,
+            })
+            .max()
+            .unwrap_or(RunVerdict::Valid)
+    }
+}
+
+/// The checks of one `(run_id, scenario)`.
+#[derive(Debug)]
+pub struct ScenarioReport {
+    /// Index into [`Loaded::histories`].
+    pub history: usize,
+    /// One outcome per invariant, in the contract's order.
+    pub outcomes: Vec<Outcome>,
+    /// The figures (one definition, shared with every other output).
+    pub figures: Figures,
+    /// The combined verdict.
+    pub verdict: RunVerdict,
+}
+
+/// Everything `analyzer check` found.
+#[derive(Debug)]
+pub struct Report {
+    /// The loaded files and histories.
+    pub loaded: Loaded,
+    /// One report per history, in the same order.
+    pub scenarios: Vec<ScenarioReport>,
+    /// The combined verdict over all scenarios.
+    pub verdict: RunVerdict,
+}
+
+impl Report {
+    /// The report on `scenarios` of `loaded`; nothing to check is not a pass.
+    pub(crate) fn of(loaded: Loaded, scenarios: Vec<ScenarioReport>) -> Self {
+        let verdict = scenarios
+            .iter()
+            .map(|s| s.verdict)
+            .max()
+            // Nothing to check is not a pass.
+            .unwrap_or(RunVerdict::Unknown);
+        Report {
+            loaded,
+            scenarios,
+            verdict,
+        }
+    }
+}

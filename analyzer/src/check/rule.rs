@@ -1,0 +1,135 @@
+//! What a rule is: the [`Rule`] and [`Gather`] traits every invariant's file implements, the
+//! [`Ends`] of a scenario they consult at the end, and the small helpers they share ([`Pos`],
+//! [`Skips`], [`row32`]).
+
+use std::collections::BTreeMap;
+
+use outbox_trace::detail::{Observed, RunEnd, RunStart};
+use outbox_trace::{Detail, Field, Kind};
+
+use super::outcome::{Outcome, Reason};
+use crate::model::row::Row;
+
+/// A row index as `u32`, to keep per-id tables small: a history indexes its rows by kind with
+/// `u32`s already, so they fit.
+pub fn row32(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
+}
+
+/// A row position or none, in four bytes: per-id tables hold millions of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pos(u32);
+
+impl Pos {
+    /// No position.
+    pub const NONE: Pos = Pos(u32::MAX);
+
+    /// Position `at` (a history cannot hold 2^32 rows in memory, nor a streamed scenario
+    /// number them here).
+    pub fn at(at: usize) -> Pos {
+        Pos(u32::try_from(at).unwrap_or(u32::MAX - 1).min(u32::MAX - 1))
+    }
+
+    /// The position, if any.
+    pub fn get(self) -> Option<usize> {
+        (self != Pos::NONE).then_some(self.0 as usize)
+    }
+}
+
+/// Counts rows a check had to skip because a field it needs is missing.
+#[derive(Debug, Default)]
+pub struct Skips(BTreeMap<(Kind, &'static str), u64>);
+
+impl Skips {
+    /// Whether `row` has all `fields`; counts it as skipped if not.
+    #[inline]
+    pub fn usable(&mut self, row: &Row, fields: &[Field]) -> bool {
+        match fields.iter().find(|f| !row.has(**f)) {
+            None => true,
+            Some(f) => {
+                *self.0.entry((row.kind, f.column())).or_default() += 1;
+                false
+            }
+        }
+    }
+
+    /// The first kind of skipped row as a reason, if any row was skipped.
+    pub fn reason(&self) -> Option<Reason> {
+        self.0
+            .iter()
+            .next()
+            .map(|(&(kind, column), &rows)| Reason::MissingFields { kind, column, rows })
+    }
+}
+
+/// One invariant decided online. [`Rule::row`] sees every row of a scenario, in `seq` order,
+/// with its position (its index in the scenario's rows); [`Rule::finish`] decides.
+pub trait Rule: Send {
+    /// The kinds of rows the rule reads: it is handed only those.
+    fn kinds(&self) -> &'static [Kind];
+    /// Takes the row at position `at` (of one of [`Rule::kinds`]).
+    fn row(&mut self, at: usize, r: &Row);
+    /// The verdict, once every row has been seen.
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision;
+}
+
+/// A rule's verdict, and what it still needs to complete its witnesses.
+pub struct Decision {
+    /// The outcome. Its violations' witnesses are complete unless `gather` is set.
+    pub outcome: Outcome,
+    /// Sees the rows again and completes the witnesses of `outcome`'s violations.
+    pub gather: Option<Box<dyn Gather>>,
+}
+
+impl From<Outcome> for Decision {
+    fn from(outcome: Outcome) -> Self {
+        Decision {
+            outcome,
+            gather: None,
+        }
+    }
+}
+
+/// The second look at the rows, for the few violations kept as examples: state only for their
+/// events, tasks and actor lives.
+pub trait Gather: Send {
+    /// Takes the row at position `at` (every row again, in the same order).
+    fn row(&mut self, at: usize, r: &Row);
+    /// Completes the witnesses of `outcome`'s violations.
+    fn finish(self: Box<Self>, outcome: &mut Outcome);
+}
+
+/// The rows of a scenario that rules consult at the end, kept while the rows pass: the first
+/// `run_start`, the last `observed` and the last `run_end`, with their details decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Ends {
+    /// The first `run_start` row's detail, if it has one.
+    pub run_start: Option<RunStart>,
+    /// The last `observed` row's position and ground truth (every total absent when its detail
+    /// is missing or not an object).
+    pub observed: Option<(usize, Observed)>,
+    /// The last `run_end` row's position and detail.
+    pub run_end: Option<(usize, Option<RunEnd>)>,
+    /// Whether a `run_start` row was seen (its detail may be missing).
+    started: bool,
+}
+
+impl Ends {
+    /// Takes a row and its decoded detail.
+    pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
+        match r.kind {
+            Kind::RunStart if !self.started => {
+                self.started = true;
+                self.run_start = detail.and_then(Detail::run_start).cloned();
+            }
+            Kind::Observed => {
+                let observed = detail.and_then(Detail::observed).cloned();
+                self.observed = Some((at, observed.unwrap_or_default()));
+            }
+            Kind::RunEnd => {
+                self.run_end = Some((at, detail.and_then(Detail::run_end).cloned()));
+            }
+            _ => {}
+        }
+    }
+}

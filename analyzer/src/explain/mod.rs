@@ -1,0 +1,9 @@
+//! Words for a check's data: [`words`] explains violations, reasons and notes and picks a witness
+//! row's relevant fields; [`text`] prints a [`crate::check::Report`] for people and [`json`] for
+//! programs, both from those words.
+
+pub mod json;
+pub mod text;
+pub mod words;
+
+pub use words::{file_note, reason, scenario_notes, violation, witness_row, Value, WitnessRow};

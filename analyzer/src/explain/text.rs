@@ -1,0 +1,142 @@
+//! The text report: per scenario one line per invariant, a counts line, then up to
+//! [`crate::check::EXAMPLES`] violations per invariant with their witness chains.
+
+use std::io::{self, Write};
+
+use crate::check::{Outcome, Verdict};
+use crate::check::{Report, RunVerdict, ScenarioReport};
+use crate::explain;
+use crate::model::history::History;
+use crate::model::intern::Interner;
+use outbox_trace::Figures;
+
+/// Witness rows shown per violation before "N more row(s)".
+const WITNESS_ROWS: usize = 12;
+
+/// Writes the text report.
+pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let loaded = &report.loaded;
+    for file in &loaded.files {
+        writeln!(out, "file {} ({} rows)", file.path.display(), file.rows)?;
+        for note in &file.notes {
+            writeln!(out, "  note: {}", explain::file_note(note))?;
+        }
+    }
+    for s in &report.scenarios {
+        writeln!(out)?;
+        scenario(report, s, out)?;
+    }
+    writeln!(out)?;
+    let count = |v| report.scenarios.iter().filter(|s| s.verdict == v).count();
+    writeln!(
+        out,
+        "verdict: {} ({} scenario(s): {} valid, {} invalid, {} unknown)",
+        report.verdict.as_str(),
+        report.scenarios.len(),
+        count(RunVerdict::Valid),
+        count(RunVerdict::Invalid),
+        count(RunVerdict::Unknown)
+    )
+}
+
+fn scenario(report: &Report, s: &ScenarioReport, out: &mut dyn Write) -> io::Result<()> {
+    let names = &report.loaded.names;
+    let h = &report.loaded.histories[s.history];
+    let path = report.loaded.files[h.file].path.display();
+    writeln!(
+        out,
+        "run {} scenario {} backend {} ({path}): {}",
+        names.name(h.run_id),
+        names.name(h.scenario),
+        names.name(h.backend),
+        s.verdict.as_str()
+    )?;
+    for note in explain::scenario_notes(h, names) {
+        writeln!(out, "  note: {note}")?;
+    }
+    for o in &s.outcomes {
+        writeln!(out, "  {}", verdict_line(o))?;
+    }
+    writeln!(out, "  counts: {}", counts_line(&s.figures))?;
+    for o in s.outcomes.iter().filter(|o| o.verdict == Verdict::Fail) {
+        violations(o, h, names, out)?;
+    }
+    Ok(())
+}
+
+fn verdict_line(o: &Outcome) -> String {
+    let word = match o.verdict {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "FAIL",
+        Verdict::Unknown => "unknown",
+    };
+    let mut line = format!("{} {word}", o.invariant.id());
+    if o.verdict == Verdict::Fail {
+        let n = o.violations.len() + o.more;
+        line.push_str(&format!(": {n} violation(s)"));
+        if let Some(r) = &o.reason {
+            line.push_str(&format!(" (also: {})", explain::reason(r)));
+        }
+    } else if let Some(r) = &o.reason {
+        line.push_str(&format!(": {}", explain::reason(r)));
+    }
+    line
+}
+
+fn counts_line(c: &Figures) -> String {
+    let counter = c
+        .counter
+        .map_or_else(|| "counter unknown".to_string(), |v| format!("counter {v}"));
+    format!(
+        "{} tasks, {} publish attempts, {} stream copies, {} deliveries, {} redeliveries, {} suppressions, {} effects, {} ACKs, {} crashes, {counter}",
+        c.tasks,
+        c.publish_attempts,
+        c.stream_copies,
+        c.deliveries,
+        c.redeliveries,
+        c.suppressions,
+        c.effects,
+        c.acks,
+        c.crashes
+    )
+}
+
+fn violations(o: &Outcome, h: &History, names: &Interner, out: &mut dyn Write) -> io::Result<()> {
+    let id = o.invariant.id();
+    for v in &o.violations {
+        let mut who = Vec::new();
+        if let Some(e) = v.event {
+            who.push(format!("event_id {}", names.name(e)));
+        }
+        if let Some(t) = v.task {
+            who.push(format!("task_id {}", names.name(t)));
+        }
+        writeln!(out)?;
+        writeln!(out, "  FAIL {id}: {}", who.join(", "))?;
+        writeln!(out, "    {}", explain::violation(v, h, names))?;
+        for &at in v.witness.iter().take(WITNESS_ROWS) {
+            let w = explain::witness_row(h.row(at), h, names);
+            let fields: Vec<String> = w.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            writeln!(
+                out,
+                "      seq {:>6}  {}#{}  {}  {}",
+                w.seq,
+                w.actor,
+                w.incarnation,
+                w.kind,
+                fields.join(" ")
+            )?;
+        }
+        if v.witness.len() > WITNESS_ROWS {
+            writeln!(
+                out,
+                "      ... {} more row(s)",
+                v.witness.len() - WITNESS_ROWS
+            )?;
+        }
+    }
+    if o.more > 0 {
+        writeln!(out, "  {id}: {} more violation(s)", o.more)?;
+    }
+    Ok(())
+}

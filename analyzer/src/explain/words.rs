@@ -1,0 +1,342 @@
+//! Words for the data: a violation's plain explanation, a reason, a note, and the witness rows with
+//! their relevant fields. Renderers (text and JSON) share these.
+
+use outbox_trace::Kind;
+
+use crate::check::{Finding, Reason, Total, Violation};
+use crate::model::history::History;
+use crate::model::intern::Interner;
+use crate::model::load::FileNote;
+use crate::model::row::Row;
+
+/// A field value of a witness row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A string column.
+    Text(String),
+    /// A signed integer column.
+    Int(i64),
+    /// An unsigned integer column.
+    UInt(u64),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Text(s) => f.write_str(s),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+/// One row of a witness chain, ready to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitnessRow {
+    /// `seq`
+    pub seq: u64,
+    /// `actor`
+    pub actor: String,
+    /// `incarnation`
+    pub incarnation: u32,
+    /// `kind`
+    pub kind: Kind,
+    /// The non-null optional columns, in contract order.
+    pub fields: Vec<(&'static str, Value)>,
+}
+
+/// A row as a witness row.
+pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
+    let mut fields = Vec::new();
+    let text = |id| Value::Text(names.name(id).to_string());
+    if let Some(t) = row.task {
+        fields.push(("task_id", text(t)));
+    }
+    if let Some(e) = row.event {
+        fields.push(("event_id", text(e)));
+    }
+    if let Some(a) = row.aggregate {
+        fields.push(("aggregate_id", text(a)));
+    }
+    let numbers = [
+        ("aggregate_seq", row.aggregate_seq().map(Value::UInt)),
+        ("attempt", row.attempt().map(|a| Value::UInt(a.into()))),
+        ("broker_seq", row.broker_seq().map(Value::UInt)),
+        ("store_rev", row.store_rev().map(Value::Int)),
+        ("amount", row.amount().map(Value::Int)),
+        ("counter", row.counter().map(Value::Int)),
+    ];
+    fields.extend(numbers.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
+    if let Some(d) = h.detail_text(row) {
+        fields.push(("detail", Value::Text(d.to_string())));
+    }
+    WitnessRow {
+        seq: row.seq,
+        actor: names.name(row.actor).to_string(),
+        incarnation: row.incarnation,
+        kind: row.kind,
+        fields,
+    }
+}
+
+/// The reason as a short phrase.
+pub fn reason(r: &Reason) -> String {
+    match r {
+        Reason::NoAggregateInfo => "no aggregate information".into(),
+        Reason::NoExternalCalls => "no external calls recorded".into(),
+        Reason::NoRunEnd => "no run_end row".into(),
+        Reason::NotRecovered => "run_end.recovered is false".into(),
+        Reason::RecoveredMissing => "run_end has no boolean detail.recovered".into(),
+        Reason::NoObserved => "no observed row".into(),
+        Reason::NoObservedCounter => "no observed row with a counter".into(),
+        Reason::NoObservedTotals => {
+            "the observed row has none of results, processed, dedup_keys, stream_messages, tasks, outbox_published + outbox_pending".into()
+        }
+        Reason::MissingFields { kind, column, rows } => {
+            format!("{rows} {kind} row(s) lack {column} and could not be used")
+        }
+        Reason::NoStoreRev => {
+            "no store_rev on the rows it needs: the source does not report store transactions"
+                .into()
+        }
+        Reason::MayHaveLostSpans { actor, incarnation } => format!(
+            "{actor}#{incarnation} ends without a crash row before a later life of {actor}: \
+             spans it never exported could remove the violation"
+        ),
+    }
+}
+
+/// A file note as one line.
+pub fn file_note(n: &FileNote) -> String {
+    match n {
+        FileNote::NoSchemaVersion => "no outbox_trace.schema_version key; read as version 1".into(),
+        FileNote::ExtraColumns(cols) => format!("extra column(s) ignored: {}", cols.join(", ")),
+        FileNote::UnknownKind { kind, rows } => {
+            format!("unknown kind `{kind}` ignored ({rows} row(s))")
+        }
+    }
+}
+
+/// Notes about one history: rows lacking required fields, several backends.
+pub fn scenario_notes(h: &History, names: &Interner) -> Vec<String> {
+    let mut notes: Vec<String> = h
+        .missing
+        .iter()
+        .map(|((kind, column), rows)| {
+            format!("{rows} {kind} row(s) lack required {column}; checks that need it skip them")
+        })
+        .collect();
+    if h.seq_from_clocks {
+        notes.push(
+            "seq comes from span times on separate clocks (no outbox.seq): an order between \
+             rows of different processes rests on those clocks; checks on one actor's own order \
+             and on the stores' numbers do not"
+                .into(),
+        );
+    }
+    if !h.other_backends.is_empty() {
+        let others: Vec<&str> = h.other_backends.iter().map(|b| names.name(*b)).collect();
+        notes.push(format!(
+            "rows name other backends too: {}",
+            others.join(", ")
+        ));
+    }
+    notes
+}
+
+/// Names and positions used in explanations.
+struct Words<'a> {
+    h: &'a History,
+    names: &'a Interner,
+}
+
+impl Words<'_> {
+    fn seq(&self, at: usize) -> u64 {
+        self.h.row(at).seq
+    }
+    fn who(&self, at: usize) -> String {
+        let r = self.h.row(at);
+        format!("{}#{}", self.names.name(r.actor), r.incarnation)
+    }
+    fn event(&self, at: usize) -> &str {
+        self.names.name_opt(self.h.row(at).event).unwrap_or("?")
+    }
+    fn seqs(&self, rows: &[usize]) -> String {
+        rows.iter()
+            .map(|&at| self.seq(at).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A plain explanation of a violation.
+pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
+    let w = Words { h, names };
+    let event = names.name_opt(v.event).unwrap_or("?");
+    let task = names.name_opt(v.task).unwrap_or("?");
+    match &v.finding {
+        Finding::MultipleEffects {
+            by_task: false,
+            commits,
+        } => format!(
+            "{event} was committed {} times (seq {}): the effect happened more than once",
+            commits.len(),
+            w.seqs(commits)
+        ),
+        Finding::MultipleEffects {
+            by_task: true,
+            commits,
+        } => {
+            let events: Vec<String> = commits
+                .iter()
+                .map(|&at| format!("{} at seq {}", w.event(at), w.seq(at)))
+                .collect();
+            format!(
+                "task {task} was committed {} times under different events ({}): the task took effect more than once",
+                commits.len(),
+                events.join(", ")
+            )
+        }
+        Finding::IntentMissing { accepted } => format!(
+            "task {task} was accepted at seq {} but no intent_recorded of {event} exists: the event can never be published",
+            w.seq(*accepted)
+        ),
+        Finding::IntentOtherRev { accepted, intent } => format!(
+            "task {task} was committed in store transaction {} (seq {}) but the intent of {event} in transaction {} (seq {}): a crash between the two commits leaves a task without its event",
+            rev(h, *accepted),
+            w.seq(*accepted),
+            rev(h, *intent),
+            w.seq(*intent)
+        ),
+        Finding::MarkBeforePuback { mark, later_puback } => {
+            let after = match later_puback {
+                Some(p) => format!("the first publish ACK came later, at seq {}", w.seq(*p)),
+                None => "no publish ACK of it was ever recorded".into(),
+            };
+            format!(
+                "{} marked {event} published at seq {} before any publish ACK; {after}; a crash or lost publish in between would lose the event",
+                w.who(*mark),
+                w.seq(*mark)
+            )
+        }
+        Finding::AckBeforeCommit {
+            delivery,
+            ack,
+            later_settle,
+            crash,
+        } => {
+            let acked = match delivery {
+                Some(d) => match h.row(*d).attempt() {
+                    Some(n) => format!("delivery {n} of {event} (seq {})", w.seq(*d)),
+                    None => format!("the delivery of {event} at seq {}", w.seq(*d)),
+                },
+                None => format!("{event} (no delivery of it to this incarnation)"),
+            };
+            let commit = match later_settle {
+                Some(s) => format!(
+                    "its {} came at seq {}",
+                    commit_word(h.row(*s).kind),
+                    w.seq(*s)
+                ),
+                None => "no commit or suppression of it followed".into(),
+            };
+            let risk = match crash {
+                Some(c) if later_settle.is_none_or(|s| *c < s) => format!(
+                    "{} crashed at seq {} before committing, and the ACKed delivery will not come back",
+                    w.who(*c),
+                    w.seq(*c)
+                ),
+                _ => "a crash between the two would lose the task".into(),
+            };
+            format!(
+                "{} ACKed {acked} at seq {} with no commit in between; {commit}; {risk}",
+                w.who(*ack),
+                w.seq(*ack)
+            )
+        }
+        Finding::AggregateOutOfOrder {
+            aggregate,
+            earlier,
+            earlier_seq,
+            later,
+            later_seq,
+        } => format!(
+            "in aggregate {}, {} (aggregate_seq {later_seq}) was first published at seq {}, after {} (aggregate_seq {earlier_seq}) at seq {}: consumers see the aggregate out of order",
+            names.name(*aggregate),
+            w.event(*later),
+            w.seq(*later),
+            w.event(*earlier),
+            w.seq(*earlier)
+        ),
+        Finding::CounterStep {
+            commit,
+            prev,
+            expected,
+            found,
+        } => {
+            let before = match prev {
+                Some(p) => format!("the previous commit (seq {}) left", w.seq(*p)),
+                None => "the run started at".into(),
+            };
+            let amount = h.row(*commit).amount().unwrap_or(0);
+            format!(
+                "the commit of {event} at seq {} (store_rev {}) set the counter to {found}; {before} {}, plus amount {amount} is {expected}",
+                w.seq(*commit),
+                rev(h, *commit),
+                expected - amount
+            )
+        }
+        Finding::CounterFinal {
+            observed_row,
+            observed,
+            expected,
+        } => format!(
+            "the observer read counter {observed} at seq {}, but the start plus the committed amounts is {expected}",
+            w.seq(*observed_row)
+        ),
+        Finding::ObservedMismatch {
+            observed_row,
+            total,
+            observed,
+            trace,
+            at_least,
+        } => {
+            let key = total.key();
+            let what = match total {
+                Total::StreamMessages => format!("{trace} distinct event(s) have a publish ACK"),
+                Total::Tasks => format!("the trace accepted {trace} distinct task(s)"),
+                Total::Intents => format!("the trace recorded {trace} distinct intent(s)"),
+                Total::Results | Total::Processed | Total::DedupKeys => {
+                    format!("the trace has {trace} effect_committed row(s)")
+                }
+            };
+            let need = if *at_least { "at least" } else { "exactly" };
+            format!(
+                "the observer read {key} = {observed} at seq {}, but {what} (needs {need} that)",
+                w.seq(*observed_row)
+            )
+        }
+        Finding::ExternalTwice { applied } => format!(
+            "the external receiver applied {event} {} times (seq {}): its idempotency key did not hold",
+            applied.len(),
+            w.seqs(applied)
+        ),
+        Finding::LostTask { accepted } => format!(
+            "task {task} ({event}) was accepted at seq {} and the run recovered, but no effect was ever committed for it",
+            w.seq(*accepted)
+        ),
+    }
+}
+
+fn rev(h: &History, at: usize) -> String {
+    h.row(at)
+        .store_rev()
+        .map_or_else(|| "?".into(), |r| r.to_string())
+}
+
+fn commit_word(kind: Kind) -> &'static str {
+    match kind {
+        Kind::DuplicateSuppressed => "suppression",
+        _ => "commit",
+    }
+}

@@ -1,0 +1,608 @@
+//! Loading trace files into compact histories: each file is streamed batch by batch through the
+//! contract crate's validating reader, strings are interned, and rows are grouped by
+//! `(run_id, scenario)`. Memory is one small [`Row`] per event of a known kind.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::ArrowPrimitiveType;
+use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch};
+use arrow_buffer::NullBuffer;
+use outbox_trace::schema::column;
+use outbox_trace::{Kind, ReadOptions, TraceError, TraceFile};
+
+use crate::model::history::{keeps_detail, History};
+use crate::model::intern::{FastMap, Id, InternError, Interner};
+use crate::model::row::{Numbers, Row};
+
+/// Why a file could not be loaded. Displays as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The contract reader rejected the file.
+    #[error("{}", one_line(.0))]
+    Trace(#[from] TraceError),
+    /// A batch did not have the canonical types the reader promises.
+    #[error("column `{0}` is not in the canonical type after normalisation")]
+    Canonical(&'static str),
+    /// A string could not be interned.
+    #[error(transparent)]
+    Names(#[from] InternError),
+    /// A run's rows are not in ascending `seq` order, so the file cannot be checked as it
+    /// streams (it is then loaded whole and sorted instead).
+    #[error("the rows of a run are not in ascending seq order")]
+    NotInSeqOrder,
+}
+
+/// A load error together with the file it concerns: `<path>: <reason>`, one line. The reason is
+/// part of the message rather than a chained source, so `{:#}` does not repeat it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {error}", path.display())]
+pub struct FileError {
+    /// The file.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub error: LoadError,
+}
+
+fn one_line(e: &TraceError) -> String {
+    let text = match e {
+        // The path is printed by `FileError`; keep only the operating system's reason.
+        TraceError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What the analyzer notes about a file it accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileNote {
+    /// The file has no `outbox_trace.schema_version` key; it was read as version 1.
+    NoSchemaVersion,
+    /// Columns the contract does not define, ignored.
+    ExtraColumns(Vec<String>),
+    /// Rows of a kind the contract does not define, ignored.
+    UnknownKind {
+        /// The kind's name.
+        kind: String,
+        /// How many rows.
+        rows: u64,
+    },
+}
+
+/// A loaded file: its notes and its histories.
+#[derive(Debug)]
+pub struct LoadedFile {
+    /// The path as given.
+    pub path: PathBuf,
+    /// Number of rows in the file.
+    pub rows: u64,
+    /// Notes about the file.
+    pub notes: Vec<FileNote>,
+    /// The recorder's configuration (`outbox_trace.run`), when the file carries one.
+    pub run: Option<outbox_trace::detail::RunConfig>,
+}
+
+/// Everything loaded from the files given: the interner shared by all histories.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Names behind every [`Id`].
+    pub names: Interner,
+    /// The files, in the order given.
+    pub files: Vec<LoadedFile>,
+    /// One history per `(file, run_id, scenario)`, in order of first appearance.
+    pub histories: Vec<History>,
+}
+
+impl Loaded {
+    /// Loads `path` and appends its histories.
+    pub fn load(&mut self, path: &Path) -> Result<(), FileError> {
+        self.load_inner(path).map_err(|error| FileError {
+            path: path.to_path_buf(),
+            error,
+        })
+    }
+
+    fn load_inner(&mut self, path: &Path) -> Result<(), LoadError> {
+        let first_history = self.histories.len();
+        let mut keep = Keep::default();
+        let read = read(
+            path,
+            &mut self.names,
+            &mut self.histories,
+            self.files.len(),
+            &mut keep,
+        )?;
+        for h in &mut self.histories[first_history..] {
+            h.finish();
+        }
+        check_seqs(
+            &self.histories[first_history..],
+            keep.unknown_seqs,
+            &self.names,
+        )?;
+        self.files.push(read.into_file(path));
+        Ok(())
+    }
+}
+
+/// Where the loader puts each row it decodes.
+pub(crate) trait Sink {
+    /// Takes a row of known kind for history `h`, with its `detail` text when the analyzer keeps
+    /// that kind's details.
+    fn row(
+        &mut self,
+        histories: &mut [History],
+        h: usize,
+        row: Row,
+        detail: Option<&str>,
+    ) -> Result<(), LoadError>;
+
+    /// Takes the `(run_id, seq)` of a row of a kind the contract lacks (its `seq` still counts).
+    fn unknown(&mut self, run: Id, seq: u64) -> Result<(), LoadError>;
+
+    /// Whether the sink keeps (nearly) every row, so a history should reserve room for them.
+    fn keeps_rows(&self) -> bool {
+        true
+    }
+
+    /// Columns the sink never reads, left undecoded (their values in the rows are zero or
+    /// absent).
+    fn skips(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// Keeps every row in its history.
+#[derive(Default)]
+struct Keep {
+    /// `(run_id, seq)` of rows of unknown kinds.
+    unknown_seqs: Vec<(Id, u64)>,
+}
+
+impl Sink for Keep {
+    fn row(
+        &mut self,
+        histories: &mut [History],
+        h: usize,
+        mut row: Row,
+        detail: Option<&str>,
+    ) -> Result<(), LoadError> {
+        let history = &mut histories[h];
+        if let Some(text) = detail {
+            history.attach_detail(&mut row, text);
+        }
+        history.push(row);
+        Ok(())
+    }
+
+    fn unknown(&mut self, run: Id, seq: u64) -> Result<(), LoadError> {
+        self.unknown_seqs.push((run, seq));
+        Ok(())
+    }
+}
+
+/// What reading a file gave besides its rows.
+pub(crate) struct FileRead {
+    info: outbox_trace::FileInfo,
+    /// Rows of unknown kinds, by kind.
+    unknown: BTreeMap<String, u64>,
+}
+
+impl FileRead {
+    /// The file's entry in [`Loaded::files`].
+    pub(crate) fn into_file(self, path: &Path) -> LoadedFile {
+        let info = self.info;
+        let mut notes = Vec::new();
+        if !info.version_declared {
+            notes.push(FileNote::NoSchemaVersion);
+        }
+        if !info.extra_columns.is_empty() {
+            notes.push(FileNote::ExtraColumns(info.extra_columns.clone()));
+        }
+        for (kind, rows) in self.unknown {
+            notes.push(FileNote::UnknownKind { kind, rows });
+        }
+        LoadedFile {
+            path: path.to_path_buf(),
+            rows: info.rows,
+            notes,
+            run: info
+                .run_json
+                .as_deref()
+                .and_then(outbox_trace::detail::RunConfig::parse),
+        }
+    }
+}
+
+/// Reads `path` (file number `file`), opening a history per `(run_id, scenario)` in
+/// `histories` and handing every row to `sink`.
+pub(crate) fn read(
+    path: &Path,
+    names: &mut Interner,
+    histories: &mut Vec<History>,
+    file: usize,
+    sink: &mut impl Sink,
+) -> Result<FileRead, LoadError> {
+    let options = ReadOptions {
+        dictionary: STRING_COLUMNS.to_vec(),
+        skip: sink.skips().to_vec(),
+        ..ReadOptions::default()
+    };
+    let trace = TraceFile::open_with(path, &options)?;
+    let info = trace.info().clone();
+    let first_history = histories.len();
+    let mut state = FileState {
+        groups: Groups {
+            rows: info.rows,
+            file,
+            first_history,
+            reserve: sink.keeps_rows(),
+            map: FastMap::default(),
+            last: None,
+        },
+        unknown: BTreeMap::new(),
+    };
+    // Decoding (decompression, normalisation, interning each dictionary's values) runs on its
+    // own thread, one batch ahead of the rows being built and handed on here.
+    std::thread::scope(|scope| -> Result<(), LoadError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        scope.spawn(move || {
+            let mut dictionaries = Dictionaries::default();
+            for batch in trace.batches() {
+                let prepared = batch.map_err(LoadError::from).and_then(|b| {
+                    // Corrupt data that got past the decoder must not panic here either.
+                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
+                });
+                let failed = prepared.is_err();
+                if tx.send(prepared).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        // On an early return `rx` is dropped, so the decoder stops at its next send.
+        for prepared in rx {
+            let prepared = prepared?;
+            outbox_trace::guarded(|| Ok(state.batch(&prepared, histories, sink)))??;
+        }
+        Ok(())
+    })?;
+    for h in &mut histories[first_history..] {
+        h.seq_from_clocks = info.seq_from_clocks;
+    }
+    Ok(FileRead {
+        info,
+        unknown: state.unknown,
+    })
+}
+
+/// Fails if a run of one file repeats a `seq`: histories are sorted by then, so a run held by one
+/// history needs a linear scan; a run spread over several scenarios, or with rows of unknown
+/// kinds (`unknown_seqs`), is sorted as a whole.
+fn check_seqs(
+    histories: &[History],
+    unknown_seqs: Vec<(Id, u64)>,
+    names: &Interner,
+) -> Result<(), LoadError> {
+    let mut runs: BTreeMap<Id, Vec<&History>> = BTreeMap::new();
+    for h in histories {
+        runs.entry(h.run_id).or_default().push(h);
+    }
+    for (run, hs) in runs {
+        let unknown = unknown_seqs.iter().filter(|(r, _)| *r == run);
+        let repeated = if hs.len() == 1 && unknown.clone().next().is_none() {
+            hs[0]
+                .rows
+                .windows(2)
+                .find(|w| w[0].seq == w[1].seq)
+                .map(|w| w[0].seq)
+        } else {
+            let mut seqs: Vec<u64> = hs
+                .iter()
+                .flat_map(|h| h.rows.iter().map(|r| r.seq))
+                .chain(unknown.map(|(_, s)| *s))
+                .collect();
+            seqs.sort_unstable();
+            seqs.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+        };
+        if let Some(seq) = repeated {
+            let run_id = names.name(run).to_string();
+            return Err(TraceError::DuplicateSeq { run_id, seq }.into());
+        }
+    }
+    Ok(())
+}
+
+/// Per-file loading state.
+struct FileState {
+    groups: Groups,
+    unknown: BTreeMap<String, u64>,
+}
+
+/// Which history each `(run_id, scenario)` of a file goes to.
+struct Groups {
+    /// Rows in the file: the first history reserves room for all of them (most files hold one
+    /// scenario, and pages never touched cost nothing).
+    rows: u64,
+    file: usize,
+    first_history: usize,
+    /// Whether the first history reserves room for every row.
+    reserve: bool,
+    map: FastMap<(Id, Id), usize>,
+    /// The last `(run_id, scenario)` seen and its history: rows of one scenario come together,
+    /// so most rows skip the map.
+    last: Option<(Id, Id, usize)>,
+}
+
+impl Groups {
+    /// The history of `(run, scenario)`, opened with `backend` on its first row.
+    fn history(
+        &mut self,
+        run: Id,
+        scenario: Id,
+        backend: Id,
+        histories: &mut Vec<History>,
+    ) -> usize {
+        if let Some((r, s, h)) = self.last {
+            if r == run && s == scenario {
+                return h;
+            }
+        }
+        let h = *self.map.entry((run, scenario)).or_insert_with(|| {
+            let h = histories.len();
+            let mut history = History::new(self.file, run, scenario, backend);
+            if h == self.first_history && self.reserve {
+                history
+                    .rows
+                    .reserve(usize::try_from(self.rows).unwrap_or(0));
+            }
+            histories.push(history);
+            h
+        });
+        self.last = Some((run, scenario, h));
+        h
+    }
+}
+
+/// The ids of one dictionary's values, kept while batches share that dictionary (the Parquet
+/// reader hands out one per row group for a column stored dictionary-encoded).
+#[derive(Default)]
+struct Dictionary {
+    /// The values the ids are for; holding them keeps their address from being reused.
+    values: Option<ArrayRef>,
+    /// `ids[k]`: the id of value `k`.
+    ids: Arc<[Id]>,
+}
+
+impl Dictionary {
+    /// The ids of `array`'s dictionary values, interned unless they are the ones already held.
+    fn ids(
+        &mut self,
+        array: &DictionaryArray<Int32Type>,
+        names: &mut Interner,
+    ) -> Result<Arc<[Id]>, LoadError> {
+        let values = array.values();
+        if !self.values.as_ref().is_some_and(|v| Arc::ptr_eq(v, values)) {
+            let text = values
+                .as_string_opt::<i32>()
+                .ok_or(LoadError::Canonical("dictionary"))?;
+            let ids: Result<Vec<Id>, InternError> =
+                text.iter().map(|v| names.intern(v.unwrap_or(""))).collect();
+            self.ids = ids?.into();
+            self.values = Some(values.clone());
+        }
+        Ok(self.ids.clone())
+    }
+}
+
+/// The dictionaries of the string columns, by position in [`STRING_COLUMNS`].
+#[derive(Default)]
+struct Dictionaries([Dictionary; 8]);
+
+impl Dictionaries {
+    /// Interns the dictionaries of `batch` that are new.
+    fn prepare(&mut self, batch: RecordBatch, names: &mut Interner) -> Result<Prepared, LoadError> {
+        let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
+        for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
+            ids.push(dict.ids(dictionary(&batch, name)?, names)?);
+        }
+        // Kinds by dictionary value: parsed once per value, not per row.
+        let kinds = ids[KIND]
+            .iter()
+            .map(|&id| names.name(id).parse().ok())
+            .collect();
+        Ok(Prepared { batch, ids, kinds })
+    }
+}
+
+/// A decoded batch with the ids of its string columns' dictionary values.
+struct Prepared {
+    batch: RecordBatch,
+    /// By position in [`STRING_COLUMNS`].
+    ids: Vec<Arc<[Id]>>,
+    /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
+    kinds: Vec<Option<Kind>>,
+}
+
+/// A string column of a batch, as ids.
+struct Ids<'a> {
+    keys: &'a [i32],
+    nulls: Option<&'a NullBuffer>,
+    ids: &'a [Id],
+}
+
+impl<'a> Ids<'a> {
+    /// The id of row `i`, absent for a null (or a key out of range, which Arrow rules out).
+    #[inline(always)]
+    fn opt(&self, i: usize) -> Option<Id> {
+        if self.nulls.is_some_and(|n| n.is_null(i)) {
+            return None;
+        }
+        let key = usize::try_from(*self.keys.get(i)?).ok()?;
+        self.ids.get(key).copied()
+    }
+}
+
+/// A `Dictionary(Int32, Utf8)` column of a batch.
+fn dictionary<'a>(
+    batch: &'a RecordBatch,
+    name: &'static str,
+) -> Result<&'a DictionaryArray<Int32Type>, LoadError> {
+    batch
+        .column(column(name))
+        .as_dictionary_opt::<Int32Type>()
+        .ok_or(LoadError::Canonical(name))
+}
+
+/// A numeric column of a batch, read as a slice.
+struct Nums<'a, T: ArrowPrimitiveType> {
+    values: &'a [T::Native],
+    nulls: Option<&'a NullBuffer>,
+}
+
+impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
+    fn of(batch: &'a RecordBatch, name: &'static str) -> Result<Self, LoadError> {
+        let a = batch
+            .column(column(name))
+            .as_primitive_opt::<T>()
+            .ok_or(LoadError::Canonical(name))?;
+        Ok(Nums {
+            values: a.values(),
+            nulls: a.nulls(),
+        })
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> T::Native {
+        self.values.get(i).copied().unwrap_or_default()
+    }
+
+    #[inline(always)]
+    fn opt(&self, i: usize) -> Option<T::Native> {
+        self.nulls
+            .is_none_or(|n| n.is_valid(i))
+            .then(|| self.get(i))
+    }
+}
+
+/// Position of `kind` in [`STRING_COLUMNS`].
+const KIND: usize = 4;
+
+/// The string columns the checks compare, read as dictionaries (each distinct value of a row
+/// group is interned once, and a row costs an array lookup).
+const STRING_COLUMNS: [&str; 8] = [
+    "run_id",
+    "scenario",
+    "backend",
+    "actor",
+    "kind",
+    "task_id",
+    "event_id",
+    "aggregate_id",
+];
+
+impl FileState {
+    fn batch(
+        &mut self,
+        p: &Prepared,
+        histories: &mut Vec<History>,
+        sink: &mut impl Sink,
+    ) -> Result<(), LoadError> {
+        let batch = &p.batch;
+        let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
+        for (name, ids_of) in STRING_COLUMNS.iter().zip(&p.ids) {
+            let a = dictionary(batch, name)?;
+            ids.push(Ids {
+                keys: a.keys().values(),
+                nulls: a.nulls(),
+                ids: ids_of,
+            });
+        }
+        let [run, scenario, backend, actor, kind, task, event, agg] = &ids[..] else {
+            return Err(LoadError::Canonical("kind"));
+        };
+        let kinds = &p.kinds;
+        let kind_names = dictionary(batch, "kind")?
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or(LoadError::Canonical("kind"))?;
+        let seq = Nums::<UInt64Type>::of(batch, "seq")?;
+        let ts = Nums::<Int64Type>::of(batch, "ts_ns")?;
+        let inc = Nums::<UInt32Type>::of(batch, "incarnation")?;
+        let agg_seq = Nums::<UInt64Type>::of(batch, "aggregate_seq")?;
+        let attempt = Nums::<UInt32Type>::of(batch, "attempt")?;
+        let broker = Nums::<UInt64Type>::of(batch, "broker_seq")?;
+        let rev = Nums::<Int64Type>::of(batch, "store_rev")?;
+        let amount = Nums::<Int64Type>::of(batch, "amount")?;
+        let counter = Nums::<Int64Type>::of(batch, "counter")?;
+        let detail = batch
+            .column(column("detail"))
+            .as_string_opt::<i32>()
+            .ok_or(LoadError::Canonical("detail"))?;
+        let required = |name| LoadError::Canonical(name);
+        // Rows of one scenario come together: `(run_id, scenario, backend)` keys repeat, and
+        // then so does their history.
+        let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
+        for i in 0..batch.num_rows() {
+            let Some(Some(k)) = kind.keys.get(i).and_then(|&k| kinds.get(k as usize)) else {
+                let key = kind.keys.get(i).ok_or(required("kind"))?;
+                let name = kind_names.value(*key as usize).to_string();
+                *self.unknown.entry(name).or_default() += 1;
+                let run_id = run.opt(i).ok_or(required("run_id"))?;
+                sink.unknown(run_id, seq.get(i))?;
+                continue;
+            };
+            let k = *k;
+            let group = [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
+            let h = match last_group {
+                Some((keys, h)) if keys == group => h,
+                _ => {
+                    let run_id = run.opt(i).ok_or(required("run_id"))?;
+                    let scenario_id = scenario.opt(i).ok_or(required("scenario"))?;
+                    let backend_id = backend.opt(i).ok_or(required("backend"))?;
+                    let h = self
+                        .groups
+                        .history(run_id, scenario_id, backend_id, histories);
+                    let history = &mut histories[h];
+                    if backend_id != history.backend
+                        && !history.other_backends.contains(&backend_id)
+                    {
+                        history.other_backends.push(backend_id);
+                    }
+                    last_group = Some((group, h));
+                    h
+                }
+            };
+            let history = &mut histories[h];
+            let actor_id = actor.opt(i).ok_or(required("actor"))?;
+            let mut row = Row::new(seq.get(i), k, actor_id, inc.get(i)).with_numbers(Numbers {
+                aggregate_seq: agg_seq.opt(i),
+                attempt: attempt.opt(i),
+                broker_seq: broker.opt(i),
+                store_rev: rev.opt(i),
+                amount: amount.opt(i),
+                counter: counter.opt(i),
+            });
+            row.ts_ns = ts.get(i);
+            row.task = task.opt(i);
+            row.event = event.opt(i);
+            row.aggregate = agg.opt(i);
+            let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
+            for field in k.required_fields() {
+                // A kept detail is attached by the sink.
+                let has = match field {
+                    outbox_trace::Field::Detail => text.is_some(),
+                    _ => row.has(*field),
+                };
+                if !has {
+                    *history.missing.entry((k, field.column())).or_default() += 1;
+                }
+            }
+            sink.row(histories, h, row, text)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,214 @@
+//! One row of a history, compactly: the fields the checks and views read, ids interned, optional
+//! numbers kept without `Option` padding (a bit per column says which are set).
+
+use outbox_trace::{Field, Kind};
+
+use crate::model::intern::Id;
+
+/// Which optional numeric columns a row carries (bit per column).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Present(u8);
+
+impl Present {
+    /// `aggregate_seq` is set.
+    pub const AGGREGATE_SEQ: u8 = 1;
+    /// `attempt` is set.
+    pub const ATTEMPT: u8 = 1 << 1;
+    /// `broker_seq` is set.
+    pub const BROKER_SEQ: u8 = 1 << 2;
+    /// `store_rev` is set.
+    pub const STORE_REV: u8 = 1 << 3;
+    /// `amount` is set.
+    pub const AMOUNT: u8 = 1 << 4;
+    /// `counter` is set.
+    pub const COUNTER: u8 = 1 << 5;
+
+    /// Marks `bit` present when `yes`.
+    #[inline]
+    pub fn set(&mut self, bit: u8, yes: bool) {
+        if yes {
+            self.0 |= bit;
+        }
+    }
+
+    /// Whether `bit` is present.
+    #[inline]
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// One event of a known kind, compactly. Numeric fields are meaningful only when [`Present`] says
+/// so; use the accessors.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Recording order within the run.
+    pub seq: u64,
+    /// Nanoseconds since the run started (drawing only: no check reads it).
+    pub ts_ns: i64,
+    aggregate_seq: u64,
+    broker_seq: u64,
+    store_rev: i64,
+    amount: i64,
+    counter: i64,
+    attempt: u32,
+    /// The actor's incarnation.
+    pub incarnation: u32,
+    /// Who did it.
+    pub actor: Id,
+    /// `event_id`, if any.
+    pub event: Option<Id>,
+    /// `task_id`, if any.
+    pub task: Option<Id>,
+    /// `aggregate_id`, if any.
+    pub aggregate: Option<Id>,
+    /// Index into the history's `details` for the kinds whose `detail` the analyzer keeps.
+    pub detail: Option<u32>,
+    /// What happened.
+    pub kind: Kind,
+    present: Present,
+}
+
+/// The optional numeric values of a row, as read from the file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Numbers {
+    /// `aggregate_seq`
+    pub aggregate_seq: Option<u64>,
+    /// `attempt`
+    pub attempt: Option<u32>,
+    /// `broker_seq`
+    pub broker_seq: Option<u64>,
+    /// `store_rev`
+    pub store_rev: Option<i64>,
+    /// `amount`
+    pub amount: Option<i64>,
+    /// `counter`
+    pub counter: Option<i64>,
+}
+
+impl Row {
+    /// A row of `kind` by `actor#incarnation` at `seq`, with no optional field set.
+    #[inline(always)]
+    pub fn new(seq: u64, kind: Kind, actor: Id, incarnation: u32) -> Self {
+        Row {
+            seq,
+            ts_ns: 0,
+            aggregate_seq: 0,
+            broker_seq: 0,
+            store_rev: 0,
+            amount: 0,
+            counter: 0,
+            attempt: 0,
+            incarnation,
+            actor,
+            event: None,
+            task: None,
+            aggregate: None,
+            detail: None,
+            kind,
+            present: Present::default(),
+        }
+    }
+
+    /// Sets the optional numeric fields.
+    #[inline(always)]
+    pub fn with_numbers(mut self, n: Numbers) -> Self {
+        let p = &mut self.present;
+        p.set(Present::AGGREGATE_SEQ, n.aggregate_seq.is_some());
+        p.set(Present::ATTEMPT, n.attempt.is_some());
+        p.set(Present::BROKER_SEQ, n.broker_seq.is_some());
+        p.set(Present::STORE_REV, n.store_rev.is_some());
+        p.set(Present::AMOUNT, n.amount.is_some());
+        p.set(Present::COUNTER, n.counter.is_some());
+        self.aggregate_seq = n.aggregate_seq.unwrap_or(0);
+        self.attempt = n.attempt.unwrap_or(0);
+        self.broker_seq = n.broker_seq.unwrap_or(0);
+        self.store_rev = n.store_rev.unwrap_or(0);
+        self.amount = n.amount.unwrap_or(0);
+        self.counter = n.counter.unwrap_or(0);
+        self
+    }
+
+    fn get<T: Copy>(&self, bit: u8, v: T) -> Option<T> {
+        self.present.has(bit).then_some(v)
+    }
+
+    /// `aggregate_seq`
+    pub fn aggregate_seq(&self) -> Option<u64> {
+        self.get(Present::AGGREGATE_SEQ, self.aggregate_seq)
+    }
+    /// `attempt`
+    pub fn attempt(&self) -> Option<u32> {
+        self.get(Present::ATTEMPT, self.attempt)
+    }
+    /// `broker_seq`
+    pub fn broker_seq(&self) -> Option<u64> {
+        self.get(Present::BROKER_SEQ, self.broker_seq)
+    }
+    /// `store_rev`
+    pub fn store_rev(&self) -> Option<i64> {
+        self.get(Present::STORE_REV, self.store_rev)
+    }
+    /// `amount`
+    pub fn amount(&self) -> Option<i64> {
+        self.get(Present::AMOUNT, self.amount)
+    }
+    /// `counter`
+    pub fn counter(&self) -> Option<i64> {
+        self.get(Present::COUNTER, self.counter)
+    }
+
+    /// Whether the row carries `field` (for `detail`: whether the analyzer kept one).
+    #[inline(always)]
+    pub fn has(&self, field: Field) -> bool {
+        match field {
+            Field::TaskId => self.task.is_some(),
+            Field::EventId => self.event.is_some(),
+            Field::StoreRev => self.present.has(Present::STORE_REV),
+            Field::Attempt => self.present.has(Present::ATTEMPT),
+            Field::BrokerSeq => self.present.has(Present::BROKER_SEQ),
+            Field::Amount => self.present.has(Present::AMOUNT),
+            Field::Counter => self.present.has(Present::COUNTER),
+            Field::Detail => self.detail.is_some(),
+        }
+    }
+
+    /// Whether the row carries every one of `fields`.
+    pub fn has_all(&self, fields: &[Field]) -> bool {
+        fields.iter().all(|f| self.has(*f))
+    }
+
+    /// Whether this is a delivery (`delivered` or `redelivered`).
+    pub fn is_delivery(&self) -> bool {
+        matches!(self.kind, Kind::Delivered | Kind::Redelivered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_stays_small() {
+        // Ten million rows must fit comfortably in memory.
+        assert!(
+            std::mem::size_of::<Row>() <= 96,
+            "{}",
+            std::mem::size_of::<Row>()
+        );
+    }
+
+    #[test]
+    fn absent_numbers_read_as_none() {
+        let mut names = crate::model::intern::Interner::default();
+        let actor = names.intern("worker").unwrap();
+        let row = Row::new(7, Kind::Acked, actor, 0).with_numbers(Numbers {
+            broker_seq: Some(0),
+            ..Numbers::default()
+        });
+        assert_eq!(row.broker_seq(), Some(0));
+        assert_eq!(row.store_rev(), None);
+        assert!(row.has(Field::BrokerSeq));
+        assert!(!row.has(Field::EventId));
+    }
+}

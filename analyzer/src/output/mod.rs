@@ -1,4 +1,0 @@
-//! Rendering a [`crate::analysis::Report`]: plain text for people, JSON for programs.
-
-pub mod json;
-pub mod text;

@@ -1,0 +1,145 @@
+//! The HTML report: one self-contained file that works opened from disk. The page's data
+//! ([`crate::report::page::Page`]) is embedded as JSON, each scenario's rows in a script element of their
+//! own so the browser parses them only when a view needs them; the stylesheet and the script
+//! (`html/report.css`, `html/report.js`, plain JavaScript, no library) are compiled in. Nothing is
+//! fetched: no font, no script, no image.
+//!
+//! The script lists the scenarios and violations, shows a chain drawn in advance when there is one
+//! and otherwise lays out and draws the chain from the embedded rows the way
+//! [`super::layout`] and [`super::chain_figure`] do, and draws the run's timeline at any zoom.
+
+use std::fmt::Write as _;
+
+use crate::report::page::Page;
+
+const CSS: &str = include_str!("html/report.css");
+const JS: &str = include_str!("html/report.js");
+
+/// Text safe inside an HTML element or a quoted attribute.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `value` as JSON that can sit inside a `<script>` element: `<` only occurs inside JSON strings,
+/// where `\u003c` means the same, so no `</script>` or `<!--` can end or confuse the element.
+fn script_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {
+    Ok(serde_json::to_string(value)?.replace('<', "\\u003c"))
+}
+
+/// The whole document.
+pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
+    let names: Vec<String> = page
+        .traces
+        .iter()
+        .map(|t| {
+            std::path::Path::new(t)
+                .file_name()
+                .map_or_else(|| t.clone(), |n| n.to_string_lossy().into_owned())
+        })
+        .collect();
+    let title = escape(&format!("outbox-trace report · {}", names.join(", ")));
+    let mut html = String::with_capacity(1 << 16);
+    let _ = write!(
+        html,
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>{title}</title>
+<style>
+{CSS}</style>
+</head>
+<body>
+<header>
+<h1>{title}</h1>
+<p id="traces"></p>
+</header>
+<main>
+<section id="scenarios-section">
+<h2>Scenarios</h2>
+<div id="scenarios"></div>
+</section>
+<div id="workbench">
+<section id="violations-section">
+<h2>Violations</h2>
+<p id="violations-note"></p>
+<ol id="violations"></ol>
+</section>
+<section id="chain-section">
+<h2>Chain</h2>
+<label for="filter">Task, event or aggregate id</label>
+<input id="filter" type="search" autocomplete="off" spellcheck="false" placeholder="an exact task, event or aggregate id">
+<div id="suggest"></div>
+<p id="chain-status">Click a violation, or type an id.</p>
+<div id="chain"></div>
+</section>
+</div>
+<section id="timeline-section">
+<h2>Timeline</h2>
+<div id="timeline-controls"></div>
+<div id="timeline"></div>
+<p id="timeline-note"></p>
+</section>
+<section id="details-section">
+<h2>Invariants and figures per scenario</h2>
+<div id="details"></div>
+</section>
+<section id="caps-section">
+<h2>What this page leaves out</h2>
+<ul id="caps"></ul>
+</section>
+</main>
+<noscript><p>This report needs JavaScript to show its contents.</p></noscript>
+"#
+    );
+    let _ = writeln!(
+        html,
+        r#"<script id="page-data" type="application/json">{}</script>"#,
+        script_json(page)?
+    );
+    for (i, rows) in page.rows.iter().enumerate() {
+        if let Some(rows) = rows {
+            let _ = writeln!(
+                html,
+                r#"<script id="rows-{i}" type="application/json">{}</script>"#,
+                script_json(rows)?
+            );
+        }
+    }
+    let _ = write!(html, "<script>\n{JS}</script>\n</body>\n</html>\n");
+    Ok(html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_json_cannot_close_its_script_element() {
+        let text = script_json(&"</script><!-- x").unwrap();
+        assert!(!text.contains('<'), "{text}");
+        let back: String = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, "</script><!-- x");
+    }
+
+    #[test]
+    fn escape_covers_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

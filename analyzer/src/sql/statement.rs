@@ -1,0 +1,460 @@
+//! The whole statement: every asked invariant's [`Part`] joined into one row of verdicts per
+//! scenario, with the verdict rule of [`crate::check::Outcome::judge`] and the lost-span rule of
+//! `crate::check::lost_spans` applied ([`statement`]), or the witness rows of the violations
+//! ([`witnesses`]).
+
+use outbox_trace::Kind;
+
+use super::dialect::DialectError;
+use super::query::{positions, Part, Query, EXAMPLES, LATE};
+use super::{
+    ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
+    mark_after_puback, no_lost_task, observed_agrees, single_effect, Dialect,
+};
+use crate::check::Invariant;
+
+/// How the lost-span rule treats an invariant's violations (see `crate::check::lost_spans`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LostSpans {
+    /// A violation goes when one of its witness rows is in a life that may have lost rows.
+    Touched,
+    /// Every violation goes when the scenario has such a life.
+    Any,
+    /// Missing rows only hide violations: they stay.
+    Never,
+}
+
+fn lost_spans(inv: Invariant) -> LostSpans {
+    match inv {
+        Invariant::AckAfterCommit
+        | Invariant::MarkAfterPuback
+        | Invariant::IntentAtomic
+        | Invariant::AggregateOrder => LostSpans::Touched,
+        Invariant::NoLostTask | Invariant::CounterExact | Invariant::ObservedAgrees => {
+            LostSpans::Any
+        }
+        Invariant::SingleEffect | Invariant::ExternalSingleEffect => LostSpans::Never,
+    }
+}
+
+/// A short prefix for an invariant's table names.
+fn prefix(inv: Invariant) -> &'static str {
+    match inv {
+        Invariant::SingleEffect => "se",
+        Invariant::IntentAtomic => "ia",
+        Invariant::MarkAfterPuback => "mp",
+        Invariant::AckAfterCommit => "ac",
+        Invariant::AggregateOrder => "ao",
+        Invariant::CounterExact => "ce",
+        Invariant::ObservedAgrees => "oa",
+        Invariant::ExternalSingleEffect => "es",
+        Invariant::NoLostTask => "nl",
+    }
+}
+
+fn part(inv: Invariant, q: &mut Query) -> Part {
+    let p = prefix(inv);
+    match inv {
+        Invariant::SingleEffect => single_effect::part(q, p),
+        Invariant::IntentAtomic => intent_atomic::part(q, p),
+        Invariant::MarkAfterPuback => mark_after_puback::part(q, p),
+        Invariant::AckAfterCommit => ack_after_commit::part(q, p),
+        Invariant::AggregateOrder => aggregate_order::part(q, p),
+        Invariant::CounterExact => counter_exact::part(q, p),
+        Invariant::ObservedAgrees => observed_agrees::part(q, p),
+        Invariant::ExternalSingleEffect => external_single_effect::part(q, p),
+        Invariant::NoLostTask => no_lost_task::part(q, p),
+    }
+}
+
+/// The contract's columns the checks compare (`detail` is read by `det` alone).
+const COLUMNS: &str = "run_id, scenario, seq, actor, incarnation, kind, task_id, event_id, \
+                       aggregate_id, aggregate_seq, broker_seq, store_rev, amount, counter";
+
+/// What to print.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The engine.
+    pub dialect: Dialect,
+    /// The invariants, in the contract's order (all when empty).
+    pub invariants: Vec<Invariant>,
+    /// A path for the statement to read instead of the table `trace`.
+    pub source: Option<String>,
+}
+
+/// The shared tables, every invariant's tables, and `verdicts` (`run_id, scenario, pos,
+/// invariant, verdict, violations, reason`, `pos` the invariant's place in the contract's
+/// order); returns the query and the invariants in order.
+fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
+    let d = req.dialect;
+    let source = match &req.source {
+        Some(path) => d.read(path)?,
+        None => "trace".to_string(),
+    };
+    let mut invariants: Vec<Invariant> = if req.invariants.is_empty() {
+        Invariant::ALL.to_vec()
+    } else {
+        req.invariants.clone()
+    };
+    invariants.sort();
+    invariants.dedup();
+    let mut q = Query {
+        d,
+        ctes: Vec::new(),
+        source: source.clone(),
+        facts: Vec::new(),
+        notes: Vec::new(),
+    };
+    let kinds: Vec<String> = Kind::ALL
+        .iter()
+        .map(|k| format!("'{}'", k.as_str()))
+        .collect();
+    // Rows of kinds the contract does not define are ignored, as the native loader does.
+    q.cte(
+        "base",
+        format!(
+            "SELECT {COLUMNS} FROM {source} WHERE kind IN ({})",
+            kinds.join(", ")
+        ),
+    );
+    for late in LATE {
+        q.cte(late, String::new());
+    }
+    // Lives without their own crash row while a later life of the actor exists.
+    q.cte(
+        "lives",
+        &format!(
+            "SELECT run_id, scenario, actor, incarnation, min(seq) AS first_seq, \
+         max(CASE WHEN kind = '{k_crash}' THEN 1 ELSE 0 END) AS crashed \
+         FROM base GROUP BY run_id, scenario, actor, incarnation",
+            k_crash = Kind::Crash.as_str()
+        ),
+    );
+    q.cte(
+        "lossy",
+        "SELECT run_id, scenario, actor, incarnation, first_seq FROM (SELECT run_id, scenario, \
+         actor, incarnation, crashed, \
+         max(incarnation) OVER (PARTITION BY run_id, scenario, actor) AS last_life, \
+         min(first_seq) OVER (PARTITION BY run_id, scenario, actor) AS first_seq FROM lives) l \
+         WHERE crashed = 0 AND last_life > incarnation",
+    );
+    q.cte(
+        "lossy_first",
+        "SELECT run_id, scenario, actor, incarnation FROM (SELECT run_id, scenario, actor, \
+         incarnation, row_number() OVER (PARTITION BY run_id, scenario \
+         ORDER BY first_seq, incarnation) AS rn FROM lossy) x WHERE rn = 1",
+    );
+    // The rows of those lives: few, and only these can touch a violation.
+    q.cte(
+        "lossy_rows",
+        "SELECT b.run_id, b.scenario, b.seq, b.actor, b.incarnation FROM base b JOIN lossy l \
+         ON b.run_id = l.run_id AND b.scenario = l.scenario AND b.actor = l.actor \
+         AND b.incarnation = l.incarnation",
+    );
+    let mut cols = Vec::new();
+    let mut joins = String::new();
+    let mut finals = Vec::new();
+    let mut witnessed = Vec::new();
+    for &inv in &invariants {
+        let p = prefix(inv);
+        let parts = part(inv, &mut q);
+        let (c, j, f) = verdict(&mut q, inv, p, &parts);
+        cols.push(c);
+        joins.push_str(&j);
+        finals.push(f);
+        if parts.count.is_none() && lost_spans(inv) == LostSpans::Touched {
+            witnessed.push((p, parts.witness));
+        }
+    }
+    if !witnessed.is_empty() {
+        touched(&mut q, &witnessed);
+        joins.push_str(
+            " LEFT JOIN touched ON touched.run_id = s.run_id AND touched.scenario = s.scenario",
+        );
+    }
+    if invariants.iter().any(|i| lost_spans(*i) == LostSpans::Any) {
+        joins.push_str(
+            " LEFT JOIN lossy_first lf ON lf.run_id = s.run_id AND lf.scenario = s.scenario",
+        );
+    }
+    q.cte(
+        "wide",
+        format!(
+            "SELECT s.run_id, s.scenario, {} FROM scen s{joins}",
+            cols.join(", ")
+        ),
+    );
+    let case = |pick: &dyn Fn(&(String, String, String)) -> &String| {
+        let whens: String = finals
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!(" WHEN {i} THEN {}", pick(f)))
+            .collect();
+        format!("CASE i.pos{whens} END")
+    };
+    let ids: String = invariants
+        .iter()
+        .enumerate()
+        .map(|(i, inv)| format!(" WHEN {i} THEN '{}'", inv.id()))
+        .collect();
+    q.cte(
+        "verdicts",
+        format!(
+            "SELECT w.run_id, w.scenario, i.pos, CASE i.pos{ids} END AS invariant, \
+             {} AS verdict, {} AS violations, {} AS reason FROM wide w CROSS JOIN ({}) i",
+            case(&|f| &f.0),
+            case(&|f| &f.1),
+            case(&|f| &f.2),
+            positions("pos", invariants.len())
+        ),
+    );
+    Ok((q, invariants))
+}
+
+/// One invariant's verdict: the columns it adds to `wide`, the joins they need, and its final
+/// verdict, count and reason over a row of `wide` (alias `w`): the native verdict rule, then
+/// the lost-span rule.
+fn verdict(
+    q: &mut Query,
+    inv: Invariant,
+    p: &str,
+    part: &Part,
+) -> (String, String, (String, String, String)) {
+    let t = q.d.text();
+    let on = |a: &str| format!(" ON {a}.run_id = s.run_id AND {a}.scenario = s.scenario");
+    let mut joins = String::new();
+    for x in &part.extra {
+        joins.push_str(&format!(" LEFT JOIN {x}{}", on(x)));
+    }
+    let lost = lost_spans(inv);
+    let count = match (&part.count, lost) {
+        (Some(expr), _) => expr.clone(),
+        (None, LostSpans::Touched) => format!("coalesce(touched.{p}_total, 0)"),
+        (None, _) => {
+            let n = q.counts(&format!("{p}_n"), &part.violations);
+            joins.push_str(&format!(" LEFT JOIN {n}{}", on(&n)));
+            format!("coalesce({n}.n, 0)")
+        }
+    };
+    let reason = part
+        .reason
+        .clone()
+        .unwrap_or_else(|| format!("CAST(NULL AS {t})"));
+    let early = |f: &dyn Fn(&(String, &'static str, String)) -> String| -> String {
+        part.early
+            .iter()
+            .map(|e| format!(" WHEN {} THEN {}", e.0, f(e)))
+            .collect()
+    };
+    let mut cols = vec![
+        format!(
+            "CASE{} WHEN {count} > 0 THEN 'fail' WHEN {reason} IS NOT NULL THEN 'unknown' \
+             ELSE 'pass' END AS {p}_verdict",
+            early(&|e| format!("'{}'", e.1))
+        ),
+        format!("{} AS {p}_n", or_else(early(&|_| "0".to_string()), &count)),
+        format!(
+            "{} AS {p}_reason",
+            or_else(early(&|e| e.2.clone()), &reason)
+        ),
+    ];
+    let (v, n, r) = (
+        format!("w.{p}_verdict"),
+        format!("w.{p}_n"),
+        format!("w.{p}_reason"),
+    );
+    let d = q.d;
+    let because = |actor: &str, inc: &str| {
+        let inc = d.to_text(inc);
+        format!(
+            "{actor} || '#' || {inc} || ' ends without a crash row before a later life of ' || \
+             {actor} || ': spans it never exported could remove the violation'"
+        )
+    };
+    let out = match lost {
+        LostSpans::Never => (v, n, r),
+        LostSpans::Any => {
+            cols.push(format!("lf.actor AS {p}_actor, lf.incarnation AS {p}_inc"));
+            let gone = format!("{v} = 'fail' AND {n} <= {EXAMPLES} AND w.{p}_actor IS NOT NULL");
+            (
+                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
+                format!("CASE WHEN {gone} THEN 0 ELSE {n} END"),
+                format!(
+                    "CASE WHEN {gone} THEN {} ELSE {r} END",
+                    because(&format!("w.{p}_actor"), &format!("w.{p}_inc"))
+                ),
+            )
+        }
+        LostSpans::Touched => {
+            cols.push(format!(
+                "touched.{p}_total, touched.{p}_untouched, touched.{p}_kept, \
+                 touched.{p}_actor, touched.{p}_inc"
+            ));
+            let (total, untouched, kept) = (
+                format!("w.{p}_total"),
+                format!("w.{p}_untouched"),
+                format!("w.{p}_kept"),
+            );
+            let gone = format!("{v} = 'fail' AND {total} <= {EXAMPLES} AND {untouched} = 0");
+            (
+                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
+                format!(
+                    "CASE WHEN {v} <> 'fail' OR {total} IS NULL THEN {n} \
+                     WHEN {total} <= {EXAMPLES} THEN {untouched} \
+                     WHEN {kept} = 0 THEN {total} \
+                     ELSE {kept} + {total} - {EXAMPLES} END"
+                ),
+                format!(
+                    "CASE WHEN {gone} THEN {} ELSE {r} END",
+                    because(&format!("w.{p}_actor"), &format!("w.{p}_inc"))
+                ),
+            )
+        }
+    };
+    (cols.join(", "), joins, out)
+}
+
+/// `CASE{whens} ELSE {otherwise} END`, or `otherwise` without cases.
+fn or_else(whens: String, otherwise: &str) -> String {
+    if whens.is_empty() {
+        otherwise.to_string()
+    } else {
+        format!("CASE{whens} ELSE {otherwise} END")
+    }
+}
+
+/// For the lost-span rule, `touched`: per scenario with violations of the invariants
+/// `witnessed` (their prefixes and witness tables), for each invariant `p`: how many violations
+/// there are (`{p}_total`), how many no witness row of a lossy life touches (in all,
+/// `{p}_untouched`, and among the first [`EXAMPLES`], `{p}_kept`), and the life touched by the
+/// first touched violation (`{p}_actor`, `{p}_inc`: the life of its first witness row by `seq`
+/// in a lossy life). One table for all, so the rows of lossy lives are read once; each
+/// violation has its own row among its witness rows, so the violation tables are not read
+/// again.
+fn touched(q: &mut Query, witnessed: &[(&str, String)]) {
+    let d = q.d;
+    let rows: Vec<String> = witnessed
+        .iter()
+        .map(|(p, w)| format!("SELECT '{p}' AS inv, run_id, scenario, vat, wseq FROM {w}"))
+        .collect();
+    let first = |x: &str| d.first_by(&format!("l.{x}"), "l.seq");
+    let each = q.cte(
+        "touched_each",
+        format!(
+            "SELECT inv, run_id, scenario, vat, actor, incarnation, \
+             row_number() OVER (PARTITION BY inv, run_id, scenario ORDER BY vat) AS vr, \
+             row_number() OVER (PARTITION BY inv, run_id, scenario, \
+             CASE WHEN actor IS NULL THEN 0 ELSE 1 END ORDER BY vat) AS tr \
+             FROM (SELECT w.inv, w.run_id, w.scenario, w.vat, {} AS actor, {} AS incarnation \
+             FROM ({}) w LEFT JOIN lossy_rows l ON l.run_id = w.run_id AND l.scenario = w.scenario \
+             AND l.seq = w.wseq GROUP BY w.inv, w.run_id, w.scenario, w.vat) x",
+            first("actor"),
+            first("incarnation"),
+            rows.join(" UNION ALL ")
+        ),
+    );
+    let sums: Vec<String> = witnessed
+        .iter()
+        .map(|(p, _)| {
+            let first = format!("inv = '{p}' AND actor IS NOT NULL AND tr = 1");
+            format!(
+                "sum(CASE WHEN inv = '{p}' THEN 1 ELSE 0 END) AS {p}_total, \
+                 sum(CASE WHEN inv = '{p}' AND actor IS NULL THEN 1 ELSE 0 END) AS {p}_untouched, \
+                 sum(CASE WHEN inv = '{p}' AND actor IS NULL AND vr <= {EXAMPLES} THEN 1 ELSE 0 END) \
+                 AS {p}_kept, max(CASE WHEN {first} THEN actor END) AS {p}_actor, \
+                 max(CASE WHEN {first} THEN incarnation END) AS {p}_inc"
+            )
+        })
+        .collect();
+    q.cte(
+        "touched",
+        format!(
+            "SELECT run_id, scenario, {} FROM {each} GROUP BY run_id, scenario",
+            sums.join(", ")
+        ),
+    );
+}
+
+/// The statement deciding the invariants: one row per `(run_id, scenario, invariant)`.
+pub fn statement(req: &Request) -> Result<String, DialectError> {
+    let (q, _) = build(req)?;
+    Ok(q.finish(
+        "SELECT run_id, scenario, invariant, verdict, CAST(violations AS BIGINT) AS violations, reason\n\
+         FROM verdicts\nORDER BY run_id, scenario, pos\n",
+    ))
+}
+
+/// The statement listing up to `n` witness rows per failing invariant: `run_id`, `scenario`,
+/// `invariant`, then the row's `seq`, `actor`, `incarnation`, `kind`, `task_id`, `event_id`,
+/// `store_rev`, `broker_seq`, in order of the violation they show, then `seq`.
+pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
+    let (mut q, invariants) = build(req)?;
+    let rows: Vec<String> = invariants
+        .iter()
+        .map(|inv| {
+            let p = prefix(*inv);
+            format!(
+                "SELECT run_id, scenario, '{id}' AS invariant, min(vat) AS vat, wseq \
+                 FROM {p}_w GROUP BY run_id, scenario, wseq",
+                id = inv.id()
+            )
+        })
+        .collect();
+    q.cte("witness_rows", rows.join(" UNION ALL "));
+    q.cte(
+        "witness_ranked",
+        "SELECT w.run_id, w.scenario, w.invariant, v.pos, w.wseq, w.vat, \
+         row_number() OVER (PARTITION BY w.run_id, w.scenario, w.invariant ORDER BY w.vat, w.wseq) AS rn \
+         FROM witness_rows w JOIN verdicts v ON v.run_id = w.run_id AND v.scenario = w.scenario \
+         AND v.invariant = w.invariant WHERE v.verdict = 'fail'",
+    );
+    Ok(q.finish(&format!(
+        "SELECT w.run_id, w.scenario, w.invariant, b.seq, b.actor, b.incarnation, b.kind, \
+         b.task_id, b.event_id, b.store_rev, b.broker_seq\n\
+         FROM witness_ranked w JOIN base b ON b.run_id = w.run_id AND b.scenario = w.scenario \
+         AND b.seq = w.wseq\nWHERE w.rn <= {n}\n\
+         ORDER BY w.run_id, w.scenario, w.pos, w.rn\n"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Reason;
+
+    #[test]
+    fn the_texts_built_in_sql_are_the_native_reasons() {
+        // The SQL concatenates these; they must read as `explain::reason` writes them.
+        let skipped = crate::explain::reason(&Reason::MissingFields {
+            kind: Kind::Acked,
+            column: "event_id",
+            rows: 7,
+        });
+        assert_eq!(
+            skipped,
+            "7 acked row(s) lack event_id and could not be used"
+        );
+        let lost = crate::explain::reason(&Reason::MayHaveLostSpans {
+            actor: "worker".into(),
+            incarnation: 0,
+        });
+        assert_eq!(
+            lost,
+            "worker#0 ends without a crash row before a later life of worker: spans it never \
+             exported could remove the violation"
+        );
+    }
+
+    #[test]
+    fn datafusion_cannot_read_a_path() {
+        let req = Request {
+            dialect: Dialect::Datafusion,
+            invariants: vec![],
+            source: Some("t.parquet".into()),
+        };
+        assert!(matches!(
+            statement(&req),
+            Err(DialectError::NoPathInSelect(_))
+        ));
+    }
+}

@@ -1,0 +1,23 @@
+//! The analyzer's integration tests as one binary (one link instead of one per file): one module
+//! per area, helpers in `common` and the hand-built protocol variants in `variants`.
+
+mod common;
+mod variants;
+
+mod cli;
+mod cli_draw;
+mod compare;
+mod encodings;
+mod examples;
+mod foreign_producers;
+mod golden;
+mod html_report;
+mod invariants;
+mod mermaid;
+mod mutants;
+mod otel_python;
+mod report;
+mod scale;
+mod sql;
+mod streamed;
+mod timeline;

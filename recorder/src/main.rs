@@ -1,34 +1,16 @@
-//! `recorder`: runs the outbox protocol against real services, injects the named faults, and writes
-//! every step to an `outbox-trace/1` Parquet file. `main` parses, resolves and dispatches; the work
-//! is in [`run::run`].
-
-mod actor;
-mod backend;
-mod bench;
-mod chaos;
-mod cli;
-mod clock;
-mod driver;
-mod endpoints;
-mod external;
-mod faults;
-mod journal;
-mod protocol;
-mod run;
-mod scenario;
-mod services;
-mod summary;
-mod supervisor;
+//! `recorder`: parses the command line, resolves it, and calls the library; the work is in
+//! [`outbox_recorder::run`].
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
-
-use crate::backend::BackendError;
-use crate::cli::{Cli, Command};
-use crate::services::ServiceError;
+use outbox_recorder::actor::process;
+use outbox_recorder::cli::args::{Cli, Command};
+use outbox_recorder::cli::list::list;
+use outbox_recorder::external::spec::ExternalSpec;
+use outbox_recorder::{bench, Failure, RunConfig};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -46,48 +28,39 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
-        Command::Actor => ExitCode::from(actor::main() as u8),
-        Command::Receiver(args) => ExitCode::from(actor::receiver_main(external::ExternalSpec {
+        Command::Actor => ExitCode::from(process::main() as u8),
+        Command::Receiver(args) => ExitCode::from(process::receiver_main(ExternalSpec {
             addr: args.listen,
             db: args.db,
             slow_ms: args.slow_ms,
         }) as u8),
-        Command::Bench(args) => {
-            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-            match runtime.block_on(bench::run(&args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("recorder bench: {e:#}");
-                    ExitCode::from(exit_code(&e))
-                }
-            }
-        }
+        Command::Bench(args) => match runtime().block_on(bench::run(&args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail("recorder bench", &e),
+        },
         Command::List => {
             list();
             ExitCode::SUCCESS
         }
         Command::Run(args) => {
-            let config = match args.resolve() {
+            let config = match RunConfig::resolve(&args) {
                 Ok(c) => c,
-                Err(e) => {
-                    eprintln!("recorder: {e}");
-                    return ExitCode::from(2);
-                }
+                Err(e) => return fail("recorder", &Failure::from(e)),
             };
-            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-            let interrupted = Arc::new(AtomicBool::new(false));
+            let runtime = runtime();
+            let shutdown = Arc::new(AtomicBool::new(false));
             runtime.spawn({
-                let interrupted = interrupted.clone();
+                let shutdown = shutdown.clone();
                 async move {
                     if tokio::signal::ctrl_c().await.is_ok() {
                         eprintln!(
                             "recorder: interrupted; stopping actors and keeping what was recorded"
                         );
-                        interrupted.store(true, Ordering::Relaxed);
+                        shutdown.store(true, Ordering::Relaxed);
                     }
                 }
             });
-            match runtime.block_on(run::run(&config, interrupted)) {
+            match runtime.block_on(outbox_recorder::run(&config, shutdown)) {
                 Ok(outcome) if outcome.interrupted => ExitCode::from(130),
                 Ok(outcome) if !outcome.unrecovered.is_empty() => {
                     eprintln!(
@@ -97,38 +70,18 @@ fn main() -> ExitCode {
                     ExitCode::from(3)
                 }
                 Ok(_) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("recorder: {e:#}");
-                    ExitCode::from(exit_code(&e))
-                }
+                Err(e) => fail("recorder", &e),
             }
         }
     }
 }
 
-fn exit_code(e: &anyhow::Error) -> u8 {
-    for cause in e.chain() {
-        if cause.downcast_ref::<ServiceError>().is_some() {
-            return 4;
-        }
-        if let Some(BackendError::Unreachable { .. }) = cause.downcast_ref::<BackendError>() {
-            return 4;
-        }
-    }
-    1
+/// Prints the failure as one line and ends with its exit code.
+fn fail(who: &str, e: &Failure) -> ExitCode {
+    eprintln!("{who}: {e}");
+    ExitCode::from(e.exit_code())
 }
 
-fn list() {
-    println!("scenarios (--scenario):");
-    for s in scenario::ScenarioName::ALL {
-        println!("  {}", s.as_str());
-    }
-    println!("protocols (--protocol):");
-    for p in <protocol::Protocol as clap::ValueEnum>::value_variants() {
-        println!("  {}", p.name());
-    }
-    println!("crash points:");
-    for p in faults::CrashPoint::ALL {
-        println!("  {p}");
-    }
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().expect("a tokio runtime")
 }

@@ -18,13 +18,13 @@ use futures::StreamExt;
 use outbox_trace::detail::Observed;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
-    StoredCommit, StoredIntent, StoredTask,
-};
-use crate::protocol::{
+use super::connection::{Connection, Endpoints};
+use super::control::{Backend, Control, Progress, StoredCommit, StoredIntent, StoredTask};
+use crate::protocol::model::{
     CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec, Timing,
 };
+use crate::protocol::ports::BackendError;
+use crate::protocol::ports::{Broker, Delivery, Store};
 
 /// The header that carries the stable event id on every copy.
 pub const EVENT_ID_HEADER: &str = "Outbox-Event-Id";

@@ -28,15 +28,15 @@ use redis::aio::{ConnectionLike as _, ConnectionManager, ConnectionManagerConfig
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Backend, BackendError, Broker, Connection, Control, Delivery, Endpoints, Progress, Store,
-    StoredCommit, StoredIntent, StoredTask,
-};
-use crate::endpoints::Endpoint;
-use crate::protocol::{
+use super::connection::{Connection, Endpoints};
+use super::control::{Backend, Control, Progress, StoredCommit, StoredIntent, StoredTask};
+use super::endpoints::Endpoint;
+use crate::protocol::model::{
     event_id_of, CommitRules, Committed, Created, DedupKey, Intent, Published, Snapshot, TaskSpec,
     Timing,
 };
+use crate::protocol::ports::BackendError;
+use crate::protocol::ports::{Broker, Delivery, Store};
 
 /// Redis commit numbers start here, above any SQLite `store_rev`.
 pub const REDIS_REV_BASE: i64 = 1 << 40;

@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use super::runs::{seed_blocks, Job, Outcome};
 use super::table::Table;
-use crate::backend::BackendKind;
-use crate::chaos::{Action, ChaosPlan, Targets, SWARM_WINDOWS};
-use crate::cli::Seeds;
-use crate::protocol::Protocol;
+use crate::backend::connection::BackendKind;
+use crate::cli::args::Seeds;
+use crate::fault::chaos::{Action, ChaosPlan, Targets, SWARM_WINDOWS};
+use crate::protocol::variant::Protocol;
 
 /// The detection setup: `--tasks 300 --rate 100 --workers 4 --chaos-window 4s`.
 const TASKS: u64 = 300;

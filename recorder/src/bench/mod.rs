@@ -19,25 +19,63 @@ mod campaign;
 mod child;
 mod detection;
 mod raw;
+mod recording;
 mod runs;
 mod table;
+mod verdict;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 use outbox_trace::{FigureRow, FigureTally, Kind, Step};
 use serde_json::{json, Value};
 
-use crate::cli::{BenchArgs, BenchPart};
-use crate::services::{LocalService, ServiceKind};
+use crate::backend::services::{LocalService, ServiceKind};
+use crate::cli::args::{BenchArgs, BenchPart};
+use crate::cli::exit::Failure;
+use recording::Bench;
 use table::{cell, Table};
 
 /// Write transactions each task needs without batching: create (task + outbox record), mark,
 /// commit (dedup key + result + counter).
 const TXNS_PER_TASK: f64 = 3.0;
 
-/// Runs the parts asked for and reports them.
-pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
+/// Runs the parts asked for and reports them. The services are started first, so a missing one
+/// ends the bench with exit 4 before any part runs.
+pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
+    let parts = if args.parts.is_empty() {
+        BenchPart::ALL.to_vec()
+    } else {
+        args.parts.clone()
+    };
+    let needs_services = parts.iter().any(|p| {
+        matches!(
+            p,
+            BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory
+        )
+    });
+    let workdir = tempfile::Builder::new()
+        .prefix("outbox-bench-")
+        .tempdir()
+        .map_err(Failure::run)?;
+    let services = if needs_services {
+        Some((
+            LocalService::start(ServiceKind::Etcd, workdir.path())?,
+            LocalService::start(ServiceKind::Nats, workdir.path())?,
+        ))
+    } else {
+        None
+    };
+    measure(args, parts, services.as_ref())
+        .await
+        .map_err(Failure::run)
+}
+
+async fn measure(
+    args: &BenchArgs,
+    parts: Vec<BenchPart>,
+    services: Option<&(LocalService, LocalService)>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let bench = Bench {
@@ -52,35 +90,14 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
-    let parts = if args.parts.is_empty() {
-        BenchPart::ALL.to_vec()
-    } else {
-        args.parts.clone()
-    };
-    let needs_services = parts.iter().any(|p| {
-        matches!(
-            p,
-            BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory
-        )
-    });
-    let workdir = tempfile::Builder::new().prefix("outbox-bench-").tempdir()?;
-    let services = if needs_services {
-        Some((
-            LocalService::start(ServiceKind::Etcd, workdir.path())?,
-            LocalService::start(ServiceKind::Nats, workdir.path())?,
-        ))
-    } else {
-        None
-    };
     let endpoints = services
-        .as_ref()
         .map(|(e, n)| vec!["--etcd".to_string(), e.url(), "--nats".into(), n.url()])
         .unwrap_or_default();
     for part in parts {
         eprintln!("bench: {}", part.name());
         let value = match part {
             BenchPart::Pipeline => {
-                let (etcd, nats) = services.as_ref().expect("services started");
+                let (etcd, nats) = services.expect("services started");
                 bench
                     .pipeline(args, &etcd.url(), &nats.url(), &endpoints)
                     .await?
@@ -103,32 +120,7 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-struct Bench {
-    recorder: PathBuf,
-    out: PathBuf,
-    log: PathBuf,
-}
-
 impl Bench {
-    /// `recorder run` with `args`; the trace at `<out>/<name>.parquet`.
-    fn record(&self, name: &str, args: &[&str], extra: &[String]) -> anyhow::Result<Recorded> {
-        let trace = self.out.join(format!("{name}.parquet"));
-        let _ = std::fs::remove_file(&trace);
-        let mut all: Vec<String> = vec!["run".into(), "--quiet".into(), "--out".into()];
-        all.push(trace.display().to_string());
-        all.extend(args.iter().map(|s| s.to_string()));
-        all.extend(extra.iter().cloned());
-        let finished = child::run(&self.recorder, &all, &self.log)?;
-        anyhow::ensure!(
-            matches!(finished.code, Some(0 | 3)),
-            "recorder {} failed ({:?}); see {}",
-            all.join(" "),
-            finished.code,
-            self.log.display()
-        );
-        Ok(Recorded { trace, finished })
-    }
-
     async fn pipeline(
         &self,
         args: &BenchArgs,
@@ -221,63 +213,6 @@ impl Bench {
         let fresh = runs::run_all(self, "detection", &jobs, args.jobs)?;
         Ok(detection::tables(&runs::merge(previous, fresh)))
     }
-}
-
-/// A finished recording.
-struct Recorded {
-    trace: PathBuf,
-    finished: child::Finished,
-}
-
-/// What `analyzer check` said of a trace.
-struct Verdict {
-    verdict: String,
-    failed: Vec<String>,
-}
-
-fn check(analyzer: &Path, trace: &Path, log: &Path) -> anyhow::Result<Verdict> {
-    let output = std::process::Command::new(analyzer)
-        .args(["check", "--json"])
-        .arg(trace)
-        .output()
-        .with_context(|| format!("running {}", analyzer.display()))?;
-    let report: CheckJson = serde_json::from_slice(&output.stdout).with_context(|| {
-        format!(
-            "analyzer check {} gave no JSON ({}); see {}",
-            trace.display(),
-            String::from_utf8_lossy(&output.stderr).trim(),
-            log.display()
-        )
-    })?;
-    let failed = report
-        .scenarios
-        .into_iter()
-        .flat_map(|s| s.invariants)
-        .filter(|i| i.verdict == "fail")
-        .map(|i| i.id)
-        .collect();
-    Ok(Verdict {
-        verdict: report.verdict,
-        failed,
-    })
-}
-
-/// What the bench reads of `analyzer check --json` (the contract's "JSON output").
-#[derive(serde::Deserialize)]
-struct CheckJson {
-    verdict: String,
-    scenarios: Vec<CheckScenario>,
-}
-
-#[derive(serde::Deserialize)]
-struct CheckScenario {
-    invariants: Vec<CheckInvariant>,
-}
-
-#[derive(serde::Deserialize)]
-struct CheckInvariant {
-    id: String,
-    verdict: String,
 }
 
 /// The figures a benchmark reads from a trace.

@@ -15,7 +15,8 @@ use outbox_trace::{FigureRow, FigureTally, Figures, Kind, Step};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{check, Bench};
+use super::recording::Bench;
+use super::verdict::check;
 
 /// One recording to make and check.
 #[derive(Debug, Clone)]

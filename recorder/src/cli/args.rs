@@ -1,39 +1,16 @@
-//! The command line: argument definitions, and their resolution into a validated [`RunConfig`]
-//! before any work starts.
+//! The command line as clap defines it: the subcommands, their flags and the parsers of their
+//! values. [`super::config`] resolves `recorder run`'s flags into a validated configuration.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::backend::BackendKind;
-use crate::endpoints::{BadEndpoint, Endpoint};
+use crate::backend::connection::BackendKind;
+use crate::driver::scenario::ScenarioName;
+use crate::protocol::variant::Protocol;
 
-/// A command line that parses but does not make sense.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// A URL the recorder cannot use.
-    #[error(transparent)]
-    Endpoint(#[from] BadEndpoint),
-    /// A scenario that needs something the backend does not have.
-    #[error("scenario `{scenario}` does not run on backend `{backend}`")]
-    Unsupported {
-        /// The scenario.
-        scenario: &'static str,
-        /// The backend.
-        backend: &'static str,
-    },
-    /// A cluster the recorder cannot start.
-    #[error("{0}")]
-    Cluster(&'static str),
-    /// Two outputs that would overwrite each other.
-    #[error("{0}")]
-    Output(&'static str),
-}
-use crate::protocol::{Protocol, Timing};
-use crate::run::RunConfig;
-use crate::scenario::{LoadSpec, ScenarioName};
-
+/// The exit codes, as `--help` shows them.
 const EXIT_CODES: &str = "\
 Exit codes:
   0    every scenario ran and recovered
@@ -315,101 +292,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("`{s}` is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-impl RunArgs {
-    /// Resolves the arguments into a run configuration.
-    pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
-        let mut scenarios = Vec::new();
-        let default = [if self.tasks.is_some() {
-            ScenarioArg::One(ScenarioName::Load)
-        } else {
-            ScenarioArg::All
-        }];
-        let asked: &[ScenarioArg] = if self.scenario.is_empty() {
-            &default
-        } else {
-            &self.scenario
-        };
-        for arg in asked {
-            match arg {
-                ScenarioArg::All => scenarios.extend(ScenarioName::all_on(self.backend)),
-                ScenarioArg::One(n) if !n.runs_on(self.backend) => {
-                    return Err(ConfigError::Unsupported {
-                        scenario: n.as_str(),
-                        backend: self.backend.name(),
-                    })
-                }
-                ScenarioArg::One(n) => scenarios.push(*n),
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        scenarios.retain(|s| seen.insert(*s));
-        if self.otlp.as_ref() == Some(&self.out) {
-            return Err(ConfigError::Output(
-                "--otlp must name another file than --out (the Parquet trace)",
-            ));
-        }
-        if ![1, 3, 5].contains(&self.cluster) {
-            return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
-        }
-        if self.cluster > 1 && self.backend != BackendKind::EtcdJetstream {
-            return Err(ConfigError::Cluster(
-                "--cluster needs --backend etcd-jetstream (SQLite is one file, not a cluster)",
-            ));
-        }
-        if self.cluster > 1 && (self.etcd.is_some() || self.nats.is_some()) {
-            return Err(ConfigError::Cluster(
-                "--cluster starts its own services; with --etcd/--nats, list your members \
-                 comma-separated and set --replicas",
-            ));
-        }
-        let etcd = self
-            .etcd
-            .as_deref()
-            .map(|u| Endpoint::parse("etcd", u, &["http", "https"]))
-            .transpose()?;
-        let nats = self
-            .nats
-            .as_deref()
-            .map(|u| Endpoint::parse("nats", u, &["nats", "tls"]))
-            .transpose()?;
-        let redis = self
-            .redis
-            .as_deref()
-            .map(|u| Endpoint::parse("redis", u, &["redis", "rediss"]))
-            .transpose()?;
-        Ok(RunConfig {
-            backend: self.backend,
-            scenarios,
-            protocol: self.protocol,
-            out: self.out.clone(),
-            otlp: self.otlp.clone(),
-            report: self.report.clone(),
-            etcd,
-            nats,
-            redis,
-            nats_creds: self.nats_creds.clone(),
-            cluster: self.cluster,
-            replicas: self.replicas.unwrap_or(self.cluster).max(1),
-            chaos: self.chaos.map(|seed| (seed, self.chaos_window)),
-            load: LoadSpec {
-                tasks: self.tasks.unwrap_or(LoadSpec::default().tasks),
-                workers: self.workers,
-                aggregates: self.aggregates,
-                rate: self.rate,
-            },
-            db_dir: self.db.clone(),
-            timing: Timing {
-                ack_wait: self.ack_wait,
-                publish_timeout: self.publish_timeout,
-                ..Timing::default()
-            },
-            deadline: self.deadline,
-            trace: !self.no_trace,
-            progress: !self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        })
-    }
 }
 
 #[cfg(test)]

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use outbox_trace::{detail, Step};
 
-use super::Stamp;
-use crate::actor::{ActorId, ActorSpec, Role};
-use crate::chaos::{ChaosPlan, Swarm};
-use crate::faults::{Fault, FaultPlan, CRASH_EXIT_CODE};
-use crate::journal::Recorder;
-use crate::scenario::Scenario;
-use crate::supervisor::ActorProcess;
+use super::env::Stamp;
+use super::scenario::Scenario;
+use super::supervisor::ActorProcess;
+use crate::actor::id::{ActorId, Role};
+use crate::actor::wire::ActorSpec;
+use crate::fault::chaos::{ChaosPlan, Swarm};
+use crate::fault::plan::{Fault, FaultPlan, CRASH_EXIT_CODE};
+use crate::journal::writer::Recorder;
 
 /// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
 const MAX_ERRORS: u32 = 20;

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use outbox_trace::{detail, Step};
 
 use super::cast::{Cast, Slot};
-use super::{ScenarioEnv, Stamp};
-use crate::actor::{ActorSpec, Author, Role};
-use crate::chaos::Action;
-use crate::services::LocalService;
+use super::env::{ScenarioEnv, Stamp};
+use crate::actor::id::{Author, Role};
+use crate::actor::wire::ActorSpec;
+use crate::backend::services::LocalService;
+use crate::fault::chaos::Action;
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
 const ACK_BURST_WAIT: Duration = Duration::from_secs(1);

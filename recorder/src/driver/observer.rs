@@ -8,9 +8,12 @@ use std::time::{Duration, Instant};
 use outbox_trace::detail::Note;
 use outbox_trace::{About, Step};
 
-use super::{ScenarioEnv, Stamp};
-use crate::actor::Author;
-use crate::backend::{BackendError, Control};
+use super::env::{ScenarioEnv, Stamp};
+use crate::actor::id::Author;
+use crate::backend::control::Control;
+use crate::external::receiver;
+use crate::external::spec::ExternalSpec;
+use crate::protocol::ports::BackendError;
 
 /// How long a read of the ground truth is retried: a cluster member restarted moments before may
 /// still be electing its leaders.
@@ -33,7 +36,6 @@ where
         }
     }
 }
-use crate::external::ExternalSpec;
 
 /// Records, as the observer saw them in the store, the tasks and outbox records the API committed
 /// and never reported: an API life killed between a create's commit and its report, when no
@@ -162,7 +164,7 @@ pub async fn record_observed<B: Control>(
 ) -> anyhow::Result<()> {
     let mut observed = patiently(|| control.observe()).await?;
     if let Some(external) = external {
-        let (payments, keys) = crate::external::totals(&external.db)?;
+        let (payments, keys) = receiver::totals(&external.db)?;
         observed.external_payments = Some(payments);
         observed.external_keys = Some(keys);
     }

@@ -5,15 +5,10 @@
 //! no outbox record is pending and the broker has nothing undelivered or unACKed, three checks in a
 //! row. A scenario that does not get there before its deadline ends with `recovered: false`.
 //!
-//! [`cast`] keeps the actor processes alive, [`inject`] carries out the chaos plan and
-//! [`observer`] reads the ground truth back at the end.
+//! [`cast`](super::cast) keeps the actor processes alive, [`inject`] carries out the chaos plan
+//! and [`observer`] reads the ground truth back at the end.
 
-mod cast;
-mod inject;
-mod observer;
-
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -21,73 +16,27 @@ use outbox_trace::detail::{RunEnd, RunStart};
 use outbox_trace::Step;
 use serde::Serialize;
 
-use self::cast::{Cast, Slot};
-use crate::actor::{ActorSpec, Author, Role};
+use super::cast::{Cast, Slot};
+use super::env::{ScenarioEnv, Stamp};
+use super::scenario::Scenario;
+use super::{inject, observer};
+use crate::actor::id::{Author, Role};
+use crate::actor::wire::ActorSpec;
+use crate::backend::connection::{BackendKind, Connection, Endpoints};
+use crate::backend::control::{Backend, Progress};
+use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
-use crate::backend::{Backend, BackendKind, Connection, Endpoints, Progress};
-use crate::chaos::ChaosPlan;
-use crate::clock::RunClock;
-use crate::endpoints::Endpoint;
-use crate::external::ExternalSpec;
-use crate::faults::Fault;
-use crate::journal::{Entry, Recorder, Tallies};
-use crate::protocol::{Protocol, TaskSpec, Timing};
-use crate::scenario::Scenario;
-use crate::services::LocalService;
+use crate::cli::exit::Failure;
+use crate::external::spec::ExternalSpec;
+use crate::fault::plan::Fault;
+use crate::journal::writer::Tallies;
+use crate::protocol::model::{TaskSpec, Timing};
 
 /// How often the driver looks at its actors and the services.
 const TICK: Duration = Duration::from_millis(100);
 /// Consecutive quiet checks that end a scenario.
 const QUIET_CHECKS: u32 = 3;
-
-/// What a scenario run shares with the rest of the run.
-pub struct ScenarioEnv<'a> {
-    /// The run's clock.
-    pub clock: RunClock,
-    /// Where events go.
-    pub recorder: &'a Recorder,
-    /// Which protocol variant.
-    pub protocol: Protocol,
-    /// Timing knobs (AckWait already adjusted for the variant).
-    pub timing: Timing,
-    /// How long a scenario may take to become quiet.
-    pub deadline: Duration,
-    /// Set by Ctrl-C.
-    pub interrupted: &'a Arc<AtomicBool>,
-    /// The run's own temporary directory (the external receiver keeps its database there).
-    pub workdir: &'a std::path::Path,
-    /// Live counts, for the progress line.
-    pub tallies: Tallies,
-    /// Show a live progress line (on a terminal).
-    pub progress: bool,
-    /// Random faults to inject, if any.
-    pub chaos: Option<&'a ChaosPlan>,
-    /// Record the actors' steps (false: only the recorder's own rows and crashes).
-    pub trace: bool,
-    /// The services the recorder started (restarted by the chaos plan).
-    pub services: &'a std::sync::Mutex<Vec<LocalService>>,
-}
-
-/// Makes the rows the recorder writes itself (not an actor's), stamped with the scenario and the
-/// run's clock.
-pub struct Stamp {
-    clock: RunClock,
-    scenario: String,
-}
-
-impl Stamp {
-    /// `step` by `author` (in its first life), now.
-    pub fn entry(&self, author: Author, step: Step) -> Entry {
-        Entry {
-            scenario: self.scenario.clone(),
-            author,
-            incarnation: 0,
-            ts_ns: self.clock.now(),
-            step,
-        }
-    }
-}
 
 /// The scripted crash points per role, as `run_start.detail.faults` shows them.
 #[derive(Serialize)]
@@ -102,20 +51,33 @@ pub async fn run_scenario(
     env: &ScenarioEnv<'_>,
     scenario: &Scenario,
     connection: &Connection,
-) -> anyhow::Result<bool> {
+) -> Result<bool, Failure> {
     match connection.endpoints.kind() {
         BackendKind::EtcdJetstream => run_on::<EtcdJetStream>(env, scenario, connection).await,
         BackendKind::SqliteRedis => run_on::<SqliteRedis>(env, scenario, connection).await,
     }
 }
 
+/// Connects the recorder's own control (a service it cannot reach ends the run with exit 4),
+/// then drives the scenario.
 async fn run_on<B: Backend>(
     env: &ScenarioEnv<'_>,
     scenario: &Scenario,
     connection: &Connection,
+) -> Result<bool, Failure> {
+    let control = B::connect(connection, env.timing).await?;
+    drive(env, scenario, connection, control)
+        .await
+        .map_err(Failure::run)
+}
+
+async fn drive<B: Backend>(
+    env: &ScenarioEnv<'_>,
+    scenario: &Scenario,
+    connection: &Connection,
+    control: B,
 ) -> anyhow::Result<bool> {
     let name = scenario.name.as_str();
-    let control = B::connect(connection, env.timing).await?;
     control
         .setup()
         .await

@@ -2,9 +2,9 @@
 //! actor. One table, so a new scenario is a new row; every scenario but `dual-write` runs on every
 //! backend.
 
-use crate::backend::BackendKind;
-use crate::faults::{CrashPoint, Fault};
-use crate::protocol::TaskSpec;
+use crate::backend::connection::BackendKind;
+use crate::fault::plan::{CrashPoint, Fault};
+use crate::protocol::model::{ApiMode, TaskSpec};
 
 /// A scenario the recorder can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,16 +67,6 @@ impl Default for LoadSpec {
             rate: 0,
         }
     }
-}
-
-/// How the API publishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApiMode {
-    /// Task and outbox record in the store; the relay publishes.
-    Outbox,
-    /// Task in the store, then a direct publish to the broker: the dual write the outbox replaces.
-    DualWrite,
 }
 
 /// Everything that defines a scenario's run.

@@ -13,9 +13,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::task::JoinHandle;
 
-use crate::actor::{ActorId, ActorSpec, Author, Line};
-use crate::faults::Fault;
-use crate::journal::{Entry, Recorder};
+use crate::actor::id::{ActorId, Author};
+use crate::actor::wire::{ActorSpec, Line};
+use crate::fault::plan::Fault;
+use crate::journal::writer::{Entry, Recorder};
 
 /// What an actor life reported besides its events.
 #[derive(Debug, Default)]

@@ -1,23 +1,11 @@
-//! An external effect outside the worker's transaction: a small "payments" receiver over HTTP with
-//! an idempotency API, and the worker's client for it.
-//!
-//! The receiver is its own process (`Role::Receiver`) with its own SQLite file, served by axum.
-//! `POST /payments` with `Idempotency-Key: K`: the first request with K performs the payment and
-//! stores the answer; a repeat returns the stored answer (`Idempotent-Replayed: true`) and pays
+//! The payments receiver: its own process (`Role::Receiver`) with its own SQLite file, served by
+//! axum. `POST /payments` with `Idempotency-Key: K`: the first request with K performs the payment
+//! and stores the answer; a repeat returns the stored answer (`Idempotent-Replayed: true`) and pays
 //! nothing; a repeat while the first is still being performed gets `409` with "in progress".
 //! Without the header every request pays. The receiver records `external_applied` and
-//! `external_replayed`; the worker records `external_request`. SQLite runs on tokio's blocking
-//! threads.
-//!
-//! The worker calls through hyper's HTTP/1 client. [`send`] returns once the whole request has
-//! been flushed to the socket and [`receive`] reads the answer, so a crash between the two is a
-//! crash after the request left and before its answer was read.
+//! `external_replayed`. SQLite runs on tokio's blocking threads.
 
-use std::path::PathBuf;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -25,49 +13,15 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use outbox_trace::detail::Note;
 use outbox_trace::{About, Step};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
-use crate::actor::{ActorCtx, Reporter};
+use crate::actor::ctx::{ActorCtx, Reporter};
 
-/// Where the receiver listens and keeps its keys.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ExternalSpec {
-    /// `127.0.0.1:PORT`.
-    pub addr: String,
-    /// The receiver's own database file.
-    pub db: PathBuf,
-    /// How long the receiver takes to perform a payment (to make "in progress" observable).
-    pub slow_ms: u64,
-}
-
-/// An HTTP answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
-    /// Status code.
-    pub status: u16,
-    /// Whether the receiver replayed a stored answer.
-    pub replayed: bool,
-    /// Body.
-    pub body: String,
-}
-
-/// A payment request's body.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Payment {
-    /// The event that asks for it.
-    pub event_id: String,
-    /// The task it completes.
-    pub task_id: String,
-    /// How much.
-    pub amount: i64,
-}
+use super::spec::{Answer, ExternalSpec, Payment};
 
 /// Serves payments until the recorder says stop.
 pub async fn serve(ctx: &ActorCtx, spec: &ExternalSpec) -> anyhow::Result<()> {
@@ -273,149 +227,4 @@ async fn perform(
             }
         }
     })
-}
-
-/// A request on its way: its answer, once read.
-pub struct Sent {
-    answer: tokio::task::JoinHandle<anyhow::Result<Answer>>,
-}
-
-/// Sends a payment request through hyper's HTTP/1 client and returns once the whole request has
-/// been flushed to the socket; [`receive`] reads the answer.
-pub async fn send(addr: &str, payment: &Payment, key: Option<&str>) -> anyhow::Result<Sent> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .with_context(|| format!("connecting to the receiver at {addr}"))?;
-    let (flushed, on_flush) = tokio::sync::oneshot::channel();
-    let handed = Arc::new(AtomicBool::new(false));
-    let io = hyper_util::rt::TokioIo::new(Flushed {
-        io: stream,
-        body_handed: handed.clone(),
-        flushed: Some(flushed),
-    });
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .context("HTTP handshake with the receiver")?;
-    let mut request = hyper::Request::post("/payments")
-        .header(header::HOST, addr)
-        .header(header::CONTENT_TYPE, "application/json");
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    let body = Full::new(Bytes::from(serde_json::to_vec(payment)?));
-    let request = request.body(Handed { body, handed })?;
-    let answer = tokio::spawn(async move {
-        let connection = tokio::spawn(connection);
-        let response = sender
-            .send_request(request)
-            .await
-            .context("the receiver's answer")?;
-        let status = response.status().as_u16();
-        let replayed = response
-            .headers()
-            .get("idempotent-replayed")
-            .is_some_and(|v| v == "true");
-        let body = response.into_body().collect().await?.to_bytes();
-        connection.abort();
-        Ok(Answer {
-            status,
-            replayed,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        })
-    });
-    if on_flush.await.is_err() {
-        // The connection ended before the request went out: the answer says why.
-        answer.await.context("the HTTP client task")??;
-        anyhow::bail!("the request to {addr} was never sent");
-    }
-    Ok(Sent { answer })
-}
-
-/// Reads the answer to a request sent with [`send`].
-pub async fn receive(sent: Sent) -> anyhow::Result<Answer> {
-    sent.answer.await.context("the HTTP client task")?
-}
-
-/// A request body that notes when hyper has taken its (only) frame to write.
-struct Handed {
-    body: Full<Bytes>,
-    handed: Arc<AtomicBool>,
-}
-
-impl hyper::body::Body for Handed {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
-        let frame = Pin::new(&mut self.body).poll_frame(cx);
-        if matches!(frame, Poll::Ready(Some(_))) && self.body.is_end_stream() {
-            self.handed.store(true, Ordering::Release);
-        }
-        frame
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A socket that says once the request's body has been handed to it and flushed: the whole
-/// request has left.
-struct Flushed {
-    io: TcpStream,
-    body_handed: Arc<AtomicBool>,
-    flushed: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl AsyncRead for Flushed {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Flushed {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let flushed = Pin::new(&mut self.io).poll_flush(cx);
-        if matches!(flushed, Poll::Ready(Ok(()))) && self.body_handed.load(Ordering::Acquire) {
-            if let Some(tx) = self.flushed.take() {
-                let _ = tx.send(());
-            }
-        }
-        flushed
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
 }

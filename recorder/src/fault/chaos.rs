@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::actor::{ActorId, Role};
-use crate::backend::BackendKind;
-use crate::faults::{CrashPoint, Fault, FaultPlan};
+use crate::actor::id::{ActorId, Role};
+use crate::backend::connection::BackendKind;
+
+use super::dice::Dice;
+use super::plan::{CrashPoint, Fault, FaultPlan};
 
 /// The windows a swarm draw may arm: every crash point a load run passes through. The external
 /// call's two points are left out: only the `external-effect` scenario calls the receiver, and it
@@ -191,7 +193,7 @@ impl ChaosPlan {
         let role = id.role as u64;
         let index = u64::from(id.index.unwrap_or(0));
         let mut dice = Dice::new(self.seed ^ (role << 48) ^ (index << 32) ^ u64::from(incarnation));
-        dice.next()
+        dice.roll()
     }
 }
 
@@ -240,30 +242,6 @@ impl<'a> Swarm<'a> {
                 }
             }
         }
-    }
-}
-
-/// Seeded random numbers (SplitMix64): the same seed, the same draws, with no dependency.
-#[derive(Debug, Clone)]
-pub struct Dice(u64);
-
-impl Dice {
-    /// Dice that roll the same way for the same seed.
-    pub fn new(seed: u64) -> Self {
-        Dice(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
     }
 }
 

@@ -12,8 +12,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::actor::Role;
-use crate::chaos::Dice;
+use crate::actor::id::Role;
+
+use super::dice::Dice;
 
 /// Exit code of an actor process that died at a crash point.
 pub const CRASH_EXIT_CODE: i32 = 86;

@@ -14,11 +14,10 @@ use futures::StreamExt as _;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
-use super::{because, Created, Intent, Published, TaskSpec};
-use crate::actor::ActorCtx;
-use crate::backend::{Broker, Store};
-use crate::faults::CrashPoint;
-use crate::scenario::ApiMode;
+use super::model::{because, ApiMode, Created, Intent, Published, TaskSpec};
+use super::ports::{Broker, Store};
+use crate::actor::ctx::ActorCtx;
+use crate::fault::plan::CrashPoint;
 
 /// Creates every task, `rate` per second (0: as fast as the store takes them).
 pub async fn create_all<B: Store + Broker>(

@@ -15,10 +15,10 @@ use futures::future::join_all;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
-use super::{because, Intent, Published};
-use crate::actor::ActorCtx;
-use crate::backend::{Broker, Store};
-use crate::faults::{CrashPoint, Fault};
+use super::model::{because, Intent, Published};
+use super::ports::{Broker, Store};
+use crate::actor::ctx::ActorCtx;
+use crate::fault::plan::{CrashPoint, Fault};
 
 /// Records read per pass.
 const PASS_LIMIT: usize = 512;

@@ -15,11 +15,12 @@ use std::time::Duration;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
-use super::{CommitRules, Committed, Intent};
-use crate::actor::ActorCtx;
-use crate::backend::{Broker, Delivery, Store, MAX_COMMIT_BATCH};
-use crate::external::{self, ExternalSpec, Payment};
-use crate::faults::CrashPoint;
+use super::model::{CommitRules, Committed, Intent};
+use super::ports::{Broker, Delivery, Store, MAX_COMMIT_BATCH};
+use crate::actor::ctx::ActorCtx;
+use crate::external::client;
+use crate::external::spec::{ExternalSpec, Payment};
+use crate::fault::plan::CrashPoint;
 
 /// Consumes until the recorder says stop.
 pub async fn run<S: Store, B: Broker>(
@@ -236,10 +237,10 @@ async fn call_external(
                 ..Note::default()
             },
         });
-        let answer = match external::send(&external.addr, &payment, key).await {
+        let answer = match client::send(&external.addr, &payment, key).await {
             Ok(stream) => {
                 ctx.crash_point(CrashPoint::WorkerAfterExternalRequest, Some(intent));
-                external::receive(stream).await
+                client::receive(stream).await
             }
             Err(e) => Err(e),
         };

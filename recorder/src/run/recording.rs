@@ -1,67 +1,26 @@
 //! A whole recording: services up (ours or the user's), every scenario in turn, the trace joined,
 //! the summary and the lab's JSON written, services down.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
-use serde_json::json;
+use outbox_trace::detail;
 
-use crate::backend::{BackendKind, Connection, Endpoints, Namespace};
-use crate::chaos::{ChaosPlan, Targets};
-use crate::clock::RunClock;
-use crate::driver::{run_scenario, ScenarioEnv};
-use crate::endpoints::Endpoint;
-use crate::journal::{salvage, Journal};
-use crate::protocol::{Protocol, Timing};
-use crate::scenario::ScenarioName;
-use crate::services::{LocalService, ServiceKind};
-use crate::summary::{lab_json, print_summary, write_lab_lines};
-
-/// A validated run configuration.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// Which backend.
-    pub backend: BackendKind,
-    /// Scenarios, in order.
-    pub scenarios: Vec<ScenarioName>,
-    /// Which protocol variant.
-    pub protocol: Protocol,
-    /// The trace file.
-    pub out: PathBuf,
-    /// The same run as OTLP JSON Lines, if wanted.
-    pub otlp: Option<PathBuf>,
-    /// Where to write the lab's JSON, if anywhere.
-    pub report: Option<PathBuf>,
-    /// The user's etcd, or `None` to start our own.
-    pub etcd: Option<Endpoint>,
-    /// The user's NATS, or `None` to start our own.
-    pub nats: Option<Endpoint>,
-    /// The size of the `load` scenario.
-    pub load: crate::scenario::LoadSpec,
-    /// Seed and window of the chaos plan, if any.
-    pub chaos: Option<(u64, Duration)>,
-    /// Members of each local cluster the recorder starts (1: one plain service).
-    pub cluster: usize,
-    /// Copies of the stream NATS keeps.
-    pub replicas: usize,
-    /// A NATS credentials file for the user's NATS.
-    pub nats_creds: Option<PathBuf>,
-    /// The user's Redis, or `None` to start our own.
-    pub redis: Option<Endpoint>,
-    /// Where the SQLite files go, or `None` for the run's output directory.
-    pub db_dir: Option<PathBuf>,
-    /// Timing knobs.
-    pub timing: Timing,
-    /// How long one scenario may take to become quiet.
-    pub deadline: Duration,
-    /// Print a live progress line.
-    pub progress: bool,
-    /// Record the actors' steps (false: only the recorder's own rows and crashes).
-    pub trace: bool,
-}
+use super::summary::{lab_json, print_summary, write_lab_lines};
+use crate::backend::connection::{BackendKind, Connection, Endpoints, Namespace};
+use crate::backend::endpoints::Endpoint;
+use crate::backend::services::{LocalService, ServiceKind};
+use crate::cli::config::RunConfig;
+use crate::cli::exit::Failure;
+use crate::driver::env::ScenarioEnv;
+use crate::driver::run_scenario::run_scenario;
+use crate::fault::chaos::{ChaosPlan, Targets};
+use crate::journal::clock::RunClock;
+use crate::journal::writer::{salvage, Journal};
+use crate::protocol::model::Timing;
 
 /// What a run produced.
 #[derive(Debug)]
@@ -73,21 +32,25 @@ pub struct RunOutcome {
 }
 
 /// Runs every scenario of `config`. `interrupted` is set by a Ctrl-C handler.
-pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Result<RunOutcome> {
+pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<RunOutcome, Failure> {
     if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
+            .with_context(|| format!("creating {}", parent.display()))
+            .map_err(Failure::run)?;
     }
-    if let Some(saved) = salvage(&config.out)? {
+    if let Some(saved) = salvage(&config.out).map_err(Failure::run)? {
         eprintln!(
             "recorder: joined the segments of an interrupted run into {}",
             saved.display()
         );
     }
-    let workdir = tempfile::Builder::new().prefix("outbox-trace-").tempdir()?;
+    let workdir = tempfile::Builder::new()
+        .prefix("outbox-trace-")
+        .tempdir()
+        .map_err(Failure::run)?;
     // Our own services live as long as this function: dropped on return, error or panic.
     let mut own = Vec::new();
-    let mut service = |given: &Option<Endpoint>, kind: ServiceKind| -> anyhow::Result<Endpoint> {
+    let mut service = |given: &Option<Endpoint>, kind: ServiceKind| -> Result<Endpoint, Failure> {
         Ok(match given {
             Some(e) => e.clone(),
             None => {
@@ -106,8 +69,10 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         BackendKind::EtcdJetstream => {
             let etcd = service(&config.etcd, ServiceKind::Etcd)?;
             let nats = service(&config.nats, ServiceKind::Nats)?;
-            let shown =
-                json!({ "etcd": shown(&config.etcd, &etcd), "nats": shown(&config.nats, &nats) });
+            let shown = BTreeMap::from([
+                ("etcd".to_string(), shown(&config.etcd, &etcd)),
+                ("nats".to_string(), shown(&config.nats, &nats)),
+            ]);
             let nats_creds = config.nats_creds.clone();
             (
                 Endpoints::EtcdJetstream {
@@ -126,8 +91,12 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
                 .clone()
                 .unwrap_or_else(|| lab_dir(&config.out));
             std::fs::create_dir_all(&db_dir)
-                .with_context(|| format!("creating {}", db_dir.display()))?;
-            let shown = json!({ "redis": shown(&config.redis, &redis), "db": db_dir.display().to_string() });
+                .with_context(|| format!("creating {}", db_dir.display()))
+                .map_err(Failure::run)?;
+            let shown = BTreeMap::from([
+                ("redis".to_string(), shown(&config.redis, &redis)),
+                ("db".to_string(), db_dir.display().to_string()),
+            ]);
             (Endpoints::SqliteRedis { db_dir, redis }, shown)
         }
     };
@@ -138,18 +107,23 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         ack_wait,
         ..config.timing
     };
-    let run_json = json!({
-        "recorder": env!("CARGO_PKG_VERSION"),
-        "backend": config.backend.name(),
-        "protocol": config.protocol.name(),
-        "scenarios": config.scenarios.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-        "endpoints": shown_endpoints,
-        "ack_wait_ms": ack_wait.as_millis() as u64,
-        "cluster": config.cluster,
-        "replicas": config.replicas,
-        "publish_timeout_ms": timing.publish_timeout.as_millis() as u64,
-    })
-    .to_string();
+    let metadata = detail::RunConfig {
+        backend: Some(config.backend.name().to_string()),
+        protocol: Some(config.protocol.name().to_string()),
+        recorder: Some(env!("CARGO_PKG_VERSION").to_string()),
+        scenarios: config
+            .scenarios
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect(),
+        endpoints: shown_endpoints,
+        ack_wait_ms: Some(ack_wait.as_millis() as i64),
+        publish_timeout_ms: Some(timing.publish_timeout.as_millis() as i64),
+        cluster: Some(config.cluster as i64),
+        replicas: Some(config.replicas as i64),
+        ..detail::RunConfig::default()
+    };
+    let run_json = serde_json::to_string(&metadata).map_err(Failure::run)?;
     let own_services = match config.backend {
         BackendKind::EtcdJetstream => config.etcd.is_none() && config.nats.is_none(),
         BackendKind::SqliteRedis => config.redis.is_none(),
@@ -160,8 +134,8 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
         ChaosPlan::new(seed, window, targets)
     });
     let services = std::sync::Mutex::new(own);
-    let (journal, recorder) =
-        Journal::start(&config.out, &run_id, config.backend.name(), run_json)?;
+    let (journal, recorder) = Journal::start(&config.out, &run_id, config.backend.name(), run_json)
+        .map_err(Failure::run)?;
     let tallies = journal.tallies();
     let clock = RunClock::start();
     // The wall-clock time of ts_ns = 0, for the spans of --otlp.
@@ -213,10 +187,10 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
     }
     drop(env);
     drop(recorder);
-    let events = journal.finish().await?;
+    let events = journal.finish().await.map_err(Failure::run)?;
     drop(services);
     if let Some(path) = &config.otlp {
-        write_otlp(&config.out, path, epoch)?;
+        write_otlp(&config.out, path, epoch).map_err(Failure::run)?;
     }
     if let Some(e) = failure {
         return Err(e);
@@ -224,13 +198,16 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> anyhow::Re
     let tallies = tallies.lock().expect("tally lock").clone();
     print_summary(&run_id, config, &tallies, events);
     if config.backend == BackendKind::SqliteRedis {
-        for path in write_lab_lines(&lab_dir(&config.out), &tallies)? {
+        for path in write_lab_lines(&lab_dir(&config.out), &tallies).map_err(Failure::run)? {
             println!("wrote {}", path.display());
         }
     }
     if let Some(path) = &config.report {
-        let body = serde_json::to_string_pretty(&lab_json(&run_id, config, &tallies))?;
-        std::fs::write(path, body + "\n").with_context(|| format!("writing {}", path.display()))?;
+        let body = serde_json::to_string_pretty(&lab_json(&run_id, config, &tallies))
+            .map_err(Failure::run)?;
+        std::fs::write(path, body + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+            .map_err(Failure::run)?;
     }
     Ok(RunOutcome {
         unrecovered,

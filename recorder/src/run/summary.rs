@@ -4,58 +4,29 @@
 //! output of the project uses (see `outbox_trace::figures`).
 
 use outbox_trace::detail::Observed;
-use outbox_trace::Figures;
-use serde::Serialize;
+use outbox_trace::lab::{LabJson, LabScenario};
 
-use crate::journal::Tally;
-use crate::run::RunConfig;
+use crate::cli::config::RunConfig;
+use crate::journal::writer::Tally;
 
-/// One scenario in the lab's JSON: its figures, whether it recovered, and how long it took.
-#[derive(Debug, Serialize)]
-struct ScenarioFigures<'a> {
-    scenario: &'a str,
-    #[serde(flatten)]
-    figures: Figures,
-    recovered: Option<bool>,
-    duration_ms: i64,
-}
-
-impl<'a> ScenarioFigures<'a> {
-    fn of(scenario: &'a str, t: &Tally) -> Self {
-        ScenarioFigures {
-            scenario,
-            figures: t.figures.figures(),
-            recovered: t.recovered,
-            duration_ms: t.duration_ms(),
-        }
-    }
-}
-
-/// The lab's JSON (`--report`).
-#[derive(Debug, Serialize)]
-pub struct LabJson<'a> {
-    run_id: &'a str,
-    backend: &'static str,
-    protocol: &'static str,
-    trace: String,
-    scenarios: Vec<ScenarioFigures<'a>>,
-}
-
-/// The lab's JSON: for every scenario the stream count, publish attempts, deliveries,
-/// redeliveries, suppressions, counter and results, and the rest of its figures.
-pub fn lab_json<'a>(
-    run_id: &'a str,
-    config: &RunConfig,
-    tallies: &'a [(String, Tally)],
-) -> LabJson<'a> {
+/// The lab's JSON (`--report`), in the one shape `analyzer report` writes too: for every
+/// scenario the stream count, publish attempts, deliveries, redeliveries, suppressions, counter
+/// and results, and the rest of its figures.
+pub fn lab_json(run_id: &str, config: &RunConfig, tallies: &[(String, Tally)]) -> LabJson {
     LabJson {
-        run_id,
-        backend: config.backend.name(),
-        protocol: config.protocol.name(),
-        trace: config.out.display().to_string(),
+        traces: vec![config.out.display().to_string()],
         scenarios: tallies
             .iter()
-            .map(|(s, t)| ScenarioFigures::of(s, t))
+            .map(|(scenario, t)| LabScenario {
+                scenario: scenario.clone(),
+                run_id: run_id.to_string(),
+                backend: config.backend.name().to_string(),
+                protocol: Some(config.protocol.name().to_string()),
+                figures: t.figures.figures(),
+                recovered: t.recovered,
+                duration_ms: Some(t.duration_ms()),
+                ..LabScenario::default()
+            })
             .collect(),
     }
 }

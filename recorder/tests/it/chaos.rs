@@ -4,7 +4,7 @@
 //! every invariant holding. A scripted API crash between a create's commit and its report shows
 //! the retried create reporting the original transaction.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -149,9 +149,7 @@ fn unreported_create(backend: &str) {
     };
     assert_eq!(died.point, "api:before-reporting-create");
     assert_eq!(crash.incarnation, 0);
-    let committed = died.other["committed_rev"]
-        .as_i64()
-        .expect("the crash names the commit");
+    let committed = died.committed_rev.expect("the crash names the commit");
     let task = crash.task_id.clone();
     let accepted = common::of(&rows, Kind::TaskAccepted);
     let retried: Vec<_> = accepted.iter().filter(|e| e.task_id == task).collect();

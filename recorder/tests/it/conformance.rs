@@ -2,7 +2,7 @@
 //! broken variants, recorded for real and checked by the analyzer. A difference between backends
 //! here is a difference between the systems, not between two implementations of the protocol.
 
-mod common;
+use crate::common;
 
 use outbox_analyzer::analysis::{analyse, Report, RunVerdict};
 use outbox_analyzer::check::Verdict;

@@ -1,6 +1,6 @@
 //! Bad input and missing services: one clear line and a distinct exit code, never a panic.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 

@@ -1,7 +1,7 @@
 //! The external effect: the real receiver process and its idempotency API, and the scenario that
 //! kills the worker around the call.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -1,7 +1,7 @@
 //! What the recorder writes reads elsewhere: another Parquet reader (pyarrow) sees the contract's
 //! column types and metadata, and `compose.yaml` is a valid Compose file.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! The recorder's own life: Ctrl-C keeps what was recorded; a killed recorder leaves readable
 //! segments that the next run joins.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! durable consumer, on both backends; the relay marks in batches and the workers commit in
 //! batches, and every invariant still holds.
 
-mod common;
+use crate::common;
 
 use outbox_analyzer::analysis::{analyse, RunVerdict};
 use outbox_trace::Kind;

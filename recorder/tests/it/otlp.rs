@@ -2,7 +2,7 @@
 //! run, with a broken protocol so that some verdicts fail, checked from its Parquet file and from
 //! its spans: the same verdicts, the same violations and witnesses, the same figures.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The dual-write lab on a real SQLite file and a real redis-server: the lab's files, the numbers in
 //! the `observed` events, and the analyzer's verdict (every scenario passes but `dual-write`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use outbox_analyzer::analysis::analyse;

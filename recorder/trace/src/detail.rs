@@ -522,7 +522,57 @@ pub struct RunConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub protocol: Option<String>,
-    /// Everything else the recorder wrote.
+    /// The recorder's version.
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub recorder: Option<String>,
+    /// The scenarios the run was asked for, in order.
+    #[serde(
+        default,
+        deserialize_with = "lenient::strings",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub scenarios: Vec<String>,
+    /// Each service by name (`etcd`, `nats`, `redis`, `db`): `local` when the recorder started
+    /// it, else its address with any credentials masked.
+    #[serde(
+        default,
+        deserialize_with = "lenient::string_map",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub endpoints: BTreeMap<String, String>,
+    /// The consumer's AckWait in milliseconds.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ack_wait_ms: Option<i64>,
+    /// How long the relay waits for a publish ACK, in milliseconds.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub publish_timeout_ms: Option<i64>,
+    /// Members of each cluster the recorder started (1: one plain service).
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cluster: Option<i64>,
+    /// Copies of the stream the broker keeps.
+    #[serde(
+        default,
+        deserialize_with = "lenient::int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub replicas: Option<i64>,
+    /// Everything else the producer wrote.
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -567,6 +617,34 @@ mod lenient {
         Ok(match Value::deserialize(d)? {
             Value::String(s) => Some(s),
             _ => None,
+        })
+    }
+
+    pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Array(items) => items
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    pub fn string_map<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, String>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Object(map) => map
+                .into_iter()
+                .filter_map(|(k, v)| match v {
+                    Value::String(s) => Some((k, s)),
+                    _ => None,
+                })
+                .collect(),
+            _ => BTreeMap::new(),
         })
     }
 

@@ -28,8 +28,9 @@ pub use event::Event;
 pub use figures::{FigureRow, FigureTally, Figures, KeySet, TaskKey};
 pub use kind::{Field, Kind, UnknownKind};
 pub use reader::{
-    batch_events, dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck,
-    Trace, TraceFile,
+    dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck, Trace,
+    TraceFile,
 };
+pub use schema::batch_events;
 pub use step::{About, Identity, MissingFields, Step, TaskColumn};
 pub use writer::{to_batch, TraceWriter};

@@ -691,7 +691,7 @@ pub mod write {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch_events;
+    use crate::schema::batch_events;
     use std::collections::BTreeMap;
 
     fn events(text: &str) -> (Vec<Event>, bool) {

@@ -19,7 +19,7 @@ use parquet::arrow::ProjectionMask;
 
 use crate::input::{open_text, sniff, Encoding};
 use crate::schema::{
-    array_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION,
+    batch_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION,
 };
 use crate::{Event, TraceError};
 
@@ -724,11 +724,6 @@ fn normalise(
         columns,
         &rows,
     )?)
-}
-
-/// Converts a canonical batch to events; unknown kinds are counted in `unknown` and skipped.
-pub fn batch_events(batch: &RecordBatch, unknown: &mut BTreeMap<String, u64>) -> Vec<Event> {
-    array_events(batch, unknown)
 }
 
 /// Detects a `seq` repeated within a run, in linear time when rows come in `seq` order (as the

@@ -295,3 +295,8 @@ pub fn schema() -> SchemaRef {
             .collect::<Vec<_>>(),
     ))
 }
+
+/// Converts a canonical batch to events; unknown kinds are counted in `unknown` and skipped.
+pub fn batch_events(batch: &RecordBatch, unknown: &mut BTreeMap<String, u64>) -> Vec<Event> {
+    array_events(batch, unknown)
+}

@@ -1,0 +1,134 @@
+//! What a running actor uses: [`ActorCtx`] reports steps, hits armed crash points (a real `exit`
+//! after the crash line is flushed) and notices when the recorder asks it to stop.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use outbox_trace::{Kind, Step};
+
+use crate::external::spec::ExternalSpec;
+use crate::fault::dice::Dice;
+use crate::fault::plan::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
+use crate::journal::clock::RunClock;
+use crate::protocol::model::{Intent, Timing};
+use crate::protocol::variant::Protocol;
+
+use super::wire::Line;
+
+/// Reports events; cheap to copy into tasks.
+#[derive(Debug, Clone, Copy)]
+pub struct Reporter {
+    clock: RunClock,
+    trace: bool,
+}
+
+impl Reporter {
+    /// Reports one step.
+    pub fn emit(&self, step: Step) {
+        if !self.trace && step.kind() != Kind::Crash {
+            return;
+        }
+        write_line(&Line::Step {
+            ts_ns: self.clock.now(),
+            step: Box::new(step),
+        });
+    }
+}
+
+/// What a running actor uses to report, to hit crash points and to notice it should stop.
+pub struct ActorCtx {
+    pub(super) clock: RunClock,
+    /// Faults armed in this life.
+    pub plan: FaultPlan,
+    /// Rolls for the plan's chance faults.
+    pub(super) dice: Dice,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// Timing knobs.
+    pub timing: Timing,
+    /// The external receiver to call, if the scenario has one.
+    pub external: Option<ExternalSpec>,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) trace: bool,
+}
+
+impl ActorCtx {
+    /// Reports one step.
+    pub fn emit(&self, step: Step) {
+        self.reporter().emit(step);
+    }
+
+    /// A reporter for tasks of this actor.
+    pub fn reporter(&self) -> Reporter {
+        Reporter {
+            clock: self.clock,
+            trace: self.trace,
+        }
+    }
+
+    /// Reports that a fault fired.
+    pub fn fired(&mut self, fault: Fault) {
+        self.plan.disarm(&fault);
+        write_line(&Line::Fired(fault));
+    }
+
+    /// Dies here if a crash at `point` is armed (or a chance fault's roll comes up).
+    pub fn crash_point(&mut self, point: CrashPoint, about: Option<&Intent>) {
+        let Some(fault) = self.plan.crash_at(point, &mut self.dice) else {
+            return;
+        };
+        self.die(
+            Step::crash(point.name(), about.map(|i| i.about().loose())),
+            fault,
+        );
+    }
+
+    /// Dies here like [`Self::crash_point`], naming in the crash row (`detail.committed_rev`)
+    /// the transaction that went through just before.
+    pub fn crash_point_after_commit(&mut self, point: CrashPoint, about: &Intent, store_rev: i64) {
+        let Some(fault) = self.plan.crash_at(point, &mut self.dice) else {
+            return;
+        };
+        let mut step = Step::crash(point.name(), Some(about.about().loose()));
+        if let Step::Crash { crash, .. } = &mut step {
+            crash.committed_rev = Some(store_rev);
+        }
+        self.die(step, fault);
+    }
+
+    fn die(&mut self, crash: Step, fault: Fault) -> ! {
+        self.emit(crash);
+        self.fired(fault);
+        std::process::exit(CRASH_EXIT_CODE);
+    }
+
+    /// True once the recorder closed our standard input.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Resolves once the recorder says stop.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let stop = self.stop.clone();
+        async move {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+fn write_line(line: &Line) {
+    let mut text = serde_json::to_string(line).expect("lines serialise");
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    // If the recorder is gone there is nobody to report to: stop.
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        std::process::exit(CRASH_EXIT_CODE);
+    }
+}

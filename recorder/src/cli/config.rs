@@ -1,0 +1,171 @@
+//! `recorder run`'s flags resolved into a validated [`RunConfig`] before any work starts: every
+//! check that needs no service is made here, so a bad command line fails at once with exit 2.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::args::{RunArgs, ScenarioArg};
+use crate::backend::connection::BackendKind;
+use crate::backend::endpoints::{BadEndpoint, Endpoint};
+use crate::driver::scenario::{LoadSpec, ScenarioName};
+use crate::protocol::model::Timing;
+use crate::protocol::variant::Protocol;
+
+/// A command line that parses but does not make sense.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A URL the recorder cannot use.
+    #[error(transparent)]
+    Endpoint(#[from] BadEndpoint),
+    /// A scenario that needs something the backend does not have.
+    #[error("scenario `{scenario}` does not run on backend `{backend}`")]
+    Unsupported {
+        /// The scenario.
+        scenario: &'static str,
+        /// The backend.
+        backend: &'static str,
+    },
+    /// A cluster the recorder cannot start.
+    #[error("{0}")]
+    Cluster(&'static str),
+    /// Two outputs that would overwrite each other.
+    #[error("{0}")]
+    Output(&'static str),
+}
+/// A validated run configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Which backend.
+    pub backend: BackendKind,
+    /// Scenarios, in order.
+    pub scenarios: Vec<ScenarioName>,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// The trace file.
+    pub out: PathBuf,
+    /// The same run as OTLP JSON Lines, if wanted.
+    pub otlp: Option<PathBuf>,
+    /// Where to write the lab's JSON, if anywhere.
+    pub report: Option<PathBuf>,
+    /// The user's etcd, or `None` to start our own.
+    pub etcd: Option<Endpoint>,
+    /// The user's NATS, or `None` to start our own.
+    pub nats: Option<Endpoint>,
+    /// The size of the `load` scenario.
+    pub load: LoadSpec,
+    /// Seed and window of the chaos plan, if any.
+    pub chaos: Option<(u64, Duration)>,
+    /// Members of each local cluster the recorder starts (1: one plain service).
+    pub cluster: usize,
+    /// Copies of the stream NATS keeps.
+    pub replicas: usize,
+    /// A NATS credentials file for the user's NATS.
+    pub nats_creds: Option<PathBuf>,
+    /// The user's Redis, or `None` to start our own.
+    pub redis: Option<Endpoint>,
+    /// Where the SQLite files go, or `None` for the run's output directory.
+    pub db_dir: Option<PathBuf>,
+    /// Timing knobs.
+    pub timing: Timing,
+    /// How long one scenario may take to become quiet.
+    pub deadline: Duration,
+    /// Print a live progress line.
+    pub progress: bool,
+    /// Record the actors' steps (false: only the recorder's own rows and crashes).
+    pub trace: bool,
+}
+
+impl RunConfig {
+    /// Resolves `recorder run`'s arguments into a run configuration.
+    pub fn resolve(args: &RunArgs) -> Result<RunConfig, ConfigError> {
+        let mut scenarios = Vec::new();
+        let default = [if args.tasks.is_some() {
+            ScenarioArg::One(ScenarioName::Load)
+        } else {
+            ScenarioArg::All
+        }];
+        let asked: &[ScenarioArg] = if args.scenario.is_empty() {
+            &default
+        } else {
+            &args.scenario
+        };
+        for arg in asked {
+            match arg {
+                ScenarioArg::All => scenarios.extend(ScenarioName::all_on(args.backend)),
+                ScenarioArg::One(n) if !n.runs_on(args.backend) => {
+                    return Err(ConfigError::Unsupported {
+                        scenario: n.as_str(),
+                        backend: args.backend.name(),
+                    })
+                }
+                ScenarioArg::One(n) => scenarios.push(*n),
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        scenarios.retain(|s| seen.insert(*s));
+        if args.otlp.as_ref() == Some(&args.out) {
+            return Err(ConfigError::Output(
+                "--otlp must name another file than --out (the Parquet trace)",
+            ));
+        }
+        if ![1, 3, 5].contains(&args.cluster) {
+            return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
+        }
+        if args.cluster > 1 && args.backend != BackendKind::EtcdJetstream {
+            return Err(ConfigError::Cluster(
+                "--cluster needs --backend etcd-jetstream (SQLite is one file, not a cluster)",
+            ));
+        }
+        if args.cluster > 1 && (args.etcd.is_some() || args.nats.is_some()) {
+            return Err(ConfigError::Cluster(
+                "--cluster starts its own services; with --etcd/--nats, list your members \
+                 comma-separated and set --replicas",
+            ));
+        }
+        let etcd = args
+            .etcd
+            .as_deref()
+            .map(|u| Endpoint::parse("etcd", u, &["http", "https"]))
+            .transpose()?;
+        let nats = args
+            .nats
+            .as_deref()
+            .map(|u| Endpoint::parse("nats", u, &["nats", "tls"]))
+            .transpose()?;
+        let redis = args
+            .redis
+            .as_deref()
+            .map(|u| Endpoint::parse("redis", u, &["redis", "rediss"]))
+            .transpose()?;
+        Ok(RunConfig {
+            backend: args.backend,
+            scenarios,
+            protocol: args.protocol,
+            out: args.out.clone(),
+            otlp: args.otlp.clone(),
+            report: args.report.clone(),
+            etcd,
+            nats,
+            redis,
+            nats_creds: args.nats_creds.clone(),
+            cluster: args.cluster,
+            replicas: args.replicas.unwrap_or(args.cluster).max(1),
+            chaos: args.chaos.map(|seed| (seed, args.chaos_window)),
+            load: LoadSpec {
+                tasks: args.tasks.unwrap_or(LoadSpec::default().tasks),
+                workers: args.workers,
+                aggregates: args.aggregates,
+                rate: args.rate,
+            },
+            db_dir: args.db.clone(),
+            timing: Timing {
+                ack_wait: args.ack_wait,
+                publish_timeout: args.publish_timeout,
+                ..Timing::default()
+            },
+            deadline: args.deadline,
+            trace: !args.no_trace,
+            progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        })
+    }
+}

@@ -1,0 +1,64 @@
+//! What one scenario's run shares with the rest of the run, and the stamp on the rows the recorder
+//! writes itself.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use outbox_trace::Step;
+
+use crate::actor::id::Author;
+use crate::backend::services::LocalService;
+use crate::fault::chaos::ChaosPlan;
+use crate::journal::clock::RunClock;
+use crate::journal::writer::{Entry, Recorder, Tallies};
+use crate::protocol::model::Timing;
+use crate::protocol::variant::Protocol;
+
+/// What a scenario run shares with the rest of the run.
+pub struct ScenarioEnv<'a> {
+    /// The run's clock.
+    pub clock: RunClock,
+    /// Where events go.
+    pub recorder: &'a Recorder,
+    /// Which protocol variant.
+    pub protocol: Protocol,
+    /// Timing knobs (AckWait already adjusted for the variant).
+    pub timing: Timing,
+    /// How long a scenario may take to become quiet.
+    pub deadline: Duration,
+    /// Set by Ctrl-C.
+    pub interrupted: &'a Arc<AtomicBool>,
+    /// The run's own temporary directory (the external receiver keeps its database there).
+    pub workdir: &'a std::path::Path,
+    /// Live counts, for the progress line.
+    pub tallies: Tallies,
+    /// Show a live progress line (on a terminal).
+    pub progress: bool,
+    /// Random faults to inject, if any.
+    pub chaos: Option<&'a ChaosPlan>,
+    /// Record the actors' steps (false: only the recorder's own rows and crashes).
+    pub trace: bool,
+    /// The services the recorder started (restarted by the chaos plan).
+    pub services: &'a std::sync::Mutex<Vec<LocalService>>,
+}
+
+/// Makes the rows the recorder writes itself (not an actor's), stamped with the scenario and the
+/// run's clock.
+pub struct Stamp {
+    pub(super) clock: RunClock,
+    pub(super) scenario: String,
+}
+
+impl Stamp {
+    /// `step` by `author` (in its first life), now.
+    pub fn entry(&self, author: Author, step: Step) -> Entry {
+        Entry {
+            scenario: self.scenario.clone(),
+            author,
+            incarnation: 0,
+            ts_ns: self.clock.now(),
+            step,
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Running one scenario ([`run_scenario`]): the scenario table ([`scenario`]), the actor processes
+//! kept alive ([`cast`], over [`supervisor`]), the chaos plan carried out ([`inject`]), the ground
+//! truth read back ([`observer`]); [`env`] is what a scenario shares with the whole run.
+
+pub mod cast;
+pub mod env;
+pub mod inject;
+pub mod observer;
+pub mod run_scenario;
+pub mod scenario;
+pub mod supervisor;

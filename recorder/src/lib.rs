@@ -1,0 +1,34 @@
+//! `outbox-recorder`: runs the transactional-outbox protocol against real services, injects the
+//! named faults, and writes every step to an `outbox-trace/1` trace.
+//!
+//! The layers, each using only those listed before it:
+//!
+//! - [`actor::id`]: who an actor is (a leaf every layer may name);
+//! - [`journal`]: the run's clock and the trace's one writer;
+//! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
+//! - [`external`]: the payments receiver and the worker's client for it;
+//! - [`protocol`]: the API, relay and worker steps, written once against its ports;
+//! - [`backend`]: the ports implemented on etcd + JetStream and on SQLite + Redis, the
+//!   recorder's control over them, the services' addresses and the local services;
+//! - [`actor`]: the actor process (wire format, context, entry point) that plays a protocol role;
+//! - [`driver`]: one scenario: the actor processes, the chaos, the ground truth, quiet;
+//! - [`cli`]: the command line, `recorder run`'s resolved configuration, the exit codes;
+//! - [`run`]: one recording from start to end; [`bench`]: the figures the README quotes.
+//!
+//! `main` only parses the command line and calls [`run()`] (or the actor, receiver, bench and
+//! list entry points).
+
+pub mod actor;
+pub mod backend;
+pub mod bench;
+pub mod cli;
+pub mod driver;
+pub mod external;
+pub mod fault;
+pub mod journal;
+pub mod protocol;
+pub mod run;
+
+pub use cli::config::RunConfig;
+pub use cli::exit::Failure;
+pub use run::recording::{run, RunOutcome};

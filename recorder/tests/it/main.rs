@@ -1,0 +1,15 @@
+//! The recorder's integration tests, one binary: each module runs the real `recorder` binary
+//! against services it starts itself (etcd, nats-server, redis-server, SQLite files) and reads the
+//! trace back through the contract crate and the analyzer.
+
+mod chaos;
+mod common;
+mod conformance;
+mod errors;
+mod external;
+mod interop;
+mod lab;
+mod lifecycle;
+mod load;
+mod otlp;
+mod sqlite_lab;

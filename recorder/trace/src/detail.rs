@@ -698,6 +698,39 @@ mod tests {
     }
 
     #[test]
+    fn a_detail_key_is_the_name_its_field_is_written_under() {
+        let observed = Observed {
+            counter: Some(10),
+            ..Observed::default()
+        };
+        let json = serde_json::to_value(&observed).unwrap();
+        assert_eq!(json[crate::detail_key!(Observed.counter)], 10);
+        let crash = Crash {
+            committed_rev: Some(7),
+            ..Crash::default()
+        };
+        let json = serde_json::to_value(&crash).unwrap();
+        assert_eq!(json[crate::detail_key!(Crash.committed_rev)], 7);
+    }
+
+    #[test]
+    fn run_metadata_reads_back_typed_and_leniently() {
+        let config = RunConfig {
+            backend: Some("sqlite-redis".into()),
+            scenarios: vec!["dual-write".into()],
+            endpoints: [("redis".to_string(), "local".to_string())].into(),
+            ack_wait_ms: Some(2000),
+            ..RunConfig::default()
+        };
+        let text = serde_json::to_string(&config).unwrap();
+        assert_eq!(RunConfig::parse(&text), Some(config));
+        let odd = RunConfig::parse(r#"{"scenarios": "x", "endpoints": [1], "cluster": "3"}"#)
+            .expect("wrong types read as absent, not as an unreadable object");
+        assert!(odd.scenarios.is_empty() && odd.endpoints.is_empty());
+        assert_eq!(odd.cluster, Some(3));
+    }
+
+    #[test]
     fn a_detail_round_trips_through_its_text() {
         let crash = Detail::Crash(Crash {
             point: "after-commit-before-ack".into(),

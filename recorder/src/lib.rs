@@ -1,16 +1,16 @@
 //! `outbox-recorder`: runs the transactional-outbox protocol against real services, injects the
 //! named faults, and writes every step to an `outbox-trace/1` trace.
 //!
-//! The layers, each using only those listed before it:
+//! The layers, from the bottom; each folder uses only those before it:
 //!
-//! - [`actor::id`]: who an actor is (a leaf every layer may name);
-//! - [`journal`]: the run's clock and the trace's one writer;
-//! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
+//! - [`journal`]: who writes a row, the run's clock, and the trace's one writer;
 //! - [`external`]: the payments receiver and the worker's client for it;
-//! - [`protocol`]: the API, relay and worker steps, written once against its ports;
-//! - [`backend`]: the ports implemented on etcd + JetStream and on SQLite + Redis, the
-//!   recorder's control over them, the services' addresses and the local services;
-//! - [`actor`]: the actor process (wire format, context, entry point) that plays a protocol role;
+//! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
+//! - [`protocol`]: the API, relay and worker steps, written once against its ports, and the
+//!   context a step reports through;
+//! - [`backend`]: the ports on etcd + JetStream and on SQLite + Redis, the recorder's control
+//!   over them, the services' addresses and the local services;
+//! - [`actor`]: the actor process, which plays one protocol role;
 //! - [`driver`]: one scenario: the actor processes, the chaos, the ground truth, quiet;
 //! - [`cli`]: the command line, `recorder run`'s resolved configuration, the exit codes;
 //! - [`run`]: one recording from start to end; [`bench`]: the figures the README quotes.

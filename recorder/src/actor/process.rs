@@ -24,9 +24,9 @@ use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::protocol::{api, relay, worker};
 
-use super::ctx::ActorCtx;
-use super::id::Role;
 use super::wire::ActorSpec;
+use crate::journal::author::Role;
+use crate::protocol::ctx::ActorCtx;
 
 /// Runs the external receiver on its own (`recorder receiver`) until standard input closes.
 pub fn receiver_main(spec: ExternalSpec) -> i32 {
@@ -44,7 +44,7 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match runtime.block_on(receiver::serve(&ctx, &spec)) {
+    match runtime.block_on(serve_receiver(&ctx, &spec)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("recorder receiver: {e:#}");
@@ -125,7 +125,7 @@ async fn play(spec: &ActorSpec, ctx: &mut ActorCtx) -> anyhow::Result<()> {
             .external
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("a receiver needs its address"))?;
-        return receiver::serve(ctx, external).await;
+        return serve_receiver(ctx, external).await;
     }
     match spec.connection.endpoints.kind() {
         BackendKind::EtcdJetstream => {
@@ -160,4 +160,15 @@ async fn play_on<B: Backend>(
         Role::Worker => worker::run(ctx, &backend, &backend).await,
         Role::Receiver => unreachable!("the receiver needs no backend"),
     }
+}
+
+/// Serves the payments receiver, its steps reported through this life's context.
+async fn serve_receiver(ctx: &ActorCtx, spec: &ExternalSpec) -> anyhow::Result<()> {
+    let reporter = ctx.reporter();
+    receiver::serve(
+        spec,
+        Arc::new(move |step| reporter.emit(step)),
+        ctx.stopped(),
+    )
+    .await
 }

@@ -1,17 +1,16 @@
-//! The actor process's wire format: the [`ActorSpec`] the recorder writes as one JSON line to the
-//! actor's standard input, and the [`Line`]s the actor writes back on its standard output.
+//! What the recorder tells an actor process: the [`ActorSpec`], written as one JSON line to its
+//! standard input (the lines it writes back are [`Line`](crate::protocol::ctx::Line)s).
 
-use outbox_trace::Step;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::connection::Connection;
 use crate::external::spec::ExternalSpec;
-use crate::fault::plan::{Fault, FaultPlan};
+use crate::fault::plan::FaultPlan;
 use crate::journal::clock::RunClock;
 use crate::protocol::model::{ApiMode, TaskSpec, Timing};
 use crate::protocol::variant::Protocol;
 
-use super::id::Role;
+use crate::journal::author::Role;
 
 /// Everything one actor life needs, sent over its standard input.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,38 +44,4 @@ pub struct ActorSpec {
 
 fn yes() -> bool {
     true
-}
-
-/// One line an actor writes to its standard output.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "line", content = "body", rename_all = "kebab-case")]
-pub enum Line {
-    /// A protocol step and when it happened (who did it, and where, the recorder fills in).
-    Step {
-        /// Nanoseconds on the run's clock.
-        ts_ns: i64,
-        /// What happened.
-        step: Box<Step>,
-    },
-    /// A fault of the plan fired and is spent.
-    Fired(Fault),
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_step_line_reads_back_as_the_same_step() {
-        let step = Step::crash("relay:before-publish", None);
-        let text = serde_json::to_string(&Line::Step {
-            ts_ns: 42,
-            step: Box::new(step.clone()),
-        })
-        .unwrap();
-        match serde_json::from_str::<Line>(&text).unwrap() {
-            Line::Step { ts_ns, step: back } => assert_eq!((ts_ns, *back), (42, step)),
-            other => panic!("{other:?}"),
-        }
-    }
 }

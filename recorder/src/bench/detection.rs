@@ -11,7 +11,7 @@ use super::runs::{seed_blocks, Job, Outcome};
 use super::table::Table;
 use crate::backend::connection::BackendKind;
 use crate::cli::args::Seeds;
-use crate::fault::chaos::{Action, ChaosPlan, Targets, SWARM_WINDOWS};
+use crate::fault::chaos::{Action, ChaosPlan, SWARM_WINDOWS};
 use crate::protocol::variant::Protocol;
 
 /// The detection setup: `--tasks 300 --rate 100 --workers 4 --chaos-window 4s`.
@@ -166,7 +166,7 @@ fn coverage(runs: &[Outcome]) -> Table {
 
 /// The plan a detection run of `seed` on `backend` draws (the recorder runs its own services).
 fn plan(seed: u64, backend: BackendKind) -> ChaosPlan {
-    ChaosPlan::new(seed, WINDOW, Targets::of(WORKERS, backend, true, 1))
+    ChaosPlan::new(seed, WINDOW, backend.chaos_targets(WORKERS, true, 1))
 }
 
 /// Whether `plan` arms the window or service fault `name`.

@@ -2,6 +2,7 @@
 //! `--help` lists them), so an error cannot be added without deciding which code it ends with.
 
 use crate::backend::services::ServiceError;
+use crate::driver::run_scenario::ScenarioError;
 use crate::protocol::ports::BackendError;
 
 use super::config::ConfigError;
@@ -59,6 +60,15 @@ impl From<BackendError> for Failure {
         match e {
             e @ BackendError::Unreachable { .. } => Failure::Unavailable(e.into()),
             e => Failure::Run(e.into()),
+        }
+    }
+}
+
+impl From<ScenarioError> for Failure {
+    fn from(e: ScenarioError) -> Self {
+        match e {
+            ScenarioError::Connect(e) => Failure::from(e),
+            ScenarioError::Drive(e) => Failure::Run(e),
         }
     }
 }

@@ -12,10 +12,10 @@ use outbox_trace::{detail, Step};
 use super::env::Stamp;
 use super::scenario::Scenario;
 use super::supervisor::ActorProcess;
-use crate::actor::id::{ActorId, Role};
 use crate::actor::wire::ActorSpec;
 use crate::fault::chaos::{ChaosPlan, Swarm};
 use crate::fault::plan::{Fault, FaultPlan, CRASH_EXIT_CODE};
+use crate::journal::author::{ActorId, Role};
 use crate::journal::writer::Recorder;
 
 /// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use outbox_trace::Step;
 
-use crate::actor::id::Author;
 use crate::backend::services::LocalService;
 use crate::fault::chaos::ChaosPlan;
+use crate::journal::author::Author;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder, Tallies};
 use crate::protocol::model::Timing;

@@ -8,10 +8,10 @@ use outbox_trace::{detail, Step};
 
 use super::cast::{Cast, Slot};
 use super::env::{ScenarioEnv, Stamp};
-use crate::actor::id::{Author, Role};
 use crate::actor::wire::ActorSpec;
 use crate::backend::services::LocalService;
 use crate::fault::chaos::Action;
+use crate::journal::author::{Author, Role};
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
 const ACK_BURST_WAIT: Duration = Duration::from_secs(1);

@@ -9,10 +9,10 @@ use outbox_trace::detail::Note;
 use outbox_trace::{About, Step};
 
 use super::env::{ScenarioEnv, Stamp};
-use crate::actor::id::Author;
 use crate::backend::control::Control;
 use crate::external::receiver;
 use crate::external::spec::ExternalSpec;
+use crate::journal::author::Author;
 use crate::protocol::ports::BackendError;
 
 /// How long a read of the ground truth is retried: a cluster member restarted moments before may

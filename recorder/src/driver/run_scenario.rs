@@ -20,18 +20,18 @@ use super::cast::{Cast, Slot};
 use super::env::{ScenarioEnv, Stamp};
 use super::scenario::Scenario;
 use super::{inject, observer};
-use crate::actor::id::{Author, Role};
 use crate::actor::wire::ActorSpec;
 use crate::backend::connection::{BackendKind, Connection, Endpoints};
 use crate::backend::control::{Backend, Progress};
 use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
-use crate::cli::exit::Failure;
 use crate::external::spec::ExternalSpec;
 use crate::fault::plan::Fault;
+use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
 use crate::protocol::model::{TaskSpec, Timing};
+use crate::protocol::ports::BackendError;
 
 /// How often the driver looks at its actors and the services.
 const TICK: Duration = Duration::from_millis(100);
@@ -51,24 +51,34 @@ pub async fn run_scenario(
     env: &ScenarioEnv<'_>,
     scenario: &Scenario,
     connection: &Connection,
-) -> Result<bool, Failure> {
+) -> Result<bool, ScenarioError> {
     match connection.endpoints.kind() {
         BackendKind::EtcdJetstream => run_on::<EtcdJetStream>(env, scenario, connection).await,
         BackendKind::SqliteRedis => run_on::<SqliteRedis>(env, scenario, connection).await,
     }
 }
 
-/// Connects the recorder's own control (a service it cannot reach ends the run with exit 4),
-/// then drives the scenario.
+/// Why a scenario could not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The recorder's own control could not connect to the services.
+    #[error(transparent)]
+    Connect(#[from] BackendError),
+    /// Anything else went wrong on the way.
+    #[error("{0:#}")]
+    Drive(anyhow::Error),
+}
+
+/// Connects the recorder's own control, then drives the scenario.
 async fn run_on<B: Backend>(
     env: &ScenarioEnv<'_>,
     scenario: &Scenario,
     connection: &Connection,
-) -> Result<bool, Failure> {
+) -> Result<bool, ScenarioError> {
     let control = B::connect(connection, env.timing).await?;
     drive(env, scenario, connection, control)
         .await
-        .map_err(Failure::run)
+        .map_err(ScenarioError::Drive)
 }
 
 async fn drive<B: Backend>(

@@ -13,10 +13,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::task::JoinHandle;
 
-use crate::actor::id::{ActorId, Author};
-use crate::actor::wire::{ActorSpec, Line};
+use crate::actor::wire::ActorSpec;
 use crate::fault::plan::Fault;
+use crate::journal::author::{ActorId, Author};
 use crate::journal::writer::{Entry, Recorder};
+use crate::protocol::ctx::Line;
 
 /// What an actor life reported besides its events.
 #[derive(Debug, Default)]

@@ -19,16 +19,21 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use crate::actor::ctx::{ActorCtx, Reporter};
-
 use super::spec::{Answer, ExternalSpec, Payment};
 
-/// Serves payments until the recorder says stop.
-pub async fn serve(ctx: &ActorCtx, spec: &ExternalSpec) -> anyhow::Result<()> {
+/// Where the receiver's steps go: the actor process writes each as a line for the recorder.
+pub type Report = Arc<dyn Fn(Step) + Send + Sync>;
+
+/// Serves payments until `stop` resolves, handing each step it takes to `report`.
+pub async fn serve(
+    spec: &ExternalSpec,
+    report: Report,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let receiver = Receiver {
         db: Arc::new(Mutex::new(open(&spec.db)?)),
         slow: Duration::from_millis(spec.slow_ms),
-        events: ctx.reporter(),
+        events: report,
     };
     let listener = TcpListener::bind(&spec.addr)
         .await
@@ -37,7 +42,7 @@ pub async fn serve(ctx: &ActorCtx, spec: &ExternalSpec) -> anyhow::Result<()> {
         .route("/payments", axum::routing::post(pay))
         .with_state(receiver);
     axum::serve(listener, app)
-        .with_graceful_shutdown(ctx.stopped())
+        .with_graceful_shutdown(stop)
         .await
         .context("serving payments")
 }
@@ -70,7 +75,7 @@ struct Receiver {
     /// Used on tokio's blocking threads only.
     db: Arc<Mutex<rusqlite::Connection>>,
     slow: Duration,
-    events: Reporter,
+    events: Report,
 }
 
 impl Receiver {
@@ -172,7 +177,7 @@ async fn perform(
     };
     Ok(match claim {
         Claim::Done(status, response) => {
-            receiver.events.emit(Step::ExternalReplayed {
+            (receiver.events)(Step::ExternalReplayed {
                 about: about(),
                 amount: Some(payment.amount),
                 note: Note::default(),
@@ -215,7 +220,7 @@ async fn perform(
                     Ok(response)
                 })
                 .await?;
-            receiver.events.emit(Step::ExternalApplied {
+            (receiver.events)(Step::ExternalApplied {
                 about: about(),
                 amount: Some(payment.amount),
                 note: Note::default(),

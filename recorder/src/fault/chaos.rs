@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::actor::id::{ActorId, Role};
-use crate::backend::connection::BackendKind;
+use crate::journal::author::{ActorId, Role};
 
 use super::dice::Dice;
 use super::plan::{CrashPoint, Fault, FaultPlan};
@@ -82,23 +81,7 @@ pub struct Targets {
     pub store_members: usize,
 }
 
-impl Targets {
-    /// The targets of a run: service restarts only where the recorder runs the services itself,
-    /// each on the data it keeps across a restart: etcd and nats-server (`members` of each), or
-    /// redis-server (its append-only file); a SQLite file is no server to restart.
-    pub fn of(workers: usize, backend: BackendKind, own_services: bool, members: usize) -> Self {
-        let members = if own_services { members.max(1) } else { 0 };
-        let (broker_members, store_members) = match backend {
-            BackendKind::EtcdJetstream => (members, members),
-            BackendKind::SqliteRedis => (members.min(1), 0),
-        };
-        Targets {
-            workers: workers.max(1),
-            broker_members,
-            store_members,
-        }
-    }
-}
+impl Targets {}
 
 /// A window armed by the draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -387,23 +370,28 @@ mod tests {
     /// The seeds `tests/chaos.rs` runs draw what those tests look for.
     #[test]
     fn the_integration_tests_seeds_draw_what_they_test() {
-        let plan = |seed, backend, members| {
-            ChaosPlan::new(
-                seed,
-                Duration::from_secs(5),
-                Targets::of(2, backend, true, members),
-            )
+        // As `BackendKind::chaos_targets` gives them for services the recorder runs itself.
+        let etcd_jetstream = |members| Targets {
+            workers: 2,
+            broker_members: members,
+            store_members: members,
         };
+        let sqlite_redis = Targets {
+            workers: 2,
+            broker_members: 1,
+            store_members: 0,
+        };
+        let plan = |seed, targets| ChaosPlan::new(seed, Duration::from_secs(5), targets);
         let has = |p: &ChaosPlan, f: fn(&Action) -> bool| p.actions.iter().any(|(_, a)| f(a));
         let api = |a: &Action| *a == Action::KillApi;
         let broker = |a: &Action| matches!(a, Action::RestartBroker { .. });
         let store = |a: &Action| matches!(a, Action::RestartStore { .. });
-        assert!(has(&plan(11, BackendKind::EtcdJetstream, 1), broker));
-        assert!(has(&plan(9, BackendKind::SqliteRedis, 1), broker));
-        let cluster = plan(1, BackendKind::EtcdJetstream, 3);
+        assert!(has(&plan(11, etcd_jetstream(1)), broker));
+        assert!(has(&plan(9, sqlite_redis), broker));
+        let cluster = plan(1, etcd_jetstream(3));
         assert!(has(&cluster, broker) && has(&cluster, store));
-        assert!(has(&plan(3, BackendKind::EtcdJetstream, 1), api));
-        assert!(has(&plan(3, BackendKind::SqliteRedis, 1), api));
+        assert!(has(&plan(3, etcd_jetstream(1)), api));
+        assert!(has(&plan(3, sqlite_redis), api));
     }
 
     #[test]
@@ -418,30 +406,5 @@ mod tests {
             }
         }
         assert_eq!(hit.len(), 6, "{hit:?}");
-    }
-
-    fn restarts(targets: Targets) -> (usize, usize) {
-        let (mut brokers, mut stores) = (0, 0);
-        for seed in 0..50 {
-            for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), targets).actions {
-                match action {
-                    Action::RestartBroker { .. } => brokers += 1,
-                    Action::RestartStore { .. } => stores += 1,
-                    _ => {}
-                }
-            }
-        }
-        (brokers, stores)
-    }
-
-    #[test]
-    fn only_services_the_recorder_runs_and_that_keep_their_data_are_restarted() {
-        let theirs = Targets::of(2, BackendKind::EtcdJetstream, false, 1);
-        assert_eq!(restarts(theirs), (0, 0));
-        let (brokers, stores) = restarts(Targets::of(2, BackendKind::EtcdJetstream, true, 1));
-        assert!(brokers > 0 && stores > 0);
-        // Redis is restarted on its append-only file; the SQLite file is no server.
-        let (brokers, stores) = restarts(Targets::of(2, BackendKind::SqliteRedis, true, 1));
-        assert!(brokers > 0 && stores == 0);
     }
 }

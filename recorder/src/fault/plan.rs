@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::actor::id::Role;
+use crate::journal::author::Role;
 
 use super::dice::Dice;
 

@@ -1,6 +1,7 @@
-//! The trace's one writer ([`writer`]): every row of a run, from every actor process and from the
-//! recorder itself, gets its `seq` there; and the run's clock ([`clock`]) that every process reads
-//! `ts_ns` from.
+//! The trace's path to disk: who writes a row ([`author`]), when on the run's clock ([`clock`],
+//! read by every process), and the one writer that gives every row of a run its `seq`
+//! ([`writer`]).
 
+pub mod author;
 pub mod clock;
 pub mod writer;

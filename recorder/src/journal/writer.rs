@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use outbox_trace::{Event, FigureRow, FigureTally, Identity, Step, TraceFile, TraceWriter};
 use tokio::sync::mpsc;
 
-use crate::actor::id::Author;
+use crate::journal::author::Author;
 
 /// How often a segment is closed while events flow.
 const SEGMENT_INTERVAL: Duration = Duration::from_secs(1);

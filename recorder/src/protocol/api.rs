@@ -14,9 +14,9 @@ use futures::StreamExt as _;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
+use super::ctx::ActorCtx;
 use super::model::{because, ApiMode, Created, Intent, Published, TaskSpec};
 use super::ports::{Broker, Store};
-use crate::actor::ctx::ActorCtx;
 use crate::fault::plan::CrashPoint;
 
 /// Creates every task, `rate` per second (0: as fast as the store takes them).

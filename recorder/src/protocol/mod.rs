@@ -1,8 +1,10 @@
 //! The outbox protocol, written once: the API's create ([`api`]), the relay ([`relay`]) and the
-//! worker ([`worker`]), each a sequence of steps over the [`ports`] a backend implements. Every
-//! backend runs this same code; every broken variant ([`variant`]) is a switch in it.
+//! worker ([`worker`]), each a sequence of steps over the [`ports`] a backend implements, run in
+//! an actor life's [`ctx`]. Every backend runs this same code; every broken variant ([`variant`])
+//! is a switch in it.
 
 pub mod api;
+pub mod ctx;
 pub mod model;
 pub mod ports;
 pub mod relay;

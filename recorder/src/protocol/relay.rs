@@ -15,9 +15,9 @@ use futures::future::join_all;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
+use super::ctx::ActorCtx;
 use super::model::{because, Intent, Published};
 use super::ports::{Broker, Store};
-use crate::actor::ctx::ActorCtx;
 use crate::fault::plan::{CrashPoint, Fault};
 
 /// Records read per pass.

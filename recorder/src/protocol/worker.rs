@@ -15,9 +15,9 @@ use std::time::Duration;
 use outbox_trace::detail::Note;
 use outbox_trace::Step;
 
+use super::ctx::ActorCtx;
 use super::model::{CommitRules, Committed, Intent};
 use super::ports::{Broker, Delivery, Store, MAX_COMMIT_BATCH};
-use crate::actor::ctx::ActorCtx;
 use crate::external::client;
 use crate::external::spec::{ExternalSpec, Payment};
 use crate::fault::plan::CrashPoint;

@@ -17,7 +17,7 @@ use crate::cli::config::RunConfig;
 use crate::cli::exit::Failure;
 use crate::driver::env::ScenarioEnv;
 use crate::driver::run_scenario::run_scenario;
-use crate::fault::chaos::{ChaosPlan, Targets};
+use crate::fault::chaos::ChaosPlan;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{salvage, Journal};
 use crate::protocol::model::Timing;
@@ -130,7 +130,9 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
     };
     let chaos = config.chaos.map(|(seed, window)| {
         let workers = config.load.workers.max(2);
-        let targets = Targets::of(workers, config.backend, own_services, config.cluster);
+        let targets = config
+            .backend
+            .chaos_targets(workers, own_services, config.cluster);
         ChaosPlan::new(seed, window, targets)
     });
     let services = std::sync::Mutex::new(own);
@@ -180,7 +182,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
             Ok(true) => {}
             Ok(false) => unrecovered.push(name.as_str().to_string()),
             Err(e) => {
-                failure = Some(e.context(format!("scenario {}", name.as_str())));
+                failure = Some(Failure::from(e).context(format!("scenario {}", name.as_str())));
                 break;
             }
         }

@@ -1,5 +1,5 @@
-//! Who an actor is: its role, which of the role's actors, and who writes a row (an actor or a
-//! part of the recorder). A leaf: the journal, the faults and the driver all name actors.
+//! Who writes a row: an actor (its role, and which of the role's actors) or a part of the
+//! recorder itself. The `actor` column is made here and nowhere else.
 
 use std::fmt;
 

@@ -1,20 +1,35 @@
-//! What a running actor uses: [`ActorCtx`] reports steps, hits armed crash points (a real `exit`
-//! after the crash line is flushed) and notices when the recorder asks it to stop.
+//! The context a protocol step runs in: [`ActorCtx`] reports each step as one JSON [`Line`] on
+//! the actor process's standard output, hits armed crash points (a real `exit` after the crash
+//! line is flushed) and notices when the recorder asks it to stop (standard input closed).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use outbox_trace::{Kind, Step};
+use serde::{Deserialize, Serialize};
 
+use super::model::{Intent, Timing};
+use super::variant::Protocol;
 use crate::external::spec::ExternalSpec;
 use crate::fault::dice::Dice;
 use crate::fault::plan::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::clock::RunClock;
-use crate::protocol::model::{Intent, Timing};
-use crate::protocol::variant::Protocol;
 
-use super::wire::Line;
+/// One line an actor writes to its standard output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "line", content = "body", rename_all = "kebab-case")]
+pub enum Line {
+    /// A protocol step and when it happened (who did it, and where, the recorder fills in).
+    Step {
+        /// Nanoseconds on the run's clock.
+        ts_ns: i64,
+        /// What happened.
+        step: Box<Step>,
+    },
+    /// A fault of the plan fired and is spent.
+    Fired(Fault),
+}
 
 /// Reports events; cheap to copy into tasks.
 #[derive(Debug, Clone, Copy)]
@@ -38,19 +53,19 @@ impl Reporter {
 
 /// What a running actor uses to report, to hit crash points and to notice it should stop.
 pub struct ActorCtx {
-    pub(super) clock: RunClock,
+    pub clock: RunClock,
     /// Faults armed in this life.
     pub plan: FaultPlan,
     /// Rolls for the plan's chance faults.
-    pub(super) dice: Dice,
+    pub dice: Dice,
     /// Which protocol variant.
     pub protocol: Protocol,
     /// Timing knobs.
     pub timing: Timing,
     /// The external receiver to call, if the scenario has one.
     pub external: Option<ExternalSpec>,
-    pub(super) stop: Arc<AtomicBool>,
-    pub(super) trace: bool,
+    pub stop: Arc<AtomicBool>,
+    pub trace: bool,
 }
 
 impl ActorCtx {
@@ -130,5 +145,24 @@ fn write_line(line: &Line) {
         .is_err()
     {
         std::process::exit(CRASH_EXIT_CODE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_line_reads_back_as_the_same_step() {
+        let step = Step::crash("relay:before-publish", None);
+        let text = serde_json::to_string(&Line::Step {
+            ts_ns: 42,
+            step: Box::new(step.clone()),
+        })
+        .unwrap();
+        match serde_json::from_str::<Line>(&text).unwrap() {
+            Line::Step { ts_ns, step: back } => assert_eq!((ts_ns, *back), (42, step)),
+            other => panic!("{other:?}"),
+        }
     }
 }

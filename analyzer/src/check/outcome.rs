@@ -191,6 +191,16 @@ pub enum Total {
 }
 
 impl Total {
+    /// Every total, in the order the reasons list them.
+    pub const ALL: &'static [Total] = &[
+        Total::Results,
+        Total::Processed,
+        Total::DedupKeys,
+        Total::StreamMessages,
+        Total::Tasks,
+        Total::Intents,
+    ];
+
     /// The `observed` key(s) it is read from, named by the contract's typed fields.
     pub fn key(self) -> String {
         match self {
@@ -211,11 +221,11 @@ impl Total {
 /// One violation: who it concerns, what broke, and the rows that show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// The event concerned.
+    /// The event it concerns, if any: what `analyzer chain --event` would draw.
     pub event: Option<Id>,
-    /// The task concerned.
+    /// The task it concerns, if any.
     pub task: Option<Id>,
-    /// What broke.
+    /// What broke, with the values its explanation needs.
     pub finding: Finding,
     /// Row indices, ascending (that is, in `seq` order).
     pub witness: Vec<usize>,
@@ -243,7 +253,7 @@ impl Violation {
 /// The result of one invariant on one history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    /// Which invariant.
+    /// The invariant decided (outcomes are kept in the contract's order).
     pub invariant: Invariant,
     /// Pass, fail or unknown.
     pub verdict: Verdict,

@@ -50,7 +50,7 @@ pub struct ScenarioReport {
     pub outcomes: Vec<Outcome>,
     /// The figures (one definition, shared with every other output).
     pub figures: Figures,
-    /// The combined verdict.
+    /// The combined verdict of [`ScenarioReport::outcomes`].
     pub verdict: RunVerdict,
 }
 

@@ -26,7 +26,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The subcommands.
+/// The subcommands: one per thing the analyzer can say about a recording.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check every (run_id, scenario) of the given traces against the outbox invariants.

@@ -2,7 +2,7 @@
 
 use crate::check::RunVerdict;
 
-/// The process outcome.
+/// The process outcome: the exit codes `--help` documents, which scripts rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// 0: valid.

@@ -1,7 +1,7 @@
 //! Words for the data: a violation's plain explanation, a reason, a note, and the witness rows with
 //! their relevant fields. Renderers (text and JSON) share these.
 
-use outbox_trace::Kind;
+use outbox_trace::{detail_key, Kind};
 
 use crate::check::{Finding, Reason, Total, Violation};
 use crate::model::history::History;
@@ -84,13 +84,22 @@ pub fn reason(r: &Reason) -> String {
     match r {
         Reason::NoAggregateInfo => "no aggregate information".into(),
         Reason::NoExternalCalls => "no external calls recorded".into(),
-        Reason::NoRunEnd => "no run_end row".into(),
-        Reason::NotRecovered => "run_end.recovered is false".into(),
-        Reason::RecoveredMissing => "run_end has no boolean detail.recovered".into(),
-        Reason::NoObserved => "no observed row".into(),
-        Reason::NoObservedCounter => "no observed row with a counter".into(),
+        Reason::NoRunEnd => format!("no {} row", Kind::RunEnd),
+        Reason::NotRecovered => format!(
+            "{}.{} is false",
+            Kind::RunEnd,
+            detail_key!(RunEnd.recovered)
+        ),
+        Reason::RecoveredMissing => format!(
+            "{} has no boolean detail.{}",
+            Kind::RunEnd,
+            detail_key!(RunEnd.recovered)
+        ),
+        Reason::NoObserved => format!("no {} row", Kind::Observed),
+        Reason::NoObservedCounter => format!("no {} row with a counter", Kind::Observed),
         Reason::NoObservedTotals => {
-            "the observed row has none of results, processed, dedup_keys, stream_messages, tasks, outbox_published + outbox_pending".into()
+            let keys: Vec<String> = Total::ALL.iter().map(|t| t.key()).collect();
+            format!("the {} row has none of {}", Kind::Observed, keys.join(", "))
         }
         Reason::MissingFields { kind, column, rows } => {
             format!("{rows} {kind} row(s) lack {column} and could not be used")
@@ -100,8 +109,9 @@ pub fn reason(r: &Reason) -> String {
                 .into()
         }
         Reason::MayHaveLostSpans { actor, incarnation } => format!(
-            "{actor}#{incarnation} ends without a crash row before a later life of {actor}: \
-             spans it never exported could remove the violation"
+            "{actor}#{incarnation} ends without a {crash} row before a later life of {actor}: \
+             spans it never exported could remove the violation",
+            crash = Kind::Crash
         ),
     }
 }
@@ -198,8 +208,9 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             )
         }
         Finding::IntentMissing { accepted } => format!(
-            "task {task} was accepted at seq {} but no intent_recorded of {event} exists: the event can never be published",
-            w.seq(*accepted)
+            "task {task} was accepted at seq {} but no {} of {event} exists: the event can never be published",
+            w.seq(*accepted),
+            Kind::IntentRecorded
         ),
         Finding::IntentOtherRev { accepted, intent } => format!(
             "task {task} was committed in store transaction {} (seq {}) but the intent of {event} in transaction {} (seq {}): a crash between the two commits leaves a task without its event",
@@ -307,7 +318,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
                 Total::Tasks => format!("the trace accepted {trace} distinct task(s)"),
                 Total::Intents => format!("the trace recorded {trace} distinct intent(s)"),
                 Total::Results | Total::Processed | Total::DedupKeys => {
-                    format!("the trace has {trace} effect_committed row(s)")
+                    format!("the trace has {trace} {} row(s)", Kind::EffectCommitted)
                 }
             };
             let need = if *at_least { "at least" } else { "exactly" };

@@ -42,9 +42,9 @@ pub enum LoadError {
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {error}", path.display())]
 pub struct FileError {
-    /// The file.
+    /// The file that broke the contract, as given.
     pub path: PathBuf,
-    /// What went wrong.
+    /// How the file breaks the contract (the line after the path).
     pub error: LoadError,
 }
 

@@ -393,7 +393,8 @@ fn describe(
         Crash => (
             Shape::Crash { lane: own },
             format!(
-                "crash #{}: {}",
+                "{} #{}: {}",
+                Kind::Crash,
                 e.incarnation(),
                 short_point(e.crash_point())
             ),
@@ -401,12 +402,12 @@ fn describe(
         ),
         Restart => (
             Shape::Restart { lane: own },
-            format!("restart: {}#{}", e.actor(), e.incarnation()),
+            format!("{}: {}#{}", Kind::Restart, e.actor(), e.incarnation()),
             Tone::Retry,
         ),
         Fault => (
             Shape::Note { lane: broker },
-            format!("fault: {}", e.fault_name()),
+            format!("{}: {}", Kind::Fault, e.fault_name()),
             Tone::Loss,
         ),
         other => (note, other.as_str().to_string(), Tone::Plain),

@@ -227,8 +227,8 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
     }
     y += 6;
     let rules = [
-        (RED, format!("crash  {}", t.count(Mark::Crash))),
-        (FAULT, format!("fault  {}", t.count(Mark::Fault))),
+        (RED, format!("{}  {}", Kind::Crash, t.count(Mark::Crash))),
+        (FAULT, format!("{}  {}", Kind::Fault, t.count(Mark::Fault))),
         (GREY, "scenario start".to_string()),
     ];
     for (c, name) in rules.iter().take(if t.scenarios.len() > 1 { 3 } else { 2 }) {

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use outbox_trace::lab::{LabJson, LabScenario};
-use outbox_trace::Kind;
+use outbox_trace::{detail_key, Kind};
 
 use crate::check::Verdict;
 use crate::model::intern::{FastMap, IdTable};
@@ -164,7 +164,12 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     } else {
         waits.join(", ")
     };
-    let _ = writeln!(md, "- AckWait (`run_start.detail.ack_wait_ms`): {waits}.");
+    let _ = writeln!(
+        md,
+        "- AckWait (`{}.detail.{}`): {waits}.",
+        Kind::RunStart,
+        detail_key!(RunStart.ack_wait_ms)
+    );
     match delays.iter().max() {
         Some((d, s)) => {
             let _ = writeln!(
@@ -250,7 +255,7 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     } else {
         format!(" ({})", per.join(", "))
     };
-    let _ = writeln!(md, "- Revision conflicts on the counter (`commit_conflict`): {conflicts}{per}. Every commit is one guarded transaction on one key: the counter serialises all workers.");
+    let _ = writeln!(md, "- Revision conflicts on the counter (`{}`): {conflicts}{per}. Every commit is one guarded transaction on one key: the counter serialises all workers.", Kind::CommitConflict);
     let _ = writeln!(md, "\n### Decision (to complete)\n\n_What retention for dedup keys, what atomic scope, and what limit of the shared counter you accept, and why, given the facts above._\n");
     md
 }

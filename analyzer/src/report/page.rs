@@ -45,10 +45,10 @@ pub mod has {
     pub const COUNTER: u8 = 1 << 7;
 }
 
-/// The whole page.
+/// Everything the HTML report shows, as data; [`crate::report::html`] embeds it as JSON.
 #[derive(Debug, Serialize)]
 pub struct Page {
-    /// The trace files.
+    /// The trace files the page was made from, for its heading.
     pub traces: Vec<String>,
     /// Kind names by code (the code is the position in the contract's list).
     pub kinds: Vec<&'static str>,
@@ -80,30 +80,30 @@ pub struct Caps {
     pub violations_not_kept: usize,
     /// Rows embedded / rows in the trace.
     pub rows_embedded: usize,
-    /// Rows in the trace.
+    /// Rows in the trace, to say how many were left out.
     pub rows_total: usize,
-    /// The row cap.
+    /// [`MAX_ROWS`], for the page to name the cap it hit.
     pub max_rows: usize,
 }
 
 /// One scenario's summary.
 #[derive(Debug, Serialize)]
 pub struct ScenarioView {
-    /// The scenario.
+    /// The scenario name (with `run_id` and `backend`, the summary's heading).
     pub scenario: String,
-    /// Its run.
+    /// The run it belongs to, when a trace holds several.
     pub run_id: String,
-    /// Its backend.
+    /// The backend that ran it.
     pub backend: String,
     /// Its protocol variant, when recorded.
     pub protocol: Option<String>,
-    /// The combined verdict.
+    /// The combined verdict (`valid`, `invalid`, `unknown`), the summary's colour.
     pub verdict: &'static str,
-    /// `run_end.detail.recovered`.
+    /// `run_end.detail.recovered`: whether liveness was decided.
     pub recovered: Option<bool>,
-    /// The figures.
+    /// The figures, as `analyzer check` reports them.
     pub figures: Figures,
-    /// Each invariant's verdict.
+    /// Each invariant's verdict, in the contract's order.
     pub invariants: Vec<InvariantView>,
     /// Rows in the scenario.
     pub rows: usize,
@@ -128,20 +128,20 @@ pub struct InvariantView {
     pub reason: Option<String>,
 }
 
-/// One violation.
+/// One kept violation, numbered as `analyzer chain --violation N` numbers it.
 #[derive(Debug, Serialize)]
 pub struct ViolationView {
     /// 1-based, as `analyzer chain --violation N`.
     pub number: usize,
     /// Index into [`Page::scenarios`].
     pub scene: usize,
-    /// The invariant id.
+    /// The id of the invariant it breaks.
     pub invariant: &'static str,
-    /// The event concerned.
+    /// The event it concerns, if any (the page links its chain).
     pub event: Option<String>,
-    /// The task concerned.
+    /// The task it concerns, if any.
     pub task: Option<String>,
-    /// The explanation.
+    /// What broke, in the words of `analyzer check`.
     pub text: String,
     /// The witness rows, one line each.
     pub witness: Vec<String>,

@@ -24,7 +24,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let skips = q.skips(&uses);
     let rows = q.cte(
         &format!("{p}_rows"),
-        &format!("SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
+        format!("SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
          CASE WHEN kind IN ('{k_delivered}', '{k_redelivered}') THEN seq END AS dseq, \
          CASE WHEN kind IN ('{k_effect_committed}', '{k_duplicate_suppressed}') THEN seq END AS sseq, \
          CASE WHEN kind = '{k_acked}' THEN seq END AS aseq \

@@ -40,7 +40,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let observed_at = q.note(Kind::Observed, true, "seq");
     q.cte(
         &format!("{p}_win"),
-        &format!(
+        format!(
             "SELECT run_id, scenario, seq, amount, counter, \
          lag(counter) OVER (PARTITION BY run_id, scenario ORDER BY store_rev, seq) AS prevc, \
          lag(seq) OVER (PARTITION BY run_id, scenario ORDER BY store_rev, seq) AS prevseq \

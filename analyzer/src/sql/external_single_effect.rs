@@ -11,7 +11,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let skips = q.skips(&[(Kind::ExternalApplied, &[Field::EventId])]);
     let rows = q.cte(
         &format!("{p}_rows"),
-        &format!(
+        format!(
             "SELECT run_id, scenario, seq, event_id FROM base WHERE kind = '{k_external_applied}'",
             k_external_applied = Kind::ExternalApplied.as_str()
         ),

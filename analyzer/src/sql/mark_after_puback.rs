@@ -14,7 +14,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     // Per event, the first publish_acked; kept when a mark comes before it (or there is none).
     let early = q.cte(
         &format!("{p}_e"),
-        &format!(
+        format!(
             "SELECT run_id, scenario, event_id, pseq FROM (SELECT run_id, scenario, event_id, \
          min(CASE WHEN kind = '{k_publish_acked}' THEN seq END) AS pseq, \
          min(CASE WHEN kind = '{k_outbox_marked}' THEN seq END) AS mseq FROM base \

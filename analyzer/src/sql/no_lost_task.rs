@@ -22,7 +22,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     // Per accepted task without a commit, its first acceptance.
     let violations = q.cte(
         &format!("{p}_v"),
-        &format!("SELECT run_id, scenario, min(CASE WHEN kind = '{k_task_accepted}' THEN seq END) AS vat \
+        format!("SELECT run_id, scenario, min(CASE WHEN kind = '{k_task_accepted}' THEN seq END) AS vat \
          FROM base WHERE kind IN ('{k_task_accepted}', '{k_effect_committed}') AND task_id IS NOT NULL \
          GROUP BY run_id, scenario, task_id \
          HAVING sum(CASE WHEN kind = '{k_effect_committed}' THEN 1 ELSE 0 END) = 0", k_task_accepted = Kind::TaskAccepted.as_str(), k_effect_committed = Kind::EffectCommitted.as_str()),

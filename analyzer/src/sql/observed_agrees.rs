@@ -35,7 +35,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     // once per kind, then counted per scenario.
     let keys = q.cte(
         &format!("{p}_k"),
-        &format!("SELECT run_id, scenario, sum(CASE WHEN kind = '{k_publish_acked}' THEN 1 ELSE 0 END) AS published, \
+        format!("SELECT run_id, scenario, sum(CASE WHEN kind = '{k_publish_acked}' THEN 1 ELSE 0 END) AS published, \
          sum(CASE WHEN kind = '{k_task_accepted}' THEN 1 ELSE 0 END) AS tasks, \
          sum(CASE WHEN kind = '{k_intent_recorded}' THEN 1 ELSE 0 END) AS intents \
          FROM (SELECT run_id, scenario, kind FROM base \

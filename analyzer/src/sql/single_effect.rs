@@ -10,7 +10,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let skips = q.skips(&[(Kind::EffectCommitted, &[Field::EventId, Field::TaskId])]);
     let rows = q.cte(
         &format!("{p}_rows"),
-        &format!("SELECT run_id, scenario, seq, event_id, task_id FROM base WHERE kind = '{k_effect_committed}'", k_effect_committed = Kind::EffectCommitted.as_str()),
+        format!("SELECT run_id, scenario, seq, event_id, task_id FROM base WHERE kind = '{k_effect_committed}'", k_effect_committed = Kind::EffectCommitted.as_str()),
     );
     let (by_event, event_rows) = q.repeats(&format!("{p}_e"), &rows, "event_id", None);
     // A task's commits are mixed when they do not all carry one event (a null event differs

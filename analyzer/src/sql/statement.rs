@@ -123,7 +123,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     // Lives without their own crash row while a later life of the actor exists.
     q.cte(
         "lives",
-        &format!(
+        format!(
             "SELECT run_id, scenario, actor, incarnation, min(seq) AS first_seq, \
          max(CASE WHEN kind = '{k_crash}' THEN 1 ELSE 0 END) AS crashed \
          FROM base GROUP BY run_id, scenario, actor, incarnation",
@@ -267,8 +267,9 @@ fn verdict(
     let because = |actor: &str, inc: &str| {
         let inc = d.to_text(inc);
         format!(
-            "{actor} || '#' || {inc} || ' ends without a crash row before a later life of ' || \
-             {actor} || ': spans it never exported could remove the violation'"
+            "{actor} || '#' || {inc} || ' ends without a {crash} row before a later life of ' || \
+             {actor} || ': spans it never exported could remove the violation'",
+            crash = Kind::Crash
         )
     };
     let out = match lost {

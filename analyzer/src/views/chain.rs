@@ -34,11 +34,11 @@ pub enum ChainError {
     /// The task or event occurs in several scenarios; `--scenario` must pick one.
     #[error("`{what}` occurs in {count} scenarios ({names}); choose one with --scenario")]
     Ambiguous {
-        /// The task or event.
+        /// The task or event asked for.
         what: String,
-        /// How many scenes.
+        /// How many scenarios carry it.
         count: usize,
-        /// Their names.
+        /// Those scenarios, for the user to pick one.
         names: String,
     },
     /// No row carries the task or event.
@@ -79,15 +79,15 @@ pub struct NumberedViolation {
     pub number: usize,
     /// Index into [`Scenes::scene`].
     pub scene: usize,
-    /// The invariant id.
+    /// The id of the invariant it breaks, for the chain's title.
     pub invariant: &'static str,
-    /// The event concerned.
+    /// The event it concerns, if any: its rows join the witness in the chain.
     pub event: Option<String>,
-    /// The task concerned.
+    /// The task it concerns, if any.
     pub task: Option<String>,
     /// The witness rows (indices into the scene's rows).
     pub witness: Vec<usize>,
-    /// The explanation.
+    /// What broke, in the words of `analyzer check`: the chain's note.
     pub text: String,
 }
 

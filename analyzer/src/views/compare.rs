@@ -246,24 +246,24 @@ pub fn measures(scene: &Scene) -> Measures {
 pub struct Column {
     /// The run's name (file stem, and run id when a file holds several).
     pub run: String,
-    /// Backend.
+    /// The backend that ran it: columns of different backends compare implementations.
     pub backend: String,
-    /// Protocol variant.
+    /// The protocol variant, when recorded: what the column header names the run by.
     pub protocol: Option<String>,
-    /// The figures.
+    /// Its verdicts and measures, in the same order in every column.
     pub measures: Measures,
 }
 
 /// One shared scenario across the runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Shared {
-    /// The scenario.
+    /// The scenario name every run has (runs compare scenario by scenario).
     pub scenario: String,
     /// One column per run, in the order given.
     pub columns: Vec<Column>,
 }
 
-/// The whole comparison.
+/// The whole comparison: what `analyzer compare` prints as a table, a picture or JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Comparison {
     /// The runs, in the order given.

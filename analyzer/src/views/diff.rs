@@ -18,7 +18,7 @@ pub struct Side {
     pub seq: u64,
     /// Its kind.
     pub kind: Kind,
-    /// Who did it.
+    /// The actor that recorded it (its role is the lane).
     pub actor: String,
 }
 
@@ -80,7 +80,7 @@ impl Divergence {
 /// The per-task results of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diff {
-    /// The scenario compared.
+    /// The scenario both runs have, compared task by task.
     pub scenario: String,
     /// Tasks aligned by id (true) or by acceptance order (false).
     pub by_id: bool,

@@ -18,7 +18,7 @@ use crate::model::row::Row;
 pub struct RowRef<'a> {
     /// Index into the history's rows.
     pub at: usize,
-    /// The row.
+    /// The compact row itself; the accessors below resolve its ids to names.
     pub row: &'a Row,
     h: &'a History,
     names: &'a Interner,
@@ -84,7 +84,7 @@ pub struct Scene<'a> {
     pub index: usize,
     /// Index of the file in the order given.
     pub file: usize,
-    /// The file.
+    /// The file it was read from, as given (views name runs by its stem).
     pub path: &'a Path,
     /// `run_id`
     pub run_id: &'a str,
@@ -100,9 +100,9 @@ pub struct Scene<'a> {
     pub names: &'a Interner,
     /// One outcome per invariant, in the contract's order.
     pub outcomes: &'a [Outcome],
-    /// The figures.
+    /// The figures `analyzer check` reports, counted once while loading.
     pub figures: &'a Figures,
-    /// The combined verdict.
+    /// The combined verdict over [`Scene::outcomes`], which views headline.
     pub verdict: RunVerdict,
 }
 

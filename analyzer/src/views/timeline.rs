@@ -39,7 +39,7 @@ pub enum TimelineError {
 /// One kind's counts, one per bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Series {
-    /// The kind.
+    /// The kind counted: one line of the plot.
     pub kind: Kind,
     /// Rows of this kind in the selection.
     pub total: u64,
@@ -72,7 +72,7 @@ pub struct Marker {
 /// Where a scenario starts on the run's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioSpan {
-    /// The scenario.
+    /// The scenario's name, written at its start rule.
     pub name: String,
     /// Its first row's `ts_ns`.
     pub start_ns: i64,

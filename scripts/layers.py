@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Finds import circles between the files of each crate of the workspace.
+"""Finds import circles between the files, and between the top-level folders, of each crate of
+the workspace.
 
 Every path that starts at `crate::`, `super::`, `self::`, a child module or a name brought in by
 `use` is resolved through `use` aliases and re-exports (globs included) to the file that defines
 its last item; an edge joins the file holding the path to that file. A strongly connected group
-of two or more files is a circle. Prints each circle and the paths behind its edges; exits 1 when
-there is one. With `--edges CRATE_DIR`, prints the file graph instead.
+of two or more files is a circle. The same is asked of the folders directly under `src/` (a file
+there other than `lib.rs` and `main.rs` counts as a folder of its own), so the folders form
+layers. Prints each circle and the paths behind its edges; exits 1 when there is one. With
+`--edges CRATE_DIR`, prints the file graph instead.
 
     scripts/layers.py                   # every crate of the workspace
     scripts/layers.py analyzer/src      # one crate
@@ -133,7 +136,11 @@ def block_end(code, start):
 
 
 def load(crate_dir, root_file):
+    """The crate's modules by path; `#[macro_export]` macros, which live at the crate root, are
+    kept as the root's children under their own names, so a path to one resolves to the module
+    that defines it."""
     modules = {}
+    exported = {}
 
     def build(path, file, code):
         m = Module(path, file)
@@ -162,8 +169,10 @@ def load(crate_dir, root_file):
         m.code = "".join(own)
         for im in re.finditer(r"\b(?:fn|struct|enum|trait|type|const|static|union)\s+(" + IDENT + ")", m.code):
             m.items.add(im.group(1))
-        for im in re.finditer(r"macro_rules!\s*(" + IDENT + ")", m.code):
-            m.items.add(im.group(1))
+        for im in re.finditer(r"(#\[macro_export\]\s*)?macro_rules!\s*(" + IDENT + ")", m.code):
+            m.items.add(im.group(2))
+            if im.group(1):
+                exported[im.group(2)] = m
         for um in re.finditer(r"\buse\s+([^;]+);", m.code):
             for segs, alias in parse_use_tree(um.group(1)):
                 if alias == "*":
@@ -173,6 +182,8 @@ def load(crate_dir, root_file):
         return m
 
     root = build([], root_file, strip(open(root_file).read()))
+    for name, defining in exported.items():
+        root.children.setdefault(name, defining)
     return root, modules
 
 
@@ -309,6 +320,23 @@ def main(argv):
                 for b in sorted(edges.get(a, {})):
                     if b in members:
                         print(f"    {rel(a)} -> {rel(b)}  ({', '.join(sorted(edges[a][b])[:3])})")
+        folder = lambda f: rel(f).split(os.sep)[0]
+        roots = {"lib.rs", "main.rs"}
+        folders = {folder(f) for f in files} - roots
+        folder_edges = {}
+        for a in edges:
+            for b in edges[a]:
+                fa, fb = folder(a), folder(b)
+                if fa != fb and fa not in roots and fb not in roots:
+                    folder_edges.setdefault(fa, {}).setdefault(fb, set()).add(f"{rel(a)} -> {rel(b)}")
+        for group in circles(folders, folder_edges):
+            bad += 1
+            print(f"{d}: import circle between {len(group)} folders:")
+            members = set(group)
+            for a in group:
+                for b in sorted(folder_edges.get(a, {})):
+                    if b in members:
+                        print(f"    {a} -> {b}  ({', '.join(sorted(folder_edges[a][b])[:3])})")
         top = [e for e in os.listdir(crate_dir) if not e.startswith(".")]
         print(f"{d}: {len(top)} entries at top level")
     return 1 if bad else 0

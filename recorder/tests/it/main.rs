@@ -9,6 +9,7 @@ mod errors;
 mod external;
 mod interop;
 mod lab;
+mod layers;
 mod lifecycle;
 mod load;
 mod otlp;

@@ -28,7 +28,7 @@ pub struct Progress {
 pub trait Control {
     /// Creates the stream and consumer (or tables) of the namespace, from scratch.
     async fn setup(&self) -> Result<(), BackendError>;
-    /// Reads the progress.
+    /// Reads how far the scenario has got, to tell when it is quiet.
     async fn progress(&self) -> Result<Progress, BackendError>;
     /// Reads the ground truth back: stream messages, counter, results, dedup keys, pending outbox
     /// records, tasks; and whatever else the backend's lab reports (orders, enqueued, duplicates).
@@ -43,45 +43,38 @@ pub trait Control {
 /// A task as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTask {
-    /// The task.
     pub task_id: String,
-    /// Its event.
+    /// The event its outbox record carries.
     pub event_id: String,
     /// The transaction that created it.
     pub store_rev: i64,
-    /// Its ordering group.
+    /// Its ordering group, when the store can tell it (SQLite keeps it in the order's `sku`).
     pub aggregate_id: Option<String>,
-    /// The effect's size.
+    /// The effect's size, when the store keeps it.
     pub amount: Option<i64>,
 }
 
 /// An outbox record, pending or published, as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredIntent {
-    /// The event.
     pub event_id: String,
-    /// The task.
+    /// The task the record completes; empty when the record does not name it.
     pub task_id: String,
     /// The transaction that wrote the record.
     pub store_rev: i64,
-    /// Its ordering group.
     pub aggregate_id: Option<String>,
-    /// Its position in the group.
+    /// Its position in the group (etcd: the record's create revision).
     pub aggregate_seq: Option<u64>,
-    /// The effect's size.
     pub amount: Option<i64>,
 }
 
 /// An effect commit as the store remembers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCommit {
-    /// The event.
     pub event_id: String,
-    /// The task.
     pub task_id: String,
-    /// The effect's size.
     pub amount: i64,
-    /// The commit's transaction.
+    /// The commit's `store_rev` (etcd: the dedup key's mod revision).
     pub store_rev: i64,
     /// The counter right after it.
     pub counter: i64,

@@ -29,9 +29,8 @@ pub enum ServiceError {
     /// The program started but never answered its health check.
     #[error("`{program}` did not become ready within {secs} s (its log: {log})")]
     NotReady {
-        /// The program.
         program: &'static str,
-        /// How long we waited.
+        /// How long start-up waited, in seconds.
         secs: u64,
         /// Where its output went.
         log: String,
@@ -39,9 +38,7 @@ pub enum ServiceError {
     /// The program exited during start-up.
     #[error("`{program}` exited during start-up with {status} (its log: {log})")]
     Exited {
-        /// The program.
         program: &'static str,
-        /// Its exit status.
         status: String,
         /// Where its output went.
         log: String,
@@ -49,14 +46,12 @@ pub enum ServiceError {
     /// Anything else the operating system refused.
     #[error("starting `{program}`: {source}")]
     Io {
-        /// The program.
         program: &'static str,
-        /// The reason.
         source: std::io::Error,
     },
 }
 
-/// Which kind of service.
+/// A service the recorder can start itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServiceKind {
     /// etcd, single member.
@@ -187,7 +182,7 @@ impl LocalService {
         }
     }
 
-    /// Which service this is.
+    /// Which service this is; every member of a cluster gives the same.
     pub fn kind(&self) -> ServiceKind {
         self.kind
     }

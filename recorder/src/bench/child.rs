@@ -12,7 +12,7 @@ use anyhow::Context as _;
 pub struct Finished {
     /// Its exit code (`None` if a signal ended it).
     pub code: Option<i32>,
-    /// Wall time.
+    /// From the child's start to its end, as the parent measured it.
     pub wall: Duration,
     /// The largest resident set of the child and of the processes it waited for, in KiB.
     pub peak_rss_kib: u64,

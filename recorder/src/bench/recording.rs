@@ -37,7 +37,7 @@ impl Bench {
 
 /// A finished recording.
 pub struct Recorded {
-    /// The trace file.
+    /// The trace file, `<out>/<name>.parquet`.
     pub trace: PathBuf,
     /// How the child ended.
     pub finished: Finished,

@@ -25,7 +25,7 @@ pub struct Job {
     pub setup: String,
     /// The protocol variant's name.
     pub protocol: String,
-    /// The chaos seed.
+    /// The chaos seed; with the setup and protocol it names the job's outcome.
     pub seed: u64,
     /// Tasks the run creates.
     pub tasks: u64,
@@ -42,13 +42,13 @@ pub struct Outcome {
     pub setup: String,
     /// The protocol variant's name.
     pub protocol: String,
-    /// The chaos seed.
+    /// The chaos seed; with the setup and protocol it keys the outcome in `results.json`.
     pub seed: u64,
     /// Tasks the run was asked to create.
     pub tasks_asked: u64,
     /// `analyzer check`'s verdict.
     pub verdict: String,
-    /// The invariants that failed.
+    /// The ids of the invariants that failed.
     pub failed: Vec<String>,
     /// The crash points (`chaos:sigkill` included) and service faults that fired.
     pub fired: BTreeSet<String>,

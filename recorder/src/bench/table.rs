@@ -6,7 +6,6 @@ use serde_json::Value;
 /// Columns and rows, in the order they are shown.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Table {
-    /// Column names.
     pub columns: Vec<String>,
     /// One cell per column in each row.
     pub rows: Vec<Vec<Value>>,

@@ -24,12 +24,11 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "recorder", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// The subcommands.
+/// The subcommands; each variant's doc is its line in `recorder --help`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run scenarios and write an outbox-trace/1 Parquet file.
@@ -75,7 +74,7 @@ pub struct BenchArgs {
 /// A range of chaos seeds: `20` is 1 to 20, `21-40` is 21 to 40.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seeds {
-    /// The first seed.
+    /// The first seed: at least 1, and never above `last`.
     pub first: u64,
     /// The last seed (inclusive).
     pub last: u64,
@@ -139,7 +138,7 @@ impl BenchPart {
         BenchPart::Detection,
     ];
 
-    /// Its name.
+    /// The part's name, as `--parts` spells it.
     pub fn name(self) -> &'static str {
         match self {
             BenchPart::Pipeline => "pipeline",
@@ -253,9 +252,9 @@ pub struct RunArgs {
 /// `all` or one scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScenarioArg {
-    /// Every scenario.
+    /// The scenarios `all` runs: those of `ScenarioName::ALL` the chosen backend can run.
     All,
-    /// One.
+    /// One scenario by its name, including those `all` leaves out.
     One(ScenarioName),
 }
 

@@ -20,9 +20,9 @@ pub enum ConfigError {
     /// A scenario that needs something the backend does not have.
     #[error("scenario `{scenario}` does not run on backend `{backend}`")]
     Unsupported {
-        /// The scenario.
+        /// The scenario's command-line name.
         scenario: &'static str,
-        /// The backend.
+        /// The backend's command-line name.
         backend: &'static str,
     },
     /// A cluster the recorder cannot start.
@@ -35,13 +35,13 @@ pub enum ConfigError {
 /// A validated run configuration.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// Which backend.
+    /// The store and broker every scenario of the run uses.
     pub backend: BackendKind,
     /// Scenarios, in order.
     pub scenarios: Vec<ScenarioName>,
-    /// Which protocol variant.
+    /// The protocol variant every actor of every scenario runs.
     pub protocol: Protocol,
-    /// The trace file.
+    /// The Parquet trace to write; by default the SQLite files go in `<out-dir>/<out-stem>/`.
     pub out: PathBuf,
     /// The same run as OTLP JSON Lines, if wanted.
     pub otlp: Option<PathBuf>,

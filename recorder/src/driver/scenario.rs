@@ -72,7 +72,7 @@ impl Default for LoadSpec {
 /// Everything that defines a scenario's run.
 #[derive(Debug, Clone)]
 pub struct Scenario {
-    /// Which one.
+    /// The scenario's name, written to every row's `scenario` column.
     pub name: ScenarioName,
     /// Worker processes.
     pub workers: usize,
@@ -103,7 +103,8 @@ pub struct Scenario {
 }
 
 impl ScenarioName {
-    /// Every scenario.
+    /// The scenarios `all` runs, in order, less those a backend cannot run; `load`,
+    /// `unreported-create` and `unreported-intent` run only when named.
     pub const ALL: [ScenarioName; 12] = [
         ScenarioName::DualWrite,
         ScenarioName::PlaceOrder,
@@ -146,7 +147,8 @@ impl ScenarioName {
         self != ScenarioName::DualWrite || backend == BackendKind::SqliteRedis
     }
 
-    /// The scenario's name on the command line.
+    /// The scenario a command-line name names, whether `all` runs it or not; `None` for an unknown
+    /// name.
     pub fn parse(name: &str) -> Option<ScenarioName> {
         Self::ALL
             .into_iter()

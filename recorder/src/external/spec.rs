@@ -19,21 +19,19 @@ pub struct ExternalSpec {
 /// An HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
-    /// Status code.
     pub status: u16,
     /// Whether the receiver replayed a stored answer.
     pub replayed: bool,
-    /// Body.
     pub body: String,
 }
 
 /// A payment request's body.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Payment {
-    /// The event that asks for it.
+    /// The event that asks for it; its id is also the idempotency key, when the protocol sends one.
     pub event_id: String,
     /// The task it completes.
     pub task_id: String,
-    /// How much.
+    /// How much to pay: the task's amount.
     pub amount: i64,
 }

@@ -67,14 +67,14 @@ pub struct Intent {
     pub event_id: String,
     /// The task it completes.
     pub task_id: String,
-    /// Ordering group.
+    /// Ordering group: the relay publishes a group's records in `aggregate_seq` order.
     pub aggregate_id: String,
     /// Position in the group, assigned by the store at commit.
     #[serde(default)]
     pub aggregate_seq: u64,
-    /// The effect's size.
+    /// The effect's size, copied from the task: what the worker adds to the counter.
     pub amount: i64,
-    /// The event's type.
+    /// The event's type, copied from the task; empty in a message that lacks it.
     #[serde(default)]
     pub event_type: String,
     /// The record's revision when read, for the mark's guard (not part of the message).
@@ -100,14 +100,14 @@ impl Intent {
 pub enum Created {
     /// A new task; `store_rev` is the transaction that wrote it.
     Accepted {
-        /// The transaction.
+        /// The `store_rev` the API reports on the task's `task_accepted` and `intent_recorded`.
         store_rev: i64,
         /// The aggregate position assigned at commit (when the intent was written with it).
         aggregate_seq: Option<u64>,
     },
     /// The idempotency key already existed: this is the task created before.
     Existing {
-        /// The existing task.
+        /// The id of the task the key created first; the API answers with it.
         task_id: String,
         /// The transaction that created it (etcd: the task key's create revision; SQLite: the
         /// row's commit number), when the store has it.
@@ -131,12 +131,12 @@ pub enum Published {
     },
     /// No ACK arrived in time; the broker may or may not hold the copy.
     Unacked {
-        /// Why.
+        /// Why no ACK came (a timeout, or an error after the copy was sent), for `detail.reason`.
         reason: String,
     },
     /// The broker refused or was unreachable.
     Failed {
-        /// Why.
+        /// The broker's or the client's error, on one line, for `detail.reason`.
         reason: String,
     },
 }
@@ -146,7 +146,7 @@ pub enum Published {
 pub struct Snapshot {
     /// Each event's dedup key, if it exists, in the order asked.
     pub dedup: Vec<Option<DedupKey>>,
-    /// The counter's value.
+    /// The counter's value as read: the base of the batch's running values.
     pub counter: i64,
     /// The counter's revision (0 when it does not exist yet).
     pub counter_rev: i64,
@@ -179,7 +179,7 @@ pub enum Committed {
     /// Every effect's dedup key, result and completed task, and the counter, written in one
     /// transaction.
     Applied {
-        /// The transaction.
+        /// The `store_rev` every effect of the batch reports.
         store_rev: i64,
         /// The counter right after each effect, in batch order.
         counters: Vec<i64>,
@@ -207,7 +207,8 @@ impl Committed {
 /// Timing knobs shared by the actors.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Timing {
-    /// The consumer's AckWait.
+    /// The consumer's AckWait: how long a delivered copy may go unACKed before the broker delivers
+    /// it again.
     pub ack_wait: Duration,
     /// How long the relay waits for a publish ACK.
     pub publish_timeout: Duration,

@@ -9,11 +9,11 @@ pub enum BackendError {
     /// A service could not be reached.
     #[error("cannot reach {service} at {endpoint}: {reason}")]
     Unreachable {
-        /// Which service.
+        /// The service's name (`etcd`, `nats`, `redis`).
         service: &'static str,
-        /// Where (redacted).
+        /// Its address, with any credentials masked.
         endpoint: String,
-        /// Why.
+        /// The client's error, on one line.
         reason: String,
     },
     /// The store refused or failed an operation.
@@ -27,11 +27,11 @@ pub enum BackendError {
 /// One delivery of one copy.
 #[derive(Debug)]
 pub struct Delivery<H> {
-    /// The event it carries.
+    /// The outbox record the copy carries, as the relay published it.
     pub intent: Intent,
     /// The broker's delivery count (1 on the first delivery).
     pub count: u32,
-    /// The copy's position.
+    /// The copy's position in the broker; a redelivery keeps the position of the first delivery.
     pub broker_seq: u64,
     /// What the broker needs to ACK it.
     pub handle: H,
@@ -72,7 +72,7 @@ pub const MAX_COMMIT_BATCH: usize = 32;
 /// The broker's side of the protocol.
 #[allow(async_fn_in_trait)]
 pub trait Broker {
-    /// What an ACK needs.
+    /// What the backend keeps of one delivery to ACK it later.
     type Handle;
     /// Publishes one copy. `lose_ack` sends it with a reply address nobody reads; `msg_id` turns
     /// on broker-side duplicate suppression.

@@ -117,21 +117,21 @@ pub struct Fault {
     /// The fault's name (`broker-restart`, `store-restart`, ...).
     #[serde(default, deserialize_with = "lenient::string_or_empty")]
     pub fault: String,
-    /// The service's program.
+    /// The program of the service hit (`etcd`, `nats-server`, `redis-server`).
     #[serde(
         default,
         deserialize_with = "lenient::string",
         skip_serializing_if = "Option::is_none"
     )]
     pub service: Option<String>,
-    /// The cluster member hit.
+    /// The member hit, by the name its producer gave it (`nats-server-1`, say).
     #[serde(
         default,
         deserialize_with = "lenient::string",
         skip_serializing_if = "Option::is_none"
     )]
     pub member: Option<String>,
-    /// The signal sent.
+    /// The signal that stopped the service (`SIGKILL` for a restart).
     #[serde(
         default,
         deserialize_with = "lenient::string",
@@ -174,7 +174,7 @@ pub struct Observed {
         skip_serializing_if = "Option::is_none"
     )]
     pub stream_messages: Option<i64>,
-    /// The effect counter.
+    /// The effect counter as stored; the `counter` figure prefers it to the last commit's.
     #[serde(
         default,
         deserialize_with = "lenient::int",
@@ -334,7 +334,7 @@ pub struct Note {
         skip_serializing_if = "Option::is_none"
     )]
     pub reason: Option<String>,
-    /// The injected fault behind it.
+    /// The injected fault that cost the ACK (`lose-publish-ack`), when one did.
     #[serde(
         default,
         deserialize_with = "lenient::string",
@@ -446,7 +446,7 @@ impl Detail {
         typed.unwrap_or(Detail::NotAnObject)
     }
 
-    /// The JSON text of this detail.
+    /// The JSON text of this detail; `null` for [`Detail::NotAnObject`].
     pub fn to_json(&self) -> String {
         let text = match self {
             Detail::RunStart(d) => serde_json::to_string(d),
@@ -508,21 +508,21 @@ impl Detail {
 /// The recorder's configuration in the `outbox_trace.run` file metadata: the parts a reader uses.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
-    /// The backend.
+    /// The backend's command-line name (`etcd-jetstream`, `sqlite-redis`).
     #[serde(
         default,
         deserialize_with = "lenient::string",
         skip_serializing_if = "Option::is_none"
     )]
     pub backend: Option<String>,
-    /// The protocol variant.
+    /// The protocol variant every scenario of the run used (`reference`, `ack-before-commit`, ...).
     #[serde(
         default,
         deserialize_with = "lenient::string",
         skip_serializing_if = "Option::is_none"
     )]
     pub protocol: Option<String>,
-    /// The recorder's version.
+    /// The crate version of the recorder that wrote the file.
     #[serde(
         default,
         deserialize_with = "lenient::string",

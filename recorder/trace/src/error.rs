@@ -8,7 +8,7 @@ pub enum TraceError {
     /// The file could not be opened, created or read.
     #[error("{path}: {source}")]
     Io {
-        /// The file.
+        /// The path that could not be opened, created or read.
         path: PathBuf,
         /// The operating system's reason.
         source: std::io::Error,
@@ -28,19 +28,19 @@ pub enum TraceError {
     /// A column has a type the contract does not allow.
     #[error("column `{column}` has type {found}, expected {expected}")]
     WrongType {
-        /// The column.
+        /// The column's name, as the contract spells it.
         column: &'static str,
-        /// What the file holds.
+        /// The column's type in the file, as Arrow prints it.
         found: String,
-        /// What the contract says.
+        /// The types the contract allows there, in words.
         expected: &'static str,
     },
     /// A value does not fit the contract's type (a negative `seq`, say).
     #[error("column `{column}` holds a value that does not fit {expected}: {reason}")]
     OutOfRange {
-        /// The column.
+        /// The column's name, as the contract spells it.
         column: &'static str,
-        /// What the contract says.
+        /// The type the value must fit, in words.
         expected: &'static str,
         /// Arrow's explanation.
         reason: String,
@@ -48,7 +48,7 @@ pub enum TraceError {
     /// A column that must not be null has a null.
     #[error("column `{column}` must not be null but has {nulls} null value(s)")]
     NullInRequired {
-        /// The column.
+        /// The column's name, as the contract spells it.
         column: &'static str,
         /// How many nulls were found in the offending batch.
         nulls: usize,
@@ -56,9 +56,9 @@ pub enum TraceError {
     /// Two rows of one run share a `seq`.
     #[error("run `{run_id}` repeats seq {seq}")]
     DuplicateSeq {
-        /// The run.
+        /// The run whose rows share the `seq`.
         run_id: String,
-        /// The repeated value.
+        /// The first `seq` found twice; later repeats are not looked for.
         seq: u64,
     },
     /// A `detail` value, or the run metadata, is not valid JSON.
@@ -78,7 +78,7 @@ pub enum TraceError {
     InFile {
         /// The file inside the directory.
         path: PathBuf,
-        /// What is wrong with it.
+        /// The error the file gives when read on its own.
         error: Box<TraceError>,
     },
     /// The file has no bytes at all.
@@ -92,7 +92,7 @@ pub enum TraceError {
     Line {
         /// 1-based line number (of the decompressed text).
         line: u64,
-        /// What is wrong with it.
+        /// Why the line was rejected (not UTF-8, not a JSON object, a wrong-typed column, ...).
         reason: String,
     },
 }

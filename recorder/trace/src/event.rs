@@ -10,7 +10,7 @@ use crate::Kind;
 /// ones a kind needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    /// One recording.
+    /// The recording this row belongs to; `seq` is unique within it.
     pub run_id: String,
     /// The scenario within the run; the analyzer checks each `(run_id, scenario)` on its own.
     pub scenario: String,
@@ -24,32 +24,34 @@ pub struct Event {
     pub actor: String,
     /// 0 for an actor's first life; +1 after every crash and restart.
     pub incarnation: u32,
-    /// What happened.
+    /// What happened; it decides which optional fields the row must carry.
     pub kind: Kind,
-    /// The business entity.
+    /// The business entity the event acts on: the task whose effect must happen exactly once.
     pub task_id: Option<String>,
     /// The stable identity of the published event, the same on every copy and delivery.
     pub event_id: Option<String>,
-    /// Ordering group.
+    /// Ordering group: an aggregate's events are published in `aggregate_seq` order.
     pub aggregate_id: Option<String>,
     /// Position inside the aggregate, assigned at commit.
     pub aggregate_seq: Option<u64>,
     /// Publish attempt (1-based) or broker delivery count (1-based).
     pub attempt: Option<u32>,
-    /// The broker's position for this copy.
+    /// The broker's position for this copy (a JetStream stream sequence, or the number the Redis
+    /// publish script gave it); two copies of one event have two positions.
     pub broker_seq: Option<u64>,
     /// The store transaction this event reports; equal values were committed atomically together.
     pub store_rev: Option<i64>,
-    /// The size of the effect.
+    /// The size of the effect: what the task adds to the counter when its effect commits.
     pub amount: Option<i64>,
     /// The effect counter's value right after this commit.
     pub counter: Option<i64>,
-    /// A JSON object with anything else.
+    /// A JSON object with what the columns do not hold; the `detail` module types its keys.
     pub detail: Option<String>,
 }
 
 impl Event {
-    /// An event with every optional field empty.
+    /// An event of `kind` with empty identity columns and every optional field `None`, for the
+    /// caller to fill in.
     pub fn new(kind: Kind) -> Self {
         Event {
             run_id: String::new(),

@@ -32,9 +32,9 @@ use crate::{Event, Kind};
 /// The figures of one scenario (see the module's table for each definition).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Figures {
-    /// Distinct accepted tasks.
+    /// Distinct `task_id`s of `task_accepted` rows, observer-filled ones included.
     pub tasks: u64,
-    /// Publish attempts.
+    /// `publish_attempt` rows, retries included.
     pub publish_attempts: u64,
     /// Publishes whose ACK never came.
     pub publish_acks_lost: u64,
@@ -44,23 +44,25 @@ pub struct Figures {
     pub stream_messages: Option<i64>,
     /// Every delivery: first ones and redeliveries.
     pub deliveries: u64,
-    /// Redeliveries.
+    /// `redelivered` rows: copies the broker handed out again because no consumer ACK came in time.
     pub redeliveries: u64,
-    /// Duplicates suppressed.
+    /// `duplicate_suppressed` rows: copies whose dedup key was already stored, so no effect ran.
     pub suppressions: u64,
-    /// Effects committed.
+    /// `effect_committed` rows, observer-filled ones included.
     pub effects: u64,
-    /// Consumer ACKs.
+    /// `acked` rows: consumer ACKs sent.
     pub acks: u64,
-    /// Crashes.
+    /// `crash` rows of every actor, whatever the crash point.
     pub crashes: u64,
     /// Commits that lost a revision race.
     pub conflicts: u64,
-    /// The final counter.
+    /// `observed.counter`, else the `counter` of the last commit in `store_rev` order; `None` when
+    /// the trace has neither.
     pub counter: Option<i64>,
-    /// Results the observer read.
+    /// The `observed` count of effect results (`results`, or its synonym `processed`); `None`
+    /// without an `observed` row.
     pub results: Option<i64>,
-    /// Dedup keys the observer read.
+    /// The `observed` count of dedup keys; `None` without an `observed` row.
     pub dedup_keys: Option<i64>,
     /// Outbox records still pending when the observer read.
     pub outbox_pending: Option<i64>,
@@ -126,15 +128,15 @@ impl<K: TaskKey> Default for FigureTally<K> {
 /// What [`FigureTally::add`] needs of a row.
 #[derive(Debug, Clone, Copy)]
 pub struct FigureRow<K> {
-    /// The row's kind.
+    /// The row's kind: it decides which figure, if any, the row counts toward.
     pub kind: Kind,
-    /// Its `task_id`.
+    /// Its `task_id`, counted toward `tasks` on a `task_accepted` row.
     pub task: Option<K>,
-    /// Its `broker_seq`.
+    /// Its `broker_seq`, counted toward `stream_copies` on a row that saw a copy.
     pub broker_seq: Option<u64>,
-    /// Its `store_rev`.
+    /// Its `store_rev`: of the commits, the highest one gives the final `counter`.
     pub store_rev: Option<i64>,
-    /// Its `counter`.
+    /// Its `counter`, the final one when its commit has the highest `store_rev`.
     pub counter: Option<i64>,
 }
 
@@ -207,7 +209,7 @@ impl<K: TaskKey> FigureTally<K> {
         self.figures.acks
     }
 
-    /// The figures so far.
+    /// The figures of the rows added so far; the distinct counts are taken on each call.
     pub fn figures(&self) -> Figures {
         let mut f = self.figures.clone();
         f.tasks = self.tasks.count();

@@ -1,6 +1,6 @@
 //! Which encoding a trace file is in, told by its content rather than its name: Parquet (magic
 //! `PAR1`), JSON Lines or OTLP JSON Lines, each plain, gzip (magic `1f 8b`) or zstd (magic
-//! `28 b5 2f fd`). The text encodings are decoded into canonical batches (see [`crate::jsonl`] and
+//! `28 b5 2f fd`). The text encodings are decoded into canonical batches (see the `jsonl` module and
 //! [`crate::otlp`]), so every reader of a trace sees one shape whatever the file was.
 
 use std::fs::File;
@@ -46,9 +46,9 @@ impl Encoding {
 pub enum Compression {
     /// Plain text.
     None,
-    /// gzip.
+    /// gzip, told by the magic bytes `1f 8b`.
     Gzip,
-    /// zstd.
+    /// Zstandard, told by the magic bytes `28 b5 2f fd`.
     Zstd,
 }
 
@@ -180,7 +180,7 @@ pub(crate) struct Decoded {
     pub rows: u64,
     /// Whether the file declared `schema_version` `1`.
     pub version_declared: bool,
-    /// The run configuration, as JSON text.
+    /// The `run` object of the optional `outbox_trace` metadata line, as JSON text.
     pub run_json: Option<String>,
     /// Keys that are not columns of the contract.
     pub extra_columns: Vec<String>,

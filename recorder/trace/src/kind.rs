@@ -6,21 +6,21 @@ use std::str::FromStr;
 /// A field of an event that a kind may require.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
-    /// `task_id`
+    /// `task_id`: the business entity an event acts on.
     TaskId,
-    /// `event_id`
+    /// `event_id`: the published event's stable id.
     EventId,
-    /// `store_rev`
+    /// `store_rev`: the store transaction a row reports.
     StoreRev,
-    /// `attempt`
+    /// `attempt`: a publish attempt or a broker delivery count.
     Attempt,
-    /// `broker_seq`
+    /// `broker_seq`: the broker's position for one copy.
     BrokerSeq,
-    /// `amount`
+    /// `amount`: the size of an effect.
     Amount,
-    /// `counter`
+    /// `counter`: the effect counter right after a commit.
     Counter,
-    /// `detail`
+    /// `detail`: a JSON object with what the columns do not hold.
     Detail,
 }
 
@@ -76,11 +76,11 @@ macro_rules! kinds {
 }
 
 kinds! {
-    /// A scenario begins.
+    /// A scenario begins; `detail` says how it was set up.
     RunStart = "run_start" [],
     /// The task and its idempotency key committed.
     TaskAccepted = "task_accepted" [TaskId, EventId, StoreRev],
-    /// The outbox record committed.
+    /// The outbox record committed; a correct protocol commits it with its task (same `store_rev`).
     IntentRecorded = "intent_recorded" [EventId, StoreRev],
     /// The relay sends one copy to the broker.
     PublishAttempt = "publish_attempt" [EventId, Attempt],

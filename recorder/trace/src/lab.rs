@@ -23,9 +23,9 @@ pub struct LabJson {
 /// analyzer wrote the file, its verdicts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LabScenario {
-    /// The scenario's name.
+    /// The scenario's name; with `run_id` it names the entry.
     pub scenario: String,
-    /// The run it belongs to.
+    /// The run that recorded the scenario; one trace may hold several runs.
     pub run_id: String,
     /// The backend that ran it (`etcd-jetstream`, `sqlite-redis`, `system:NAME`).
     pub backend: String,
@@ -34,7 +34,8 @@ pub struct LabScenario {
     /// The figures, as [`crate::figures`] defines them.
     #[serde(flatten)]
     pub figures: Figures,
-    /// `run_end.detail.recovered`.
+    /// From `run_end.detail.recovered`: whether everything was back up and quiet at the end; `None`
+    /// when the trace does not say.
     pub recovered: Option<bool>,
     /// From `run_start` to `run_end`, when the recorder timed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,7 +51,7 @@ pub struct LabScenario {
 /// One lab file and its lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabFile {
-    /// The file's name.
+    /// The file's name: `dualwrite.out`, `order_check.out`, `atleastonce.out` or `report.txt`.
     pub name: &'static str,
     /// Its lines, without line ends.
     pub lines: Vec<String>,

@@ -1,7 +1,7 @@
 //! OpenTelemetry spans (OTLP JSON Lines: one `TracesData` object per line, as the Collector's
 //! file exporter and the SDKs' file exporters write it) as `outbox-trace/1` events, both ways,
 //! mapped as the contract's section "OpenTelemetry spans" says: reading any producer's spans
-//! (`decode`, used by [`crate::input`]) and writing a trace's rows as spans ([`write`], what
+//! (`decode`, used by [`crate::input`]) and writing a trace's rows as spans ([`mod@write`], what
 //! `recorder run --otlp` writes). The attribute names of the mapping are written once, in [`key`].
 //!
 //! The OTLP JSON is read with the few serde structs below rather than the `opentelemetry-proto`
@@ -31,11 +31,11 @@ pub mod key {
     pub const KIND: &str = "outbox.kind";
     /// `seq`: the recording order within the run.
     pub const SEQ: &str = "outbox.seq";
-    /// `run_id`.
+    /// `run_id` (else the file's name without extensions).
     pub const RUN_ID: &str = "outbox.run_id";
-    /// `scenario`.
+    /// `scenario` (else `default`).
     pub const SCENARIO: &str = "outbox.scenario";
-    /// `backend`.
+    /// `backend` (else `otel`).
     pub const BACKEND: &str = "outbox.backend";
     /// `actor` (else the resource's `service.name`).
     pub const ACTOR: &str = "outbox.actor";
@@ -43,7 +43,7 @@ pub mod key {
     pub const INCARNATION: &str = "outbox.incarnation";
     /// The column `task_id`.
     pub const TASK_ID: &str = "outbox.task_id";
-    /// The column `event_id`.
+    /// The column `event_id` (else `messaging.message.id`).
     pub const EVENT_ID: &str = "outbox.event_id";
     /// The column `aggregate_id`.
     pub const AGGREGATE_ID: &str = "outbox.aggregate_id";
@@ -51,7 +51,7 @@ pub mod key {
     pub const AGGREGATE_SEQ: &str = "outbox.aggregate_seq";
     /// The column `attempt`.
     pub const ATTEMPT: &str = "outbox.attempt";
-    /// The column `broker_seq`.
+    /// The column `broker_seq` (else `messaging.kafka.offset`).
     pub const BROKER_SEQ: &str = "outbox.broker_seq";
     /// The column `store_rev`.
     pub const STORE_REV: &str = "outbox.store_rev";

@@ -13,7 +13,7 @@ use crate::TraceError;
 /// One file of a partitioned directory and the column values its path gives.
 #[derive(Debug, Clone)]
 pub(crate) struct Part {
-    /// The file.
+    /// The Parquet file's path, below the directory given.
     pub path: PathBuf,
     /// `(column, value)` from the path's `column=value` parts, innermost last.
     pub fills: Vec<(&'static str, String)>,

@@ -29,7 +29,7 @@ const BATCH_ROWS: usize = 64 * 1024;
 /// What the file says about itself, learned before any row is read.
 #[derive(Debug, Clone, Default)]
 pub struct FileInfo {
-    /// The file.
+    /// The path opened: one file, or a partitioned directory read as one trace.
     pub path: PathBuf,
     /// False when the file carries no `outbox_trace.schema_version` key (read as version 1).
     pub version_declared: bool,
@@ -487,7 +487,8 @@ mod quiet_panics {
     }
 }
 
-/// A whole trace in memory.
+/// A whole trace in memory, as [`read_trace`] returns it; a reader of traces too big for memory
+/// takes [`TraceFile`]'s batches one at a time instead.
 #[derive(Debug, Clone)]
 pub struct Trace {
     /// What the file said about itself.

@@ -18,9 +18,9 @@ pub const META_RUN: &str = "outbox_trace.run";
 /// One column of the contract: name, canonical type, and whether nulls are allowed.
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
-    /// Column name.
+    /// The column's name, the same as the field of `Event` that holds it.
     pub name: &'static str,
-    /// The type writers use.
+    /// The type writers use; readers also accept the wider set its variant names.
     pub data_type: ColumnType,
     /// Whether the column may hold nulls.
     pub nullable: bool,
@@ -132,7 +132,7 @@ mod cell {
 
     /// A field type and its column's canonical array.
     pub trait Cell: Sized {
-        /// The builder of the column.
+        /// The Arrow builder that writes a column of this type.
         type Builder: ArrayBuilder;
         /// The column's canonical array.
         type Array: 'static;

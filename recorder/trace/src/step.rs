@@ -20,7 +20,7 @@ use crate::{Event, Field, Kind};
 /// How a step holds its `task_id`: `String` where the kind requires one, `Option<String>` where
 /// it may be absent.
 pub trait TaskColumn: Sized {
-    /// The column's value.
+    /// The value written to the `task_id` column; `None` leaves it null.
     fn into_column(self) -> Option<String>;
     /// From the column's value; `None` when this holder requires it and it is absent.
     fn from_column(column: Option<String>) -> Option<Self>;
@@ -48,14 +48,14 @@ impl TaskColumn for Option<String> {
 /// `T` is `String` on the kinds that require a `task_id`, `Option<String>` on the others.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct About<T = Option<String>> {
-    /// `event_id`.
+    /// `event_id`: the event's stable id, the same on every copy and delivery of it.
     pub event_id: String,
-    /// `task_id`.
+    /// `task_id`: the task the event belongs to, required or not as `T` says.
     pub task_id: T,
-    /// `aggregate_id`.
+    /// `aggregate_id`: the ordering group, when the producer has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregate_id: Option<String>,
-    /// `aggregate_seq`.
+    /// `aggregate_seq`: the event's position in its aggregate, assigned when its record commits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregate_seq: Option<u64>,
 }
@@ -112,19 +112,19 @@ impl<T: TaskColumn> About<T> {
 /// when.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
-    /// `run_id`.
+    /// `run_id`: the recording the row belongs to; `seq` is unique within it.
     pub run_id: String,
-    /// `scenario`.
+    /// `scenario`: the invariants are checked per `(run_id, scenario)`.
     pub scenario: String,
-    /// `seq`.
+    /// `seq`: the order in which the recorder received the row, strictly increasing within the run.
     pub seq: u64,
-    /// `ts_ns`.
+    /// `ts_ns`: nanoseconds since the run started, on a monotonic clock shared by all actors.
     pub ts_ns: i64,
-    /// `backend`.
+    /// `backend`: the producer's name, such as `etcd-jetstream` or `sqlite-redis`.
     pub backend: String,
-    /// `actor`.
+    /// `actor`: who recorded the row (`api`, `relay`, `worker`, `observer`, ...), maybe suffixed.
     pub actor: String,
-    /// `incarnation`.
+    /// `incarnation`: the actor's life, 0 at first and one more after each crash and restart.
     pub incarnation: u32,
 }
 
@@ -146,7 +146,7 @@ impl Identity {
 /// A row that lacks fields its kind requires, so it is no [`Step`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct MissingFields {
-    /// The row's kind.
+    /// The kind of the rejected row, which decides the fields it needed.
     pub kind: Kind,
     /// The required fields it lacks (`detail` also when it is not a JSON object).
     pub fields: Vec<Field>,
@@ -170,43 +170,44 @@ pub enum Step {
     RunStart(detail::RunStart),
     /// `task_accepted`: the task and its idempotency key committed.
     TaskAccepted {
-        /// The task and its event.
+        /// The accepted task and the event its outbox record will publish.
         about: About<String>,
-        /// The transaction.
+        /// The `store_rev` of the transaction that wrote the task and its idempotency key.
         store_rev: i64,
-        /// The effect's size.
+        /// What the task's effect will add to the counter.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `intent_recorded`: the outbox record committed.
     IntentRecorded {
-        /// The event.
+        /// The event the outbox record will publish.
         about: About,
-        /// The transaction.
+        /// The `store_rev` of the transaction that wrote the record; a correct protocol writes it
+        /// with the task, so it equals the task's.
         store_rev: i64,
-        /// The effect's size.
+        /// What the task's effect will add to the counter.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
-        /// The detail.
+        /// The detail (`seen_in`, `why` when the observer read the record from the store).
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `publish_attempt`: the relay sends one copy.
     PublishAttempt {
-        /// The event.
+        /// The event the copy carries.
         about: About,
         /// The publish attempt (1-based).
         attempt: u32,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `publish_acked`: the broker's ACK reached the relay.
     PublishAcked {
-        /// The event.
+        /// The event the copy carries.
         about: About,
         /// The publish attempt (1-based).
         attempt: u32,
@@ -218,7 +219,7 @@ pub enum Step {
     },
     /// `publish_unacked`: no ACK came back.
     PublishUnacked {
-        /// The event.
+        /// The event the copy carries.
         about: About,
         /// The publish attempt (1-based).
         attempt: u32,
@@ -228,7 +229,7 @@ pub enum Step {
     },
     /// `publish_failed`: the broker refused or was down.
     PublishFailed {
-        /// The event.
+        /// The event the copy carries.
         about: About,
         /// The publish attempt (1-based).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,45 +240,45 @@ pub enum Step {
     },
     /// `outbox_marked`: the outbox record is marked published.
     OutboxMarked {
-        /// The event.
+        /// The event whose outbox record was marked.
         about: About,
-        /// The transaction.
+        /// The `store_rev` of the transaction that marked the record.
         store_rev: i64,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `delivered`: the first delivery of a copy.
     Delivered {
-        /// The event.
+        /// The event the copy carries.
         about: About,
         /// The broker's delivery count (1).
         attempt: u32,
         /// The copy's position in the broker.
         broker_seq: u64,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `redelivered`: the broker delivers a copy again.
     Redelivered {
-        /// The event.
+        /// The event the copy carries.
         about: About,
         /// The broker's delivery count (above 1).
         attempt: u32,
         /// The copy's position in the broker.
         broker_seq: u64,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `effect_committed`: dedup key, result, completed task and counter in one transaction.
     EffectCommitted {
-        /// The task and its event.
+        /// The event that caused the effect and the task it completes.
         about: About<String>,
-        /// The transaction.
+        /// The `store_rev` of the effect's transaction; effects committed in one batch share it.
         store_rev: i64,
-        /// The effect's size.
+        /// What this effect added to the counter.
         amount: i64,
         /// The counter right after this commit.
         counter: i64,
@@ -290,7 +291,7 @@ pub enum Step {
     },
     /// `duplicate_suppressed`: the dedup key was there; no effect.
     DuplicateSuppressed {
-        /// The event.
+        /// The event whose dedup key was already stored.
         about: About,
         /// The position of the copy suppressed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,22 +302,22 @@ pub enum Step {
     },
     /// `commit_conflict`: the guarded commit lost a revision race and will be retried.
     CommitConflict {
-        /// The event.
+        /// The event whose effect was being committed.
         about: About,
         /// The position of the copy being committed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `acked`: the consumer ACK was sent.
     Acked {
-        /// The event.
+        /// The event the ACKed copy carries.
         about: About,
         /// The position of the copy ACKed.
         broker_seq: u64,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
@@ -334,11 +335,11 @@ pub enum Step {
     Fault(detail::Fault),
     /// `external_request`: the worker calls an external receiver.
     ExternalRequest {
-        /// The event.
+        /// The event whose `event_id` is the request's idempotency key.
         about: About,
         /// The call's attempt (1-based).
         attempt: u32,
-        /// The effect's size.
+        /// The amount the receiver is asked to pay.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
         /// The detail (`idempotency_key`).
@@ -347,23 +348,23 @@ pub enum Step {
     },
     /// `external_applied`: the receiver performed the external effect.
     ExternalApplied {
-        /// The event.
+        /// The event whose key the receiver acted on.
         about: About,
-        /// The effect's size.
+        /// The amount the receiver paid.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
     /// `external_replayed`: the receiver answered a repeated key without acting.
     ExternalReplayed {
-        /// The event.
+        /// The event whose key the receiver had already seen.
         about: About,
-        /// The effect's size.
+        /// The amount of the repeated request, not paid again.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
-        /// The detail.
+        /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
     },
@@ -374,7 +375,7 @@ pub enum Step {
 }
 
 impl Step {
-    /// The step's kind.
+    /// The `kind` of the row this step becomes.
     pub fn kind(&self) -> Kind {
         match self {
             Step::RunStart(_) => Kind::RunStart,

@@ -15,19 +15,14 @@ use crate::journal::author::Role;
 /// Everything one actor life needs, sent over its standard input.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ActorSpec {
-    /// What to do.
     pub role: Role,
-    /// Which life this is.
     pub incarnation: u32,
     /// The run's clock.
     pub clock: RunClock,
-    /// Where the services are.
     pub connection: Connection,
-    /// Which protocol variant.
     pub protocol: Protocol,
     /// Faults armed in this life.
     pub plan: FaultPlan,
-    /// Timing knobs.
     pub timing: Timing,
     /// The tasks to create (API only).
     pub tasks: Vec<TaskSpec>,

@@ -124,7 +124,6 @@ impl Endpoints {
 /// the namespace.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Connection {
-    /// Where the services are.
     pub endpoints: Endpoints,
     /// The scenario's namespace.
     pub namespace: Namespace,

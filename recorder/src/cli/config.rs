@@ -65,7 +65,7 @@ pub struct RunConfig {
     pub redis: Option<Endpoint>,
     /// Where the SQLite files go, or `None` for the run's output directory.
     pub db_dir: Option<PathBuf>,
-    /// Timing knobs.
+    /// Timing knobs as the flags set them; the run raises AckWait to the variant's minimum.
     pub timing: Timing,
     /// How long one scenario may take to become quiet.
     pub deadline: Duration,

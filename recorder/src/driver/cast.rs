@@ -27,13 +27,12 @@ const KILL_CARRIED_AFTER: Duration = Duration::from_millis(100);
 
 /// One actor and its current life.
 pub struct Slot {
-    /// What it does.
     pub role: Role,
     /// Who it is (its name in the trace).
     pub id: ActorId,
     /// Faults armed for its next life.
     pub plan: FaultPlan,
-    /// Which life.
+    /// Which life: 0 for the first, one more at each restart (the `incarnation` column).
     pub incarnation: u32,
     errors: u32,
     process: Option<ActorProcess>,

@@ -19,9 +19,9 @@ use crate::protocol::variant::Protocol;
 pub struct ScenarioEnv<'a> {
     /// The run's clock.
     pub clock: RunClock,
-    /// Where events go.
+    /// The journal's sender: every step of the scenario goes through it.
     pub recorder: &'a Recorder,
-    /// Which protocol variant.
+    /// The protocol variant, passed to every actor the scenario starts.
     pub protocol: Protocol,
     /// Timing knobs (AckWait already adjusted for the variant).
     pub timing: Timing,

@@ -54,7 +54,7 @@ pub enum Action {
     KillRelay,
     /// SIGKILL worker number `index` (0-based).
     KillWorker {
-        /// Which worker.
+        /// 0-based, the numbering `ChaosPlan::workers_hit` uses.
         index: usize,
     },
     /// SIGKILL a broker (nats-server, or redis-server) right after a burst of consumer ACKs, and
@@ -73,7 +73,7 @@ pub enum Action {
 /// What a plan may hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Targets {
-    /// Worker processes.
+    /// Worker processes the scenario runs; the draw picks the workers it hits among them.
     pub workers: usize,
     /// Broker servers the recorder may restart (0: none).
     pub broker_members: usize,
@@ -86,7 +86,7 @@ impl Targets {}
 /// A window armed by the draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Window {
-    /// The crash point.
+    /// The crash point, armed as a `Chance` fault in each new life of the role it belongs to.
     pub point: CrashPoint,
     /// How likely one pass through it kills the actor, in per mille.
     pub per_mille: u32,
@@ -98,7 +98,7 @@ pub struct Window {
 /// The plan: the armed windows, and actions at offsets from the scenario's start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChaosPlan {
-    /// The seed it came from.
+    /// The seed it came from; each life's dice are seeded from it, so one seed replays one plan.
     pub seed: u64,
     /// How long from the scenario's start faults are injected.
     pub window_ms: u64,

@@ -112,14 +112,14 @@ impl fmt::Display for CrashPoint {
 pub enum Fault {
     /// Exit the process the first time the point is reached.
     Crash {
-        /// Where.
+        /// The point at which the process exits.
         point: CrashPoint,
     },
     /// Exit at the point by chance: each pass dies with probability `per_mille` / 1000. Never
     /// spent within a life; the chaos plan's swarm stops arming it in new lives once the window's
     /// budget of firings is used up.
     Chance {
-        /// Where.
+        /// The point whose every pass may kill the process.
         point: CrashPoint,
         /// How likely one pass dies, in per mille.
         per_mille: u32,
@@ -130,7 +130,7 @@ pub enum Fault {
     /// Pause between reading the counter and committing, on every delivery, so that concurrent
     /// workers overlap (never "fires": it stays for every incarnation).
     StallBeforeCommit {
-        /// How long.
+        /// How long each pause lasts.
         millis: u64,
     },
 }
@@ -145,7 +145,8 @@ impl Fault {
 /// The faults armed in one actor incarnation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultPlan {
-    /// Armed faults.
+    /// The faults armed in this life; one that fired and is spent is left out of the next life's
+    /// plan.
     pub faults: Vec<Fault>,
     /// Seeds the dice of the life's chance faults.
     #[serde(default)]

@@ -34,7 +34,6 @@ impl Role {
 /// One actor of a scenario: its role, and which of the role's actors when there are several.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActorId {
-    /// What it does.
     pub role: Role,
     /// 1-based, among several actors of the role (`None`: the only one).
     pub index: Option<u32>,

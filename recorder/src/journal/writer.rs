@@ -90,15 +90,15 @@ impl Tally {
 /// adds the run, the backend and `seq`.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The scenario.
+    /// The scenario's name: the row's `scenario` column, and the tally it counts toward.
     pub scenario: String,
-    /// Who reported it.
+    /// Who reported it; it gives the row's `actor` column.
     pub author: Author,
     /// The author's life.
     pub incarnation: u32,
     /// Nanoseconds on the run's clock.
     pub ts_ns: i64,
-    /// What happened.
+    /// The step, holding the columns its kind requires.
     pub step: Step,
 }
 
@@ -181,7 +181,8 @@ impl Journal {
         ))
     }
 
-    /// Live tallies.
+    /// A shared handle on the tallies, updated as each step is taken in (the summary and `--report`
+    /// read them).
     pub fn tallies(&self) -> Tallies {
         self.tallies.clone()
     }

@@ -24,7 +24,7 @@ pub enum Line {
     Step {
         /// Nanoseconds on the run's clock.
         ts_ns: i64,
-        /// What happened.
+        /// The step; the recorder adds the scenario, the author and the life.
         step: Box<Step>,
     },
     /// A fault of the plan fired and is spent.
@@ -58,9 +58,8 @@ pub struct ActorCtx {
     pub plan: FaultPlan,
     /// Rolls for the plan's chance faults.
     pub dice: Dice,
-    /// Which protocol variant.
+    /// The protocol variant, which decides the order of the actor's steps.
     pub protocol: Protocol,
-    /// Timing knobs.
     pub timing: Timing,
     /// The external receiver to call, if the scenario has one.
     pub external: Option<ExternalSpec>,

@@ -118,3 +118,31 @@ classes! {
     CompareError => NotFound;
     TimelineError => NotFound;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_class_exits_with_its_documented_code() {
+        assert_eq!(ExitClass::BadInput.exit() as u8, 2);
+        assert_eq!(ExitClass::NotFound.exit() as u8, 4);
+    }
+
+    #[test]
+    fn nothing_to_draw_is_not_found_and_a_broken_write_is_bad_input() {
+        let e: Error = ChainError::NotFound("t-9".into()).into();
+        assert_eq!(e.class(), ExitClass::NotFound);
+        let e: Error = CompareError::NothingShared("a, b".into()).into();
+        assert_eq!(e.class(), ExitClass::NotFound);
+        let e: Error = std::io::Error::other("disk full").into();
+        assert_eq!(e.class(), ExitClass::BadInput);
+        let e = Err::<(), _>(anyhow::anyhow!("x: cannot write"))
+            .or_bad_input()
+            .unwrap_err();
+        assert_eq!(
+            (e.class(), e.to_string().as_str()),
+            (ExitClass::BadInput, "x: cannot write")
+        );
+    }
+}

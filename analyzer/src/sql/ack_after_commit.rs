@@ -13,6 +13,12 @@ use super::query::{Part, Query};
 
 /// Adds the tables of `ack-after-commit`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_acked = Kind::Acked.as_str();
+    let k_crash = Kind::Crash.as_str();
+    let k_delivered = Kind::Delivered.as_str();
+    let k_duplicate_suppressed = Kind::DuplicateSuppressed.as_str();
+    let k_effect_committed = Kind::EffectCommitted.as_str();
+    let k_redelivered = Kind::Redelivered.as_str();
     let used = [
         Kind::Delivered,
         Kind::Redelivered,
@@ -29,7 +35,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
          CASE WHEN kind IN ('{k_effect_committed}', '{k_duplicate_suppressed}') THEN seq END AS sseq, \
          CASE WHEN kind = '{k_acked}' THEN seq END AS aseq \
          FROM base WHERE event_id IS NOT NULL AND kind IN \
-         ('{k_delivered}', '{k_redelivered}', '{k_effect_committed}', '{k_duplicate_suppressed}', '{k_acked}')", k_delivered = Kind::Delivered.as_str(), k_redelivered = Kind::Redelivered.as_str(), k_effect_committed = Kind::EffectCommitted.as_str(), k_duplicate_suppressed = Kind::DuplicateSuppressed.as_str(), k_acked = Kind::Acked.as_str()),
+         ('{k_delivered}', '{k_redelivered}', '{k_effect_committed}', '{k_duplicate_suppressed}', '{k_acked}')"),
     );
     let life = "run_id, scenario, event_id, actor, incarnation";
     let lives = q.cte(
@@ -58,7 +64,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         format!(
             "SELECT run_id, scenario, seq, actor, incarnation, event_id, slast, \
              CASE WHEN broker_seq IS NOT NULL AND dcopy IS NOT NULL THEN dcopy ELSE dlast END AS dseq \
-             FROM {p}_win WHERE kind = '{k_acked}'", k_acked = Kind::Acked.as_str()),
+             FROM {p}_win WHERE kind = '{k_acked}'"),
     );
     let early = q.cte(
         &format!("{p}_early"),
@@ -72,7 +78,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     let violations = q.cte(
         &format!("{p}_v"),
         format!(
-            "SELECT v.run_id, v.scenario, v.vat, v.dseq, v.settle, min(c.seq) AS crash FROM \
+            "SELECT v.run_id, v.scenario, v.vat, v.dseq, v.settle, min(c.seq) AS cseq FROM \
              (SELECT v.run_id, v.scenario, v.vat, v.actor, v.incarnation, v.dseq, min(b.seq) AS settle \
              FROM {early} v LEFT JOIN base b ON b.run_id = v.run_id AND b.scenario = v.scenario \
              AND b.event_id = v.event_id AND b.seq > v.vat \
@@ -80,12 +86,12 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
              GROUP BY v.run_id, v.scenario, v.vat, v.actor, v.incarnation, v.dseq) v \
              LEFT JOIN base c ON c.run_id = v.run_id AND c.scenario = v.scenario AND c.actor = v.actor \
              AND c.incarnation = v.incarnation AND c.seq > v.vat AND c.kind = '{k_crash}' \
-             GROUP BY v.run_id, v.scenario, v.vat, v.dseq, v.settle", k_effect_committed = Kind::EffectCommitted.as_str(), k_duplicate_suppressed = Kind::DuplicateSuppressed.as_str(), k_crash = Kind::Crash.as_str()),
+             GROUP BY v.run_id, v.scenario, v.vat, v.dseq, v.settle"),
     );
     let witness = q.witness(
         &format!("{p}_w"),
         &violations,
-        &["vat", "dseq", "settle", "crash"],
+        &["vat", "dseq", "settle", "cseq"],
     );
     Part::new(violations, witness, Some(skips))
 }

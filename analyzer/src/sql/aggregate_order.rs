@@ -10,6 +10,9 @@ use crate::check::Reason;
 
 /// Adds the tables of `aggregate-order`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_intent_recorded = Kind::IntentRecorded.as_str();
+    let k_publish_attempt = Kind::PublishAttempt.as_str();
+    let k_task_accepted = Kind::TaskAccepted.as_str();
     let skips = q.skips(&[(Kind::PublishAttempt, &[Field::EventId])]);
     // Per event: its first publish_attempt, whether that row carries both aggregate fields, and
     // the fields of the first publish_attempt, intent_recorded and task_accepted carrying both.
@@ -23,10 +26,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         )
     };
     let mut fields = vec![
-        format!(
-            "min(CASE WHEN kind = '{k_publish_attempt}' THEN seq END) AS pseq",
-            k_publish_attempt = Kind::PublishAttempt.as_str()
-        ),
+        format!("min(CASE WHEN kind = '{k_publish_attempt}' THEN seq END) AS pseq"),
         format!(
             "{} AS own",
             first(
@@ -66,10 +66,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
              WHERE pseq IS NOT NULL) y WHERE agg IS NOT NULL",
             pick("agg"),
             pick("seq"),
-            fields.join(", "),
-            k_publish_attempt = Kind::PublishAttempt.as_str(),
-            k_intent_recorded = Kind::IntentRecorded.as_str(),
-            k_task_accepted = Kind::TaskAccepted.as_str()
+            fields.join(", ")
         ),
     );
     let published = q.cte(

@@ -10,22 +10,18 @@ use crate::check::Reason;
 
 /// Adds the tables of `counter-exact`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_effect_committed = Kind::EffectCommitted.as_str();
     let d = q.d;
     let skips = q.skips(&[(
         Kind::EffectCommitted,
         &[Field::StoreRev, Field::Amount, Field::Counter],
     )]);
-    let commits = q.count_where(&format!(
-        "kind = '{k_effect_committed}'",
-        k_effect_committed = Kind::EffectCommitted.as_str()
-    ));
+    let commits = q.count_where(&format!("kind = '{k_effect_committed}'"));
     let revs = q.count_where(&format!(
-        "kind = '{k_effect_committed}' AND store_rev IS NOT NULL",
-        k_effect_committed = Kind::EffectCommitted.as_str()
+        "kind = '{k_effect_committed}' AND store_rev IS NOT NULL"
     ));
     let total = q.fact(&format!(
-        "sum(CASE WHEN kind = '{k_effect_committed}' THEN amount END)",
-        k_effect_committed = Kind::EffectCommitted.as_str()
+        "sum(CASE WHEN kind = '{k_effect_committed}' THEN amount END)"
     ));
     let start = q.note(
         Kind::RunStart,
@@ -44,8 +40,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
             "SELECT run_id, scenario, seq, amount, counter, \
          lag(counter) OVER (PARTITION BY run_id, scenario ORDER BY store_rev, seq) AS prevc, \
          lag(seq) OVER (PARTITION BY run_id, scenario ORDER BY store_rev, seq) AS prevseq \
-         FROM base WHERE kind = '{k_effect_committed}'",
-            k_effect_committed = Kind::EffectCommitted.as_str()
+         FROM base WHERE kind = '{k_effect_committed}'"
         ),
     );
     // The steps: a commit after another checks against its counter, the first against the

@@ -8,20 +8,19 @@ use crate::check::Reason;
 
 /// Adds the tables of `external-single-effect`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_external_applied = Kind::ExternalApplied.as_str();
+    let k_external_replayed = Kind::ExternalReplayed.as_str();
+    let k_external_request = Kind::ExternalRequest.as_str();
     let skips = q.skips(&[(Kind::ExternalApplied, &[Field::EventId])]);
     let rows = q.cte(
         &format!("{p}_rows"),
         format!(
-            "SELECT run_id, scenario, seq, event_id FROM base WHERE kind = '{k_external_applied}'",
-            k_external_applied = Kind::ExternalApplied.as_str()
+            "SELECT run_id, scenario, seq, event_id FROM base WHERE kind = '{k_external_applied}'"
         ),
     );
     let (violations, witness) = q.repeats(p, &rows, "event_id", None);
     let calls = q.count_where(&format!(
-        "kind IN ('{k_external_request}', '{k_external_applied}', '{k_external_replayed}')",
-        k_external_request = Kind::ExternalRequest.as_str(),
-        k_external_applied = Kind::ExternalApplied.as_str(),
-        k_external_replayed = Kind::ExternalReplayed.as_str()
+        "kind IN ('{k_external_request}', '{k_external_applied}', '{k_external_replayed}')"
     ));
     let mut part = Part::new(violations, witness, Some(skips));
     part.early = vec![(

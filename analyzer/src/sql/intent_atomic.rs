@@ -9,28 +9,20 @@ use crate::check::Reason;
 
 /// Adds the tables of `intent-atomic`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_intent_recorded = Kind::IntentRecorded.as_str();
+    let k_task_accepted = Kind::TaskAccepted.as_str();
     let needed: &[Field] = &[Field::EventId, Field::StoreRev];
     let skips = q.skips(&[(Kind::TaskAccepted, needed), (Kind::IntentRecorded, needed)]);
     // No row of either kind carries a store_rev: the source reports no transactions.
-    let kinds = &format!(
-        "kind IN ('{k_task_accepted}', '{k_intent_recorded}')",
-        k_task_accepted = Kind::TaskAccepted.as_str(),
-        k_intent_recorded = Kind::IntentRecorded.as_str()
-    );
+    let kinds = &format!("kind IN ('{k_task_accepted}', '{k_intent_recorded}')");
     let accepted = q.count_where(kinds);
     let revs = q.count_where(&format!("{kinds} AND store_rev IS NOT NULL"));
     // Per event, the first intent with a store_rev; kept when a task_accepted with a store_rev
     // may lack its intent: no intent lacks store_rev, and the intents do not all carry the one
     // store_rev every such task_accepted carries.
     let (task, intent) = (
-        &format!(
-            "CASE WHEN kind = '{k_task_accepted}' THEN store_rev END",
-            k_task_accepted = Kind::TaskAccepted.as_str()
-        ),
-        &format!(
-            "CASE WHEN kind = '{k_intent_recorded}' THEN store_rev END",
-            k_intent_recorded = Kind::IntentRecorded.as_str()
-        ),
+        &format!("CASE WHEN kind = '{k_task_accepted}' THEN store_rev END"),
+        &format!("CASE WHEN kind = '{k_intent_recorded}' THEN store_rev END"),
     );
     let events = q.cte(
         &format!("{p}_e"),
@@ -41,7 +33,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
              HAVING count({task}) > 0 \
              AND sum(CASE WHEN kind = '{k_intent_recorded}' AND store_rev IS NULL THEN 1 ELSE 0 END) = 0 \
              AND NOT coalesce(min({intent}) = max({intent}) AND min({task}) = min({intent}) \
-             AND max({task}) = min({intent}), false)", k_intent_recorded = Kind::IntentRecorded.as_str()),
+             AND max({task}) = min({intent}), false)"),
     );
     // Their rows with a store_rev; a task_accepted whose (event, store_rev) has no intent is a
     // violation.
@@ -59,7 +51,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
             "SELECT run_id, scenario, seq AS vat, iseq FROM (SELECT run_id, scenario, kind, seq, iseq, \
              sum(CASE WHEN kind = '{k_intent_recorded}' THEN 1 ELSE 0 END) \
              OVER (PARTITION BY run_id, scenario, event_id, store_rev) AS intents FROM {rows}) x \
-             WHERE kind = '{k_task_accepted}' AND intents = 0", k_intent_recorded = Kind::IntentRecorded.as_str(), k_task_accepted = Kind::TaskAccepted.as_str()),
+             WHERE kind = '{k_task_accepted}' AND intents = 0"),
     );
     let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "iseq"]);
     let mut part = Part::new(violations, witness, Some(skips));

@@ -7,6 +7,8 @@ use super::query::{Part, Query};
 
 /// Adds the tables of `mark-after-puback`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_outbox_marked = Kind::OutboxMarked.as_str();
+    let k_publish_acked = Kind::PublishAcked.as_str();
     let skips = q.skips(&[
         (Kind::PublishAcked, &[Field::EventId]),
         (Kind::OutboxMarked, &[Field::EventId]),
@@ -20,9 +22,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
          min(CASE WHEN kind = '{k_outbox_marked}' THEN seq END) AS mseq FROM base \
          WHERE kind IN ('{k_publish_acked}', '{k_outbox_marked}') AND event_id IS NOT NULL \
          GROUP BY run_id, scenario, event_id) x \
-         WHERE mseq IS NOT NULL AND (pseq IS NULL OR pseq > mseq)",
-            k_publish_acked = Kind::PublishAcked.as_str(),
-            k_outbox_marked = Kind::OutboxMarked.as_str()
+         WHERE mseq IS NOT NULL AND (pseq IS NULL OR pseq > mseq)"
         ),
     );
     let violations = q.cte(
@@ -31,8 +31,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
             "SELECT m.run_id, m.scenario, m.seq AS vat, e.pseq FROM base m \
              JOIN {early} e ON e.run_id = m.run_id AND e.scenario = m.scenario \
              AND e.event_id = m.event_id \
-             WHERE m.kind = '{k_outbox_marked}' AND (e.pseq IS NULL OR e.pseq > m.seq)",
-            k_outbox_marked = Kind::OutboxMarked.as_str()
+             WHERE m.kind = '{k_outbox_marked}' AND (e.pseq IS NULL OR e.pseq > m.seq)"
         ),
     );
     let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "pseq"]);

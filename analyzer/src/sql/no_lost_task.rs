@@ -8,6 +8,8 @@ use crate::check::Reason;
 
 /// Adds the tables of `no-lost-task`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_effect_committed = Kind::EffectCommitted.as_str();
+    let k_task_accepted = Kind::TaskAccepted.as_str();
     let d = q.d;
     let skips = q.skips(&[
         (Kind::TaskAccepted, &[Field::TaskId]),
@@ -25,7 +27,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         format!("SELECT run_id, scenario, min(CASE WHEN kind = '{k_task_accepted}' THEN seq END) AS vat \
          FROM base WHERE kind IN ('{k_task_accepted}', '{k_effect_committed}') AND task_id IS NOT NULL \
          GROUP BY run_id, scenario, task_id \
-         HAVING sum(CASE WHEN kind = '{k_effect_committed}' THEN 1 ELSE 0 END) = 0", k_task_accepted = Kind::TaskAccepted.as_str(), k_effect_committed = Kind::EffectCommitted.as_str()),
+         HAVING sum(CASE WHEN kind = '{k_effect_committed}' THEN 1 ELSE 0 END) = 0"),
     );
     let witness = q.cte(
         &format!("{p}_w"),

@@ -8,6 +8,10 @@ use crate::check::Reason;
 
 /// Adds the tables of `observed-agrees`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_effect_committed = Kind::EffectCommitted.as_str();
+    let k_intent_recorded = Kind::IntentRecorded.as_str();
+    let k_publish_acked = Kind::PublishAcked.as_str();
+    let k_task_accepted = Kind::TaskAccepted.as_str();
     let d = q.d;
     let skips = q.skips(&[
         (Kind::PublishAcked, &[Field::EventId]),
@@ -27,10 +31,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     );
     let present = q.note(Kind::Observed, true, "1");
     let at = q.note(Kind::Observed, true, "seq");
-    let effects = q.count_where(&format!(
-        "kind = '{k_effect_committed}'",
-        k_effect_committed = Kind::EffectCommitted.as_str()
-    ));
+    let effects = q.count_where(&format!("kind = '{k_effect_committed}'"));
     // Distinct events published and recorded as intents, and distinct tasks accepted: each key
     // once per kind, then counted per scenario.
     let keys = q.cte(
@@ -42,7 +43,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
          WHERE kind IN ('{k_publish_acked}', '{k_intent_recorded}', '{k_task_accepted}') \
          AND CASE WHEN kind = '{k_task_accepted}' THEN task_id ELSE event_id END IS NOT NULL \
          GROUP BY run_id, scenario, kind, CASE WHEN kind = '{k_task_accepted}' THEN task_id ELSE event_id END) x \
-         GROUP BY run_id, scenario", k_publish_acked = Kind::PublishAcked.as_str(), k_task_accepted = Kind::TaskAccepted.as_str(), k_intent_recorded = Kind::IntentRecorded.as_str()),
+         GROUP BY run_id, scenario"),
     );
     let n = |c: &str| format!("coalesce({keys}.{c}, 0)");
     // (observed, traced, whether observed may exceed traced)

@@ -7,10 +7,11 @@ use super::query::{Part, Query};
 
 /// Adds the tables of `single-effect`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let k_effect_committed = Kind::EffectCommitted.as_str();
     let skips = q.skips(&[(Kind::EffectCommitted, &[Field::EventId, Field::TaskId])]);
     let rows = q.cte(
         &format!("{p}_rows"),
-        format!("SELECT run_id, scenario, seq, event_id, task_id FROM base WHERE kind = '{k_effect_committed}'", k_effect_committed = Kind::EffectCommitted.as_str()),
+        format!("SELECT run_id, scenario, seq, event_id, task_id FROM base WHERE kind = '{k_effect_committed}'"),
     );
     let (by_event, event_rows) = q.repeats(&format!("{p}_e"), &rows, "event_id", None);
     // A task's commits are mixed when they do not all carry one event (a null event differs

@@ -86,6 +86,7 @@ pub struct Request {
 /// invariant, verdict, violations, reason`, `pos` the invariant's place in the contract's
 /// order); returns the query and the invariants in order.
 fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
+    let k_crash = Kind::Crash.as_str();
     let d = req.dialect;
     let source = match &req.source {
         Some(path) => d.read(path)?,
@@ -126,8 +127,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         format!(
             "SELECT run_id, scenario, actor, incarnation, min(seq) AS first_seq, \
          max(CASE WHEN kind = '{k_crash}' THEN 1 ELSE 0 END) AS crashed \
-         FROM base GROUP BY run_id, scenario, actor, incarnation",
-            k_crash = Kind::Crash.as_str()
+         FROM base GROUP BY run_id, scenario, actor, incarnation"
         ),
     );
     q.cte(

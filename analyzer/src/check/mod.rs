@@ -3,7 +3,7 @@
 //! rows), and at the end returns an [`Outcome`]: a verdict, an optional [`Reason`], and violations
 //! as data (row positions and values), never text. `crate::explain` turns them into words.
 //!
-//! The same rules decide a trace held in memory ([`check_all`] on a [`History`]) and one streamed
+//! The same rules decide a trace held in memory ([`check_all`] on a [`History`](crate::model::history::History)) and one streamed
 //! from a file without holding its rows (`crate::check::streamed`): a row's position is its index in the
 //! scenario's rows either way. A rule whose witness needs rows it did not keep hands back a
 //! [`Gather`], which sees the rows a second time and fills the witnesses in.

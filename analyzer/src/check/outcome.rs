@@ -58,7 +58,7 @@ pub enum Reason {
     /// The violations found involve an actor life that ends without its own `crash` row while a
     /// later life of the same actor exists: spans it never exported could remove them.
     MayHaveLostSpans {
-        /// The actor.
+        /// The actor whose life may have lost rows (its lives are `actor#incarnation`).
         actor: String,
         /// The life that may be incomplete.
         incarnation: u32,
@@ -82,7 +82,7 @@ pub enum Finding {
     MultipleEffects {
         /// Whether the key is the task rather than the event.
         by_task: bool,
-        /// The commits.
+        /// The rows of every commit of that key: two or more, the witness of the double effect.
         commits: Vec<usize>,
     },
     /// A `task_accepted` with no `intent_recorded` of its event.
@@ -117,7 +117,7 @@ pub enum Finding {
     },
     /// A first publication with a lower `aggregate_seq` than one published before it.
     AggregateOutOfOrder {
-        /// The aggregate.
+        /// The aggregate whose publications went out of order (the order is per aggregate).
         aggregate: Id,
         /// The earlier publication (higher `aggregate_seq`).
         earlier: usize,
@@ -130,7 +130,7 @@ pub enum Finding {
     },
     /// A commit whose counter is not the previous counter plus its amount.
     CounterStep {
-        /// The commit.
+        /// The row of the commit whose step is wrong.
         commit: usize,
         /// The commit before it in `store_rev` order, if any.
         prev: Option<usize>,
@@ -141,16 +141,16 @@ pub enum Finding {
     },
     /// The observed counter differs from the start plus the committed amounts.
     CounterFinal {
-        /// The `observed` row.
+        /// The row of the `observed` read, the witness of the final counter.
         observed_row: usize,
-        /// Its `counter`.
+        /// The counter it read.
         observed: i64,
         /// Start + sum of committed amounts.
         expected: i64,
     },
     /// An observed total disagrees with the trace.
     ObservedMismatch {
-        /// The `observed` row.
+        /// The row of the `observed` read that disagrees.
         observed_row: usize,
         /// Which total.
         total: Total,

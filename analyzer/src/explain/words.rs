@@ -33,13 +33,13 @@ impl std::fmt::Display for Value {
 /// One row of a witness chain, ready to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WitnessRow {
-    /// `seq`
+    /// Where the row sits in the run: witness lines are read in this order.
     pub seq: u64,
-    /// `actor`
+    /// Who recorded it, by name (the id resolved).
     pub actor: String,
-    /// `incarnation`
+    /// Which life of the actor: a crash starts the next.
     pub incarnation: u32,
-    /// `kind`
+    /// What happened.
     pub kind: Kind,
     /// The non-null optional columns, in contract order.
     pub fields: Vec<(&'static str, Value)>,

@@ -41,9 +41,9 @@ pub struct KeptDetail {
 pub struct History {
     /// Index of the file in the order given on the command line.
     pub file: usize,
-    /// `run_id`
+    /// The run it belongs to (one file may hold several), interned.
     pub run_id: Id,
-    /// `scenario`
+    /// The scenario it records, interned: with `run_id`, what the history is of.
     pub scenario: Id,
     /// The `backend` of the first row.
     pub backend: Id,

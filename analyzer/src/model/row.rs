@@ -72,17 +72,17 @@ pub struct Row {
 /// The optional numeric values of a row, as read from the file.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Numbers {
-    /// `aggregate_seq`
+    /// The `aggregate_seq` column as read; `None` when the row lacks it.
     pub aggregate_seq: Option<u64>,
-    /// `attempt`
+    /// The `attempt` column as read; `None` when the row lacks it.
     pub attempt: Option<u32>,
-    /// `broker_seq`
+    /// The `broker_seq` column as read; `None` when the row lacks it.
     pub broker_seq: Option<u64>,
-    /// `store_rev`
+    /// The `store_rev` column as read; `None` when the row lacks it.
     pub store_rev: Option<i64>,
-    /// `amount`
+    /// The `amount` column as read; `None` when the row lacks it.
     pub amount: Option<i64>,
-    /// `counter`
+    /// The `counter` column as read; `None` when the row lacks it.
     pub counter: Option<i64>,
 }
 
@@ -133,27 +133,27 @@ impl Row {
         self.present.has(bit).then_some(v)
     }
 
-    /// `aggregate_seq`
+    /// The `aggregate_seq` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn aggregate_seq(&self) -> Option<u64> {
         self.get(Present::AGGREGATE_SEQ, self.aggregate_seq)
     }
-    /// `attempt`
+    /// The `attempt` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn attempt(&self) -> Option<u32> {
         self.get(Present::ATTEMPT, self.attempt)
     }
-    /// `broker_seq`
+    /// The `broker_seq` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn broker_seq(&self) -> Option<u64> {
         self.get(Present::BROKER_SEQ, self.broker_seq)
     }
-    /// `store_rev`
+    /// The `store_rev` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn store_rev(&self) -> Option<i64> {
         self.get(Present::STORE_REV, self.store_rev)
     }
-    /// `amount`
+    /// The `amount` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn amount(&self) -> Option<i64> {
         self.get(Present::AMOUNT, self.amount)
     }
-    /// `counter`
+    /// The `counter` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn counter(&self) -> Option<i64> {
         self.get(Present::COUNTER, self.counter)
     }

@@ -84,7 +84,7 @@ pub enum Prim {
     Text {
         /// Anchor point.
         at: (i32, i32),
-        /// The text.
+        /// What to write, one line.
         text: String,
         /// Font size in pixels.
         size: u32,

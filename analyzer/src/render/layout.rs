@@ -105,7 +105,7 @@ pub struct Gap {
 /// One life of an actor on its lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
-    /// The incarnation.
+    /// Which life of the actor the band covers (a crash ends it).
     pub incarnation: u32,
     /// Where it begins.
     pub y0: i32,

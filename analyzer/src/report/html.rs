@@ -6,7 +6,7 @@
 //!
 //! The script lists the scenarios and violations, shows a chain drawn in advance when there is one
 //! and otherwise lays out and draws the chain from the embedded rows the way
-//! [`super::layout`] and [`super::chain_figure`] do, and draws the run's timeline at any zoom.
+//! [`crate::render::layout`] and [`crate::render::chain_figure`] do, and draws the run's timeline at any zoom.
 
 use std::fmt::Write as _;
 

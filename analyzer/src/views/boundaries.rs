@@ -55,7 +55,7 @@ impl Role {
 /// How many transactions held exactly this set of kinds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Shape {
-    /// The role.
+    /// Which kind of actor takes part (api, relay, broker, worker, receiver): one box each.
     pub role: Role,
     /// The kinds reported with one `store_rev`, sorted.
     pub kinds: Vec<Kind>,
@@ -89,7 +89,7 @@ pub struct Step {
 /// The boundaries of one scenario.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Boundaries {
-    /// The scenario.
+    /// The scenario drawn, for the title.
     pub scenario: String,
     /// The protocol variant, when recorded.
     pub protocol: Option<String>,

@@ -16,7 +16,7 @@ use crate::views::scene::{role, RowRef, Scene};
 pub struct Side {
     /// The row's `seq`.
     pub seq: u64,
-    /// Its kind.
+    /// What the run did there: the two sides' kinds differ, or one side has no step.
     pub kind: Kind,
     /// The actor that recorded it (its role is the lane).
     pub actor: String,

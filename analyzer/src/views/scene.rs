@@ -25,35 +25,35 @@ pub struct RowRef<'a> {
 }
 
 impl<'a> RowRef<'a> {
-    /// `seq`
+    /// The row's place in its run: every decision orders rows by it.
     pub fn seq(&self) -> u64 {
         self.row.seq
     }
-    /// `ts_ns`
+    /// Nanoseconds since the run started: drawing only, no check reads it.
     pub fn ts_ns(&self) -> i64 {
         self.row.ts_ns
     }
-    /// `kind`
+    /// What happened.
     pub fn kind(&self) -> Kind {
         self.row.kind
     }
-    /// `actor`
+    /// Who recorded the row, by name.
     pub fn actor(&self) -> &'a str {
         self.names.name(self.row.actor)
     }
-    /// `incarnation`
+    /// Which life of the actor recorded it.
     pub fn incarnation(&self) -> u32 {
         self.row.incarnation
     }
-    /// `task_id`
+    /// The task it concerns, by name, if it carries one.
     pub fn task_id(&self) -> Option<&'a str> {
         self.names.name_opt(self.row.task)
     }
-    /// `event_id`
+    /// The event it concerns, by name, if it carries one.
     pub fn event_id(&self) -> Option<&'a str> {
         self.names.name_opt(self.row.event)
     }
-    /// `aggregate_id`
+    /// The aggregate of its event, by name, if it carries one.
     pub fn aggregate_id(&self) -> Option<&'a str> {
         self.names.name_opt(self.row.aggregate)
     }
@@ -86,9 +86,9 @@ pub struct Scene<'a> {
     pub file: usize,
     /// The file it was read from, as given (views name runs by its stem).
     pub path: &'a Path,
-    /// `run_id`
+    /// The run it belongs to (runs are compared and named by it when a file holds several).
     pub run_id: &'a str,
-    /// `scenario`
+    /// The scenario it records: what `--scenario` selects.
     pub scenario: &'a str,
     /// `backend` of the first row.
     pub backend: &'a str,

@@ -1,5 +1,6 @@
-//! The glue of the drawing, report and comparison commands: resolve arguments, call the library,
-//! write the result where it was asked to go.
+//! The glue of every command: take its resolved configuration, call the library, write the
+//! result where it was asked to go, and say which exit code that is. Errors are
+//! [`Error`]s, each with its exit class.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -108,6 +109,7 @@ pub fn emit(
     }
 }
 
+/// Loads the traces whole, as every view needs them; a broken file is bad input.
 fn load(paths: &[PathBuf]) -> Result<Scenes, Error> {
     Ok(Scenes::load(paths)?)
 }

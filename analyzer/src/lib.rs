@@ -29,17 +29,3 @@ pub mod render;
 pub mod report;
 pub mod sql;
 pub mod views;
-
-/// The paths the recorder's tests still use (`analysis::{analyse, Report, RunVerdict}`); the
-/// items live in [`check`]. Transitional: remove once `recorder/tests` import from [`check`].
-#[doc(hidden)]
-pub mod analysis {
-    pub use crate::check::{analyse, Report, RunVerdict};
-}
-
-/// The path the recorder's tests still use (`output::json`); the printers live in [`explain`].
-/// Transitional: remove once `recorder/tests` import from [`explain`].
-#[doc(hidden)]
-pub mod output {
-    pub use crate::explain::{json, text};
-}

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use outbox_analyzer::analysis::{analyse, RunVerdict};
+use outbox_analyzer::check::{analyse, RunVerdict};
 use outbox_trace::{Kind, Step};
 
 fn chaos(backend: &str, seed: &str) -> Vec<outbox_trace::Event> {

@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use outbox_analyzer::analysis::{analyse, Report, RunVerdict};
 use outbox_analyzer::check::Verdict;
+use outbox_analyzer::check::{analyse, Report, RunVerdict};
 use outbox_trace::{Event, Kind};
 
 fn check(dir: &std::path::Path) -> Report {

@@ -1,7 +1,5 @@
 //! Bad input and missing services: one clear line and a distinct exit code, never a panic.
 
-use crate::common;
-
 use assert_cmd::Command;
 
 fn recorder() -> Command {

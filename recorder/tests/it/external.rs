@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use outbox_analyzer::analysis::analyse;
+use outbox_analyzer::check::analyse;
 use outbox_analyzer::check::Verdict;
 use outbox_trace::Kind;
 

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use outbox_analyzer::analysis::{analyse, RunVerdict};
+use outbox_analyzer::check::{analyse, RunVerdict};
 use outbox_trace::Kind;
 
 fn load(backend: &str) {

@@ -6,8 +6,8 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use outbox_analyzer::analysis::analyse;
-use outbox_analyzer::output::json;
+use outbox_analyzer::check::analyse;
+use outbox_analyzer::explain::json;
 use serde_json::Value;
 
 /// `analyzer check --json` of one file, as a value.

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::*;
-use outbox_analyzer::analysis::analyse;
+use outbox_analyzer::check::analyse;
 use outbox_analyzer::check::Verdict;
 use outbox_trace::Kind;
 

@@ -125,7 +125,42 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use outbox_trace::Kind;
+
     use super::*;
+
+    /// The script names kinds only as `KIND.<name>`, from the page's table of `Kind::ALL`: every
+    /// such name must be a kind of the contract, and every kind a chain draws must have its case,
+    /// so renaming a kind fails here instead of drawing it as a bare name.
+    #[test]
+    fn the_script_names_only_contract_kinds_and_draws_each_one() {
+        let named: BTreeSet<&str> = JS
+            .split("KIND.")
+            .skip(1)
+            .map(|rest| {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                    .unwrap_or(rest.len());
+                &rest[..end]
+            })
+            .collect();
+        for name in &named {
+            assert!(name.parse::<Kind>().is_ok(), "KIND.{name} is no kind");
+        }
+        let cased: BTreeSet<&str> = JS
+            .split("case KIND.")
+            .skip(1)
+            .map(|rest| rest.split(':').next().unwrap())
+            .collect();
+        let drawn: BTreeSet<&str> = Kind::ALL
+            .iter()
+            .filter(|k| !matches!(k, Kind::RunStart | Kind::Observed | Kind::RunEnd))
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(cased, drawn);
+    }
 
     #[test]
     fn embedded_json_cannot_close_its_script_element() {

@@ -151,32 +151,32 @@
     const attempt = num(S.attempt[i]);
     const att = opt(" #", attempt);
     const point = (p) => { const at = p.indexOf(":"); return at >= 0 ? p.slice(at + 1) : p; };
-    switch (page.kinds[S.kind[i]]) {
-      case "task_accepted": return [note, "task accepted" + rev, "plain"];
-      case "intent_recorded": return [note, "intent recorded" + rev, "plain"];
-      case "publish_attempt":
+    switch (S.kind[i]) {
+      case KIND.task_accepted: return [note, "task accepted" + rev, "plain"];
+      case KIND.intent_recorded: return [note, "intent recorded" + rev, "plain"];
+      case KIND.publish_attempt:
         return [arrow(own, broker), "publish" + att, (attempt === null ? 1 : attempt) > 1 ? "retry" : "plain"];
-      case "publish_acked": return [arrow(broker, own), "publish ACK" + bseq + att, "plain"];
-      case "publish_unacked": return [arrow(broker, own), "publish ACK lost" + att, "loss"];
-      case "publish_failed": return [arrow(own, broker), "publish failed", "loss"];
-      case "outbox_marked": return [arrow(own, api), "mark published" + rev, "plain"];
-      case "delivered": return [arrow(broker, own), "deliver" + bseq + opt(" · count ", attempt), "plain"];
-      case "redelivered": return [arrow(broker, own), "redeliver" + bseq + opt(" · count ", attempt), "retry"];
-      case "effect_committed":
+      case KIND.publish_acked: return [arrow(broker, own), "publish ACK" + bseq + att, "plain"];
+      case KIND.publish_unacked: return [arrow(broker, own), "publish ACK lost" + att, "loss"];
+      case KIND.publish_failed: return [arrow(own, broker), "publish failed", "loss"];
+      case KIND.outbox_marked: return [arrow(own, api), "mark published" + rev, "plain"];
+      case KIND.delivered: return [arrow(broker, own), "deliver" + bseq + opt(" · count ", attempt), "plain"];
+      case KIND.redelivered: return [arrow(broker, own), "redeliver" + bseq + opt(" · count ", attempt), "retry"];
+      case KIND.effect_committed:
         return [arrow(own, api), "commit" + rev + opt(" · counter ", num(S.counter[i])) +
           opt(" +", num(S.amount[i])), "effect"];
-      case "duplicate_suppressed": return [arrow(own, api), "dedup key found: suppressed", "absorbed"];
-      case "commit_conflict": return [arrow(own, api), "commit conflict: retry", "loss"];
-      case "acked": return [arrow(own, broker), "ACK" + bseq, "plain"];
-      case "external_request": return [arrow(own, receiver), "call, key = event" + att, "plain"];
-      case "external_applied": return [note, "applied: paid", "effect"];
-      case "external_replayed": return [note, "key seen: replayed, not paid", "absorbed"];
-      case "crash": {
+      case KIND.duplicate_suppressed: return [arrow(own, api), "dedup key found: suppressed", "absorbed"];
+      case KIND.commit_conflict: return [arrow(own, api), "commit conflict: retry", "loss"];
+      case KIND.acked: return [arrow(own, broker), "ACK" + bseq, "plain"];
+      case KIND.external_request: return [arrow(own, receiver), "call, key = event" + att, "plain"];
+      case KIND.external_applied: return [note, "applied: paid", "effect"];
+      case KIND.external_replayed: return [note, "key seen: replayed, not paid", "absorbed"];
+      case KIND.crash: {
         const p = S.notes.get(i) || "?";
         return [{ crash: own }, `crash #${incOf(S, i)}: ${point(p || "?")}`, "loss"];
       }
-      case "restart": return [{ restart: own }, `restart: ${actorOf(S, i)}#${incOf(S, i)}`, "retry"];
-      case "fault": return [{ note: broker }, "fault: " + (S.notes.get(i) || "?"), "loss"];
+      case KIND.restart: return [{ restart: own }, `restart: ${actorOf(S, i)}#${incOf(S, i)}`, "retry"];
+      case KIND.fault: return [{ note: broker }, "fault: " + (S.notes.get(i) || "?"), "loss"];
       default: return [note, page.kinds[S.kind[i]], "plain"];
     }
   }
@@ -483,7 +483,7 @@
   const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
     "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#b5cf6b", "#e7ba52",
     "#d6616b", "#ce6dbd", "#6b6ecf"];
-  const NOT_SERIES = new Set(["run_start", "run_end", "observed", "crash", "restart", "fault"].map((k) => KIND[k]));
+  const NOT_SERIES = new Set([KIND.run_start, KIND.run_end, KIND.observed, KIND.crash, KIND.restart, KIND.fault]);
   const runs = [];
   page.scenarios.forEach((s, i) => {
     let r = runs.find((x) => x.id === s.run_id);

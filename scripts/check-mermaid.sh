@@ -2,7 +2,7 @@
 # Renders the analyzer's Mermaid diagrams with the real mermaid-cli: every golden .mmd, and for
 # every scenario of every committed fixture its default chain and its boundaries flowchart. A
 # diagram Mermaid rejects fails with Mermaid's parse error. The tests do not need this script
-# (analyzer/tests/mermaid.rs checks the same files with a built-in checker).
+# (analyzer/tests/it/mermaid.rs checks the same files with a built-in checker).
 #
 # Needs mmdc and Debian's chromium:
 #   apt-get install chromium

@@ -252,6 +252,8 @@ def edges_of(crate_dir):
                 first = segs[0]
                 if first in KEYWORDS or first in mod.children or first in mod.uses:
                     found.add(tuple(segs))
+                elif mod.globs and resolve(mod, [first]) is not None:
+                    found.add(tuple(segs))  # a name a glob brought in
             for segs in found:
                 segs = list(segs)
                 if segs[-1] == "*":
@@ -261,7 +263,6 @@ def edges_of(crate_dir):
                     target = resolve(mod, segs)
                 if target is None or target.file == mod.file:
                     continue
-                # A parent naming its child module only to declare or re-export it is no use.
                 edges.setdefault(mod.file, {}).setdefault(target.file, set()).add("::".join(segs))
     return files, edges
 

@@ -12,7 +12,7 @@
 //!   comparisons, diffs);
 //! - [`render`]: views drawn as SVG, PNG, Mermaid or text;
 //! - [`report`]: the lab's deliverables and the self-contained HTML report;
-//! - [`sql`]: the same invariants as one SQL statement (uses `model`, `check` and `explain`);
+//! - [`sql`]: the same invariants as one SQL statement (uses `check` and `explain`);
 //! - [`cli`]: the command line: arguments, resolved configurations, exit codes, the error type
 //!   that carries them, and the glue.
 //!

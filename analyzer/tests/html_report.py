@@ -1,5 +1,5 @@
 """Opens an HTML report of `analyzer report` in headless Chromium (Debian's, never a downloaded
-one) through Playwright and checks what a reader does with it. Run by analyzer/tests/html_report.rs.
+one) through Playwright and checks what a reader does with it. Run by analyzer/tests/it/html_report.rs.
 
     python3 html_report.py REPORT.html --task TASK --screenshot OUT.png [--violations N --event E]
 

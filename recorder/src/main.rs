@@ -8,16 +8,22 @@ use std::sync::Arc;
 use clap::Parser;
 use outbox_recorder::actor::process;
 use outbox_recorder::cli::args::{Cli, Command};
+use outbox_recorder::cli::exit::Exit;
 use outbox_recorder::cli::list::list;
 use outbox_recorder::external::spec::ExternalSpec;
 use outbox_recorder::{bench, Failure, RunConfig};
+use outbox_trace::{detail_key, Kind};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return exit(if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Success
+            });
         }
     };
     tracing_subscriber::fmt()
@@ -61,15 +67,17 @@ fn main() -> ExitCode {
                 }
             });
             match runtime.block_on(outbox_recorder::run(&config, shutdown)) {
-                Ok(outcome) if outcome.interrupted => ExitCode::from(130),
+                Ok(outcome) if outcome.interrupted => exit(Exit::Interrupted),
                 Ok(outcome) if !outcome.unrecovered.is_empty() => {
                     eprintln!(
-                        "recorder: never became quiet: {} (run_end.recovered is false)",
-                        outcome.unrecovered.join(", ")
+                        "recorder: never became quiet: {} ({}.{} is false)",
+                        outcome.unrecovered.join(", "),
+                        Kind::RunEnd,
+                        detail_key!(RunEnd.recovered)
                     );
-                    ExitCode::from(3)
+                    exit(Exit::Unrecovered)
                 }
-                Ok(_) => ExitCode::SUCCESS,
+                Ok(_) => exit(Exit::Success),
                 Err(e) => fail("recorder", &e),
             }
         }
@@ -79,7 +87,11 @@ fn main() -> ExitCode {
 /// Prints the failure as one line and ends with its exit code.
 fn fail(who: &str, e: &Failure) -> ExitCode {
     eprintln!("{who}: {e}");
-    ExitCode::from(e.exit_code())
+    exit(e.exit())
+}
+
+fn exit(code: Exit) -> ExitCode {
+    ExitCode::from(code as u8)
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use outbox_trace::{detail_key, Kind};
 
 use crate::render::Format;
 
@@ -48,7 +49,7 @@ pub enum Command {
     #[command(after_help = DIFF_EXIT_CODES)]
     Diff(DiffArgs),
     /// Draw events per kind over time for a whole run, crashes and faults marked (SVG or PNG).
-    #[command(after_help = TIMELINE_HELP)]
+    #[command(after_help = timeline_help())]
     Timeline(TimelineArgs),
     /// Convert a trace in any accepted encoding (JSON Lines, OTLP JSON Lines, Parquet) to Parquet.
     #[command(after_help = IMPORT_HELP)]
@@ -129,20 +130,31 @@ pub struct ImportArgs {
 }
 
 /// How `analyzer timeline` cuts time, and its exit codes.
-const TIMELINE_HELP: &str = "\
+/// The timeline's `--help` text.
+fn timeline_help() -> String {
+    format!(
+        "\
 The timeline covers one run (the first in the file unless --run names one): all its scenarios on
 the run's shared clock, each scenario's start marked by a grey rule, or only --scenario. Time from
 the first to the last row is cut into --buckets equal buckets; each kind gets a line of rows per
-bucket (run_start, run_end, observed and restart rows are left out). Every crash (red) and fault
+bucket ({}, {}, {} and {} rows are left out). Every crash (red) and fault
 (purple) is a vertical rule; the first 12 are numbered and explained under the plot (actor#incarnation
-and detail.point, or detail.fault), the rest are counted. The output's size does not grow with the
+and detail.{}, or detail.{}), the rest are counted. The output's size does not grow with the
 number of events. The -o extension picks the format: .png, else SVG (standard output without -o).
 The same input gives the same bytes.
 
 Exit codes:
   0  written
   2  bad input or usage (unreadable trace, bad arguments, unwritable output)
-  4  nothing to draw: no such run or scenario, or no events";
+  4  nothing to draw: no such run or scenario, or no events",
+        Kind::RunStart,
+        Kind::RunEnd,
+        Kind::Observed,
+        Kind::Restart,
+        detail_key!(Crash.point),
+        detail_key!(Fault.fault)
+    )
+}
 
 /// Arguments of `analyzer timeline`.
 #[derive(Debug, Args)]

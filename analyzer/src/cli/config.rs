@@ -71,7 +71,7 @@ fn picture_format(output: Option<&Path>) -> Format {
 /// A resolved `chain`: which chain, in which format, where.
 #[derive(Debug, Clone)]
 pub struct ChainConfig {
-    /// The trace.
+    /// The trace file, in any accepted encoding.
     pub path: PathBuf,
     /// Only this scenario's chains are candidates.
     pub scenario: Option<String>,
@@ -104,7 +104,7 @@ impl From<ChainArgs> for ChainConfig {
 /// A resolved `boundaries`.
 #[derive(Debug, Clone)]
 pub struct BoundariesConfig {
-    /// The trace.
+    /// The trace file, in any accepted encoding.
     pub path: PathBuf,
     /// Only this scenario; else the first with an effect.
     pub scenario: Option<String>,
@@ -212,7 +212,7 @@ impl From<DiffArgs> for DiffConfig {
 /// A resolved `timeline`.
 #[derive(Debug, Clone)]
 pub struct TimelineConfig {
-    /// The trace.
+    /// The trace file, in any accepted encoding.
     pub path: PathBuf,
     /// Only this run; else the file's first.
     pub run: Option<String>,

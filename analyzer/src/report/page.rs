@@ -25,23 +25,17 @@ pub const EVENTFUL: usize = 8;
 /// At most this many rows are embedded in all; scenarios beyond it keep only their drawn chains.
 pub const MAX_ROWS: usize = 3_000_000;
 
-/// The second half of a row shape ([`Rows::shapes`]): which optional columns a row carries.
+/// The second half of a row shape ([`Rows::shapes`]): which optional columns a row carries, one
+/// bit per column, so a row's shape fits in a byte; `report.js` reads the same bits (`HAS`).
+#[allow(missing_docs)] // Each constant is its column's bit; the column's name is the doc.
 pub mod has {
-    /// `task_id`
     pub const TASK: u8 = 1;
-    /// `event_id`
     pub const EVENT: u8 = 1 << 1;
-    /// `aggregate_id`
     pub const AGGREGATE: u8 = 1 << 2;
-    /// `attempt`
     pub const ATTEMPT: u8 = 1 << 3;
-    /// `broker_seq`
     pub const BROKER_SEQ: u8 = 1 << 4;
-    /// `store_rev`
     pub const STORE_REV: u8 = 1 << 5;
-    /// `amount`
     pub const AMOUNT: u8 = 1 << 6;
-    /// `counter`
     pub const COUNTER: u8 = 1 << 7;
 }
 

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use outbox_trace::detail::DetailKey;
+
 /// An SQL engine the invariants can be printed for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Dialect {
@@ -103,7 +105,7 @@ impl Dialect {
     /// The integer value of the top-level key `key` of the JSON object in column `col`, read
     /// leniently (a JSON integer or a string holding a decimal integer), else null. `key` comes
     /// from `outbox_trace::detail_key!`, so it names a field the contract's details have.
-    pub fn json_int(self, col: &str, key: &'static str) -> String {
+    pub fn json_int(self, col: &str, key: DetailKey) -> String {
         match self {
             Dialect::Duckdb => {
                 let path = format!("'$.{key}'");
@@ -127,7 +129,7 @@ impl Dialect {
 
     /// The boolean value of the top-level key `key` of the JSON object in column `col` when it
     /// is a JSON `true` or `false`, else null. `key` comes from `outbox_trace::detail_key!`.
-    pub fn json_bool(self, col: &str, key: &'static str) -> String {
+    pub fn json_bool(self, col: &str, key: DetailKey) -> String {
         match self {
             Dialect::Duckdb => {
                 let path = format!("'$.{key}'");

@@ -1,6 +1,7 @@
 //! `observed-agrees` in SQL (see `crate::check::observed_agrees`): the last `observed` row's
 //! totals against the trace's counts, each compared only where its keys are present.
 
+use outbox_trace::detail::DetailKey;
 use outbox_trace::{detail_key, Field, Kind};
 
 use super::query::{lit, Part, Query};
@@ -18,7 +19,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         (Kind::TaskAccepted, &[Field::TaskId]),
         (Kind::IntentRecorded, &[Field::EventId]),
     ]);
-    let mut field = |key: &'static str| q.note(Kind::Observed, true, &d.json_int("detail", key));
+    let mut field = |key: DetailKey| q.note(Kind::Observed, true, &d.json_int("detail", key));
     let results = field(detail_key!(Observed.results));
     let processed = field(detail_key!(Observed.processed));
     let dedup_keys = field(detail_key!(Observed.dedup_keys));

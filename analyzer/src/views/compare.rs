@@ -237,7 +237,12 @@ pub fn measures(scene: &Scene) -> Measures {
             .map(|o| (o.invariant, o.verdict))
             .collect(),
         numbers,
-        failing: failing.into_iter().collect(),
+        // By name, as the JSON has always listed them.
+        failing: {
+            let mut failing: Vec<Measure> = failing.into_iter().collect();
+            failing.sort_by_key(|m| m.label());
+            failing
+        },
     }
 }
 

@@ -57,7 +57,7 @@ pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
     let workdir = tempfile::Builder::new()
         .prefix("outbox-bench-")
         .tempdir()
-        .map_err(Failure::run)?;
+        .map_err(|e| Failure::run(e.into()))?;
     let services = if needs_services {
         Some((
             LocalService::start(ServiceKind::Etcd, workdir.path())?,
@@ -264,7 +264,14 @@ impl TraceStats {
                 Ok(Step::RunEnd(end)) => end.elapsed_ms.and_then(|ms| u64::try_from(ms).ok()),
                 _ => None,
             })
-            .ok_or_else(|| anyhow::anyhow!("{} has no run_end.elapsed_ms", path.display()))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} has no {}.{}",
+                    path.display(),
+                    Kind::RunEnd,
+                    outbox_trace::detail_key!(RunEnd.elapsed_ms)
+                )
+            })
     }
 }
 

@@ -5,24 +5,32 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use outbox_trace::{detail_key, Kind};
 
 use crate::backend::connection::BackendKind;
 use crate::driver::scenario::ScenarioName;
 use crate::protocol::variant::Protocol;
 
 /// The exit codes, as `--help` shows them.
-const EXIT_CODES: &str = "\
+/// The exit codes, as `--help` lists them.
+fn exit_codes() -> String {
+    format!(
+        "\
 Exit codes:
   0    every scenario ran and recovered
   1    the run failed (an error is printed)
   2    bad command line
-  3    the run finished but a scenario never became quiet (run_end.recovered is false)
+  3    the run finished but a scenario never became quiet ({}.{} is false)
   4    a service is missing or unreachable
-  130  interrupted (Ctrl-C); what was recorded is kept";
+  130  interrupted (Ctrl-C); what was recorded is kept",
+        Kind::RunEnd,
+        detail_key!(RunEnd.recovered)
+    )
+}
 
 /// Records the transactional-outbox protocol against real services, with real faults.
 #[derive(Debug, Parser)]
-#[command(name = "recorder", version, about, after_help = EXIT_CODES)]
+#[command(name = "recorder", version, about, after_help = exit_codes())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -32,7 +40,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run scenarios and write an outbox-trace/1 Parquet file.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = exit_codes())]
     Run(Box<RunArgs>),
     /// List the scenarios, protocol variants and crash points.
     List,

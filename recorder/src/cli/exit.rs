@@ -2,10 +2,27 @@
 //! `--help` lists them), so an error cannot be added without deciding which code it ends with.
 
 use crate::backend::services::ServiceError;
-use crate::driver::run_scenario::ScenarioError;
+use crate::driver::env::ScenarioError;
 use crate::protocol::ports::BackendError;
 
 use super::config::ConfigError;
+
+/// The recorder's exit codes, as `--help` lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every scenario ran and recovered (or a command other than `run` succeeded).
+    Success = 0,
+    /// The run failed.
+    Failed = 1,
+    /// A bad command line.
+    Usage = 2,
+    /// The run finished, but a scenario never became quiet.
+    Unrecovered = 3,
+    /// A service is missing or unreachable.
+    Unavailable = 4,
+    /// Interrupted; what was recorded is kept.
+    Interrupted = 130,
+}
 
 /// Every way a recorder command can fail, each with its exit code.
 #[derive(Debug, thiserror::Error)]
@@ -23,11 +40,11 @@ pub enum Failure {
 
 impl Failure {
     /// The process's exit code for this failure.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit(&self) -> Exit {
         match self {
-            Failure::Usage(_) => 2,
-            Failure::Unavailable(_) => 4,
-            Failure::Run(_) => 1,
+            Failure::Usage(_) => Exit::Usage,
+            Failure::Unavailable(_) => Exit::Unavailable,
+            Failure::Run(_) => Exit::Failed,
         }
     }
 
@@ -43,9 +60,11 @@ impl Failure {
         }
     }
 
-    /// The run went wrong: the class of every error that is neither usage nor a service.
-    pub fn run(e: impl Into<anyhow::Error>) -> Self {
-        Failure::Run(e.into())
+    /// The run went wrong: the class of every error that is neither usage nor a service. It
+    /// takes an `anyhow::Error`, not any error: a service's typed error converts by its own
+    /// `From` impl below.
+    pub fn run(e: anyhow::Error) -> Self {
+        Failure::Run(e)
     }
 }
 
@@ -67,7 +86,8 @@ impl From<BackendError> for Failure {
 impl From<ScenarioError> for Failure {
     fn from(e: ScenarioError) -> Self {
         match e {
-            ScenarioError::Connect(e) => Failure::from(e),
+            ScenarioError::Backend(e) => Failure::from(e),
+            ScenarioError::Service(e) => Failure::from(e),
             ScenarioError::Drive(e) => Failure::Run(e),
         }
     }

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use outbox_trace::Step;
 
-use crate::backend::services::LocalService;
+use crate::backend::services::{LocalService, ServiceError};
 use crate::fault::chaos::ChaosPlan;
 use crate::journal::author::Author;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder, Tallies};
 use crate::protocol::model::Timing;
+use crate::protocol::ports::BackendError;
 use crate::protocol::variant::Protocol;
 
 /// What a scenario run shares with the rest of the run.
@@ -61,4 +62,26 @@ impl Stamp {
             step,
         }
     }
+}
+
+/// Why a scenario could not run to its end, typed where it happened: a service that cannot be
+/// reached or restarted is a missing service (the run exits 4), anything else is the run's own
+/// failure (exit 1). There is deliberately no conversion from `anyhow::Error`: each step says
+/// which it is.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// A store or broker operation of the recorder's own control failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A local service did not come back after a restart.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    /// Anything else: the journal, an actor process, the ground truth's files.
+    #[error("{0:#}")]
+    Drive(anyhow::Error),
+}
+
+/// The run's own failure, for the steps whose errors name no service.
+pub fn drive(e: anyhow::Error) -> ScenarioError {
+    ScenarioError::Drive(e)
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use outbox_trace::{detail, Step};
 
 use super::cast::{Cast, Slot};
-use super::env::{ScenarioEnv, Stamp};
+use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::actor::wire::ActorSpec;
 use crate::backend::services::LocalService;
 use crate::fault::chaos::Action;
@@ -32,7 +32,7 @@ pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
     action: Action,
     cast: &mut Cast<'_, F>,
     stamp: &Stamp,
-) -> anyhow::Result<()> {
+) -> Result<(), ScenarioError> {
     match action {
         Action::KillApi => cast.kill(Role::Api, 0),
         Action::KillRelay => cast.kill(Role::Relay, 0),
@@ -50,7 +50,7 @@ async fn restart(
     broker: bool,
     member: usize,
     stamp: &Stamp,
-) -> anyhow::Result<()> {
+) -> Result<(), ScenarioError> {
     let began = Instant::now();
     let restarted = tokio::task::block_in_place(|| {
         let mut services = env.services.lock().expect("services lock");
@@ -80,7 +80,8 @@ async fn restart(
         };
         env.recorder
             .record(stamp.entry(Author::Faults, Step::Fault(fault)))
-            .await?;
+            .await
+            .map_err(drive)?;
     }
     Ok(())
 }

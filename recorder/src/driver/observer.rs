@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use outbox_trace::detail::Note;
 use outbox_trace::{About, Step};
 
-use super::env::{ScenarioEnv, Stamp};
+use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::backend::control::Control;
 use crate::external::receiver;
 use crate::external::spec::ExternalSpec;
@@ -45,8 +45,8 @@ pub async fn record_unreported_creates<B: Control>(
     env: &ScenarioEnv<'_>,
     control: &B,
     stamp: &Stamp,
-) -> anyhow::Result<()> {
-    env.recorder.sync().await?;
+) -> Result<(), ScenarioError> {
+    env.recorder.sync().await.map_err(drive)?;
     let (accepted, intents) = {
         let tallies = env.tallies.lock().expect("tally lock");
         tallies
@@ -105,7 +105,8 @@ pub async fn record_unreported_creates<B: Control>(
     for (_, _, step) in missing {
         env.recorder
             .record(stamp.entry(Author::Observer, step))
-            .await?;
+            .await
+            .map_err(drive)?;
     }
     Ok(())
 }
@@ -118,8 +119,8 @@ pub async fn record_unreported_commits<B: Control>(
     env: &ScenarioEnv<'_>,
     control: &B,
     stamp: &Stamp,
-) -> anyhow::Result<()> {
-    env.recorder.sync().await?;
+) -> Result<(), ScenarioError> {
+    env.recorder.sync().await.map_err(drive)?;
     let reported = {
         let tallies = env.tallies.lock().expect("tally lock");
         tallies
@@ -150,7 +151,8 @@ pub async fn record_unreported_commits<B: Control>(
         };
         env.recorder
             .record(stamp.entry(Author::Observer, step))
-            .await?;
+            .await
+            .map_err(drive)?;
     }
     Ok(())
 }
@@ -161,14 +163,15 @@ pub async fn record_observed<B: Control>(
     control: &B,
     external: Option<&ExternalSpec>,
     stamp: &Stamp,
-) -> anyhow::Result<()> {
+) -> Result<(), ScenarioError> {
     let mut observed = patiently(|| control.observe()).await?;
     if let Some(external) = external {
-        let (payments, keys) = receiver::totals(&external.db)?;
+        let (payments, keys) = receiver::totals(&external.db).map_err(drive)?;
         observed.external_payments = Some(payments);
         observed.external_keys = Some(keys);
     }
     env.recorder
         .record(stamp.entry(Author::Observer, Step::Observed(observed)))
         .await
+        .map_err(drive)
 }

@@ -11,13 +11,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use outbox_trace::detail::{RunEnd, RunStart};
 use outbox_trace::Step;
 use serde::Serialize;
 
 use super::cast::{Cast, Slot};
-use super::env::{ScenarioEnv, Stamp};
+use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use super::scenario::Scenario;
 use super::{inject, observer};
 use crate::actor::wire::ActorSpec;
@@ -31,7 +30,6 @@ use crate::fault::plan::Fault;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
 use crate::protocol::model::{TaskSpec, Timing};
-use crate::protocol::ports::BackendError;
 
 /// How often the driver looks at its actors and the services.
 const TICK: Duration = Duration::from_millis(100);
@@ -58,17 +56,6 @@ pub async fn run_scenario(
     }
 }
 
-/// Why a scenario could not run to its end.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    /// The recorder's own control could not connect to the services.
-    #[error(transparent)]
-    Connect(#[from] BackendError),
-    /// Anything else went wrong on the way.
-    #[error("{0:#}")]
-    Drive(anyhow::Error),
-}
-
 /// Connects the recorder's own control, then drives the scenario.
 async fn run_on<B: Backend>(
     env: &ScenarioEnv<'_>,
@@ -76,22 +63,8 @@ async fn run_on<B: Backend>(
     connection: &Connection,
 ) -> Result<bool, ScenarioError> {
     let control = B::connect(connection, env.timing).await?;
-    drive(env, scenario, connection, control)
-        .await
-        .map_err(ScenarioError::Drive)
-}
-
-async fn drive<B: Backend>(
-    env: &ScenarioEnv<'_>,
-    scenario: &Scenario,
-    connection: &Connection,
-    control: B,
-) -> anyhow::Result<bool> {
     let name = scenario.name.as_str();
-    control
-        .setup()
-        .await
-        .with_context(|| format!("setting up scenario {name}"))?;
+    control.setup().await?;
     let stamp = Stamp {
         clock: env.clock,
         scenario: name.to_string(),
@@ -107,14 +80,15 @@ async fn drive<B: Backend>(
         workers: Some(scenario.workers as i64),
         tasks: Some(scenario.tasks.len() as i64),
         counter_start: Some(0),
-        faults: Some(serde_json::to_value(faults)?),
+        faults: Some(serde_json::to_value(faults).map_err(|e| drive(e.into()))?),
         // `null` when the run has no chaos plan: the key is always there.
-        chaos: Some(serde_json::to_value(env.chaos)?),
+        chaos: Some(serde_json::to_value(env.chaos).map_err(|e| drive(e.into()))?),
         ..RunStart::default()
     };
     env.recorder
         .record(stamp.entry(Author::Recorder, Step::RunStart(start)))
-        .await?;
+        .await
+        .map_err(drive)?;
 
     let external = scenario.external.then(|| ExternalSpec {
         addr: format!("127.0.0.1:{}", free_port()),
@@ -151,7 +125,9 @@ async fn drive<B: Backend>(
             trace: env.trace,
         }
     };
-    let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos).await?;
+    let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos)
+        .await
+        .map_err(drive)?;
 
     let started = Instant::now();
     let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
@@ -187,7 +163,7 @@ async fn drive<B: Backend>(
             inject::inject(env, action, &mut cast, &stamp).await?;
         }
         acks_before = acks_now;
-        let all_alive = cast.tend(&stamp).await?;
+        let all_alive = cast.tend(&stamp).await.map_err(drive)?;
         let progress = match control.progress().await {
             Ok(p) => p,
             Err(e) => {
@@ -218,8 +194,9 @@ async fn drive<B: Backend>(
                 ));
                 env.recorder
                     .record(stamp.entry(Author::Observer, Step::Observed(seen)))
-                    .await?;
-                cast.restart(Role::Relay).await?;
+                    .await
+                    .map_err(drive)?;
+                cast.restart(Role::Relay).await.map_err(drive)?;
             } else if quiet >= QUIET_CHECKS {
                 break true;
             }
@@ -237,7 +214,7 @@ async fn drive<B: Backend>(
         eprintln!();
     }
 
-    cast.stop_all().await?;
+    cast.stop_all().await.map_err(drive)?;
     let elapsed_ms = started.elapsed().as_millis() as i64;
     if env.trace {
         observer::record_unreported_creates(env, &control, &stamp).await?;
@@ -252,7 +229,8 @@ async fn drive<B: Backend>(
     };
     env.recorder
         .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
-        .await?;
+        .await
+        .map_err(drive)?;
     Ok(recovered)
 }
 

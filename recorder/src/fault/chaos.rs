@@ -367,7 +367,7 @@ mod tests {
             .is_none());
     }
 
-    /// The seeds `tests/chaos.rs` runs draw what those tests look for.
+    /// The seeds `tests/it/chaos.rs` runs draw what those tests look for.
     #[test]
     fn the_integration_tests_seeds_draw_what_they_test() {
         // As `BackendKind::chaos_targets` gives them for services the recorder runs itself.

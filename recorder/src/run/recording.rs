@@ -47,7 +47,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
     let workdir = tempfile::Builder::new()
         .prefix("outbox-trace-")
         .tempdir()
-        .map_err(Failure::run)?;
+        .map_err(|e| Failure::run(e.into()))?;
     // Our own services live as long as this function: dropped on return, error or panic.
     let mut own = Vec::new();
     let mut service = |given: &Option<Endpoint>, kind: ServiceKind| -> Result<Endpoint, Failure> {
@@ -123,7 +123,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
         replicas: Some(config.replicas as i64),
         ..detail::RunConfig::default()
     };
-    let run_json = serde_json::to_string(&metadata).map_err(Failure::run)?;
+    let run_json = serde_json::to_string(&metadata).map_err(|e| Failure::run(e.into()))?;
     let own_services = match config.backend {
         BackendKind::EtcdJetstream => config.etcd.is_none() && config.nats.is_none(),
         BackendKind::SqliteRedis => config.redis.is_none(),
@@ -200,13 +200,15 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
     let tallies = tallies.lock().expect("tally lock").clone();
     print_summary(&run_id, config, &tallies, events);
     if config.backend == BackendKind::SqliteRedis {
-        for path in write_lab_lines(&lab_dir(&config.out), &tallies).map_err(Failure::run)? {
+        for path in
+            write_lab_lines(&lab_dir(&config.out), &tallies).map_err(|e| Failure::run(e.into()))?
+        {
             println!("wrote {}", path.display());
         }
     }
     if let Some(path) = &config.report {
         let body = serde_json::to_string_pretty(&lab_json(&run_id, config, &tallies))
-            .map_err(Failure::run)?;
+            .map_err(|e| Failure::run(e.into()))?;
         std::fs::write(path, body + "\n")
             .with_context(|| format!("writing {}", path.display()))
             .map_err(Failure::run)?;

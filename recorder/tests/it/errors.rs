@@ -32,6 +32,37 @@ fn a_missing_etcd_binary_is_one_clear_line() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// A Redis the recorder cannot reach is found only when the scenario is set up (the client
+/// connects lazily), and is still a missing service.
+#[test]
+fn an_unreachable_redis_exits_4() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1.
+    let output = recorder()
+        .args([
+            "run",
+            "--quiet",
+            "--backend",
+            "sqlite-redis",
+            "--scenario",
+            "place-order",
+            "--redis",
+            "redis://:hunter2@127.0.0.1:1",
+            "--out",
+        ])
+        .arg(dir.path().join("t.parquet"))
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(4), "{err}");
+    assert!(err.contains("cannot reach redis"), "{err}");
+    assert!(
+        !err.contains("hunter2") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
 #[test]
 fn an_unreachable_endpoint_is_one_line_without_its_password() {
     let dir = tempfile::tempdir().unwrap();

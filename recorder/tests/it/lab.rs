@@ -57,6 +57,9 @@ fn every_scenario_gives_counter_ten_and_three_results() {
         assert_eq!(s.figures.counter, Some(10), "{}", s.scenario);
         assert_eq!(s.figures.results, Some(3), "{}", s.scenario);
         assert!(s.figures.deliveries >= 3, "{}", s.scenario);
+        assert!(s.figures.stream_messages >= Some(3), "{}", s.scenario);
+        assert!(s.figures.publish_attempts >= 3, "{}", s.scenario);
+        assert!(s.duration_ms.is_some(), "{}", s.scenario);
         assert_eq!(s.backend, "etcd-jetstream");
         assert_eq!(s.recovered, Some(true));
     }

@@ -13,20 +13,44 @@ use serde_json::{Map, Value};
 
 use crate::Kind;
 
-/// The JSON key of a detail field, as text: `detail_key!(Observed.counter)` is `"counter"`.
+/// The JSON key of a detail field: `detail_key!(Observed.counter)` is the [`DetailKey`]
+/// `counter`.
 ///
-/// The detail structs serialize every field under its own name, so the key is the field's name;
-/// naming a field the struct does not have fails to compile. Code that spells a key outside this
-/// crate (the SQL the analyzer writes) takes it from here, so renaming a field breaks the build,
-/// not a query.
+/// The detail structs serialize every field under its own name (no serde renames; a test holds
+/// that), so the key is the field's name; naming a field the struct does not have fails to
+/// compile. Code that spells a key outside this crate (the SQL the analyzer writes) takes a
+/// [`DetailKey`], which only this macro makes, so renaming a field breaks the build, not a query.
 #[macro_export]
 macro_rules! detail_key {
     ($detail:ident . $field:ident) => {{
         let _check = |d: &$crate::detail::$detail| {
             let _ = &d.$field;
         };
-        stringify!($field)
+        $crate::detail::DetailKey::of_field(stringify!($field))
     }};
+}
+
+/// A key of a `detail` object, named by [`detail_key!`] after a field of the detail types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DetailKey(&'static str);
+
+impl DetailKey {
+    /// For [`detail_key!`] only, which has checked that the field exists.
+    #[doc(hidden)]
+    pub const fn of_field(name: &'static str) -> Self {
+        DetailKey(name)
+    }
+
+    /// The key as written in the JSON text.
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for DetailKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
 }
 
 /// `run_start.detail`: how the scenario was set up.
@@ -704,13 +728,21 @@ mod tests {
             ..Observed::default()
         };
         let json = serde_json::to_value(&observed).unwrap();
-        assert_eq!(json[crate::detail_key!(Observed.counter)], 10);
+        assert_eq!(json[crate::detail_key!(Observed.counter).as_str()], 10);
         let crash = Crash {
             committed_rev: Some(7),
             ..Crash::default()
         };
         let json = serde_json::to_value(&crash).unwrap();
-        assert_eq!(json[crate::detail_key!(Crash.committed_rev)], 7);
+        assert_eq!(json[crate::detail_key!(Crash.committed_rev).as_str()], 7);
+        // A rename would make a field's key differ from its name, which the macro spells.
+        let source = include_str!("detail.rs");
+        let rename = ["serde(", "rename"].concat();
+        assert!(
+            !source.contains(&format!("#[{rename} ="))
+                && !source.contains(&format!("{rename}_all")),
+            "a detail field is renamed: detail_key! would name the wrong key"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@
 
   // ---- the embedded rows, decoded on first use ------------------------------------------------
   const decoded = [];
-  // Integers as analyzer/src/page.rs (Ints) writes them: zigzagged 5-bit digits, lowest first.
+  // Integers as analyzer/src/report/page.rs (Ints) writes them: zigzagged 5-bit digits, lowest first.
   const DIGIT = new Int8Array(128).fill(-1);
   [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"].forEach((c, i) => { DIGIT[c.charCodeAt(0)] = i; });
   function ints(text) {
@@ -89,7 +89,7 @@
   const incOf = (S, i) => S.lives[S.life[i]][1];
   const num = (v) => (Number.isNaN(v) ? null : v);
 
-  // ---- chains: selection (as analyzer/src/chain.rs) ---------------------------------------------
+  // ---- chains: selection (as analyzer/src/views/chain.rs) ---------------------------------------------
   const NOT_DRAWN = new Set([KIND.observed, KIND.run_start, KIND.run_end]);
   function withLives(S, rows) {
     const set = new Set(rows);

@@ -83,13 +83,14 @@ impl fmt::Display for Error {
     }
 }
 
-/// Classes the errors of a fallible call that has no `From` impl (an `anyhow` context).
+/// Classes the errors of a fallible call that has no `From` impl (an `anyhow` context). Only an
+/// `anyhow::Error` takes it: a typed error converts by its own class below.
 pub trait ResultExt<T> {
     /// Its error is bad input (exit 2).
     fn or_bad_input(self) -> Result<T, Error>;
 }
 
-impl<T, E: Into<anyhow::Error>> ResultExt<T> for Result<T, E> {
+impl<T> ResultExt<T> for Result<T, anyhow::Error> {
     fn or_bad_input(self) -> Result<T, Error> {
         self.map_err(Error::bad_input)
     }

@@ -17,7 +17,6 @@ use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::external::receiver;
 use crate::external::spec::ExternalSpec;
-use crate::fault::dice::Dice;
 use crate::fault::plan::{FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::clock::RunClock;
 use crate::protocol::model::Timing;
@@ -30,16 +29,15 @@ use crate::protocol::ctx::ActorCtx;
 
 /// Runs the external receiver on its own (`recorder receiver`) until standard input closes.
 pub fn receiver_main(spec: ExternalSpec) -> i32 {
-    let ctx = ActorCtx {
-        clock: RunClock::start(),
-        plan: FaultPlan::default(),
-        dice: Dice::new(0),
-        protocol: Protocol::Reference,
-        timing: Timing::default(),
-        external: None,
-        stop: stop_on_stdin_eof(),
-        trace: true,
-    };
+    let ctx = ActorCtx::new(
+        RunClock::start(),
+        FaultPlan::default(),
+        Protocol::Reference,
+        Timing::default(),
+        None,
+        stop_on_stdin_eof(),
+        true,
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -85,16 +83,15 @@ pub fn main() -> i32 {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let mut ctx = ActorCtx {
-        clock: spec.clock,
-        plan: spec.plan.clone(),
-        dice: Dice::new(spec.plan.seed),
-        protocol: spec.protocol,
-        timing: spec.timing,
-        external: spec.external.clone(),
+    let mut ctx = ActorCtx::new(
+        spec.clock,
+        spec.plan.clone(),
+        spec.protocol,
+        spec.timing,
+        spec.external.clone(),
         stop,
-        trace: spec.trace,
-    };
+        spec.trace,
+    );
     match runtime.block_on(play(&spec, &mut ctx)) {
         Ok(()) => 0,
         Err(e) => {

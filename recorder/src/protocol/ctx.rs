@@ -53,21 +53,47 @@ impl Reporter {
 
 /// What a running actor uses to report, to hit crash points and to notice it should stop.
 pub struct ActorCtx {
-    pub clock: RunClock,
+    clock: RunClock,
     /// Faults armed in this life.
     pub plan: FaultPlan,
-    /// Rolls for the plan's chance faults.
-    pub dice: Dice,
+    /// Rolls for the plan's chance faults, seeded by the plan.
+    dice: Dice,
     /// The protocol variant, which decides the order of the actor's steps.
     pub protocol: Protocol,
+    /// AckWait, publish timeout, batch sizes: the same for every actor of the run.
     pub timing: Timing,
     /// The external receiver to call, if the scenario has one.
     pub external: Option<ExternalSpec>,
-    pub stop: Arc<AtomicBool>,
-    pub trace: bool,
+    /// Set once the recorder closed the process's standard input.
+    stop: Arc<AtomicBool>,
+    /// Whether steps are reported (crashes always are).
+    trace: bool,
 }
 
 impl ActorCtx {
+    /// The context of one actor life: steps stamped on `clock`, crashes armed by `plan` (its
+    /// chance faults rolled from the plan's seed), stopping once `stop` is set.
+    pub fn new(
+        clock: RunClock,
+        plan: FaultPlan,
+        protocol: Protocol,
+        timing: Timing,
+        external: Option<ExternalSpec>,
+        stop: Arc<AtomicBool>,
+        trace: bool,
+    ) -> Self {
+        ActorCtx {
+            clock,
+            dice: Dice::new(plan.seed),
+            plan,
+            protocol,
+            timing,
+            external,
+            stop,
+            trace,
+        }
+    }
+
     /// Reports one step.
     pub fn emit(&self, step: Step) {
         self.reporter().emit(step);

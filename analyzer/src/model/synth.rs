@@ -29,6 +29,16 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
         };
         let event = || About::new(ev.clone(), None);
         let note = Note::default;
+        let suppressed = || Step::DuplicateSuppressed {
+            about: event(),
+            broker_seq: None,
+            note: note(),
+        };
+        let acked = || Step::Acked {
+            about: event(),
+            broker_seq: n,
+            note: note(),
+        };
         t.push(
             "api",
             0,
@@ -97,45 +107,13 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             life += 1;
             t.push("worker", life, Step::Restart);
             t.push("worker", life, Step::delivery(event(), 2, n));
-            t.push(
-                "worker",
-                life,
-                Step::DuplicateSuppressed {
-                    about: event(),
-                    broker_seq: None,
-                    note: note(),
-                },
-            );
+            t.push("worker", life, suppressed());
         }
-        t.push(
-            "worker",
-            life,
-            Step::Acked {
-                about: event(),
-                broker_seq: n,
-                note: note(),
-            },
-        );
+        t.push("worker", life, acked());
         if n % 10 == 0 {
             t.push("worker", life, Step::delivery(event(), 2, n));
-            t.push(
-                "worker",
-                life,
-                Step::DuplicateSuppressed {
-                    about: event(),
-                    broker_seq: None,
-                    note: note(),
-                },
-            );
-            t.push(
-                "worker",
-                life,
-                Step::Acked {
-                    about: event(),
-                    broker_seq: n,
-                    note: note(),
-                },
-            );
+            t.push("worker", life, suppressed());
+            t.push("worker", life, acked());
         }
         if t.rows.len() >= 1 << 16 {
             w.write(&t.rows)?;

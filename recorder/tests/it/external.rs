@@ -95,6 +95,9 @@ fn the_receiver_applies_once_per_key_replays_and_says_in_progress() {
             body.len()
         )
         .unwrap();
+        // Leave while the payment is being performed (it takes 600 ms), not before the receiver
+        // has read the request: a request never read is no request the receiver took.
+        std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_millis(1_500));
     let after = pay(&addr, "evt-d", Some("evt-d"));

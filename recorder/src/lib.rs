@@ -4,10 +4,10 @@
 //! The layers, from the bottom; each folder uses only those before it:
 //!
 //! - [`journal`]: who writes a row, the run's clock, and the trace's one writer;
-//! - [`external`]: the payments receiver and the worker's client for it;
 //! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
-//! - [`protocol`]: the API, relay and worker steps, written once against its ports, and the
-//!   context a step reports through;
+//! - [`protocol`]: the API, relay and worker steps, written once against its ports, the
+//!   context a step reports through, and the external effect (the payments receiver and the
+//!   worker's client for it);
 //! - [`backend`]: the ports on etcd + JetStream and on SQLite + Redis, the recorder's control
 //!   over them, the services' addresses and the local services;
 //! - [`actor`]: the actor process, which plays one protocol role;
@@ -23,7 +23,6 @@ pub mod backend;
 pub mod bench;
 pub mod cli;
 pub mod driver;
-pub mod external;
 pub mod fault;
 pub mod journal;
 pub mod protocol;

@@ -10,7 +10,7 @@ use outbox_recorder::actor::process;
 use outbox_recorder::cli::args::{Cli, Command};
 use outbox_recorder::cli::exit::Exit;
 use outbox_recorder::cli::list::list;
-use outbox_recorder::external::spec::ExternalSpec;
+use outbox_recorder::protocol::external::spec::ExternalSpec;
 use outbox_recorder::{bench, Failure, RunConfig};
 use outbox_trace::{detail_key, Kind};
 

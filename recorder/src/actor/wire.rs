@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::connection::Connection;
-use crate::external::spec::ExternalSpec;
+use crate::protocol::external::spec::ExternalSpec;
 use crate::fault::plan::FaultPlan;
 use crate::journal::clock::RunClock;
 use crate::protocol::model::{ApiMode, TaskSpec, Timing};

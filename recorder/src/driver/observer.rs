@@ -10,8 +10,8 @@ use outbox_trace::{About, Step};
 
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::backend::control::Control;
-use crate::external::receiver;
-use crate::external::spec::ExternalSpec;
+use crate::protocol::external::receiver;
+use crate::protocol::external::spec::ExternalSpec;
 use crate::journal::author::Author;
 use crate::protocol::ports::BackendError;
 

@@ -25,7 +25,7 @@ use crate::backend::control::{Backend, Progress};
 use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
-use crate::external::spec::ExternalSpec;
+use crate::protocol::external::spec::ExternalSpec;
 use crate::fault::plan::Fault;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;

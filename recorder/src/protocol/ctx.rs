@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Intent, Timing};
 use super::variant::Protocol;
-use crate::external::spec::ExternalSpec;
+use crate::protocol::external::spec::ExternalSpec;
 use crate::fault::dice::Dice;
 use crate::fault::plan::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::clock::RunClock;

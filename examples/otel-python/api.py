@@ -1,17 +1,23 @@
 """The API: ``POST /tasks`` commits the task and its outbox row in one SQLite transaction.
 
+Body: ``{"task_id": "...", "aggregate_id": "...", "amount": N}``. Answers 201 with the event id for
+a new task, 200 with the first event id for a task id it already has (nothing changes), 400 for a
+body it cannot read. Serves on 127.0.0.1:``PORT``.
+
 The request's span carries ``outbox.task_id`` and ``outbox.event_id``; after the commit it gets two
 span events, ``task_accepted`` and ``intent_recorded``, both with the commit's ``outbox.store_rev``
-(equal numbers: one atomic transaction). A repeated ``task_id`` answers with the first event id and
-records nothing new. Prints ``listening PORT`` once it serves.
+(equal numbers: one atomic transaction). The span ends, and is exported, before the answer is sent.
 """
 
 import json
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from common import begin, bump_rev, outbox, role_arguments, stop_on_sigterm, store, tracer
+from opentelemetry.trace import SpanKind
+
+from common import (begin, bump_rev, fail, number, outbox, setting, stop_on_sigterm, store,
+                    tracer)
 
 
 def create(db, task_id, amount, aggregate_id):
@@ -44,22 +50,33 @@ def create(db, task_id, amount, aggregate_id):
         raise
 
 
-def main():
-    args = role_arguments(__doc__).parse_args()
-    provider, tracer_ = tracer("api", args.incarnation, args.spans, args.run_id, args.scenario)
-    db = store(args.db)
+def read_task(handler):
+    """``(task_id, amount, aggregate_id)`` from the request body, or ``None`` if it is not one."""
+    try:
+        body = json.loads(handler.rfile.read(int(handler.headers.get("Content-Length", 0))))
+        task_id, amount = str(body["task_id"]), int(body["amount"])
+        aggregate_id = str(body.get("aggregate_id") or task_id)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return (task_id, amount, aggregate_id) if task_id else None
+
+
+def serve(port, tracer_, db):
+    """The HTTP server (not started yet)."""
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (the stdlib's name)
             if self.path != "/tasks":
-                self.send_error(404)
+                self.answer(404, {"error": "no such path"})
                 return
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            task_id, amount = str(body["task_id"]), int(body["amount"])
-            aggregate_id = str(body.get("aggregate_id", task_id))
+            task = read_task(self)
+            if task is None:
+                self.answer(400, {"error": "expected {task_id, amount, aggregate_id}"})
+                return
+            task_id, amount, aggregate_id = task
             with tracer_.start_as_current_span(
-                "POST /tasks", attributes={"outbox.task_id": task_id}
+                "POST /tasks", kind=SpanKind.SERVER, attributes={"outbox.task_id": task_id}
             ) as span:
                 with lock:
                     event_id, rev, aggregate_seq = create(db, task_id, amount, aggregate_id)
@@ -68,28 +85,41 @@ def main():
                     span.add_event("task_accepted", outbox("task_accepted", store_rev=rev))
                     span.add_event(
                         "intent_recorded",
-                        outbox(
-                            "intent_recorded",
-                            store_rev=rev,
-                            aggregate_id=aggregate_id,
-                            aggregate_seq=aggregate_seq,
-                        ),
+                        outbox("intent_recorded", store_rev=rev, aggregate_id=aggregate_id,
+                               aggregate_seq=aggregate_seq),
                     )
-            answer = json.dumps({"task_id": task_id, "event_id": event_id}).encode()
-            self.send_response(201 if rev is not None else 200)
+            self.answer(201 if rev is not None else 200, {"task_id": task_id, "event_id": event_id})
+
+        def answer(self, status, body):
+            data = json.dumps(body).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
+            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(answer)
+            self.wfile.write(data)
 
         def log_message(self, *_):
             pass
 
+    try:
+        return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    except OSError as error:
+        fail(f"cannot serve on 127.0.0.1:{port}: {error}")
+
+
+def main():
+    setting("PORT")
+    port = number("PORT", 0)
+    if not 0 < port < 65536:
+        fail("PORT must be a TCP port (1-65535)")
+    provider, tracer_ = tracer()
+    db = store()
+    server = serve(port, tracer_, db)
+    server.daemon_threads = True
     stop = stop_on_sigterm()
-    server = HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(f"listening {server.server_address[1]}", flush=True)
-    while not stop.wait(0.2):
+    print(f"listening on 127.0.0.1:{port}", flush=True)
+    while not stop.wait(0.5):
         pass
     server.shutdown()
     provider.shutdown()

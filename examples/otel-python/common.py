@@ -1,69 +1,88 @@
-"""What the API, the relay and the worker share: tracing set-up, the SQLite store and the Redis broker.
+"""What the API, the relay, the worker and the small commands share: configuration from the
+environment, tracing, the SQLite store and the Redis broker.
+
+Configuration (environment only; a bad value exits 2 with one line, a missing package exits 3):
+
+- ``INV_DB``: the SQLite file. ``REDIS_URL``: the broker, ``redis://HOST:PORT/DB``.
+- ``OTEL_EXPORTER_OTLP_ENDPOINT`` (required by the three services), ``OTEL_EXPORTER_OTLP_PROTOCOL``
+  (``http/protobuf``, the default, or ``grpc``), ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
+  ``OTEL_TRACES_SAMPLER``: read by the OpenTelemetry SDK itself, as for any service.
+- ``BUG``: empty, ``no-dedup`` or ``dedup-outside-tx`` (see worker.py).
 
 The store is one SQLite file (WAL, three processes write it). Every transaction the trace reports
 bumps ``store_rev.n`` inside itself, so rows committed together carry the same ``outbox.store_rev``.
 
-The broker is a Redis list. A publish is one Lua script: it numbers the copy (``broker_seq``),
-pushes it to the queue ``queue`` and to the append-only ``log`` (what was ever published). The
-worker moves a copy from ``queue`` to ``processing`` and counts its deliveries in one script; its
-ACK removes the copy from ``processing``. A new worker life first puts back what its dead
-predecessor left in ``processing``, so a crash between commit and ACK is a real redelivery.
+The broker is a Redis Stream read by one consumer group. A publish is one script: it numbers the
+copy (``broker_seq``, an INCR) and appends it to the stream, so the stream is also the log of
+everything ever published. A worker reads new entries with XREADGROUP; an entry another consumer
+has held for longer than the ACK wait is taken over with XAUTOCLAIM (a redelivery: Redis bumps its
+delivery count), and a new worker life first claims what its previous life left unACKed.
 """
 
 import json
+import os
+import signal
 import sqlite3
 import sys
+import threading
+
+PROGRAM = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "otel-python"
+
+
+def fail(message, code=2):
+    """One line on stderr, then exit (2: bad configuration)."""
+    print(f"{PROGRAM}: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
 
 try:
     import redis
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ALWAYS_ON
-except ImportError as missing:  # one line, its own exit code
-    print(
-        f"otel-python: missing Python package ({missing}): run scripts/deps.sh or "
-        "pip install opentelemetry-sdk opentelemetry-exporter-otlp-json-file redis",
-        file=sys.stderr,
+except ImportError as missing:
+    fail(
+        f"missing Python package ({missing}): pip install opentelemetry-sdk "
+        "opentelemetry-exporter-otlp-proto-http redis",
+        3,
     )
-    sys.exit(3)
 
-#: Who produced the trace (the `backend` column).
-BACKEND = "python-sqlite-redis"
+#: The stream, its consumer group, and the counter that numbers the copies.
+STREAM, GROUP, SEQ = "orders", "workers", "broker_seq"
 
-#: Exit code of a process that could not start (missing package: 3, see above).
-EXIT_SETUP = 2
+#: Redis errors after which a process waits and tries again (a restarting or loading server).
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+              redis.exceptions.BusyLoadingError)
 
-QUEUE, PROCESSING, LOG, SEQ, DELIVERIES = "queue", "processing", "log", "broker_seq", "deliveries"
-
-# Publish one copy: number it, queue it, keep it in the log. The reply is the publish ACK.
+# Publish one copy: number it and append it. The reply is the publish ACK.
 PUBLISH = """
-local n = redis.call('INCR', KEYS[3])
-local item = n .. '|' .. ARGV[1]
-redis.call('RPUSH', KEYS[1], item)
-redis.call('RPUSH', KEYS[2], item)
+local n = redis.call('INCR', KEYS[2])
+redis.call('XADD', KEYS[1], '*', 'seq', n, 'body', ARGV[1])
 return n
 """
 
-# Take the next copy and count this delivery of it.
+# Take one entry for consumer ARGV[1]: an entry ARGV[3] names (claimed back by a new life), else
+# one another consumer has held for ARGV[2] ms or more, else the next new one.
+# Replies {entry id, seq, body, delivery count}, or false.
 FETCH = """
-local item = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
-if not item then return false end
-local seq = string.match(item, '^(%d+)|')
-return {item, redis.call('HINCRBY', KEYS[3], seq, 1)}
-"""
-
-# A new worker life: put back, in order, what the previous life took and never ACKed.
-RECOVER = """
-local moved = 0
-while true do
-  local item = redis.call('RPOP', KEYS[1])
-  if not item then return moved end
-  redis.call('LPUSH', KEYS[2], item)
-  moved = moved + 1
+local function reply(entry)
+  local fields = {}
+  for i = 1, #entry[2], 2 do fields[entry[2][i]] = entry[2][i + 1] end
+  local pending = redis.call('XPENDING', KEYS[1], KEYS[2], entry[1], entry[1], 1)
+  local count = 1
+  if pending[1] then count = pending[1][4] end
+  return {entry[1], fields['seq'], fields['body'], count}
 end
+if ARGV[3] ~= '' then
+  local claimed = redis.call('XCLAIM', KEYS[1], KEYS[2], ARGV[1], 0, ARGV[3])
+  if claimed[1] then return reply(claimed[1]) end
+  return false
+end
+local stale = redis.call('XAUTOCLAIM', KEYS[1], KEYS[2], ARGV[1], ARGV[2], '0-0', 'COUNT', 1)
+if stale[2][1] then return reply(stale[2][1]) end
+local new = redis.call('XREADGROUP', 'GROUP', KEYS[2], ARGV[1], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+if new and new[1] and new[1][2][1] then return reply(new[1][2][1]) end
+return false
 """
 
 SCHEMA = """
@@ -81,28 +100,63 @@ CREATE TABLE IF NOT EXISTS counter (value INTEGER NOT NULL);
 INSERT INTO counter SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM counter);
 """
 
+BUGS = ("no-dedup", "dedup-outside-tx")
 
-def tracer(actor, incarnation, spans_path, run_id, scenario):
-    """A tracer whose every span is written to ``spans_path`` as OTLP JSON Lines when it ends.
 
-    The resource names the actor (``service.name``) and its life (``outbox.incarnation``); the
-    run, scenario and backend ride on the resource too, so no span has to repeat them.
-    ``ALWAYS_ON``: a sampled-out commit would look like a missing one. ``SimpleSpanProcessor``
-    exports each span as it ends, so a process killed with SIGKILL has lost nothing it finished.
+def setting(name, default=None):
+    """The environment variable ``name``; without a default it must be set and not empty."""
+    value = os.environ.get(name, "")
+    if value:
+        return value
+    if default is None:
+        fail(f"{name} is not set")
+    return default
+
+
+def number(name, default):
+    """A whole number of at least 0 from the environment."""
+    text = setting(name, str(default))
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        fail(f"{name} must be a whole number of at least 0, not {text!r}")
+    return value
+
+
+def bug():
+    """The bug this process is asked to have (``BUG``), or ``None``."""
+    value = os.environ.get("BUG", "")
+    if value and value not in BUGS:
+        fail(f"BUG must be one of {', '.join(BUGS)} (or empty), not {value!r}")
+    return value or None
+
+
+def tracer():
+    """A tracer exporting every span over OTLP when it ends, configured from the environment.
+
+    The SDK reads the endpoint, the service name and the resource attributes (``outbox.actor``,
+    ``outbox.incarnation``, ``outbox.run_id``, ``outbox.scenario``) from the standard variables.
+    ``SimpleSpanProcessor`` exports synchronously: ``span.end()`` returns once the receiver has
+    answered, so a process killed after a step has exported that step's span.
     """
-    resource = Resource.create(
-        {
-            "service.name": actor,
-            "service.instance.id": f"{actor}-{incarnation}",
-            "outbox.incarnation": incarnation,
-            "outbox.run_id": run_id,
-            "outbox.scenario": scenario,
-            "outbox.backend": BACKEND,
-        }
-    )
-    provider = TracerProvider(resource=resource, sampler=ALWAYS_ON)
-    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(spans_path)))
-    return provider, provider.get_tracer("outbox-example")
+    setting("OTEL_EXPORTER_OTLP_ENDPOINT")
+    protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    if protocol == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    elif protocol == "grpc":
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        except ImportError as missing:
+            fail(f"missing Python package ({missing}): pip install "
+                 "opentelemetry-exporter-otlp-proto-grpc", 3)
+    else:
+        fail(f"OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or grpc, not {protocol!r}")
+    provider = TracerProvider(resource=Resource.create())
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+    return provider, provider.get_tracer("inventory")
 
 
 def outbox(kind, **fields):
@@ -121,19 +175,23 @@ def outbox(kind, **fields):
 
 
 def event_span(tracer_, name, kind, **fields):
-    """Emits one span that is one event (its end time is the event's time)."""
+    """Emits one span that is one event: it ends (and is exported) now."""
     with tracer_.start_as_current_span(name, attributes=outbox(kind, **fields)):
         pass
 
 
-def store(path):
-    """A connection to the SQLite store; transactions are begun explicitly with ``begin``.
+def store():
+    """A connection to the SQLite store (``INV_DB``); transactions begin explicitly with ``begin``.
 
     Usable from any thread, one at a time (the API serialises its requests with a lock).
     """
-    db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
+    path = setting("INV_DB")
+    try:
+        db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+    except sqlite3.Error as error:
+        fail(f"cannot open the SQLite store {path}: {error}")
     return db
 
 
@@ -148,30 +206,19 @@ def bump_rev(db):
     return db.execute("SELECT n FROM store_rev").fetchone()[0]
 
 
-def broker(port):
-    """A Redis client on the loopback port."""
-    return redis.Redis(host="127.0.0.1", port=port, decode_responses=True)
-
-
-def role_arguments(description):
-    """The arguments every role takes from the supervisor."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--db", required=True, help="the SQLite file")
-    parser.add_argument("--redis-port", type=int, required=True)
-    parser.add_argument("--spans", required=True, help="OTLP JSON Lines file this life writes")
-    parser.add_argument("--incarnation", type=int, default=0)
-    parser.add_argument("--run-id", required=True)
-    parser.add_argument("--scenario", default="crash-before-ack")
-    return parser
+def broker():
+    """A Redis client on ``REDIS_URL`` (it reconnects by itself after a server restart)."""
+    url = setting("REDIS_URL")
+    try:
+        return redis.Redis.from_url(url, decode_responses=True, socket_timeout=10,
+                                    socket_connect_timeout=2)
+    except ValueError as error:
+        fail(f"REDIS_URL is not a Redis URL ({url}): {error}")
 
 
 def stop_on_sigterm():
-    """Returns a flag that turns true on SIGTERM, so a loop can end and the process exit 0."""
-    import signal
-    import threading
-
+    """Returns a flag that turns true on SIGTERM or SIGINT, so a loop can end and exit 0."""
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     return stop

@@ -1,37 +1,68 @@
-"""The relay: publishes pending outbox rows to Redis in commit order, then marks them published.
+"""The relay: publishes pending outbox rows to the Redis Stream in commit order, then marks them.
 
 The publish span follows the OpenTelemetry messaging conventions (``messaging.operation.type``
-``send``, ``messaging.message.id``) and has no ``outbox.kind``: the analyzer reads its start as
-``publish_attempt`` and its end as ``publish_acked`` (``publish_unacked`` if its status is ERROR).
-The mark is a span of its own with ``outbox.kind = outbox_marked`` and the commit's ``store_rev``.
+``send``, ``messaging.message.id``) and has no ``outbox.kind``: its start reads as
+``publish_attempt`` and its end as ``publish_acked``, or ``publish_unacked`` when its status is
+ERROR (Redis did not answer: the copy may or may not be in the stream). The span ends right after
+the publish ACK, before the mark. The mark is a span of its own, ``outbox.kind = outbox_marked``
+with the commit's ``store_rev``, ending right after that commit.
+
+When Redis is down the relay waits and starts again from the oldest pending row, so the rows of
+an aggregate go out in their order.
 """
 
 import json
 
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from common import (
-    LOG,
-    PUBLISH,
-    QUEUE,
-    SEQ,
-    begin,
-    broker,
-    bump_rev,
-    event_span,
-    role_arguments,
-    stop_on_sigterm,
-    store,
-    tracer,
-)
+from common import (PUBLISH, REDIS_DOWN, SEQ, STREAM, begin, broker, bump_rev, event_span,
+                    stop_on_sigterm, store, tracer)
+
+
+def publish(tracer_, script, row, attempt):
+    """Publishes one copy of ``row``; returns its ``broker_seq``, or ``None`` without an ACK."""
+    event_id, task_id, aggregate_id, aggregate_seq, amount = row
+    message = json.dumps({"event_id": event_id, "task_id": task_id, "amount": amount})
+    with tracer_.start_as_current_span(
+        "orders publish",
+        kind=SpanKind.PRODUCER,
+        attributes={
+            "messaging.system": "redis",
+            "messaging.destination.name": STREAM,
+            "messaging.operation.type": "send",
+            "messaging.message.id": event_id,
+            "outbox.attempt": attempt,
+            "outbox.task_id": task_id,
+            "outbox.aggregate_id": aggregate_id,
+            "outbox.aggregate_seq": aggregate_seq,
+        },
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            broker_seq = script(keys=[STREAM, SEQ], args=[message])
+        except REDIS_DOWN as error:
+            span.set_status(Status(StatusCode.ERROR, f"no publish ACK: {error}"))
+            return None
+        span.set_attribute("outbox.broker_seq", broker_seq)
+        return broker_seq
+
+
+def mark(tracer_, db, event_id):
+    """Marks the row published in its own transaction and reports it."""
+    begin(db)
+    db.execute("UPDATE outbox SET published = 1 WHERE event_id = ?", (event_id,))
+    rev = bump_rev(db)
+    db.execute("COMMIT")
+    event_span(tracer_, "outbox mark", "outbox_marked", event_id=event_id, store_rev=rev)
 
 
 def main():
-    args = role_arguments(__doc__).parse_args()
-    provider, tracer_ = tracer("relay", args.incarnation, args.spans, args.run_id, args.scenario)
-    db = store(args.db)
-    publish = broker(args.redis_port).register_script(PUBLISH)
+    provider, tracer_ = tracer()
+    db = store()
+    script = broker().register_script(PUBLISH)
     stop = stop_on_sigterm()
+    attempts = {}
     while not stop.is_set():
         pending = db.execute(
             "SELECT event_id, task_id, aggregate_id, aggregate_seq, amount FROM outbox"
@@ -40,32 +71,15 @@ def main():
         if not pending:
             stop.wait(0.02)
             continue
-        for event_id, task_id, aggregate_id, aggregate_seq, amount in pending:
-            message = json.dumps({"event_id": event_id, "task_id": task_id, "amount": amount})
-            with tracer_.start_as_current_span(
-                "outbox publish",
-                kind=SpanKind.PRODUCER,
-                attributes={
-                    "messaging.system": "redis",
-                    "messaging.operation.type": "send",
-                    "messaging.message.id": event_id,
-                    "outbox.attempt": 1,
-                    "outbox.task_id": task_id,
-                    "outbox.aggregate_id": aggregate_id,
-                    "outbox.aggregate_seq": aggregate_seq,
-                },
-            ) as span:
-                try:
-                    broker_seq = publish(keys=[QUEUE, LOG, SEQ], args=[message])
-                except Exception as error:  # no ACK: the copy may or may not be queued
-                    span.set_status(Status(StatusCode.ERROR, str(error)))
-                    raise
-                span.set_attribute("outbox.broker_seq", broker_seq)
-            begin(db)
-            db.execute("UPDATE outbox SET published = 1 WHERE event_id = ?", (event_id,))
-            rev = bump_rev(db)
-            db.execute("COMMIT")
-            event_span(tracer_, "outbox mark", "outbox_marked", event_id=event_id, store_rev=rev)
+        for row in pending:
+            if stop.is_set():
+                break
+            event_id = row[0]
+            attempts[event_id] = attempts.get(event_id, 0) + 1
+            if publish(tracer_, script, row, attempts[event_id]) is None:
+                stop.wait(0.2)
+                break
+            mark(tracer_, db, event_id)
     provider.shutdown()
 
 

@@ -1,58 +1,54 @@
-"""The worker: takes a copy from Redis, commits its effect in SQLite, then ACKs it.
+"""The worker: takes an order from the Redis Stream, does its work, commits the effect in SQLite,
+then ACKs it.
 
 One transaction holds the dedup key (``processed``), the result, the completed task and the
-counter. A copy whose key is already there is suppressed (no effect) and ACKed. Spans:
+counter; it checks the key first, and a copy whose key is already there is suppressed (no effect)
+and ACKed. Spans, each ending right after its step:
 
-- ``outbox receive`` (``messaging.operation.type = receive``, ``outbox.attempt`` = the delivery
-  count): ``delivered``, or ``redelivered`` when the count is above 1;
+- ``orders receive`` (``messaging.operation.type = receive``, ``outbox.attempt`` = the delivery
+  count Redis keeps): read as ``delivered``, or ``redelivered`` when the count is above 1;
 - ``outbox commit``: ``effect_committed`` with ``store_rev``, ``amount`` and ``counter``, or
   ``duplicate_suppressed``;
-- ``outbox ack`` (``messaging.operation.type = settle``): ``acked``.
+- ``orders ack`` (``messaging.operation.type = settle``): read as ``acked``.
 
-``--crash-after N``: after the N-th commit, before its ACK, print ``crash-point`` and wait for the
-supervisor's SIGKILL. ``--bug``: no dedup check, so a redelivered copy is applied again.
+The work between receive and commit takes ``WORK_MS`` milliseconds (default 100). An entry another
+worker has held unACKed for ``ACK_WAIT_MS`` (default 1000) is taken over and delivered again here;
+a new life first takes back what its previous life left unACKed.
+
+``BUG=no-dedup``: no dedup check, so a redelivered copy is applied again.
+``BUG=dedup-outside-tx``: the key is checked before the work, outside the commit's transaction, and
+inserted by the commit without a second look: two workers holding the same copy at once (one of
+them paused past the ACK wait) both find no key and both commit an effect.
 """
 
 import json
-import sys
 import time
 
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from common import (
-    DELIVERIES,
-    FETCH,
-    PROCESSING,
-    QUEUE,
-    RECOVER,
-    begin,
-    broker,
-    bump_rev,
-    event_span,
-    role_arguments,
-    stop_on_sigterm,
-    store,
-    tracer,
-)
-
-#: The crash point's name, in the supervisor's ``crash`` span.
-CRASH_POINT = "after-commit-before-ack"
+from common import (FETCH, GROUP, REDIS_DOWN, STREAM, begin, broker, bug, bump_rev, event_span,
+                    number, setting, stop_on_sigterm, store, tracer)
 
 
-def commit(db, event_id, task_id, amount, bug):
-    """The effect's transaction; returns ``(store_rev, counter)``, or ``None`` for a duplicate."""
+def seen(db, event_id):
+    """Whether the dedup key of ``event_id`` is committed."""
+    return db.execute("SELECT 1 FROM processed WHERE event_id = ?", (event_id,)).fetchone() is not None
+
+
+def commit(db, message, check):
+    """The effect's transaction; returns ``(store_rev, counter)``, or ``None`` for a duplicate.
+
+    ``check``: look for the dedup key inside the transaction first (the correct worker).
+    """
+    event_id, task_id, amount = message["event_id"], message["task_id"], message["amount"]
     begin(db)
     try:
-        if not bug and db.execute(
-            "SELECT 1 FROM processed WHERE event_id = ?", (event_id,)
-        ).fetchone():
+        if check and seen(db, event_id):
             db.execute("ROLLBACK")
             return None
         db.execute("INSERT OR IGNORE INTO processed (event_id) VALUES (?)", (event_id,))
-        db.execute(
-            "INSERT INTO results (event_id, task_id, amount) VALUES (?, ?, ?)",
-            (event_id, task_id, amount),
-        )
+        db.execute("INSERT INTO results (event_id, task_id, amount) VALUES (?, ?, ?)",
+                   (event_id, task_id, amount))
         db.execute("UPDATE tasks SET done = 1 WHERE task_id = ?", (task_id,))
         db.execute("UPDATE counter SET value = value + ?", (amount,))
         (counter,) = db.execute("SELECT value FROM counter").fetchone()
@@ -64,66 +60,102 @@ def commit(db, event_id, task_id, amount, bug):
         raise
 
 
-def main():
-    parser = role_arguments(__doc__)
-    parser.add_argument("--crash-after", type=int, default=0)
-    parser.add_argument("--bug", action="store_true")
-    args = parser.parse_args()
-    provider, tracer_ = tracer("worker", args.incarnation, args.spans, args.run_id, args.scenario)
-    db = store(args.db)
-    client = broker(args.redis_port)
-    fetch = client.register_script(FETCH)
-    client.register_script(RECOVER)(keys=[PROCESSING, QUEUE])
-    stop = stop_on_sigterm()
-    commits = 0
-    while not stop.is_set():
-        got = fetch(keys=[QUEUE, PROCESSING, DELIVERIES])
-        if not got:
-            stop.wait(0.02)
-            continue
-        item, deliveries = got
-        broker_seq, message = item.split("|", 1)
-        message = json.loads(message)
-        with tracer_.start_as_current_span(
-            "outbox receive",
+class Worker:
+    """One worker life: its store, its broker client, its consumer name and its tracer."""
+
+    def __init__(self):
+        self.bug = bug()
+        self.work_s = number("WORK_MS", 100) / 1000
+        self.ack_wait_ms = number("ACK_WAIT_MS", 1000)
+        self.provider, self.tracer = tracer()
+        self.consumer = setting("OTEL_SERVICE_NAME", "worker")
+        self.db = store()
+        self.client = broker()
+        self.fetch = self.client.register_script(FETCH)
+        self.stop = stop_on_sigterm()
+
+    def leftovers(self):
+        """The entries this consumer's previous life took and never ACKed."""
+        while not self.stop.is_set():
+            try:
+                pending = self.client.xpending_range(STREAM, GROUP, "-", "+", 10_000,
+                                                     consumername=self.consumer)
+                return [entry["message_id"] for entry in pending]
+            except REDIS_DOWN:
+                self.stop.wait(0.2)
+        return []
+
+    def run(self):
+        """Takes and handles entries until SIGTERM."""
+        leftovers = self.leftovers()
+        while not self.stop.is_set():
+            claim = leftovers.pop(0) if leftovers else ""
+            try:
+                got = self.fetch(keys=[STREAM, GROUP], args=[self.consumer, self.ack_wait_ms, claim])
+            except REDIS_DOWN:
+                if claim:
+                    leftovers.insert(0, claim)
+                self.stop.wait(0.2)
+                continue
+            if got:
+                self.handle(*got)
+            elif not claim:
+                self.stop.wait(0.02)
+        self.provider.shutdown()
+
+    def handle(self, entry_id, broker_seq, body, deliveries):
+        """Receive, work, commit (or suppress), ACK: one delivery of one copy."""
+        message = json.loads(body)
+        event_id, broker_seq = message["event_id"], int(broker_seq)
+        with self.tracer.start_as_current_span(
+            "orders receive",
             kind=SpanKind.CONSUMER,
             attributes={
                 "messaging.system": "redis",
+                "messaging.destination.name": STREAM,
                 "messaging.operation.type": "receive",
-                "messaging.message.id": message["event_id"],
+                "messaging.message.id": event_id,
                 "outbox.task_id": message["task_id"],
-                "outbox.attempt": deliveries,
-                "outbox.broker_seq": int(broker_seq),
+                "outbox.attempt": int(deliveries),
+                "outbox.broker_seq": broker_seq,
             },
         ):
             pass
-        event_id, task_id, amount = message["event_id"], message["task_id"], message["amount"]
-        done = commit(db, event_id, task_id, amount, args.bug)
+        if self.bug == "dedup-outside-tx" and seen(self.db, event_id):
+            done = None
+        else:
+            time.sleep(self.work_s)
+            done = commit(self.db, message, check=self.bug is None)
         if done is None:
-            event_span(tracer_, "outbox commit", "duplicate_suppressed", event_id=event_id,
-                       task_id=task_id)
+            event_span(self.tracer, "outbox commit", "duplicate_suppressed", event_id=event_id,
+                       task_id=message["task_id"])
         else:
             rev, counter = done
-            event_span(tracer_, "outbox commit", "effect_committed", event_id=event_id,
-                       task_id=task_id, amount=amount, counter=counter, store_rev=rev)
-            commits += 1
-            if commits == args.crash_after:
-                print(f"crash-point {CRASH_POINT} {event_id}", flush=True)
-                while True:  # the supervisor kills this process now
-                    time.sleep(1)
-        with tracer_.start_as_current_span(
-            "outbox ack",
+            event_span(self.tracer, "outbox commit", "effect_committed", event_id=event_id,
+                       task_id=message["task_id"], amount=message["amount"], counter=counter,
+                       store_rev=rev)
+        self.ack(entry_id, event_id, broker_seq)
+
+    def ack(self, entry_id, event_id, broker_seq):
+        """XACK; without an answer the span is an ERROR (no ACK) and the entry will come back."""
+        with self.tracer.start_as_current_span(
+            "orders ack",
             attributes={
                 "messaging.system": "redis",
+                "messaging.destination.name": STREAM,
                 "messaging.operation.type": "settle",
+                "messaging.operation.name": "ack",
                 "messaging.message.id": event_id,
-                "outbox.broker_seq": int(broker_seq),
+                "outbox.broker_seq": broker_seq,
             },
-        ):
-            client.lrem(PROCESSING, 1, item)
-    provider.shutdown()
-    sys.exit(0)
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                self.client.xack(STREAM, GROUP, entry_id)
+            except REDIS_DOWN as error:
+                span.set_status(Status(StatusCode.ERROR, f"no ACK: {error}"))
 
 
 if __name__ == "__main__":
-    main()
+    Worker().run()

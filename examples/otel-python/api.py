@@ -10,13 +10,14 @@ span events, ``task_accepted`` and ``intent_recorded``, both with the commit's `
 """
 
 import json
+import sqlite3
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from common import (begin, bump_rev, fail, number, outbox, setting, stop_on_sigterm, store,
+from common import (begin, bump_rev, fail, outbox, setting, stop_on_sigterm, store,
                     tracer)
 
 
@@ -46,7 +47,8 @@ def create(db, task_id, amount, aggregate_id):
         db.execute("COMMIT")
         return event_id, rev, aggregate_seq
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
 
 
@@ -76,10 +78,16 @@ def serve(port, tracer_, db):
                 return
             task_id, amount, aggregate_id = task
             with tracer_.start_as_current_span(
-                "POST /tasks", kind=SpanKind.SERVER, attributes={"outbox.task_id": task_id}
+                "POST /tasks", kind=SpanKind.SERVER, attributes={"outbox.task_id": task_id},
+                record_exception=False, set_status_on_exception=False,
             ) as span:
-                with lock:
-                    event_id, rev, aggregate_seq = create(db, task_id, amount, aggregate_id)
+                try:
+                    with lock:
+                        event_id, rev, aggregate_seq = create(db, task_id, amount, aggregate_id)
+                except sqlite3.Error as error:  # nothing committed: the client may send it again
+                    span.set_status(Status(StatusCode.ERROR, f"store: {error}"))
+                    self.answer(503, {"error": f"store: {error}"})
+                    return
                 span.set_attribute("outbox.event_id", event_id)
                 if rev is not None:
                     span.add_event("task_accepted", outbox("task_accepted", store_rev=rev))
@@ -108,10 +116,10 @@ def serve(port, tracer_, db):
 
 
 def main():
-    setting("PORT")
-    port = number("PORT", 0)
-    if not 0 < port < 65536:
-        fail("PORT must be a TCP port (1-65535)")
+    port = setting("PORT")
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        fail(f"PORT must be a TCP port (1-65535), not {port!r}")
+    port = int(port)
     provider, tracer_ = tracer()
     db = store()
     server = serve(port, tracer_, db)

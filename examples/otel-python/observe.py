@@ -6,7 +6,7 @@ counter, outbox_pending, outbox_published, stream_messages.
 
 import json
 
-from common import STREAM, broker, store
+from common import REDIS_DOWN, STREAM, broker, fail, store
 
 
 def main():
@@ -26,7 +26,10 @@ def main():
         }
     finally:
         db.close()
-    observed["stream_messages"] = broker().xlen(STREAM)
+    try:
+        observed["stream_messages"] = broker().xlen(STREAM)
+    except REDIS_DOWN as error:
+        fail(f"Redis did not answer: {error}", 1)
     print(json.dumps(observed, sort_keys=True))
 
 

@@ -11,7 +11,7 @@ and ACKed. Spans, each ending right after its step:
   ``duplicate_suppressed``;
 - ``orders ack`` (``messaging.operation.type = settle``): read as ``acked``.
 
-The work between receive and commit takes ``WORK_MS`` milliseconds (default 100). An entry another
+The work between receive and commit takes ``WORK_MS`` milliseconds (default 200). An entry another
 worker has held unACKed for ``ACK_WAIT_MS`` (default 1000) is taken over and delivered again here;
 a new life first takes back what its previous life left unACKed.
 
@@ -56,7 +56,8 @@ def commit(db, message, check):
         db.execute("COMMIT")
         return rev, counter
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
 
 
@@ -65,7 +66,7 @@ class Worker:
 
     def __init__(self):
         self.bug = bug()
-        self.work_s = number("WORK_MS", 100) / 1000
+        self.work_s = number("WORK_MS", 200) / 1000
         self.ack_wait_ms = number("ACK_WAIT_MS", 1000)
         self.provider, self.tracer = tracer()
         self.consumer = setting("OTEL_SERVICE_NAME", "worker")

@@ -61,8 +61,9 @@ redis.call('XADD', KEYS[1], '*', 'seq', n, 'body', ARGV[1])
 return n
 """
 
-# Take one entry for consumer ARGV[1]: an entry ARGV[3] names (claimed back by a new life), else
-# one another consumer has held for ARGV[2] ms or more, else the next new one.
+# Take one entry for consumer ARGV[1]: the entry ARGV[3] names if this consumer still holds it (a
+# new life claiming back what its previous life left; another consumer may have taken it over
+# meanwhile), else one another consumer has held for ARGV[2] ms or more, else the next new one.
 # Replies {entry id, seq, body, delivery count}, or false.
 FETCH = """
 local function reply(entry)
@@ -74,8 +75,11 @@ local function reply(entry)
   return {entry[1], fields['seq'], fields['body'], count}
 end
 if ARGV[3] ~= '' then
-  local claimed = redis.call('XCLAIM', KEYS[1], KEYS[2], ARGV[1], 0, ARGV[3])
-  if claimed[1] then return reply(claimed[1]) end
+  local held = redis.call('XPENDING', KEYS[1], KEYS[2], ARGV[3], ARGV[3], 1)
+  if held[1] and held[1][2] == ARGV[1] then
+    local claimed = redis.call('XCLAIM', KEYS[1], KEYS[2], ARGV[1], 0, ARGV[3])
+    if claimed[1] then return reply(claimed[1]) end
+  end
   return false
 end
 local stale = redis.call('XAUTOCLAIM', KEYS[1], KEYS[2], ARGV[1], ARGV[2], '0-0', 'COUNT', 1)

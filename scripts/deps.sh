@@ -3,8 +3,9 @@
 #   services the recorder starts: etcd, nats-server, redis-server
 #   build: protoc (for etcd-client)
 #   tests: docker-compose (validates compose.yaml, no engine needed), pyarrow (a second Parquet reader),
-#          opentelemetry-sdk >= 1.45, opentelemetry-exporter-otlp-json-file >= 0.66b1 and redis >= 5
-#          (examples/otel-python, the OpenTelemetry producer the suite runs),
+#          opentelemetry-sdk >= 1.45, opentelemetry-exporter-otlp-json-file >= 0.66b1, the OTLP
+#          exporters over HTTP (protobuf) and gRPC >= 1.45, and redis >= 5 (examples/otel-python
+#          under `recorder run --system`, and the OpenTelemetry producers the suite runs),
 #          chromium and playwright (the HTML report's browser test: Debian's Chromium, driven from
 #          Python; Playwright's own browsers are never downloaded),
 #          duckdb, datafusion and pyspark with a Java runtime (openjdk-17-jre-headless): the engines
@@ -40,9 +41,11 @@ done
 otel_python=(
   'opentelemetry-sdk>=1.45'
   'opentelemetry-exporter-otlp-json-file>=0.66b1'
+  'opentelemetry-exporter-otlp-proto-http>=1.45'
+  'opentelemetry-exporter-otlp-proto-grpc>=1.45'
   'redis>=5'
 )
-if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.json.file, redis' 2>/dev/null; then
+if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.json.file, opentelemetry.exporter.otlp.proto.http.trace_exporter, opentelemetry.exporter.otlp.proto.grpc.trace_exporter, redis' 2>/dev/null; then
   echo "deps: installing ${otel_python[*]}" >&2
   python3 -m pip install -q "${otel_python[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${otel_python[@]}"

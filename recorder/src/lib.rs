@@ -12,6 +12,8 @@
 //!   over them, the services' addresses and the local services;
 //! - [`actor`]: the actor process, which plays one protocol role;
 //! - [`driver`]: one scenario: the actor processes, the chaos, the ground truth, quiet;
+//! - [`system`]: a user's own system under the recorder's faults (`--system FILE`): its file,
+//!   its processes and services, its tasks, the OTLP receiver that takes its spans in;
 //! - [`cli`]: the command line, `recorder run`'s resolved configuration, the exit codes;
 //! - [`run`]: one recording from start to end; [`bench`]: the figures the README quotes.
 //!
@@ -27,7 +29,9 @@ pub mod fault;
 pub mod journal;
 pub mod protocol;
 pub mod run;
+pub mod system;
 
 pub use cli::config::RunConfig;
 pub use cli::exit::Failure;
 pub use run::recording::{run, RunOutcome};
+pub use run::system::run_system;

@@ -2,7 +2,7 @@
 //! [`outbox_recorder::run`].
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
@@ -11,7 +11,8 @@ use outbox_recorder::cli::args::{Cli, Command};
 use outbox_recorder::cli::exit::Exit;
 use outbox_recorder::cli::list::list;
 use outbox_recorder::protocol::external::spec::ExternalSpec;
-use outbox_recorder::{bench, Failure, RunConfig};
+use outbox_recorder::cli::config::RunPlan;
+use outbox_recorder::{bench, Failure};
 use outbox_trace::{detail_key, Kind};
 
 fn main() -> ExitCode {
@@ -49,25 +50,26 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Run(args) => {
-            let config = match RunConfig::resolve(&args) {
-                Ok(c) => c,
+            let plan = match RunPlan::resolve(&args) {
+                Ok(p) => p,
                 Err(e) => return fail("recorder", &Failure::from(e)),
             };
             let runtime = runtime();
             let shutdown = Arc::new(AtomicBool::new(false));
-            runtime.spawn({
-                let shutdown = shutdown.clone();
-                async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        eprintln!(
-                            "recorder: interrupted; stopping actors and keeping what was recorded"
-                        );
-                        shutdown.store(true, Ordering::Relaxed);
-                    }
+            let ended_by = Arc::new(AtomicU8::new(Exit::Interrupted as u8));
+            runtime.spawn(stop_on_signals(shutdown.clone(), ended_by.clone()));
+            let outcome = match &plan {
+                RunPlan::Builtin(config) => {
+                    runtime.block_on(outbox_recorder::run(config, shutdown))
                 }
-            });
-            match runtime.block_on(outbox_recorder::run(&config, shutdown)) {
-                Ok(outcome) if outcome.interrupted => exit(Exit::Interrupted),
+                RunPlan::System(config) => {
+                    runtime.block_on(outbox_recorder::run_system(config, shutdown))
+                }
+            };
+            match outcome {
+                Ok(outcome) if outcome.interrupted => {
+                    ExitCode::from(ended_by.load(Ordering::Relaxed))
+                }
                 Ok(outcome) if !outcome.unrecovered.is_empty() => {
                     eprintln!(
                         "recorder: never became quiet: {} ({}.{} is false)",
@@ -82,6 +84,27 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP end the run the same way: actors and services stopped,
+/// the trace joined, `run_end` written; the exit code says which signal (130, 143, 129).
+async fn stop_on_signals(shutdown: Arc<AtomicBool>, ended_by: Arc<AtomicU8>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    let (code, name) = tokio::select! {
+        _ = int.recv() => (Exit::Interrupted, "interrupted"),
+        _ = term.recv() => (Exit::Terminated, "terminated"),
+        _ = hup.recv() => (Exit::HungUp, "hung up"),
+    };
+    eprintln!("recorder: {name}; stopping actors and keeping what was recorded");
+    ended_by.store(code as u8, Ordering::Relaxed);
+    shutdown.store(true, Ordering::Relaxed);
 }
 
 /// Prints the failure as one line and ends with its exit code.

@@ -15,7 +15,6 @@ mod html_report;
 mod invariants;
 mod mermaid;
 mod mutants;
-mod otel_python;
 mod report;
 mod scale;
 mod sql;

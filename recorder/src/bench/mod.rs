@@ -11,6 +11,8 @@
 //! - `detection`: each broken protocol variant under each chaos seed on both backends: how often
 //!   `analyzer check` catches it, with which invariants, and which windows the seeds hit
 //!   ([`detection`]).
+//! - `system`: the example service of `examples/otel-python` under `recorder run --system
+//!   --chaos`, reference and planted bugs, seed by seed ([`system`]).
 //!
 //! Recordings are child processes (`recorder run`), as a user would start them; results go to
 //! `<out>/results.json` and a Markdown summary to standard output.
@@ -21,6 +23,7 @@ mod detection;
 mod raw;
 mod recording;
 mod runs;
+mod system;
 mod table;
 mod verdict;
 
@@ -106,6 +109,7 @@ async fn measure(
             BenchPart::Memory => bench.memory(args, &endpoints)?,
             BenchPart::Chaos => bench.chaos(args, results.get(part.name()))?,
             BenchPart::Detection => bench.detection(args, results.get(part.name()))?,
+            BenchPart::System => bench.system(args, results.get(part.name()))?,
         };
         println!("{}", markdown(part, &value));
         results.insert(part.name().to_string(), value);
@@ -204,6 +208,14 @@ impl Bench {
         let jobs = campaign::jobs(args.seeds, args.tasks);
         let fresh = runs::run_all(self, "chaos", &jobs, args.jobs)?;
         Ok(campaign::tables(&runs::merge(previous, fresh)))
+    }
+
+    /// The example service's runs under `--system --chaos`, merged with those `previous` holds.
+    fn system(&self, args: &BenchArgs, previous: Option<&Value>) -> anyhow::Result<Value> {
+        std::fs::create_dir_all(self.out.join("system"))?;
+        let jobs = system::jobs(&args.system, args.seeds);
+        let fresh = runs::run_all(self, "system", &jobs, args.jobs)?;
+        Ok(system::tables(&runs::merge(previous, fresh)))
     }
 
     /// The detection runs, merged with the outcomes `previous` holds.

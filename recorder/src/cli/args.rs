@@ -22,7 +22,7 @@ Exit codes:
   2    bad command line
   3    the run finished but a scenario never became quiet ({}.{} is false)
   4    a service is missing or unreachable
-  130  interrupted (Ctrl-C); what was recorded is kept",
+  129, 130, 143  ended by SIGHUP, Ctrl-C (SIGINT) or SIGTERM; what was recorded is kept",
         Kind::RunEnd,
         detail_key!(RunEnd.recovered)
     )
@@ -74,6 +74,9 @@ pub struct BenchArgs {
     /// Where the traces, the log and results.json go.
     #[arg(long, default_value = "bench")]
     pub out: PathBuf,
+    /// The system file of the `system` part.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/otel-python/outbox-system.toml"))]
+    pub system: PathBuf,
     /// Only these parts (default: all), comma-separated.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub parts: Vec<BenchPart>,
@@ -134,16 +137,19 @@ pub enum BenchPart {
     Chaos,
     /// Detection rates of the broken variants under chaos.
     Detection,
+    /// The example service under `--system --chaos`: reference valid, bugs caught.
+    System,
 }
 
 impl BenchPart {
     /// Every part, in the order they run.
-    pub const ALL: [BenchPart; 5] = [
+    pub const ALL: [BenchPart; 6] = [
         BenchPart::Pipeline,
         BenchPart::Overhead,
         BenchPart::Memory,
         BenchPart::Chaos,
         BenchPart::Detection,
+        BenchPart::System,
     ];
 
     /// The part's name, as `--parts` spells it.
@@ -154,6 +160,7 @@ impl BenchPart {
             BenchPart::Memory => "memory",
             BenchPart::Chaos => "chaos",
             BenchPart::Detection => "detection",
+            BenchPart::System => "system",
         }
     }
 }
@@ -178,9 +185,23 @@ pub struct RunArgs {
     /// Store and broker to run against.
     #[arg(long, value_enum, default_value = "etcd-jetstream")]
     pub backend: BackendKind,
-    /// Scenario to run (repeatable), or `all` (the default; `load` with --tasks).
-    #[arg(long, value_parser = parse_scenario_arg)]
-    pub scenario: Vec<ScenarioArg>,
+    /// Scenario to run (repeatable), or `all` (the default; `load` with --tasks). With --system:
+    /// a `[[scenarios]]` name of the file, or `all`.
+    #[arg(long)]
+    pub scenario: Vec<String>,
+    /// Run your own system as FILE describes (a TOML system file: services, roles, tasks, quiet,
+    /// observe; see "Test your own service" in the README), taking its OpenTelemetry spans in over
+    /// OTLP and injecting the faults.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["backend", "protocol", "etcd", "nats", "nats_creds", "redis", "db", "cluster", "replicas", "workers", "rate", "no_trace"])]
+    pub system: Option<PathBuf>,
+    /// With --system: a fault (repeatable): `kill ROLE after KIND [N]`, `kill ROLE at DURATION`,
+    /// `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`.
+    #[arg(long = "fault", value_name = "SPEC", requires = "system")]
+    pub faults: Vec<String>,
+    /// With --system: KEY=VALUE added to every process's environment (repeatable), over the
+    /// file's [env].
+    #[arg(long = "env", value_name = "KEY=VALUE", requires = "system", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
     /// Run the `load` scenario with this many tasks.
     #[arg(long)]
     pub tasks: Option<usize>,
@@ -266,7 +287,20 @@ pub enum ScenarioArg {
     One(ScenarioName),
 }
 
-fn parse_scenario_arg(s: &str) -> Result<ScenarioArg, String> {
+/// `KEY=VALUE`, the key a plain environment variable name.
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v))
+            if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!("`{s}` is not KEY=VALUE")),
+    }
+}
+
+/// A built-in scenario's name, or `all`.
+pub fn parse_scenario_arg(s: &str) -> Result<ScenarioArg, String> {
     if s == "all" {
         return Ok(ScenarioArg::All);
     }
@@ -279,27 +313,7 @@ fn parse_scenario_arg(s: &str) -> Result<ScenarioArg, String> {
     })
 }
 
-/// Parses `2s`, `1500ms`, `1m` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (try 2s or 500ms)"))?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s or m)")),
-    };
-    if !(secs.is_finite() && secs > 0.0 && secs < 86_400.0) {
-        return Err(format!("`{s}` is out of range"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+pub use crate::fault::duration::parse_duration;
 
 #[cfg(test)]
 mod tests {

@@ -4,12 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::{RunArgs, ScenarioArg};
+use super::args::{parse_scenario_arg, RunArgs, ScenarioArg};
 use crate::backend::connection::BackendKind;
 use crate::backend::endpoints::{BadEndpoint, Endpoint};
 use crate::driver::scenario::{LoadSpec, ScenarioName};
 use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
+use crate::system::config::SystemConfig;
+use crate::system::faults::FaultSpec;
+use crate::system::file::{System, SystemFileError};
 
 /// A command line that parses but does not make sense.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +34,91 @@ pub enum ConfigError {
     /// Two outputs that would overwrite each other.
     #[error("{0}")]
     Output(&'static str),
+    /// A scenario name that does not exist.
+    #[error("{0}")]
+    Scenario(String),
+    /// A system file that cannot be used.
+    #[error(transparent)]
+    System(#[from] SystemFileError),
+    /// A malformed `--fault`.
+    #[error("{0}")]
+    Fault(String),
+}
+
+/// What `recorder run` will do: the recorder's own protocol, or a user's system.
+#[derive(Debug, Clone)]
+pub enum RunPlan {
+    /// The built-in protocol on one of the backends.
+    Builtin(Box<RunConfig>),
+    /// A user's own system (`--system FILE`).
+    System(Box<SystemConfig>),
+}
+
+impl RunPlan {
+    /// Resolves `recorder run`'s arguments.
+    pub fn resolve(args: &RunArgs) -> Result<RunPlan, ConfigError> {
+        match &args.system {
+            None => RunConfig::resolve(args).map(|c| RunPlan::Builtin(Box::new(c))),
+            Some(path) => resolve_system(args, path).map(|c| RunPlan::System(Box::new(c))),
+        }
+    }
+}
+
+fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig, ConfigError> {
+    let system = System::load(path)?;
+    let mut scenarios = Vec::new();
+    let asked: Vec<&str> = if args.scenario.is_empty() {
+        vec!["all"]
+    } else {
+        args.scenario.iter().map(String::as_str).collect()
+    };
+    for name in asked {
+        if name == "all" {
+            scenarios.extend(system.scenarios.iter().cloned());
+            continue;
+        }
+        match system.scenarios.iter().find(|(n, _)| n == name) {
+            Some(s) => scenarios.push(s.clone()),
+            None => {
+                let names: Vec<&str> = system.scenarios.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(ConfigError::Scenario(format!(
+                    "unknown scenario `{name}` for --system (its scenarios: all, {})",
+                    names.join(", ")
+                )));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    scenarios.retain(|(n, _)| seen.insert(n.clone()));
+    let faults = args
+        .faults
+        .iter()
+        .map(|f| FaultSpec::parse_for(f, &system.file))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ConfigError::Fault)?;
+    if args.otlp.as_ref() == Some(&args.out) {
+        return Err(ConfigError::Output(
+            "--otlp must name another file than --out (the Parquet trace)",
+        ));
+    }
+    let tasks = match args.tasks {
+        Some(n) => u32::try_from(n)
+            .map_err(|_| ConfigError::Scenario(format!("--tasks {n} is too many")))?,
+        None => system.file.tasks.count,
+    };
+    Ok(SystemConfig {
+        scenarios,
+        faults,
+        env: args.env.clone(),
+        tasks,
+        chaos: args.chaos.map(|seed| (seed, args.chaos_window)),
+        deadline: args.deadline,
+        out: args.out.clone(),
+        otlp: args.otlp.clone(),
+        report: args.report.clone(),
+        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        system,
+    })
 }
 /// A validated run configuration.
 #[derive(Debug, Clone)]
@@ -84,11 +172,13 @@ impl RunConfig {
         } else {
             ScenarioArg::All
         }];
-        let asked: &[ScenarioArg] = if args.scenario.is_empty() {
-            &default
-        } else {
-            &args.scenario
-        };
+        let parsed = args
+            .scenario
+            .iter()
+            .map(|s| parse_scenario_arg(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ConfigError::Scenario)?;
+        let asked: &[ScenarioArg] = if parsed.is_empty() { &default } else { &parsed };
         for arg in asked {
             match arg {
                 ScenarioArg::All => scenarios.extend(ScenarioName::all_on(args.backend)),

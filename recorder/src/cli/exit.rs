@@ -4,6 +4,7 @@
 use crate::backend::services::ServiceError;
 use crate::driver::env::ScenarioError;
 use crate::protocol::ports::BackendError;
+use crate::system::scenario::SystemError;
 
 use super::config::ConfigError;
 
@@ -20,8 +21,12 @@ pub enum Exit {
     Unrecovered = 3,
     /// A service is missing or unreachable.
     Unavailable = 4,
-    /// Interrupted; what was recorded is kept.
+    /// Interrupted (Ctrl-C); what was recorded is kept.
     Interrupted = 130,
+    /// Ended by SIGTERM; what was recorded is kept.
+    Terminated = 143,
+    /// Ended by SIGHUP; what was recorded is kept.
+    HungUp = 129,
 }
 
 /// Every way a recorder command can fail, each with its exit code.
@@ -89,6 +94,15 @@ impl From<ScenarioError> for Failure {
             ScenarioError::Backend(e) => Failure::from(e),
             ScenarioError::Service(e) => Failure::from(e),
             ScenarioError::Drive(e) => Failure::Run(e),
+        }
+    }
+}
+
+impl From<SystemError> for Failure {
+    fn from(e: SystemError) -> Self {
+        match e {
+            SystemError::Unavailable(m) => Failure::Unavailable(anyhow::anyhow!(m)),
+            SystemError::Run(e) => Failure::Run(e),
         }
     }
 }

@@ -4,4 +4,5 @@
 
 pub mod chaos;
 pub mod dice;
+pub mod duration;
 pub mod plan;

@@ -58,10 +58,12 @@ impl fmt::Display for ActorId {
 }
 
 /// Who writes a row: an actor process, or the recorder itself in one of its parts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Author {
     /// An actor's own report.
     Actor(ActorId),
+    /// A process of a user's own system, by its actor name (`api`, `worker-2`).
+    Process(std::sync::Arc<str>),
     /// The recorder: `run_start`, `run_end`, and the crash of a life that could not report it.
     Recorder,
     /// What was read back from the services.
@@ -81,6 +83,7 @@ impl fmt::Display for Author {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Author::Actor(id) => id.fmt(f),
+            Author::Process(name) => f.write_str(name),
             Author::Recorder => f.write_str("recorder"),
             Author::Observer => f.write_str("observer"),
             Author::Faults => f.write_str("faults"),

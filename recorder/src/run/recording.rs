@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use outbox_trace::detail;
 
-use super::summary::{lab_json, print_summary, write_lab_lines};
+use super::summary::{lab_json, print_summary, write_lab_lines, Heading};
 use crate::backend::connection::{BackendKind, Connection, Endpoints, Namespace};
 use crate::backend::endpoints::Endpoint;
 use crate::backend::services::{LocalService, ServiceKind};
@@ -198,7 +198,12 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
         return Err(e);
     }
     let tallies = tallies.lock().expect("tally lock").clone();
-    print_summary(&run_id, config, &tallies, events);
+    let heading = Heading {
+        backend: config.backend.name(),
+        protocol: Some(config.protocol.name()),
+        out: &config.out,
+    };
+    print_summary(&run_id, &heading, &tallies, events);
     if config.backend == BackendKind::SqliteRedis {
         for path in
             write_lab_lines(&lab_dir(&config.out), &tallies).map_err(|e| Failure::run(e.into()))?
@@ -207,7 +212,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
         }
     }
     if let Some(path) = &config.report {
-        let body = serde_json::to_string_pretty(&lab_json(&run_id, config, &tallies))
+        let body = serde_json::to_string_pretty(&lab_json(&run_id, &heading, &tallies))
             .map_err(|e| Failure::run(e.into()))?;
         std::fs::write(path, body + "\n")
             .with_context(|| format!("writing {}", path.display()))
@@ -221,7 +226,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
 
 /// Writes the finished trace `parquet` again as OTLP JSON Lines at `path`: the rows read back
 /// from the file the run wrote, so both files hold the same rows.
-fn write_otlp(parquet: &std::path::Path, path: &std::path::Path, epoch: u64) -> anyhow::Result<()> {
+pub fn write_otlp(parquet: &std::path::Path, path: &std::path::Path, epoch: u64) -> anyhow::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -239,7 +244,7 @@ pub fn lab_dir(out: &std::path::Path) -> PathBuf {
     out.with_file_name(stem)
 }
 
-fn new_run_id() -> String {
+pub fn new_run_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

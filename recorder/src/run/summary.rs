@@ -6,22 +6,31 @@
 use outbox_trace::detail::Observed;
 use outbox_trace::lab::{LabJson, LabScenario};
 
-use crate::cli::config::RunConfig;
 use crate::journal::writer::Tally;
+
+/// What the summary and the lab's JSON say of the run as a whole.
+pub struct Heading<'a> {
+    /// The trace's `backend` column.
+    pub backend: &'a str,
+    /// The protocol variant, for the recorder's own protocol.
+    pub protocol: Option<&'a str>,
+    /// The trace file.
+    pub out: &'a std::path::Path,
+}
 
 /// The lab's JSON (`--report`), in the one shape `analyzer report` writes too: for every
 /// scenario the stream count, publish attempts, deliveries, redeliveries, suppressions, counter
 /// and results, and the rest of its figures.
-pub fn lab_json(run_id: &str, config: &RunConfig, tallies: &[(String, Tally)]) -> LabJson {
+pub fn lab_json(run_id: &str, heading: &Heading, tallies: &[(String, Tally)]) -> LabJson {
     LabJson {
-        traces: vec![config.out.display().to_string()],
+        traces: vec![heading.out.display().to_string()],
         scenarios: tallies
             .iter()
             .map(|(scenario, t)| LabScenario {
                 scenario: scenario.clone(),
                 run_id: run_id.to_string(),
-                backend: config.backend.name().to_string(),
-                protocol: Some(config.protocol.name().to_string()),
+                backend: heading.backend.to_string(),
+                protocol: heading.protocol.map(str::to_string),
                 figures: t.figures.figures(),
                 recovered: t.recovered,
                 duration_ms: Some(t.duration_ms()),
@@ -32,12 +41,15 @@ pub fn lab_json(run_id: &str, config: &RunConfig, tallies: &[(String, Tally)]) -
 }
 
 /// Prints one line per scenario.
-pub fn print_summary(run_id: &str, config: &RunConfig, tallies: &[(String, Tally)], events: u64) {
+pub fn print_summary(run_id: &str, heading: &Heading, tallies: &[(String, Tally)], events: u64) {
+    let protocol = heading
+        .protocol
+        .map(|p| format!("  protocol {p}"))
+        .unwrap_or_default();
     println!(
-        "{run_id}  backend {}  protocol {}  {events} events -> {}",
-        config.backend.name(),
-        config.protocol.name(),
-        config.out.display()
+        "{run_id}  backend {}{protocol}  {events} events -> {}",
+        heading.backend,
+        heading.out.display()
     );
     println!(
         "{:<22} {:>7} {:>7} {:>7} {:>9} {:>8} {:>7} {:>7} {:>9}",

@@ -14,3 +14,4 @@ mod lifecycle;
 mod load;
 mod otlp;
 mod sqlite_lab;
+mod system;

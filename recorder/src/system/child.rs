@@ -1,0 +1,276 @@
+//! One OS process of a user's system (a service, a role's life, or a command run to its end), in
+//! a process group of its own so a terminal's Ctrl-C reaches only the recorder, with
+//! `PDEATHSIG` so it dies with the recorder however the recorder ends. Its output goes to a log
+//! file; the last lines are kept for error messages, and its standard output may be watched line
+//! by line.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, Command};
+use tokio::sync::{mpsc, watch};
+
+/// Output lines kept for error messages.
+const TAIL: usize = 12;
+
+/// How a process ended: its exit code, or 128 + the signal that killed it.
+pub type Status = i32;
+
+/// A process that could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The program is not on `PATH` (or not at the path given).
+    #[error("{what}: command `{program}` not found")]
+    NotFound {
+        /// What the process is (`role api`, `service redis`, `setup`).
+        what: String,
+        /// The program.
+        program: String,
+    },
+    /// Anything else the OS refused.
+    #[error("{what}: cannot start `{program}`: {source}")]
+    Io {
+        /// What the process is.
+        what: String,
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What to start.
+pub struct Launch<'a> {
+    /// What the process is, for messages (`role api`, `service redis`).
+    pub what: String,
+    /// Program and arguments, placeholders already expanded.
+    pub argv: &'a [String],
+    /// Environment added to the recorder's own (secrets removed).
+    pub env: &'a [(String, String)],
+    /// The working directory.
+    pub cwd: &'a Path,
+    /// Where its output goes.
+    pub log: PathBuf,
+    /// Keep its standard input open as a pipe (else it reads nothing).
+    pub stdin: bool,
+    /// Send every line of its standard output here too.
+    pub watch_stdout: Option<mpsc::UnboundedSender<String>>,
+}
+
+/// A running (or ended) process.
+pub struct Child {
+    what: String,
+    pid: i32,
+    stdin: Option<ChildStdin>,
+    exit: watch::Receiver<Option<Status>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// Recorder variables that may hold credentials: never passed on.
+fn secret(key: &str) -> bool {
+    key.starts_with("OUTBOX_TRACE_")
+}
+
+impl Child {
+    /// Starts the process.
+    pub fn spawn(launch: Launch<'_>) -> Result<Child, SpawnError> {
+        let program = launch.argv.first().cloned().unwrap_or_default();
+        let mut command = Command::new(&program);
+        command
+            .args(&launch.argv[1..])
+            .current_dir(launch.cwd)
+            .stdin(if launch.stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(secret) {
+                command.env_remove(key);
+            }
+        }
+        command.envs(launch.env.iter().map(|(k, v)| (k, v)));
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The signal
+        // follows the spawning thread: tokio's worker threads live as long as the runtime.
+        unsafe {
+            command.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = command.spawn().map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => SpawnError::NotFound {
+                what: launch.what.clone(),
+                program: program.clone(),
+            },
+            _ => SpawnError::Io {
+                what: launch.what.clone(),
+                program: program.clone(),
+                source,
+            },
+        })?;
+        let pid = child.id().map_or(0, |p| p as i32);
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&launch.log)
+            .ok()
+            .map(|f| Arc::new(Mutex::new(f)));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let pumps = [
+            stdout.map(|s| pump(s, tail.clone(), log.clone(), launch.watch_stdout.clone())),
+            stderr.map(|s| pump(s, tail.clone(), log.clone(), None)),
+        ];
+        let (tx, exit) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            for p in pumps.into_iter().flatten() {
+                let _ = p.await;
+            }
+            let code = match status {
+                Ok(s) => s
+                    .code()
+                    .or_else(|| std::os::unix::process::ExitStatusExt::signal(&s).map(|n| 128 + n))
+                    .unwrap_or(-1),
+                Err(_) => -1,
+            };
+            let _ = tx.send(Some(code));
+        });
+        Ok(Child {
+            what: launch.what,
+            pid,
+            stdin,
+            exit,
+            tail,
+        })
+    }
+
+    /// What the process is, for messages.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// The exit status, if it has ended (and its output is read).
+    pub fn exited(&self) -> Option<Status> {
+        *self.exit.borrow()
+    }
+
+    /// Waits until the process has ended and its output is read.
+    pub async fn wait(&mut self) -> Status {
+        let mut rx = self.exit.clone();
+        loop {
+            if let Some(status) = *rx.borrow_and_update() {
+                return status;
+            }
+            if rx.changed().await.is_err() {
+                return (*rx.borrow()).unwrap_or(-1);
+            }
+        }
+    }
+
+    /// A future that ends with the process, independent of `self`.
+    pub fn exit_watch(&self) -> watch::Receiver<Option<Status>> {
+        self.exit.clone()
+    }
+
+    /// Sends `signal` to the process's whole group.
+    pub fn signal(&self, signal: Signal) {
+        if self.pid > 0 && self.exited().is_none() {
+            let _ = killpg(Pid::from_raw(self.pid), signal);
+        }
+    }
+
+    /// SIGKILL to the group, and waits for the end.
+    pub async fn kill(&mut self) -> Status {
+        self.signal(Signal::SIGKILL);
+        self.wait().await
+    }
+
+    /// Closes its standard input and sends SIGTERM; [`Child::exited`] tells when it is gone.
+    pub fn terminate(&mut self) {
+        drop(self.stdin.take());
+        self.signal(Signal::SIGCONT);
+        self.signal(Signal::SIGTERM);
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; waits for the end.
+    pub async fn stop(&mut self, grace: Duration) -> Status {
+        drop(self.stdin.take());
+        self.signal(Signal::SIGTERM);
+        match tokio::time::timeout(grace, self.wait()).await {
+            Ok(status) => status,
+            Err(_) => self.kill().await,
+        }
+    }
+
+    /// Hands over the process's standard input, to be written by another task.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// Writes one line to the process's standard input.
+    pub async fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("standard input is closed"))?;
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await
+    }
+
+    /// The last lines of its output, joined for a one-line message.
+    pub fn last_lines(&self) -> String {
+        let tail = self.tail.lock().expect("tail lock");
+        if tail.is_empty() {
+            return "no output".to_string();
+        }
+        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+        format!("last output: {}", lines.join(" | "))
+    }
+}
+
+impl Drop for Child {
+    /// A process is never left behind: whatever drops it (an error, a panic) kills its group.
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+fn pump(
+    stream: impl AsyncRead + Unpin + Send + 'static,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    log: Option<Arc<Mutex<std::fs::File>>>,
+    watch: Option<mpsc::UnboundedSender<String>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(log) = &log {
+                use std::io::Write as _;
+                let _ = writeln!(log.lock().expect("log lock"), "{line}");
+            }
+            {
+                let mut tail = tail.lock().expect("tail lock");
+                if tail.len() == TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line.chars().take(300).collect());
+            }
+            if let Some(w) = &watch {
+                let _ = w.send(line);
+            }
+        }
+    })
+}

@@ -1,0 +1,87 @@
+//! A system run, resolved from the command line and the system file before anything starts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::faults::FaultSpec;
+use super::file::System;
+
+/// Everything `recorder run --system` needs.
+#[derive(Debug, Clone)]
+pub struct SystemConfig {
+    /// The system file, read and checked.
+    pub system: System,
+    /// The scenarios to run, in order, with their own faults.
+    pub scenarios: Vec<(String, Vec<FaultSpec>)>,
+    /// `--fault`: added to every scenario.
+    pub faults: Vec<FaultSpec>,
+    /// `--env`: added to every process's environment.
+    pub env: Vec<(String, String)>,
+    /// Tasks per scenario (`--tasks`, else the file's `tasks.count`).
+    pub tasks: u32,
+    /// `--chaos` seed and window.
+    pub chaos: Option<(u64, Duration)>,
+    /// How long one scenario may take to become quiet.
+    pub deadline: Duration,
+    /// The Parquet trace.
+    pub out: PathBuf,
+    /// The same trace as OTLP JSON Lines.
+    pub otlp: Option<PathBuf>,
+    /// The lab's JSON.
+    pub report: Option<PathBuf>,
+    /// Print progress lines.
+    pub progress: bool,
+}
+
+impl SystemConfig {
+    /// The system's configuration as `run_start.detail.system` shows it: the file's content,
+    /// with the password of every URL masked.
+    pub fn shown(&self) -> Value {
+        let mut value = serde_json::to_value(&self.system.file).unwrap_or(Value::Null);
+        mask(&mut value);
+        value
+    }
+}
+
+/// Masks `user:password@` in every string of `value`.
+fn mask(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = mask_url(s),
+        Value::Array(items) => items.iter_mut().for_each(mask),
+        Value::Object(map) => map.values_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+/// `redis://user:secret@host` -> `redis://user:***@host`; `nats://token@host` -> `nats://***@host`.
+pub fn mask_url(text: &str) -> String {
+    let Some(scheme_end) = text.find("://") else {
+        return text.to_string();
+    };
+    let rest = &text[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return text.to_string();
+    };
+    let userinfo = &rest[..at];
+    let masked = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_string(),
+    };
+    format!("{}{masked}{}", &text[..scheme_end + 3], &rest[at..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mask_url;
+
+    #[test]
+    fn passwords_in_urls_are_masked() {
+        assert_eq!(mask_url("redis://u:pw@127.0.0.1:6379/0"), "redis://u:***@127.0.0.1:6379/0");
+        assert_eq!(mask_url("nats://tok@h:4222"), "nats://***@h:4222");
+        assert_eq!(mask_url("http://h:1/a@b"), "http://h:1/a@b");
+        assert_eq!(mask_url("plain"), "plain");
+    }
+}

@@ -1,0 +1,585 @@
+//! The system file (`recorder run --system FILE`): a user's own services, the processes of its
+//! roles, how tasks reach it, how to tell it is quiet and how to read its stores back. Read once,
+//! with every key, placeholder and fault checked, so a bad file fails before anything starts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::faults::FaultSpec;
+use crate::fault::duration::{parse_duration, show_duration};
+use super::template::Template;
+
+/// Names the recorder writes rows under, which a role cannot take.
+const RESERVED: [&str; 3] = ["recorder", "observer", "faults"];
+
+/// A system file that cannot be used: one line, naming the file (and the line where known).
+#[derive(Debug, thiserror::Error)]
+#[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct SystemFileError {
+    /// The file.
+    pub path: String,
+    /// The line the problem is on, where known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemFile {
+    /// The system's name: the trace's `backend` column is `system:<name>`.
+    pub name: String,
+    /// The kinds the service reports (`run_start.detail.records`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<Vec<String>>,
+    /// `run_start.detail.counter_start`: a number, or a table by counter key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter_start: Option<serde_json::Value>,
+    /// Services started before the roles, each in a directory of its own.
+    #[serde(default)]
+    pub services: BTreeMap<String, ServiceSpec>,
+    /// Environment for every command of the file.
+    #[serde(default)]
+    pub env: BTreeMap<String, Template>,
+    /// Run once, after the services are ready, before any role starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<CommandSpec>,
+    /// The roles: each instance is one OS process.
+    pub roles: BTreeMap<String, RoleSpec>,
+    /// How tasks are made and sent.
+    pub tasks: TasksSpec,
+    /// Exits 0 when nothing is left to move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<CommandSpec>,
+    /// Prints one JSON object: the `observed` row's detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe: Option<CommandSpec>,
+    /// Named scenarios, each with its faults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioSpec>,
+}
+
+/// A command line: program and arguments, each a template.
+pub type CommandLine = Vec<Template>;
+
+/// A service the recorder starts, checks and may restart.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceSpec {
+    /// The command; `${port}` is a free loopback port, `${dir}` the service's own directory.
+    pub command: CommandLine,
+    /// How to tell the service is ready.
+    #[serde(default)]
+    pub ready: Ready,
+    /// How long it may take to get ready (default 30s).
+    #[serde(
+        default = "ready_timeout",
+        deserialize_with = "duration",
+        serialize_with = "show"
+    )]
+    pub ready_timeout: Duration,
+}
+
+fn ready_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+fn show<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&show_duration(*d))
+}
+
+/// How to tell a service is ready.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Ready {
+    /// `${port}` accepts a TCP connection.
+    #[default]
+    Tcp,
+    /// The command exits 0.
+    Command(CommandLine),
+}
+
+impl<'de> Deserialize<'de> for Ready {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Word(String),
+            Command(Vec<Template>),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Word(w) if w == "tcp" => Ok(Ready::Tcp),
+            Raw::Word(w) => Err(serde::de::Error::custom(format!(
+                "ready = \"{w}\": expected \"tcp\" or a command such as [\"redis-cli\", \"-p\", \"${{port}}\", \"ping\"]"
+            ))),
+            Raw::Command(c) if c.is_empty() => {
+                Err(serde::de::Error::custom("ready = []: the command is empty"))
+            }
+            Raw::Command(c) => Ok(Ready::Command(c)),
+        }
+    }
+}
+
+impl Serialize for Ready {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Ready::Tcp => s.serialize_str("tcp"),
+            Ready::Command(c) => c.serialize(s),
+        }
+    }
+}
+
+/// A command the recorder runs to completion.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSpec {
+    /// The command.
+    pub command: CommandLine,
+}
+
+/// When a role's span export returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Export {
+    /// `span.end()` returns after the export is answered (a simple span processor).
+    #[default]
+    Sync,
+    /// The export happens later (a batch processor): a kill may lose spans.
+    Async,
+}
+
+/// How a role's SDK sends its spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum OtlpProtocol {
+    /// OTLP/HTTP with protobuf bodies.
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    /// OTLP/HTTP with JSON bodies.
+    #[serde(rename = "http/json")]
+    HttpJson,
+    /// OTLP/gRPC.
+    #[serde(rename = "grpc")]
+    Grpc,
+}
+
+impl OtlpProtocol {
+    /// The value of `OTEL_EXPORTER_OTLP_PROTOCOL`.
+    pub fn env_value(self) -> &'static str {
+        match self {
+            OtlpProtocol::HttpProtobuf => "http/protobuf",
+            OtlpProtocol::HttpJson => "http/json",
+            OtlpProtocol::Grpc => "grpc",
+        }
+    }
+}
+
+/// A role: its command and how many processes play it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleSpec {
+    /// The command of each instance.
+    pub command: CommandLine,
+    /// Processes playing the role.
+    #[serde(default = "one")]
+    pub instances: u32,
+    /// When the role's span export returns.
+    #[serde(default)]
+    pub export: Export,
+    /// Give each instance a free port (`PORT`, `${roles.NAME.port}` for the first).
+    #[serde(default)]
+    pub port: bool,
+    /// How the role sends its spans.
+    #[serde(default)]
+    pub protocol: OtlpProtocol,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_aggregates() -> u32 {
+    4
+}
+
+fn default_count() -> u32 {
+    40
+}
+
+/// The tasks and how they are sent.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSpec {
+    /// How many (`--tasks` overrides).
+    #[serde(default = "default_count")]
+    pub count: u32,
+    /// Aggregates the tasks are spread over (`agg-01`, ...).
+    #[serde(default = "default_aggregates")]
+    pub aggregates: u32,
+    /// Write one `line` per task to this role's standard input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
+    /// The line `stdin` writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<Template>,
+    /// Send each task as an HTTP request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpSpec>,
+    /// Run this command per task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandLine>,
+}
+
+/// One HTTP request per task.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSpec {
+    /// The method (default POST).
+    #[serde(default = "post")]
+    pub method: String,
+    /// The URL.
+    pub url: Template,
+    /// The body, if any (sent as JSON when it parses as JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Template>,
+    /// Extra headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, Template>,
+}
+
+fn post() -> String {
+    "POST".into()
+}
+
+/// A named scenario and its faults.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    /// The scenario column.
+    pub name: String,
+    /// Fault specs, as `--fault` takes them.
+    #[serde(default)]
+    pub faults: Vec<String>,
+}
+
+/// How a task is sent, resolved from `[tasks]`.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    /// Lines on a role's standard input; answered when a line of its output holds the task id.
+    Stdin {
+        /// The role.
+        role: String,
+        /// The line.
+        line: Template,
+    },
+    /// An HTTP request; answered by a 2xx.
+    Http(HttpSpec),
+    /// A command; answered by exit status 0.
+    Command(CommandLine),
+}
+
+/// A system file read and checked.
+#[derive(Debug, Clone)]
+pub struct System {
+    /// What the file says.
+    pub file: SystemFile,
+    /// The file's directory: every command's working directory.
+    pub root: PathBuf,
+    /// How tasks are sent.
+    pub delivery: Delivery,
+    /// The named scenarios with their faults parsed (one `default` without faults if none).
+    pub scenarios: Vec<(String, Vec<FaultSpec>)>,
+}
+
+/// Placeholder names every command and the environment may use.
+fn global_names(file: &SystemFile) -> BTreeSet<String> {
+    let mut names = BTreeSet::from(["dir".to_string()]);
+    for s in file.services.keys() {
+        names.insert(format!("services.{s}.port"));
+        names.insert(format!("services.{s}.dir"));
+    }
+    for (r, spec) in &file.roles {
+        if spec.port {
+            names.insert(format!("roles.{r}.port"));
+        }
+    }
+    names
+}
+
+impl System {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<System, SystemFileError> {
+        let shown = path.display().to_string();
+        let fail = |line: Option<usize>, message: String| SystemFileError {
+            path: shown.clone(),
+            line,
+            message,
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(None, format!("cannot read the system file: {e}")))?;
+        let file: SystemFile = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            fail(line, e.message().trim().replace('\n', "; "))
+        })?;
+        let root = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        Self::check(file, root).map_err(|m| fail(None, m))
+    }
+
+    fn check(file: SystemFile, root: PathBuf) -> Result<System, String> {
+        let word = |what: &str, name: &str| -> Result<(), String> {
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+            let numbered = name
+                .rsplit_once('-')
+                .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            if !ok || numbered || RESERVED.contains(&name) {
+                return Err(format!(
+                    "{what} name `{name}`: use letters, digits, `_` and `-`, not ending in `-<number>`, \
+                     and none of {}",
+                    RESERVED.join(", ")
+                ));
+            }
+            Ok(())
+        };
+        if file.name.trim().is_empty() {
+            return Err("`name` is empty".into());
+        }
+        if file.roles.is_empty() {
+            return Err("no [roles.NAME] table: a system needs at least one role".into());
+        }
+        for (name, role) in &file.roles {
+            word("role", name)?;
+            if role.command.is_empty() {
+                return Err(format!("roles.{name}.command is empty"));
+            }
+            if role.instances == 0 {
+                return Err(format!("roles.{name}.instances must be at least 1"));
+            }
+        }
+        for (name, service) in &file.services {
+            word("service", name)?;
+            if service.command.is_empty() {
+                return Err(format!("services.{name}.command is empty"));
+            }
+        }
+        let global = global_names(&file);
+        let check = |place: &str, templates: &mut dyn Iterator<Item = &Template>, extra: &[&str]| {
+            for t in templates {
+                if let Some(name) = t.unknown(|n| global.contains(n) || extra.contains(&n)) {
+                    let mut known: Vec<&str> = global.iter().map(String::as_str).collect();
+                    known.extend(extra);
+                    return Err(format!(
+                        "{place}: unknown placeholder `${{{name}}}` (known here: {})",
+                        known.join(", ")
+                    ));
+                }
+            }
+            Ok(())
+        };
+        for (name, s) in &file.services {
+            check(&format!("services.{name}.command"), &mut s.command.iter(), &["port"])?;
+            if let Ready::Command(c) = &s.ready {
+                check(&format!("services.{name}.ready"), &mut c.iter(), &["port"])?;
+            }
+        }
+        for (key, value) in &file.env {
+            check(&format!("env.{key}"), &mut std::iter::once(value), &[])?;
+        }
+        for (place, spec) in [
+            ("setup", &file.setup),
+            ("quiet", &file.quiet),
+            ("observe", &file.observe),
+        ] {
+            if let Some(spec) = spec {
+                if spec.command.is_empty() {
+                    return Err(format!("{place}.command is empty"));
+                }
+                check(&format!("{place}.command"), &mut spec.command.iter(), &[])?;
+            }
+        }
+        for (name, role) in &file.roles {
+            let own: &[&str] = if role.port { &["port"] } else { &[] };
+            check(&format!("roles.{name}.command"), &mut role.command.iter(), own)?;
+        }
+        let per_task = ["task", "aggregate", "amount"];
+        let t = &file.tasks;
+        if t.aggregates == 0 {
+            return Err("tasks.aggregates must be at least 1".into());
+        }
+        let delivery = match (&t.stdin, &t.http, &t.command) {
+            (Some(role), None, None) => {
+                let Some(spec) = file.roles.get(role) else {
+                    return Err(format!("tasks.stdin = \"{role}\": no role of that name"));
+                };
+                if spec.instances != 1 {
+                    return Err(format!(
+                        "tasks.stdin = \"{role}\": the role must have one instance"
+                    ));
+                }
+                let Some(line) = &t.line else {
+                    return Err("tasks.stdin needs tasks.line, the line written per task".into());
+                };
+                check("tasks.line", &mut std::iter::once(line), &per_task)?;
+                Delivery::Stdin {
+                    role: role.clone(),
+                    line: line.clone(),
+                }
+            }
+            (None, Some(http), None) => {
+                let mut all = std::iter::once(&http.url)
+                    .chain(http.body.iter())
+                    .chain(http.headers.values());
+                check("tasks.http", &mut all, &per_task)?;
+                http.method
+                    .parse::<axum::http::Method>()
+                    .map_err(|_| format!("tasks.http.method `{}` is no HTTP method", http.method))?;
+                Delivery::Http(http.clone())
+            }
+            (None, None, Some(command)) => {
+                if command.is_empty() {
+                    return Err("tasks.command is empty".into());
+                }
+                check("tasks.command", &mut command.iter(), &per_task)?;
+                Delivery::Command(command.clone())
+            }
+            _ => {
+                return Err(
+                    "[tasks] needs exactly one of stdin = ROLE (with line), http = {...}, command = [...]"
+                        .into(),
+                )
+            }
+        };
+        if t.line.is_some() && t.stdin.is_none() {
+            return Err("tasks.line is used only with tasks.stdin".into());
+        }
+        let mut scenarios = Vec::new();
+        let mut seen = BTreeSet::new();
+        for s in &file.scenarios {
+            if s.name.is_empty() || s.name == "all" || !seen.insert(s.name.clone()) {
+                return Err(format!(
+                    "scenario name `{}`: names must be non-empty, unique and not `all`",
+                    s.name
+                ));
+            }
+            let faults = s
+                .faults
+                .iter()
+                .map(|f| FaultSpec::parse_for(f, &file))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("scenario `{}`: {e}", s.name))?;
+            scenarios.push((s.name.clone(), faults));
+        }
+        if scenarios.is_empty() {
+            scenarios.push(("default".to_string(), Vec::new()));
+        }
+        Ok(System {
+            file,
+            root,
+            delivery,
+            scenarios,
+        })
+    }
+
+    /// The actor names of a role's instances: `worker`, `worker-2`, ...
+    pub fn actors(&self, role: &str) -> Vec<String> {
+        let n = self.file.roles.get(role).map_or(0, |r| r.instances);
+        (1..=n)
+            .map(|i| {
+                if i == 1 {
+                    role.to_string()
+                } else {
+                    format!("{role}-{i}")
+                }
+            })
+            .collect()
+    }
+
+    /// Every actor, role by role.
+    pub fn all_actors(&self) -> Vec<(String, String)> {
+        self.file
+            .roles
+            .keys()
+            .flat_map(|r| self.actors(r).into_iter().map(move |a| (r.clone(), a)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<System, SystemFileError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("system.toml");
+        std::fs::write(&path, text).unwrap();
+        System::load(&path)
+    }
+
+    const MINIMAL: &str = r#"
+name = "inv"
+[services.redis]
+command = ["redis-server", "--port", "${port}", "--dir", "${dir}"]
+[env]
+REDIS_URL = "redis://127.0.0.1:${services.redis.port}/0"
+[roles.api]
+command = ["python3", "api.py"]
+port = true
+[roles.worker]
+command = ["python3", "worker.py"]
+instances = 2
+[tasks]
+http = { url = "http://127.0.0.1:${roles.api.port}/t", body = '{"id": "${task}"}' }
+"#;
+
+    #[test]
+    fn a_minimal_file_reads_with_its_defaults() {
+        let s = load(MINIMAL).unwrap();
+        assert_eq!(s.file.tasks.count, 40);
+        assert_eq!(s.file.tasks.aggregates, 4);
+        assert_eq!(s.scenarios.len(), 1);
+        assert_eq!(s.scenarios[0].0, "default");
+        assert_eq!(s.actors("worker"), ["worker", "worker-2"]);
+        assert!(matches!(s.delivery, Delivery::Http(_)));
+    }
+
+    #[test]
+    fn an_unknown_key_names_its_line() {
+        let e = load(&format!("{MINIMAL}\n[roles.relay]\ncomand = [\"x\"]\n")).unwrap_err();
+        assert!(e.line.is_some(), "{e}");
+        assert!(e.to_string().contains("comand"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_placeholder_is_named() {
+        let e = load(&MINIMAL.replace("${services.redis.port}", "${services.rdis.port}")).unwrap_err();
+        assert!(e.to_string().contains("${services.rdis.port}"), "{e}");
+        let e = load(&MINIMAL.replace("${task}", "${taks}")).unwrap_err();
+        assert!(e.to_string().contains("${taks}"), "{e}");
+    }
+
+    #[test]
+    fn tasks_need_exactly_one_way_in_and_reserved_names_are_refused() {
+        let e = load(&MINIMAL.replace("[tasks]\n", "[tasks]\ncommand = [\"x\"]\n")).unwrap_err();
+        assert!(e.to_string().contains("exactly one"), "{e}");
+        let e = load(&MINIMAL.replace("[roles.worker]", "[roles.observer]")).unwrap_err();
+        assert!(e.to_string().contains("observer"), "{e}");
+        let e = load(&MINIMAL.replace("[roles.worker]", "[roles.worker-3]")).unwrap_err();
+        assert!(e.to_string().contains("worker-3"), "{e}");
+    }
+}

@@ -1,0 +1,283 @@
+//! `recorder run --system`: a user's own service (the Python example, traced with the standard
+//! OpenTelemetry SDK and OTLP exporter) under the recorder's faults. The reference is valid under
+//! every scripted fault; each planted bug is caught by the fault meant for it; a bad file or flag
+//! is one line and exit 2; a command that does not exist is one line and exit 4; Ctrl-C and
+//! kill -9 of the recorder leave no process behind.
+
+use crate::common;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use outbox_analyzer::check::{analyse, Report, RunVerdict, Verdict};
+use outbox_trace::{Event, Kind, Step};
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/otel-python/outbox-system.toml")
+}
+
+fn recorder() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("recorder"))
+}
+
+/// Runs the example with `args`; returns the output and the trace path.
+fn run_example(dir: &Path, args: &[&str]) -> (std::process::Output, PathBuf) {
+    let out = dir.join("run.parquet");
+    let output = recorder()
+        .args(["run", "--quiet", "--system"])
+        .arg(example())
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .output()
+        .expect("recorder runs");
+    (output, out)
+}
+
+fn text(output: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn failed(report: &Report) -> Vec<(String, &'static str)> {
+    report
+        .scenarios
+        .iter()
+        .flat_map(|s| {
+            let name = report
+                .loaded
+                .names
+                .name(report.loaded.histories[s.history].scenario)
+                .to_string();
+            s.outcomes
+                .iter()
+                .filter(|o| o.verdict == Verdict::Fail)
+                .map(move |o| (name.clone(), o.invariant.id()))
+        })
+        .collect()
+}
+
+fn rows<'a>(events: &'a [Event], kind: Kind) -> Vec<&'a Event> {
+    events.iter().filter(|e| e.kind == kind).collect()
+}
+
+#[test]
+fn the_example_is_valid_under_every_scripted_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, out) = run_example(dir.path(), &["--scenario", "all"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
+    assert_eq!(report.verdict, RunVerdict::Valid, "failed: {:?}\n{}", failed(&report), text(&output));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    assert!(events.iter().all(|e| e.backend.starts_with("system:")));
+    // Every scripted kill landed on a held export: its crash row is announced and names the step.
+    let crashes = rows(&events, Kind::Crash);
+    assert!(crashes.len() >= 2, "{crashes:?}");
+    let points: Vec<(String, Option<bool>)> = crashes
+        .iter()
+        .map(|e| match common::step(e) {
+            Step::Crash { crash, .. } => (crash.point, crash.announced),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert!(
+        points.contains(&("worker:after-effect_committed".to_string(), Some(true))),
+        "{points:?}"
+    );
+    assert!(
+        points.contains(&("relay:after-publish_acked".to_string(), Some(true))),
+        "{points:?}"
+    );
+    // Each kill is followed by the next life, and the pause is recorded.
+    assert!(rows(&events, Kind::Restart).len() >= crashes.len());
+    assert!(rows(&events, Kind::Fault).iter().any(|e| {
+        matches!(common::step(e), Step::Fault(f) if f.fault == "pause")
+    }));
+    // Every scenario ends recovered, with every task answered, and the store read back.
+    for end in rows(&events, Kind::RunEnd) {
+        let Step::RunEnd(end) = common::step(end) else { unreachable!() };
+        assert_eq!(end.recovered, Some(true), "{end:?}");
+        assert_eq!(end.tasks_answered, end.tasks_sent, "{end:?}");
+        assert_eq!(end.tasks_unanswered, Some(0), "{end:?}");
+    }
+    assert_eq!(
+        rows(&events, Kind::Observed).len(),
+        rows(&events, Kind::RunStart).len()
+    );
+}
+
+/// Runs the example with a bug and one scenario; the analyzer must fail `invariant`.
+fn caught(bug: &str, scenario: &str, invariant: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = format!("BUG={bug}");
+    let (output, out) = run_example(dir.path(), &["--scenario", scenario, "--env", &env]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report = analyse(&[out]).expect("the trace keeps the contract");
+    assert_eq!(report.verdict, RunVerdict::Invalid, "{bug} in {scenario}: {}", text(&output));
+    let failed = failed(&report);
+    assert!(
+        failed.iter().any(|(_, id)| *id == invariant),
+        "{bug}: expected {invariant}, failed {failed:?}"
+    );
+}
+
+#[test]
+fn a_worker_without_its_dedup_check_is_caught_by_a_kill_after_its_commit() {
+    caught("no-dedup", "worker-killed-before-ack", "single-effect");
+}
+
+#[test]
+fn a_dedup_check_outside_the_commit_is_caught_by_a_pause() {
+    caught("dedup-outside-tx", "worker-paused", "single-effect");
+}
+
+/// A system file in `dir` with `text`; returns its path.
+fn file(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("system.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const TINY: &str = r#"
+name = "tiny"
+[roles.api]
+command = ["sleep", "30"]
+[tasks]
+command = ["true"]
+count = 2
+"#;
+
+fn run_file(path: &Path, extra: &[&str]) -> std::process::Output {
+    let out = path.with_file_name("run.parquet");
+    recorder()
+        .args(["run", "--quiet", "--system"])
+        .arg(path)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn one_line_with_code(output: &std::process::Output, code: i32, needle: &str) {
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(lines[0].contains(needle), "{needle} in {err}");
+}
+
+#[test]
+fn a_bad_file_or_flag_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown_key = file(dir.path(), &format!("{TINY}\n[quiet]\ncomand = [\"true\"]\n"));
+    one_line_with_code(&run_file(&unknown_key, &[]), 2, "comand");
+    let placeholder = file(dir.path(), &TINY.replace("\"30\"", "\"${seconds}\""));
+    one_line_with_code(&run_file(&placeholder, &[]), 2, "${seconds}");
+    let tiny = file(dir.path(), TINY);
+    one_line_with_code(&run_file(&tiny, &["--fault", "kill api after lunch"]), 2, "lunch");
+    one_line_with_code(&run_file(&tiny, &["--fault", "kill relay at 1s"]), 2, "relay");
+    let output = run_file(&tiny, &["--backend", "sqlite-redis"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    one_line_with_code(&run_file(&tiny, &["--scenario", "relay-crash"]), 2, "relay-crash");
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_one_line_and_exit_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = file(dir.path(), &TINY.replace("\"sleep\", \"30\"", "\"no-such-program-0x7e\""));
+    one_line_with_code(&run_file(&missing, &[]), 4, "no-such-program-0x7e");
+    let never_ready = file(
+        dir.path(),
+        &format!(
+            "{TINY}\n[services.db]\ncommand = [\"sh\", \"-c\", \"echo starting up; sleep 60\"]\n\
+             ready = [\"false\"]\nready_timeout = \"1s\"\n"
+        ),
+    );
+    one_line_with_code(&run_file(&never_ready, &[]), 4, "starting up");
+}
+
+/// Processes whose environment holds `mark`.
+fn marked(mark: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
+            if env.split(|b| *b == 0).any(|v| v == mark.as_bytes()) {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+/// Starts the example in a session of its own (as a terminal would run it), marked.
+fn start_marked(dir: &Path, mark: &str) -> std::process::Child {
+    let mut command = recorder();
+    command
+        .args(["run", "--quiet", "--system"])
+        .arg(example())
+        .arg("--out")
+        .arg(dir.join("run.parquet"))
+        .args(["--tasks", "400", "--env", mark])
+        .env(mark.split_once('=').unwrap().0, mark.split_once('=').unwrap().1)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = command.spawn().unwrap();
+    let started = Instant::now();
+    while marked(mark).len() < 4 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the roles never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child
+}
+
+fn none_left(mark: &str) {
+    let started = Instant::now();
+    while !marked(mark).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "left behind: {:?}",
+            marked(mark)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn ctrl_c_to_the_terminal_group_ends_the_run_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!("OUTBOX_TEST_MARK=ctrl-c-{}", std::process::id());
+    let child = start_marked(dir.path(), &mark);
+    let started = Instant::now();
+    killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    none_left(&mark);
+    let trace = outbox_trace::read_trace(&dir.path().join("run.parquet")).expect("the trace");
+    let end = rows(&trace.events, Kind::RunEnd);
+    let Step::RunEnd(end) = common::step(end.last().expect("run_end")) else { unreachable!() };
+    assert_eq!(end.recovered, Some(false));
+}
+
+#[test]
+fn kill_9_of_the_recorder_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!("OUTBOX_TEST_MARK=kill-9-{}", std::process::id());
+    let mut child = start_marked(dir.path(), &mark);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = child.wait();
+    none_left(&mark);
+}

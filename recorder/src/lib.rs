@@ -28,6 +28,7 @@ pub mod fault;
 pub mod journal;
 pub mod protocol;
 pub mod run;
+pub mod system;
 
 pub use cli::config::RunConfig;
 pub use cli::exit::Failure;

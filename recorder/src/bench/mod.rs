@@ -11,6 +11,8 @@
 //! - `detection`: each broken protocol variant under each chaos seed on both backends: how often
 //!   `analyzer check` catches it, with which invariants, and which windows the seeds hit
 //!   ([`detection`]).
+//! - `intake`: spans per second from the OTLP receiver's socket into a Parquet trace
+//!   ([`intake`]).
 //!
 //! Recordings are child processes (`recorder run`), as a user would start them; results go to
 //! `<out>/results.json` and a Markdown summary to standard output.
@@ -18,6 +20,7 @@
 mod campaign;
 mod child;
 mod detection;
+mod intake;
 mod raw;
 mod recording;
 mod runs;
@@ -106,6 +109,7 @@ async fn measure(
             BenchPart::Memory => bench.memory(args, &endpoints)?,
             BenchPart::Chaos => bench.chaos(args, results.get(part.name()))?,
             BenchPart::Detection => bench.detection(args, results.get(part.name()))?,
+            BenchPart::Intake => intake::measure(&args.out).await?,
         };
         println!("{}", markdown(part, &value));
         results.insert(part.name().to_string(), value);

@@ -13,4 +13,5 @@ mod layers;
 mod lifecycle;
 mod load;
 mod otlp;
+mod otlp_receiver;
 mod sqlite_lab;

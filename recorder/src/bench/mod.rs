@@ -13,6 +13,8 @@
 //!   ([`detection`]).
 //! - `system`: the example service of `examples/otel-python` under `recorder run --system
 //!   --chaos`, reference and planted bugs, seed by seed ([`system`]).
+//! - `intake`: spans per second from the OTLP receiver's socket into a Parquet trace
+//!   ([`intake`]).
 //!
 //! Recordings are child processes (`recorder run`), as a user would start them; results go to
 //! `<out>/results.json` and a Markdown summary to standard output.
@@ -20,6 +22,7 @@
 mod campaign;
 mod child;
 mod detection;
+mod intake;
 mod raw;
 mod recording;
 mod runs;
@@ -110,6 +113,7 @@ async fn measure(
             BenchPart::Chaos => bench.chaos(args, results.get(part.name()))?,
             BenchPart::Detection => bench.detection(args, results.get(part.name()))?,
             BenchPart::System => bench.system(args, results.get(part.name()))?,
+            BenchPart::Intake => intake::measure(&args.out).await?,
         };
         println!("{}", markdown(part, &value));
         results.insert(part.name().to_string(), value);

@@ -48,8 +48,8 @@ pub enum Command {
     #[command(hide = true)]
     Actor,
     /// Measure the figures the README quotes: pipeline throughput against raw etcd and JetStream
-    /// rates, tracing overhead, memory and trace size, chaos runs, and the broken variants'
-    /// detection rates.
+    /// rates, tracing overhead, memory and trace size, chaos runs, the broken variants'
+    /// detection rates, and the OTLP receiver's intake.
     Bench(BenchArgs),
     /// Serve the example payments receiver (the external effect's idempotency API) until standard
     /// input closes; its events go to standard output as JSON lines.
@@ -139,17 +139,20 @@ pub enum BenchPart {
     Detection,
     /// The example service under `--system --chaos`: reference valid, bugs caught.
     System,
+    /// Spans per second from the OTLP receiver's socket into a trace.
+    Intake,
 }
 
 impl BenchPart {
     /// Every part, in the order they run.
-    pub const ALL: [BenchPart; 6] = [
+    pub const ALL: [BenchPart; 7] = [
         BenchPart::Pipeline,
         BenchPart::Overhead,
         BenchPart::Memory,
         BenchPart::Chaos,
         BenchPart::Detection,
         BenchPart::System,
+        BenchPart::Intake,
     ];
 
     /// The part's name, as `--parts` spells it.
@@ -161,6 +164,7 @@ impl BenchPart {
             BenchPart::Chaos => "chaos",
             BenchPart::Detection => "detection",
             BenchPart::System => "system",
+            BenchPart::Intake => "intake",
         }
     }
 }

@@ -13,5 +13,6 @@ mod layers;
 mod lifecycle;
 mod load;
 mod otlp;
+mod otlp_receiver;
 mod sqlite_lab;
 mod system;

@@ -1,0 +1,180 @@
+//! OTLP/HTTP: `POST /v1/traces` with a protobuf (`application/x-protobuf`) or OTLP JSON
+//! (`application/json`) body, plain or `Content-Encoding: gzip`. The reply is in the request's
+//! own encoding: 200 with an `ExportTraceServiceResponse` once the run answers, 400 with a
+//! `google.rpc.Status` for a body that does not decode, 413 over the size cap, 415 for another
+//! content type or encoding, 503 when the run does not take the request (the exporter retries).
+
+use std::io::Read as _;
+
+use axum::body::Body as HttpBody;
+use axum::extract::State;
+use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use outbox_trace::otlp::{decode_request, Body};
+
+use super::intake::Handoff;
+use super::reply::{self, Code};
+
+/// The path of the trace export.
+pub(super) const PATH: &str = "/v1/traces";
+
+/// The router of the HTTP port.
+pub(super) fn router(handoff: Handoff, max_body: usize) -> Router {
+    Router::new()
+        .route(PATH, post(export))
+        .with_state(Shared { handoff, max_body })
+}
+
+#[derive(Clone)]
+struct Shared {
+    handoff: Handoff,
+    max_body: usize,
+}
+
+/// Why a request got no 200.
+enum Refusal {
+    /// Not a content type or encoding of OTLP/HTTP (415).
+    Unsupported(String),
+    /// Over the size cap, compressed or not (413).
+    TooLarge(usize),
+    /// Does not decode (400).
+    BadBody(String),
+    /// The run did not take it (503).
+    Unavailable,
+}
+
+async fn export(State(shared): State<Shared>, headers: HeaderMap, body: HttpBody) -> Response {
+    shared.handoff.counters.request();
+    let encoding = match body_encoding(&headers) {
+        Ok(encoding) => encoding,
+        Err(refusal) => return refuse(&shared, refusal, &Body::Protobuf),
+    };
+    match take(&shared, &headers, body, &encoding).await {
+        Ok(reply) => reply,
+        Err(refusal) => refuse(&shared, refusal, &encoding),
+    }
+}
+
+/// Reads, decodes and hands off one request; the reply once the run answers.
+async fn take(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: HttpBody,
+    encoding: &Body,
+) -> Result<Response, Refusal> {
+    let gzip = match header(headers, CONTENT_ENCODING.as_str()).as_deref() {
+        None | Some("identity") => false,
+        Some("gzip") => true,
+        Some(other) => {
+            return Err(Refusal::Unsupported(format!(
+                "content encoding `{other}` (gzip or none)"
+            )))
+        }
+    };
+    let declared = header(headers, CONTENT_LENGTH.as_str()).and_then(|n| n.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > shared.max_body as u64) {
+        return Err(Refusal::TooLarge(shared.max_body));
+    }
+    let bytes = match Limited::new(body, shared.max_body).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return Err(Refusal::TooLarge(shared.max_body)),
+        Err(e) => return Err(Refusal::BadBody(format!("reading the body: {e}"))),
+    };
+    let bytes = if gzip {
+        gunzip(&bytes, shared.max_body)?
+    } else {
+        bytes.to_vec()
+    };
+    let request = decode_request(&bytes, clone(encoding)).map_err(|e| Refusal::BadBody(e.to_string()))?;
+    let answer = shared
+        .handoff
+        .offer(request)
+        .await
+        .ok_or(Refusal::Unavailable)?;
+    Ok(reply_with(StatusCode::OK, reply::success(&answer, encoding), encoding))
+}
+
+/// The encoding of the body, from `Content-Type` (parameters such as `charset` ignored).
+fn body_encoding(headers: &HeaderMap) -> Result<Body, Refusal> {
+    let value = header(headers, CONTENT_TYPE.as_str()).unwrap_or_default();
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    match essence {
+        "application/x-protobuf" | "application/protobuf" => Ok(Body::Protobuf),
+        "application/json" => Ok(Body::Json),
+        _ => Err(Refusal::Unsupported(format!(
+            "content type `{value}` (application/x-protobuf or application/json)"
+        ))),
+    }
+}
+
+/// A header's value, lower-cased and trimmed.
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase())
+}
+
+/// Un-gzips at most `max` bytes (a small body that inflates past the cap is refused).
+fn gunzip(bytes: &[u8], max: usize) -> Result<Vec<u8>, Refusal> {
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Refusal::BadBody(format!("gzip: {e}")))?;
+    if out.len() > max {
+        return Err(Refusal::TooLarge(max));
+    }
+    Ok(out)
+}
+
+fn clone(encoding: &Body) -> Body {
+    match encoding {
+        Body::Protobuf => Body::Protobuf,
+        Body::Json => Body::Json,
+    }
+}
+
+fn refuse(shared: &Shared, refusal: Refusal, encoding: &Body) -> Response {
+    let counters = &shared.handoff.counters;
+    let (status, code, message) = match refusal {
+        Refusal::Unsupported(what) => {
+            counters.refused();
+            (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Code::InvalidArgument,
+                format!("unsupported {what}"),
+            )
+        }
+        Refusal::TooLarge(max) => {
+            counters.refused();
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Code::ResourceExhausted,
+                format!("the body is over {max} bytes"),
+            )
+        }
+        Refusal::BadBody(why) => {
+            counters.bad_body();
+            (
+                StatusCode::BAD_REQUEST,
+                Code::InvalidArgument,
+                format!("the body is not an OTLP trace export: {why}"),
+            )
+        }
+        Refusal::Unavailable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Code::Unavailable,
+            "the recorder did not take the spans; retry".to_string(),
+        ),
+    };
+    reply_with(status, reply::failure(code, &message, encoding), encoding)
+}
+
+fn reply_with(status: StatusCode, body: Vec<u8>, encoding: &Body) -> Response {
+    (status, [(CONTENT_TYPE, reply::content_type(encoding))], body).into_response()
+}

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{RunEnd, RunStart};
-use outbox_trace::Step;
+use outbox_trace::{Kind, Step};
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
@@ -31,6 +31,26 @@ use crate::protocol::model::{TaskSpec, Timing};
 
 /// How often the driver looks at its actors and the services.
 const TICK: Duration = Duration::from_millis(100);
+/// Every kind the protocol's actors (and the payments receiver) report, declared in
+/// `run_start.detail.records` of a traced run.
+const PROTOCOL_KINDS: [Kind; 16] = [
+    Kind::TaskAccepted,
+    Kind::IntentRecorded,
+    Kind::PublishAttempt,
+    Kind::PublishAcked,
+    Kind::PublishUnacked,
+    Kind::PublishFailed,
+    Kind::OutboxMarked,
+    Kind::Delivered,
+    Kind::Redelivered,
+    Kind::EffectCommitted,
+    Kind::DuplicateSuppressed,
+    Kind::CommitConflict,
+    Kind::Acked,
+    Kind::ExternalRequest,
+    Kind::ExternalApplied,
+    Kind::ExternalReplayed,
+];
 /// Consecutive quiet checks that end a scenario.
 const QUIET_CHECKS: u32 = 3;
 
@@ -75,6 +95,10 @@ async fn run_on<B: Backend>(
         faults,
         // `null` when the run has no chaos plan: the key is always there.
         chaos: Some(serde_json::to_value(env.chaos).map_err(|e| drive(e.into()))?),
+        // The kinds the protocol's actors report: where one is absent, nothing of it happened.
+        records: env
+            .trace
+            .then(|| PROTOCOL_KINDS.iter().map(|k| k.as_str().to_string()).collect()),
         ..RunStart::default()
     };
     env.recorder

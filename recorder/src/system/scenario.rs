@@ -631,6 +631,7 @@ pub async fn run_scenario(
     let mut resumes: Vec<(Instant, String)> = Vec::new();
     let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
     let mut quiet_probe: Option<Instant> = None;
+    let mut probe: Option<tokio::task::JoinHandle<Result<bool, SpawnError>>> = None;
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -660,22 +661,25 @@ pub async fn run_scenario(
             && resumes.is_empty()
             && restarts.is_empty()
             && now >= first_task + faults_over;
-        if settled && quiet_probe.is_none_or(|at| at <= now) {
-            let quiet = match &system.file.quiet {
+        if settled && probe.is_none() && quiet_probe.is_none_or(|at| at <= now) {
+            match &system.file.quiet {
                 Some(q) => {
+                    // Asked in a task of its own: exports keep being answered meanwhile.
                     let argv: Vec<String> = q.command.iter().map(|t| t.expand(&values)).collect();
-                    let (status, _, _) =
-                        run_command("quiet", &argv, &base, &system.root, dir.join("logs/quiet.log"))
-                            .await?;
-                    status == 0
+                    let (env_vars, root, log) =
+                        (base.clone(), system.root.clone(), dir.join("logs/quiet.log"));
+                    probe = Some(tokio::spawn(async move {
+                        run_command("quiet", &argv, &env_vars, &root, log)
+                            .await
+                            .map(|(status, _, _)| status == 0)
+                    }));
                 }
-                None => stage.last_span.elapsed() >= SPAN_SILENCE,
-            };
-            if quiet {
-                recovered = true;
-                break;
+                None if stage.last_span.elapsed() >= SPAN_SILENCE => {
+                    recovered = true;
+                    break;
+                }
+                None => {}
             }
-            quiet_probe = Some(Instant::now() + QUIET_EVERY);
         }
         tokio::select! {
             Some(item) = intake.recv() => {
@@ -690,11 +694,22 @@ pub async fn run_scenario(
             done = &mut delivery, if delivered.is_none() => {
                 delivered = Some(done.map_err(run_err)?);
             }
+            answer = async { probe.as_mut().expect("a probe").await }, if probe.is_some() => {
+                probe = None;
+                if answer.map_err(run_err)?? {
+                    recovered = true;
+                    break;
+                }
+                quiet_probe = Some(Instant::now() + QUIET_EVERY);
+            }
             _ = tick.tick() => {}
         }
     }
     if delivered.is_none() {
         delivery.abort();
+    }
+    if let Some(p) = probe {
+        p.abort();
     }
     let delivered = delivered.unwrap_or_default();
 

@@ -810,3 +810,277 @@ mod tests {
         assert_eq!(back, rows);
     }
 }
+/// Spans as they arrive at a live receiver (`recorder run --system`): one OTLP export request at a
+/// time, in protobuf or JSON, mapped by the same [`map_span`] as a file, so a span gives the same
+/// rows whichever way it came. The run-wide numbers (`seq`, `ts_ns`) are the receiver's to give.
+pub mod live {
+    use prost::Message as _;
+    use serde_json::{json, Value};
+
+    use super::{map_span, KeyValue, Resource, ResourceSpans, ScopeSpans, Span, SpanEvent, Status, TracesData};
+    use crate::{Event, TraceError};
+
+    /// The OTLP protobuf messages a receiver decodes and answers with (the fields the mapping
+    /// reads; others are skipped by the decoder).
+    #[allow(missing_docs)]
+    pub mod proto {
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct ExportTraceServiceRequest {
+            #[prost(message, repeated, tag = "1")]
+            pub resource_spans: Vec<ResourceSpans>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct ResourceSpans {
+            #[prost(message, optional, tag = "1")]
+            pub resource: Option<Resource>,
+            #[prost(message, repeated, tag = "2")]
+            pub scope_spans: Vec<ScopeSpans>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct Resource {
+            #[prost(message, repeated, tag = "1")]
+            pub attributes: Vec<KeyValue>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct ScopeSpans {
+            #[prost(message, repeated, tag = "2")]
+            pub spans: Vec<Span>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct Span {
+            #[prost(bytes = "vec", tag = "1")]
+            pub trace_id: Vec<u8>,
+            #[prost(bytes = "vec", tag = "2")]
+            pub span_id: Vec<u8>,
+            #[prost(string, tag = "5")]
+            pub name: String,
+            #[prost(fixed64, tag = "7")]
+            pub start_time_unix_nano: u64,
+            #[prost(fixed64, tag = "8")]
+            pub end_time_unix_nano: u64,
+            #[prost(message, repeated, tag = "9")]
+            pub attributes: Vec<KeyValue>,
+            #[prost(message, repeated, tag = "11")]
+            pub events: Vec<Event>,
+            #[prost(message, optional, tag = "15")]
+            pub status: Option<Status>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct Event {
+            #[prost(fixed64, tag = "1")]
+            pub time_unix_nano: u64,
+            #[prost(string, tag = "2")]
+            pub name: String,
+            #[prost(message, repeated, tag = "3")]
+            pub attributes: Vec<KeyValue>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct Status {
+            #[prost(string, tag = "2")]
+            pub message: String,
+            #[prost(int32, tag = "3")]
+            pub code: i32,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct KeyValue {
+            #[prost(string, tag = "1")]
+            pub key: String,
+            #[prost(message, optional, tag = "2")]
+            pub value: Option<AnyValue>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct AnyValue {
+            #[prost(oneof = "any_value::Value", tags = "1, 2, 3, 4")]
+            pub value: Option<any_value::Value>,
+        }
+        pub mod any_value {
+            #[derive(Clone, PartialEq, prost::Oneof)]
+            pub enum Value {
+                #[prost(string, tag = "1")]
+                StringValue(String),
+                #[prost(bool, tag = "2")]
+                BoolValue(bool),
+                #[prost(int64, tag = "3")]
+                IntValue(i64),
+                #[prost(double, tag = "4")]
+                DoubleValue(f64),
+            }
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct ExportTraceServiceResponse {
+            #[prost(message, optional, tag = "1")]
+            pub partial_success: Option<ExportTracePartialSuccess>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct ExportTracePartialSuccess {
+            #[prost(int64, tag = "1")]
+            pub rejected_spans: i64,
+            #[prost(string, tag = "2")]
+            pub error_message: String,
+        }
+    }
+
+    /// The encoding of an OTLP/HTTP body (already un-gzipped).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Body {
+        /// `application/x-protobuf`.
+        Protobuf,
+        /// `application/json`.
+        Json,
+    }
+
+    /// One export request, in the model the file reader maps.
+    pub struct Request(TracesData);
+
+    impl std::fmt::Debug for Request {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Request({} spans)", self.span_count())
+        }
+    }
+
+    impl Request {
+        /// Spans the request carries.
+        pub fn span_count(&self) -> usize {
+            self.0
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .map(|s| s.spans.len())
+                .sum()
+        }
+    }
+
+    /// Decodes one `ExportTraceServiceRequest`. Bytes that are no such message are an error (a
+    /// receiver answers 400).
+    pub fn decode_request(body: &[u8], format: Body) -> Result<Request, TraceError> {
+        match format {
+            Body::Protobuf => proto::ExportTraceServiceRequest::decode(body)
+                .map(Request::from)
+                .map_err(|e| TraceError::NotATrace(format!("not an OTLP protobuf request: {e}"))),
+            Body::Json => serde_json::from_slice::<TracesData>(body)
+                .map(Request)
+                .map_err(|e| TraceError::NotATrace(format!("not an OTLP JSON request: {e}"))),
+        }
+    }
+
+    fn attrs(kvs: Vec<proto::KeyValue>) -> Vec<KeyValue> {
+        use proto::any_value::Value as V;
+        kvs.into_iter()
+            .map(|kv| KeyValue {
+                key: kv.key,
+                value: kv.value.and_then(|v| v.value).map(|v| match v {
+                    V::StringValue(s) => json!({ "stringValue": s }),
+                    V::BoolValue(b) => json!({ "boolValue": b }),
+                    V::IntValue(i) => json!({ "intValue": i.to_string() }),
+                    V::DoubleValue(d) => json!({ "doubleValue": d }),
+                }),
+            })
+            .collect()
+    }
+
+    impl From<proto::ExportTraceServiceRequest> for Request {
+        fn from(r: proto::ExportTraceServiceRequest) -> Self {
+            let time = |n: u64| (n != 0).then(|| Value::String(n.to_string()));
+            Request(TracesData {
+                resource_spans: r
+                    .resource_spans
+                    .into_iter()
+                    .map(|rs| ResourceSpans {
+                        resource: rs.resource.map(|res| Resource {
+                            attributes: attrs(res.attributes),
+                        }),
+                        scope_spans: rs
+                            .scope_spans
+                            .into_iter()
+                            .map(|ss| ScopeSpans {
+                                spans: ss
+                                    .spans
+                                    .into_iter()
+                                    .map(|s| Span {
+                                        start_time_unix_nano: time(s.start_time_unix_nano),
+                                        end_time_unix_nano: time(s.end_time_unix_nano),
+                                        attributes: attrs(s.attributes),
+                                        events: s
+                                            .events
+                                            .into_iter()
+                                            .map(|e| SpanEvent {
+                                                time_unix_nano: time(e.time_unix_nano),
+                                                attributes: attrs(e.attributes),
+                                            })
+                                            .collect(),
+                                        status: s.status.map(|st| Status {
+                                            code: Some(Value::from(st.code)),
+                                        }),
+                                    })
+                                    .collect(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+        }
+    }
+
+    /// One row from a live span, before the receiver numbers it.
+    #[derive(Debug, Clone)]
+    pub struct LiveEvent {
+        /// The row: columns from the attributes; `seq` and `ts_ns` are 0.
+        pub event: Event,
+        /// The event's own time, nanoseconds since the epoch.
+        pub at_unix_ns: u64,
+        /// The kind named, when the contract does not know it (the row is then no step).
+        pub unknown_kind: Option<String>,
+    }
+
+    /// What one request gave.
+    #[derive(Debug, Default)]
+    pub struct Mapped {
+        /// Its rows, span by span.
+        pub events: Vec<LiveEvent>,
+        /// One reason per span that gave no row for a value it could not read.
+        pub rejected: Vec<String>,
+    }
+
+    /// Maps requests as they arrive.
+    #[derive(Debug, Default)]
+    pub struct LiveMapper {
+        spans: u64,
+    }
+
+    impl LiveMapper {
+        /// A mapper for one run.
+        pub fn new() -> Self {
+            LiveMapper::default()
+        }
+
+        /// Maps every span of `request`, in order.
+        pub fn map(&mut self, request: &Request) -> Mapped {
+            let mut out = Mapped::default();
+            for rs in &request.0.resource_spans {
+                let empty = Resource::default();
+                let resource = rs.resource.as_ref().unwrap_or(&empty);
+                for ss in &rs.scope_spans {
+                    for span in &ss.spans {
+                        self.spans += 1;
+                        let mut pending = Vec::new();
+                        match map_span(span, &resource.attributes, self.spans, "", &mut pending) {
+                            Ok(()) => out.events.extend(pending.into_iter().map(|p| {
+                                let mut event = p.event;
+                                event.incarnation = p.incarnation.unwrap_or(0);
+                                LiveEvent {
+                                    event,
+                                    at_unix_ns: p.at,
+                                    unknown_kind: p.unknown_kind,
+                                }
+                            })),
+                            Err(reason) => out.rejected.push(reason),
+                        }
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+pub use live::{decode_request, proto, Body, LiveEvent, LiveMapper, Mapped, Request};

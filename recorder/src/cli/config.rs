@@ -11,7 +11,6 @@ use crate::driver::scenario::{LoadSpec, ScenarioName};
 use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::system::config::SystemConfig;
-use crate::system::faults::FaultSpec;
 use crate::system::file::{System, SystemFileError};
 
 /// A command line that parses but does not make sense.
@@ -93,7 +92,7 @@ fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig
     let faults = args
         .faults
         .iter()
-        .map(|f| FaultSpec::parse_for(f, &system.file))
+        .map(|f| system.fault(f))
         .collect::<Result<Vec<_>, _>>()
         .map_err(ConfigError::Fault)?;
     if args.otlp.as_ref() == Some(&args.out) {

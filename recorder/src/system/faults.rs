@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use outbox_trace::Kind;
 
-use super::file::SystemFile;
 use crate::fault::duration::{parse_duration, show_duration};
 
 /// One fault.
@@ -97,30 +96,6 @@ impl FaultSpec {
         }
     }
 
-    /// Parses one spec and checks its role or service against `file`.
-    pub fn parse_for(text: &str, file: &SystemFile) -> Result<FaultSpec, String> {
-        let spec = FaultSpec::parse(text)?;
-        match &spec {
-            FaultSpec::RestartAt { service, .. } if !file.services.contains_key(service) => {
-                Err(format!(
-                    "fault `{text}`: no service `{service}` (services: {})",
-                    names(file.services.keys())
-                ))
-            }
-            FaultSpec::KillAfter { target, .. }
-            | FaultSpec::KillAt { target, .. }
-            | FaultSpec::PauseAt { target, .. }
-                if role_of(target, file).is_none() =>
-            {
-                Err(format!(
-                    "fault `{text}`: no role or instance `{target}` (roles: {})",
-                    names(file.roles.keys())
-                ))
-            }
-            _ => Ok(spec),
-        }
-    }
-
     /// When a timed fault fires, from the first task sent.
     pub fn at(&self) -> Option<Duration> {
         match self {
@@ -137,26 +112,6 @@ impl FaultSpec {
             FaultSpec::PauseAt { at, hold, .. } => Some(*at + *hold),
             other => other.at(),
         }
-    }
-}
-
-/// The role an actor or role name belongs to in `file`: `worker-2` is `worker`'s second instance.
-pub fn role_of<'a>(target: &'a str, file: &SystemFile) -> Option<&'a str> {
-    if file.roles.contains_key(target) {
-        return Some(target);
-    }
-    let (role, n) = target.rsplit_once('-')?;
-    let n: u32 = n.parse().ok()?;
-    let spec = file.roles.get(role)?;
-    (n >= 2 && n <= spec.instances).then_some(role)
-}
-
-fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
-    let v: Vec<&str> = it.map(String::as_str).collect();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(", ")
     }
 }
 

@@ -480,7 +480,7 @@ impl System {
             let faults = s
                 .faults
                 .iter()
-                .map(|f| FaultSpec::parse_for(f, &file))
+                .map(|f| check_fault(f, &file))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| format!("scenario `{}`: {e}", s.name))?;
             scenarios.push((s.name.clone(), faults));
@@ -494,6 +494,11 @@ impl System {
             delivery,
             scenarios,
         })
+    }
+
+    /// Parses one fault spec and checks its role or service against the file.
+    pub fn fault(&self, text: &str) -> Result<FaultSpec, String> {
+        check_fault(text, &self.file)
     }
 
     /// The actor names of a role's instances: `worker`, `worker-2`, ...
@@ -517,6 +522,50 @@ impl System {
             .keys()
             .flat_map(|r| self.actors(r).into_iter().map(move |a| (r.clone(), a)))
             .collect()
+    }
+}
+
+/// Parses one fault spec and checks its role or service against `file`.
+fn check_fault(text: &str, file: &SystemFile) -> Result<FaultSpec, String> {
+    let spec = FaultSpec::parse(text)?;
+    match &spec {
+        FaultSpec::RestartAt { service, .. } if !file.services.contains_key(service) => {
+            Err(format!(
+                "fault `{text}`: no service `{service}` (services: {})",
+                names(file.services.keys())
+            ))
+        }
+        FaultSpec::KillAfter { target, .. }
+        | FaultSpec::KillAt { target, .. }
+        | FaultSpec::PauseAt { target, .. }
+            if role_of(target, file).is_none() =>
+        {
+            Err(format!(
+                "fault `{text}`: no role or instance `{target}` (roles: {})",
+                names(file.roles.keys())
+            ))
+        }
+        _ => Ok(spec),
+    }
+}
+
+/// The role an actor or role name belongs to in `file`: `worker-2` is `worker`'s second instance.
+pub fn role_of<'a>(target: &'a str, file: &SystemFile) -> Option<&'a str> {
+    if file.roles.contains_key(target) {
+        return Some(target);
+    }
+    let (role, n) = target.rsplit_once('-')?;
+    let n: u32 = n.parse().ok()?;
+    let spec = file.roles.get(role)?;
+    (n >= 2 && n <= spec.instances).then_some(role)
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
+    let v: Vec<&str> = it.map(String::as_str).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
     }
 }
 

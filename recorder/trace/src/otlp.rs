@@ -195,6 +195,7 @@ struct Pending {
 /// Decodes OTLP JSON Lines into canonical batches. `stem` is the default `run_id`.
 pub(crate) fn decode(text_in: impl BufRead, stem: &str) -> Result<Decoded, TraceError> {
     let mut pending: Vec<Pending> = Vec::new();
+    let mut deliveries = Deliveries::default();
     let mut spans = 0u64;
     lines(text_in, |line, text| {
         let data: TracesData = serde_json::from_str(text).map_err(|e| TraceError::Line {
@@ -207,8 +208,13 @@ pub(crate) fn decode(text_in: impl BufRead, stem: &str) -> Result<Decoded, Trace
             for ss in &rs.scope_spans {
                 for span in &ss.spans {
                     spans += 1;
-                    map_span(span, &resource.attributes, spans, stem, &mut pending)
+                    let mut these = Vec::new();
+                    map_span(span, &resource.attributes, spans, stem, &mut these)
                         .map_err(|reason| TraceError::Line { line, reason })?;
+                    these.retain(|p| {
+                        !deliveries.repeated(&p.event, p.incarnation, p.instance.as_ref())
+                    });
+                    pending.extend(these);
                 }
             }
         }
@@ -288,6 +294,30 @@ pub(crate) fn decode(text_in: impl BufRead, stem: &str) -> Result<Decoded, Trace
     out.batches = batches;
     out.rows = rows;
     Ok(out)
+}
+
+/// Settlements that are no ACK (`messaging.operation.name` of a `settle` span).
+const NEGATIVE_SETTLEMENTS: [&str; 5] = ["nack", "reject", "abandon", "dead_letter", "release"];
+
+/// One `delivered` per message and actor life: a `receive` and a `process` span of the same
+/// message (same id, same delivery count) in one life are one delivery. Both the file reader and
+/// the live mapper keep one of these.
+#[derive(Debug, Default)]
+struct Deliveries(std::collections::HashSet<(String, Option<String>, Option<String>, Option<u32>)>);
+
+impl Deliveries {
+    /// Whether `e` is a delivery already seen (then it is dropped).
+    fn repeated(&mut self, e: &Event, incarnation: Option<u32>, instance: Option<&String>) -> bool {
+        if !matches!(e.kind, Kind::Delivered | Kind::Redelivered) || e.event_id.is_none() {
+            return false;
+        }
+        let life = incarnation
+            .map(|n| n.to_string())
+            .or_else(|| instance.cloned());
+        !self
+            .0
+            .insert((e.actor.clone(), life, e.event_id.clone(), e.attempt))
+    }
 }
 
 /// Whether a span's status is ERROR (code 2 or its name).
@@ -383,7 +413,12 @@ fn map_span(
             };
             out.push(pending(&attrs, kind.as_str(), end, next(), stem, true)?);
         }
-        (None, Some("settle")) => {
+        (None, Some("settle"))
+            if !is_error(span.status.as_ref())
+                && !attrs
+                    .get("messaging.operation.name")
+                    .is_some_and(|n| NEGATIVE_SETTLEMENTS.contains(&n.to_ascii_lowercase().as_str())) =>
+        {
             out.push(pending(
                 &attrs,
                 Kind::Acked.as_str(),
@@ -817,7 +852,10 @@ pub mod live {
     use prost::Message as _;
     use serde_json::{json, Value};
 
-    use super::{map_span, KeyValue, Resource, ResourceSpans, ScopeSpans, Span, SpanEvent, Status, TracesData};
+    use super::{
+        map_span, Deliveries, KeyValue, Resource, ResourceSpans, ScopeSpans, Span, SpanEvent,
+        Status, TracesData,
+    };
     use crate::{Event, TraceError};
 
     /// The OTLP protobuf messages a receiver decodes and answers with (the fields the mapping
@@ -1045,6 +1083,7 @@ pub mod live {
     #[derive(Debug, Default)]
     pub struct LiveMapper {
         spans: u64,
+        deliveries: Deliveries,
     }
 
     impl LiveMapper {
@@ -1064,7 +1103,9 @@ pub mod live {
                         self.spans += 1;
                         let mut pending = Vec::new();
                         match map_span(span, &resource.attributes, self.spans, "", &mut pending) {
-                            Ok(()) => out.events.extend(pending.into_iter().map(|p| {
+                            Ok(()) => out.events.extend(pending.into_iter().filter(|p| {
+                                !self.deliveries.repeated(&p.event, p.incarnation, p.instance.as_ref())
+                            }).map(|p| {
                                 let mut event = p.event;
                                 event.incarnation = p.incarnation.unwrap_or(0);
                                 LiveEvent {

@@ -1,7 +1,9 @@
 //! Local etcd, nats-server and redis-server, started on free loopback ports inside the run's temp
 //! dir and stopped when dropped: at the end of a run, on error, on Ctrl-C (the run returns and drops
 //! them) and on panic (unwinding drops them). Each child also gets `PDEATHSIG`, so a killed recorder
-//! takes its services with it.
+//! takes its services with it. Each runs in a process group of its own, so a terminal's Ctrl-C
+//! (SIGINT to the whole foreground group) reaches only the recorder, which then stops them after
+//! the trace has what it needs; and none inherits the recorder's `OUTBOX_TRACE_*` variables.
 //!
 //! [`LocalService::start_cluster`] starts several members of one etcd cluster or one NATS cluster
 //! (JetStream clustered, so streams can be replicated), each with its own ports, data dir and log.
@@ -12,6 +14,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::endpoints::secret_vars;
 
 /// Why a local service could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -221,7 +225,11 @@ impl LocalService {
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(log_err);
+            .stderr(log_err)
+            .process_group(0);
+        for var in secret_vars() {
+            command.env_remove(var);
+        }
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             command.pre_exec(|| {

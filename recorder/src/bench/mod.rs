@@ -60,9 +60,7 @@ pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
             BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory
         )
     });
-    let workdir = tempfile::Builder::new()
-        .prefix("outbox-bench-")
-        .tempdir()
+    let workdir = crate::run::workdir::create_with(crate::run::workdir::Purpose::Bench)
         .map_err(|e| Failure::run(e.into()))?;
     let services = if needs_services {
         Some((

@@ -19,6 +19,16 @@ pub enum ConfigError {
     /// A URL the recorder cannot use.
     #[error(transparent)]
     Endpoint(#[from] BadEndpoint),
+    /// A flag of the other backend, which this run would silently ignore.
+    #[error("{flag} is for --backend {owner}; this run uses --backend {backend} (remove {flag})")]
+    Foreign {
+        /// The flag as typed.
+        flag: &'static str,
+        /// The backend that uses it.
+        owner: &'static str,
+        /// The backend of this run.
+        backend: &'static str,
+    },
     /// A scenario that needs something the backend does not have.
     #[error("scenario `{scenario}` does not run on backend `{backend}`")]
     Unsupported {
@@ -192,6 +202,7 @@ impl RunConfig {
         }
         let mut seen = std::collections::HashSet::new();
         scenarios.retain(|s| seen.insert(*s));
+        refuse_foreign(args)?;
         if args.otlp.as_ref() == Some(&args.out) {
             return Err(ConfigError::Output(
                 "--otlp must name another file than --out (the Parquet trace)",
@@ -256,5 +267,48 @@ impl RunConfig {
             trace: !args.no_trace,
             progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
+    }
+}
+
+/// Refuses a flag the chosen backend does not use (`--redis` on `etcd-jetstream`, `--etcd` on
+/// `sqlite-redis`, ...), which would otherwise be silently ignored. A value that came from an
+/// `OUTBOX_TRACE_*` variable is not refused: one environment may serve both backends.
+fn refuse_foreign(args: &RunArgs) -> Result<(), ConfigError> {
+    // A value clap took from the variable equals it; one typed on the command line wins over it.
+    let typed = |value: Option<std::ffi::OsString>, var: &str| {
+        value.is_some_and(|v| std::env::var_os(var).as_ref() != Some(&v))
+    };
+    let string = |v: &Option<String>| v.as_ref().map(std::ffi::OsString::from);
+    let (flags, owner) = match args.backend {
+        BackendKind::EtcdJetstream => (
+            vec![
+                ("--redis", typed(string(&args.redis), "OUTBOX_TRACE_REDIS")),
+                ("--db", args.db.is_some()),
+            ],
+            BackendKind::SqliteRedis,
+        ),
+        BackendKind::SqliteRedis => (
+            vec![
+                ("--etcd", typed(string(&args.etcd), "OUTBOX_TRACE_ETCD")),
+                ("--nats", typed(string(&args.nats), "OUTBOX_TRACE_NATS")),
+                (
+                    "--nats-creds",
+                    typed(
+                        args.nats_creds.clone().map(Into::into),
+                        "OUTBOX_TRACE_NATS_CREDS",
+                    ),
+                ),
+                ("--replicas", args.replicas.is_some()),
+            ],
+            BackendKind::EtcdJetstream,
+        ),
+    };
+    match flags.into_iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(ConfigError::Foreign {
+            flag,
+            owner: owner.name(),
+            backend: args.backend.name(),
+        }),
+        None => Ok(()),
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::backend::services::ServiceError;
 use crate::driver::env::ScenarioError;
+use crate::journal::output::OutputError;
 use crate::protocol::ports::BackendError;
 use crate::system::scenario::SystemError;
 
@@ -41,6 +42,10 @@ pub enum Failure {
     /// The run itself went wrong: exit 1.
     #[error("{0:#}")]
     Run(anyhow::Error),
+    /// `--out` refused before the run (unusable, or in use by another recorder): exit 2; or the
+    /// trace could not be written (a full disk): exit 1.
+    #[error(transparent)]
+    Output(#[from] OutputError),
 }
 
 impl Failure {
@@ -50,6 +55,8 @@ impl Failure {
             Failure::Usage(_) => Exit::Usage,
             Failure::Unavailable(_) => Exit::Unavailable,
             Failure::Run(_) => Exit::Failed,
+            Failure::Output(e) if e.is_refusal() => Exit::Usage,
+            Failure::Output(_) => Exit::Failed,
         }
     }
 
@@ -62,6 +69,7 @@ impl Failure {
             Failure::Usage(e) => Failure::Usage(e),
             Failure::Unavailable(e) => Failure::Unavailable(e.context(what)),
             Failure::Run(e) => Failure::Run(e.context(what)),
+            Failure::Output(e) => Failure::Output(e),
         }
     }
 

@@ -14,6 +14,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::task::JoinHandle;
 
 use crate::actor::wire::ActorSpec;
+use crate::backend::endpoints::secret_vars;
 use crate::fault::plan::Fault;
 use crate::journal::author::{ActorId, Author};
 use crate::journal::writer::{Entry, Recorder};
@@ -56,7 +57,15 @@ impl ActorProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            // Its own process group: a terminal's Ctrl-C reaches only the recorder, which stops
+            // the actors itself and records how they ended.
+            .process_group(0);
+        // The endpoints, credentials included, come in the spec on standard input; the
+        // recorder's own variables, which may hold a password, stay out of the environment.
+        for var in secret_vars() {
+            command.env_remove(var);
+        }
         // A recorder killed outright takes its actors with it. (The signal follows the spawning
         // thread; tokio's worker threads live as long as the runtime, which is the whole run.)
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.

@@ -1,5 +1,5 @@
-//! A whole recording: services up (ours or the user's), every scenario in turn, the trace joined,
-//! the summary and the lab's JSON written, services down.
+//! A whole recording: `--out` checked and locked, services up (ours or the user's), every scenario
+//! in turn, the trace joined, the summary and the lab's JSON written, services down.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,7 +19,8 @@ use crate::driver::env::ScenarioEnv;
 use crate::driver::run_scenario::run_scenario;
 use crate::fault::chaos::ChaosPlan;
 use crate::journal::clock::RunClock;
-use crate::journal::writer::{salvage, Journal};
+use crate::journal::output::{self, OutLock};
+use crate::journal::writer::{salvage, Journal, Target};
 use crate::protocol::model::Timing;
 
 /// What a run produced.
@@ -33,21 +34,19 @@ pub struct RunOutcome {
 
 /// Runs every scenario of `config`. `interrupted` is set by a Ctrl-C handler.
 pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<RunOutcome, Failure> {
-    if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))
-            .map_err(Failure::run)?;
-    }
-    if let Some(saved) = salvage(&config.out).map_err(Failure::run)? {
+    // `--out` is checked, then locked for the whole run, before anything else: the salvage below
+    // must never take the segments of a recorder still writing them.
+    output::check(&config.out)?;
+    let _lock = OutLock::take(&config.out)?;
+    if let Some(saved) = salvage(&config.out)? {
         eprintln!(
             "recorder: joined the segments of an interrupted run into {}",
             saved.display()
         );
     }
-    let workdir = tempfile::Builder::new()
-        .prefix("outbox-trace-")
-        .tempdir()
-        .map_err(|e| Failure::run(e.into()))?;
+    let workdir = super::workdir::create()
+        .context("creating the run's temporary directory")
+        .map_err(Failure::run)?;
     // Our own services live as long as this function: dropped on return, error or panic.
     let mut own = Vec::new();
     let mut service = |given: &Option<Endpoint>, kind: ServiceKind| -> Result<Endpoint, Failure> {
@@ -189,13 +188,24 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
     }
     drop(env);
     drop(recorder);
-    let events = journal.finish().await.map_err(Failure::run)?;
+    // A failed run's rows never replace a complete trace: they go beside it.
+    let target = match failure {
+        Some(_) => Target::Series("failed"),
+        None => Target::Out,
+    };
+    let (events, written) = journal.finish(target).await?;
     drop(services);
+    if let Some(e) = failure {
+        if let Some(path) = written {
+            eprintln!(
+                "recorder: the failed run's {events} rows are in {}",
+                path.display()
+            );
+        }
+        return Err(e);
+    }
     if let Some(path) = &config.otlp {
         write_otlp(&config.out, path, epoch).map_err(Failure::run)?;
-    }
-    if let Some(e) = failure {
-        return Err(e);
     }
     let tallies = tallies.lock().expect("tally lock").clone();
     let heading = Heading {
@@ -233,7 +243,14 @@ pub fn write_otlp(parquet: &std::path::Path, path: &std::path::Path, epoch: u64)
     }
     let trace = outbox_trace::read_trace(parquet)
         .with_context(|| format!("reading back {}", parquet.display()))?;
-    outbox_trace::otlp::write::create(path, &trace.events, epoch)?;
+    // Written beside the file it replaces and renamed into place once whole.
+    let tmp = tempfile::Builder::new()
+        .prefix(".outbox-trace-otlp")
+        .tempfile_in(output::directory(path))
+        .with_context(|| format!("writing {}", path.display()))?;
+    outbox_trace::otlp::write::create(tmp.path(), &trace.events, epoch)?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
 }

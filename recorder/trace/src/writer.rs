@@ -1,4 +1,12 @@
 //! Writing events to an `outbox-trace/1` Parquet file.
+//!
+//! A long write can be made safe to cut short: [`TraceWriter::checkpoint`] ends the row group in
+//! progress and writes a footer for every row group so far, so the file cut at the returned length
+//! is a complete trace of those rows (later row groups are written after it; a Parquet reader
+//! finds its column chunks by their offsets, so the footers left behind are never read).
+//!
+//! The Parquet crate in use (parquet 60) writes no page checksums (its page headers carry no CRC
+//! when writing; it verifies them when reading with its `crc` feature).
 
 use std::fs::File;
 use std::io::Write;
@@ -8,9 +16,9 @@ use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
 use arrow_array::RecordBatch;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::{encode_arrow_schema, ArrowWriter, ARROW_SCHEMA_META_KEY};
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
+use parquet::file::metadata::{FileMetaData, KeyValue, ParquetMetaData, ParquetMetaDataWriter};
 use parquet::file::properties::WriterProperties;
 
 use crate::schema::{event_arrays, schema, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
@@ -23,6 +31,10 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// the file metadata. Rows are written in the order given.
 pub struct TraceWriter<W: Write + Send> {
     inner: ArrowWriter<W>,
+    /// The footer's key-value metadata and `created_by`, for [`TraceWriter::checkpoint`].
+    metadata: Vec<KeyValue>,
+    created_by: String,
+    version: i32,
 }
 
 impl TraceWriter<File> {
@@ -49,10 +61,61 @@ impl<W: Write + Send> TraceWriter<W> {
             ))
             .set_dictionary_enabled(true)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_key_value_metadata(Some(metadata))
+            .set_key_value_metadata(Some(metadata.clone()))
             .build();
+        let created_by = props.created_by().to_string();
+        let version = props.writer_version().as_num();
+        // The Arrow schema, as the writer adds it to the final footer.
+        metadata.push(KeyValue::new(
+            ARROW_SCHEMA_META_KEY.to_string(),
+            encode_arrow_schema(&schema()),
+        ));
         let inner = ArrowWriter::try_new(sink, schema(), Some(props))?;
-        Ok(TraceWriter { inner })
+        Ok(TraceWriter {
+            inner,
+            metadata,
+            created_by,
+            version,
+        })
+    }
+
+    /// Rows written but not yet in a finished row group.
+    pub fn buffered_rows(&self) -> usize {
+        self.inner.in_progress_rows()
+    }
+
+    /// Ends the row group in progress and writes a footer for every row group so far. Returns
+    /// the length at which the file is a complete trace of every row written, or `None` if no
+    /// row was written yet. The caller makes the bytes durable ([`TraceWriter::sync`]).
+    pub fn checkpoint(&mut self) -> Result<Option<u64>, TraceError> {
+        self.inner.flush()?;
+        let groups = self.inner.flushed_row_groups().to_vec();
+        let Some(first) = groups.first() else {
+            return Ok(None);
+        };
+        let rows = groups.iter().map(|g| g.num_rows()).sum();
+        let file = FileMetaData::new(
+            self.version,
+            rows,
+            Some(self.created_by.clone()),
+            Some(self.metadata.clone()),
+            first.schema_descr_ptr(),
+            None,
+        );
+        let mut footer = Vec::new();
+        ParquetMetaDataWriter::new(&mut footer, &ParquetMetaData::new(file, groups)).finish()?;
+        self.inner
+            .write_all(&footer)
+            .map_err(parquet::errors::ParquetError::from)?;
+        self.inner
+            .sync()
+            .map_err(parquet::errors::ParquetError::from)?;
+        Ok(Some(self.inner.bytes_written() as u64))
+    }
+
+    /// The sink, to make what was written durable after a checkpoint.
+    pub fn sink(&self) -> &W {
+        self.inner.inner()
     }
 
     /// Appends events.

@@ -73,7 +73,7 @@ pub async fn measure(out: &Path) -> anyhow::Result<Value> {
     let stats = receiver.stats();
     receiver.stop().await;
     let rows_sent = consumer.await.context("the consumer task")??;
-    let rows = journal.finish().await?;
+    let (rows, _) = journal.finish(crate::journal::writer::Target::Out).await?;
     let elapsed = started.elapsed();
 
     let spans = (REQUESTS * BATCH) as u64;

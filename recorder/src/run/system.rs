@@ -11,7 +11,8 @@ use super::recording::{new_run_id, write_otlp, RunOutcome};
 use super::summary::{lab_json, print_summary, Heading};
 use crate::cli::exit::Failure;
 use crate::journal::clock::RunClock;
-use crate::journal::writer::{salvage, Journal};
+use crate::journal::output::{self, OutLock};
+use crate::journal::writer::{salvage, Journal, Target};
 use crate::system::config::SystemConfig;
 use crate::system::scenario::{run_scenario, SystemEnv, OWN_EXIT_RESTARTS};
 
@@ -20,21 +21,18 @@ pub async fn run_system(
     config: &SystemConfig,
     interrupted: Arc<AtomicBool>,
 ) -> Result<RunOutcome, Failure> {
-    if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))
-            .map_err(Failure::run)?;
-    }
-    if let Some(saved) = salvage(&config.out).map_err(Failure::run)? {
+    // `--out` checked and locked before anything else, as for the built-in protocol.
+    output::check(&config.out)?;
+    let _lock = OutLock::take(&config.out)?;
+    if let Some(saved) = salvage(&config.out)? {
         eprintln!(
             "recorder: joined the segments of an interrupted run into {}",
             saved.display()
         );
     }
-    let workdir = tempfile::Builder::new()
-        .prefix("outbox-trace-")
-        .tempdir()
-        .map_err(|e| Failure::run(e.into()))?;
+    let workdir = super::workdir::create()
+        .context("creating the run's temporary directory")
+        .map_err(Failure::run)?;
     let system = &config.system;
     let backend = format!("system:{}", system.file.name);
     let run_id = new_run_id();
@@ -104,12 +102,23 @@ pub async fn run_system(
     }
     drop(env);
     drop(recorder);
-    let events = journal.finish().await.map_err(Failure::run)?;
+    // A failed run's rows never replace a complete trace: they go beside it.
+    let target = match failure {
+        Some(_) => Target::Series("failed"),
+        None => Target::Out,
+    };
+    let (events, written) = journal.finish(target).await?;
+    if let Some(e) = failure {
+        if let Some(path) = written {
+            eprintln!(
+                "recorder: the failed run's {events} rows are in {}",
+                path.display()
+            );
+        }
+        return Err(e);
+    }
     if let Some(path) = &config.otlp {
         write_otlp(&config.out, path, epoch_unix_ns).map_err(Failure::run)?;
-    }
-    if let Some(e) = failure {
-        return Err(e);
     }
     let tallies = tallies.lock().expect("tally lock").clone();
     let heading = Heading {

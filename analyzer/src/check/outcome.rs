@@ -36,6 +36,9 @@ impl Verdict {
 /// Why a verdict is unknown, or a remark on a pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reason {
+    /// The scenario has no row of these kinds (and its producer did not declare that it reports
+    /// them), though the invariant needs them to judge what the trace holds.
+    NoRows(&'static [Kind]),
     /// No publication carries, or can be tied to, an aggregate.
     NoAggregateInfo,
     /// No `external_*` rows.

@@ -99,8 +99,13 @@ pub trait Gather: Send {
     fn finish(self: Box<Self>, outcome: &mut Outcome);
 }
 
+/// How many kinds the contract defines.
+const KINDS: usize = Kind::ALL.len();
+
 /// The rows of a scenario that rules consult at the end, kept while the rows pass: the first
-/// `run_start`, the last `observed` and the last `run_end`, with their details decoded.
+/// `run_start`, the last `observed` and the last `run_end`, with their details decoded, and how
+/// many rows of each kind there were (what the trace records, for "no verdict without
+/// evidence").
 #[derive(Debug, Clone, Default)]
 pub struct Ends {
     /// The first `run_start` row's detail, if it has one.
@@ -112,11 +117,16 @@ pub struct Ends {
     pub run_end: Option<(usize, Option<RunEnd>)>,
     /// Whether a `run_start` row was seen (its detail may be missing).
     started: bool,
+    /// Rows per kind (by its position in [`Kind::ALL`]).
+    rows: [u64; KINDS],
 }
 
 impl Ends {
     /// Takes a row and its decoded detail.
     pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
+        if let Some(n) = self.rows.get_mut(r.kind as usize) {
+            *n += 1;
+        }
         match r.kind {
             Kind::RunStart if !self.started => {
                 self.started = true;
@@ -132,4 +142,39 @@ impl Ends {
             _ => {}
         }
     }
+}
+
+impl Ends {
+    /// How many rows of `kind` the scenario has.
+    pub fn rows(&self, kind: Kind) -> u64 {
+        self.rows.get(kind as usize).copied().unwrap_or(0)
+    }
+
+    /// Whether the scenario has a row of any of `kinds`.
+    pub fn any(&self, kinds: &[Kind]) -> bool {
+        kinds.iter().any(|&k| self.rows(k) > 0)
+    }
+
+    /// Whether the producer declared in `run_start.detail.records` that it reports `kind`:
+    /// then a scenario without such rows had none to report.
+    pub fn declared(&self, kind: Kind) -> bool {
+        self.run_start
+            .as_ref()
+            .is_some_and(|s| declares(s, kind))
+    }
+
+    /// [`Reason::NoRows`] when the scenario has no row of any of `kinds` and the producer
+    /// declared none of them: the trace is silent about them, which is no evidence that none
+    /// happened.
+    pub fn lacks(&self, kinds: &'static [Kind]) -> Option<Reason> {
+        let silent = kinds
+            .iter()
+            .all(|&k| self.rows(k) == 0 && !self.declared(k));
+        silent.then_some(Reason::NoRows(kinds))
+    }
+}
+
+/// Whether `run_start.detail.records` names `kind`.
+fn declares(_start: &RunStart, _kind: Kind) -> bool {
+    false // TODO(records): the contract's typed field
 }

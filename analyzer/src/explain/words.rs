@@ -82,6 +82,10 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
 /// The reason as a short phrase.
 pub fn reason(r: &Reason) -> String {
     match r {
+        Reason::NoRows(kinds) => {
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            format!("the trace records no {} rows", names.join(" or "))
+        }
         Reason::NoAggregateInfo => "no aggregate information".into(),
         Reason::NoExternalCalls => "no external calls recorded".into(),
         Reason::NoRunEnd => format!("no {} row", Kind::RunEnd),

@@ -35,6 +35,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     );
     let mut part = Part::new(violations, witness, Some(skips));
     part.early = vec![
+        q.lacks(None, &[Kind::TaskAccepted]),
         (format!("{end} IS NULL"), "unknown", lit(&Reason::NoRunEnd)),
         (
             format!("{recovered} = false"),

@@ -99,6 +99,44 @@ impl Query {
         format!("s.n{i}")
     }
 
+    /// An expression over `s` (a row of `scen`): whether the scenario has a row of any of
+    /// `kinds`.
+    pub fn any(&mut self, kinds: &[Kind]) -> String {
+        let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
+        let n = self.count_where(&format!("kind IN ({})", names.join(", ")));
+        format!("{n} > 0")
+    }
+
+    /// The early verdict `unknown: the trace records no <kinds> rows` (see
+    /// `crate::check::Ends::lacks`), when `when` (an expression over `s`, or none) holds and the
+    /// scenario has no row of any of `kinds` and its `run_start` declares none of them.
+    pub fn lacks(
+        &mut self,
+        when: Option<&str>,
+        kinds: &'static [Kind],
+    ) -> (String, &'static str, String) {
+        let silent: Vec<String> = kinds
+            .iter()
+            .map(|&k| {
+                let none = self.any(&[k]);
+                let declared = self.declared(k);
+                format!("NOT ({none}) AND NOT {declared}")
+            })
+            .collect();
+        let mut cond = silent.join(" AND ");
+        if let Some(w) = when {
+            cond = format!("({w}) AND {cond}");
+        }
+        (cond, "unknown", lit(&crate::check::Reason::NoRows(kinds)))
+    }
+
+    /// An expression over `s`: whether the scenario's first `run_start` declares `kind` in
+    /// `detail.records`.
+    pub fn declared(&mut self, _kind: Kind) -> String {
+        // TODO(records)
+        "false".to_string()
+    }
+
     /// An expression over `s` (a row of `scen`): the reason naming the first `(kind, column)`
     /// with skipped rows, in the contract's kind order, then by column name, as
     /// `crate::check::Skips` does (null when none). A row is counted under the first of its

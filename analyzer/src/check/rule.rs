@@ -8,6 +8,7 @@ use outbox_trace::detail::{Observed, RunEnd, RunStart};
 use outbox_trace::{Detail, Field, Kind};
 
 use super::outcome::{Outcome, Reason};
+use crate::model::intern::{FastMap, Id, Interner};
 use crate::model::row::Row;
 
 /// A row index as `u32`, to keep per-id tables small: a history indexes its rows by kind with
@@ -119,6 +120,9 @@ pub struct Ends {
     started: bool,
     /// Rows per kind (by its position in [`Kind::ALL`]).
     rows: [u64; KINDS],
+    /// `counter_start` and the observed `counter` of keyed counters, by the key's id (see
+    /// [`Ends::resolve`]).
+    keyed: FastMap<Id, (Option<i64>, Option<i64>)>,
 }
 
 impl Ends {
@@ -145,6 +149,30 @@ impl Ends {
 }
 
 impl Ends {
+    /// Resolves the keys of `counter_start` and the observed `counter` given per key to the ids
+    /// the rows' `counter_key`s have (a key no row names has no id, and no commit to check).
+    pub fn resolve(&mut self, _names: &Interner) {
+        // COMPAT: the contract's counters by key are not merged yet.
+    }
+
+    /// The value of counter `key` (none: the run's one counter) before the first commit:
+    /// `run_start.detail.counter_start` (a number for the one counter, an object by key), else 0.
+    pub fn counter_start(&self, key: Option<Id>) -> i64 {
+        match key {
+            Some(k) => self.keyed.get(&k).and_then(|v| v.0),
+            None => self.run_start.as_ref().and_then(|s| s.counter_start),
+        }
+        .unwrap_or(0)
+    }
+
+    /// The value of counter `key` the last `observed` row read, if it gives it.
+    pub fn counter_final(&self, key: Option<Id>) -> Option<i64> {
+        match key {
+            Some(k) => self.keyed.get(&k).and_then(|v| v.1),
+            None => self.observed.as_ref().and_then(|(_, o)| o.counter),
+        }
+    }
+
     /// How many rows of `kind` the scenario has.
     pub fn rows(&self, kind: Kind) -> u64 {
         self.rows.get(kind as usize).copied().unwrap_or(0)
@@ -176,5 +204,5 @@ impl Ends {
 
 /// Whether `run_start.detail.records` names `kind`.
 fn declares(_start: &RunStart, _kind: Kind) -> bool {
-    false // TODO(records): the contract's typed field
+    false // COMPAT: `records` is not merged yet
 }

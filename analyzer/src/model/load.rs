@@ -590,6 +590,7 @@ impl FileState {
             row.task = task.opt(i);
             row.event = event.opt(i);
             row.aggregate = agg.opt(i);
+            // COMPAT: the column `counter_key` is not merged yet.
             let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
             for field in k.required_fields() {
                 // A kept detail is attached by the sink.

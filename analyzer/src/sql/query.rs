@@ -15,6 +15,8 @@ pub(super) const EXAMPLES: usize = crate::check::EXAMPLES;
 pub(crate) struct Query {
     /// The dialect.
     pub d: Dialect,
+    /// Whether `base` has `counter_key` (`analyzer sql --counter-key`).
+    pub counter_key: bool,
     pub(super) ctes: Vec<(String, String)>,
     /// What the statement reads: the table `trace` or a path.
     pub(super) source: String,
@@ -41,6 +43,9 @@ pub(crate) struct Part {
     /// Verdicts decided before counting violations: the first condition that holds gives the
     /// verdict and its reason.
     pub early: Vec<(String, &'static str, String)>,
+    /// For the lost-rows rule (`crate::check::lost_rows`): how many violations a row missing
+    /// from the trace explains, and the start of the reason naming the first of them.
+    pub lost: Option<(String, String)>,
 }
 
 impl Part {
@@ -53,6 +58,7 @@ impl Part {
             extra: Vec::new(),
             reason,
             early: Vec::new(),
+            lost: None,
         }
     }
 }
@@ -132,9 +138,12 @@ impl Query {
 
     /// An expression over `s`: whether the scenario's first `run_start` declares `kind` in
     /// `detail.records`.
-    pub fn declared(&mut self, _kind: Kind) -> String {
-        // TODO(records)
-        "false".to_string()
+    pub fn declared(&mut self, kind: Kind) -> String {
+        let d = self.d;
+        let _ = (d, kind);
+        let has = "(1 = 0)"; // COMPAT: `records` is not merged yet
+        let n = self.note(Kind::RunStart, false, &format!("CASE WHEN {has} THEN 1 ELSE 0 END"));
+        format!("(coalesce({n}, 0) = 1)")
     }
 
     /// An expression over `s` (a row of `scen`): the reason naming the first `(kind, column)`

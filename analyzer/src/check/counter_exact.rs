@@ -29,7 +29,9 @@ struct Commit {
 
 impl Commit {
     fn key_id(&self) -> Option<Id> {
-        self.ckey.checked_sub(1).and_then(|i| Id::from_index(i as usize))
+        self.ckey
+            .checked_sub(1)
+            .and_then(|i| Id::from_index(i as usize))
     }
 }
 
@@ -153,7 +155,9 @@ impl super::Rule for Rule {
                 amount,
                 counter,
                 at: row32(at),
-                ckey: r.counter_key.map_or(0, |k| row32(k.index()).saturating_add(1)),
+                ckey: r
+                    .counter_key
+                    .map_or(0, |k| row32(k.index()).saturating_add(1)),
             };
             if self.in_order.bytes.is_empty() || rev >= self.in_order.last.rev {
                 self.in_order.push(c);

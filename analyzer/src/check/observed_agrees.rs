@@ -6,9 +6,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{
-    Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation,
-};
+use super::{Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation};
 use crate::model::intern::IdSet;
 use crate::model::row::Row;
 

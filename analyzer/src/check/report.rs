@@ -73,7 +73,11 @@ impl Report {
             return;
         }
         for s in &mut self.scenarios {
-            for o in s.outcomes.iter_mut().filter(|o| skip.contains(&o.invariant)) {
+            for o in s
+                .outcomes
+                .iter_mut()
+                .filter(|o| skip.contains(&o.invariant))
+            {
                 *o = Outcome {
                     verdict: Verdict::Skipped,
                     ..Outcome::pass(o.invariant, None)

@@ -186,9 +186,7 @@ impl Ends {
     /// Whether the producer declared in `run_start.detail.records` that it reports `kind`:
     /// then a scenario without such rows had none to report.
     pub fn declared(&self, kind: Kind) -> bool {
-        self.run_start
-            .as_ref()
-            .is_some_and(|s| declares(s, kind))
+        self.run_start.as_ref().is_some_and(|s| declares(s, kind))
     }
 
     /// [`Reason::NoRows`] when the scenario has no row of any of `kinds` and the producer

@@ -379,7 +379,9 @@ pub fn write_report(
         bounds.push(b);
     }
     if lab {
-        md.push_str("\n## ADR: retention, atomic scope, the shared counter — facts from this run\n\n");
+        md.push_str(
+            "\n## ADR: retention, atomic scope, the shared counter — facts from this run\n\n",
+        );
     } else {
         md.push_str("\n## Retention, atomic scope, the shared counter: facts from this run\n\n");
     }

@@ -158,7 +158,8 @@ impl Dialect {
                 )
             }
             Dialect::Datafusion | Dialect::Spark => {
-                let list = self.regex_group(col, &format!("\"{key}\"{WS}:{WS}\\[([^\\[\\]{{}}]*)\\]"));
+                let list =
+                    self.regex_group(col, &format!("\"{key}\"{WS}:{WS}\\[([^\\[\\]{{}}]*)\\]"));
                 format!("coalesce(instr({list}, '\"{value}\"') > 0, false)")
             }
         }

@@ -96,7 +96,10 @@ pub(super) fn rule(inv: Invariant) -> Option<(bool, &'static str, &'static str)>
 
 /// The final verdict, count and reason of `inv` with the rule applied, over `(v, n, r)` (its
 /// verdict, count and reason before).
-pub(super) fn apply(inv: Invariant, (v, n, r): (String, String, String)) -> (String, String, String) {
+pub(super) fn apply(
+    inv: Invariant,
+    (v, n, r): (String, String, String),
+) -> (String, String, String) {
     let Some((any, missing, reason)) = rule(inv) else {
         return (v, n, r);
     };

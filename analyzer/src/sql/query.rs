@@ -142,7 +142,11 @@ impl Query {
         let d = self.d;
         let _ = (d, kind);
         let has = "(1 = 0)"; // COMPAT: `records` is not merged yet
-        let n = self.note(Kind::RunStart, false, &format!("CASE WHEN {has} THEN 1 ELSE 0 END"));
+        let n = self.note(
+            Kind::RunStart,
+            false,
+            &format!("CASE WHEN {has} THEN 1 ELSE 0 END"),
+        );
         format!("(coalesce({n}, 0) = 1)")
     }
 

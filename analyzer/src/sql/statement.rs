@@ -32,9 +32,9 @@ fn lost_spans(inv: Invariant) -> LostSpans {
         | Invariant::AggregateOrder => LostSpans::Touched,
         Invariant::NoLostTask | Invariant::CounterExact => LostSpans::Any,
         // Its totals are the lost-rows rule's business.
-        Invariant::ObservedAgrees
-        | Invariant::SingleEffect
-        | Invariant::ExternalSingleEffect => LostSpans::Never,
+        Invariant::ObservedAgrees | Invariant::SingleEffect | Invariant::ExternalSingleEffect => {
+            LostSpans::Never
+        }
     }
 }
 

@@ -34,7 +34,10 @@ fn the_readme_table_of_kinds_is_the_code_s() {
     let readme = readme();
     let start = "<!-- kinds: generated from outbox_trace::Kind; analyzer/tests/it/contract_doc.rs checks it -->\n";
     let from = readme.find(start).expect("the kinds marker") + start.len();
-    let to = from + readme[from..].find("<!-- /kinds -->").expect("the end marker");
+    let to = from
+        + readme[from..]
+            .find("<!-- /kinds -->")
+            .expect("the end marker");
     let want = kinds_table();
     assert_eq!(
         &readme[from..to],
@@ -48,7 +51,6 @@ fn the_readme_names_every_detail_key_the_checks_read() {
     let readme = readme();
     let keys = [
         detail_key!(RunStart.counter_start),
-
         detail_key!(RunStart.ack_wait_ms),
         detail_key!(RunStart.tasks),
         detail_key!(Crash.point),

@@ -193,14 +193,24 @@ const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
         "the observer read results = 3, the trace counts 2: worker#0 may not have exported its \
          last spans, which would explain it",
     ),
-    ("store-holds-fewer-lossy", "observed-agrees", Verdict::Fail, ""),
+    (
+        "store-holds-fewer-lossy",
+        "observed-agrees",
+        Verdict::Fail,
+        "",
+    ),
     (
         "store-holds-more-intents",
         "intent-atomic",
         Verdict::Unknown,
         "the store holds 3 outbox rows, the trace 2 intents: spans were lost",
     ),
-    ("more-lost-tasks-than-missing", "no-lost-task", Verdict::Fail, ""),
+    (
+        "more-lost-tasks-than-missing",
+        "no-lost-task",
+        Verdict::Fail,
+        "",
+    ),
 ];
 
 #[test]
@@ -269,7 +279,13 @@ fn a_skipped_invariant_leaves_the_verdict_and_the_exit_code() {
     assert!(text.contains("\n  ack-after-commit skipped\n"), "{text}");
     assert!(!text.contains("FAIL ack-after-commit"), "{text}");
     assert!(text.contains("verdict: valid"), "{text}");
-    let (code, json, _) = run(&["--skip", "ack-after-commit", "--skip", "no-lost-task", "--json"]);
+    let (code, json, _) = run(&[
+        "--skip",
+        "ack-after-commit",
+        "--skip",
+        "no-lost-task",
+        "--json",
+    ]);
     assert_eq!(code, Some(0));
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     let skipped: Vec<&str> = doc["scenarios"][0]["invariants"]

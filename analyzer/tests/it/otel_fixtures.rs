@@ -30,7 +30,11 @@ fn check(file: &Path) -> (i32, Vec<(String, String, String)>, Value) {
         .output()
         .unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{}: {e}: {}", file.display(), String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "{}: {e}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
     let scenarios = doc["scenarios"].as_array().unwrap();
     assert_eq!(scenarios.len(), 1, "{}", file.display());
@@ -119,7 +123,11 @@ fn counter_per_key_is_checked_per_key(dir: &Path) {
     let (code, invariants, doc) = check(&dir.join("counter-per-key-broken.otlp.jsonl"));
     assert_eq!(code, 1, "{invariants:?}");
     for (id, verdict, reason) in &invariants {
-        let want = if id == "counter-exact" { "fail" } else { "pass" };
+        let want = if id == "counter-exact" {
+            "fail"
+        } else {
+            "pass"
+        };
         if id == "observed-agrees" || NOTES.iter().any(|(n, _)| n == id) {
             continue;
         }

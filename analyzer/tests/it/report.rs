@@ -31,9 +31,15 @@ fn the_labs_templates_are_written_only_when_asked_for() {
     report_as(&trace, &lab, true);
     let plain = std::fs::read_to_string(plain.join("report.md")).unwrap();
     let lab = std::fs::read_to_string(lab.join("report.md")).unwrap();
-    assert!(!plain.contains("to complete") && !plain.contains("## ADR"), "{plain}");
+    assert!(
+        !plain.contains("to complete") && !plain.contains("## ADR"),
+        "{plain}"
+    );
     assert!(plain.contains("Retention, atomic scope, the shared counter: facts"));
-    assert!(lab.contains("### Decision (to complete)") && lab.contains("## ADR"), "{lab}");
+    assert!(
+        lab.contains("### Decision (to complete)") && lab.contains("## ADR"),
+        "{lab}"
+    );
 }
 
 #[test]

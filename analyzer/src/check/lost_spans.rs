@@ -124,8 +124,7 @@ impl Lives {
         }
         if r.kind == Kind::Crash {
             self.crashed.insert(life, true);
-            // COMPAT: `announced` is not merged yet.
-            let announced: Option<bool> = detail.and_then(Detail::crash).and(None);
+            let announced = detail.and_then(Detail::crash).and_then(|c| c.announced);
             if announced == Some(false) {
                 self.unannounced.insert(life);
             }

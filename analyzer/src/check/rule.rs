@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use outbox_trace::detail::{Observed, RunEnd, RunStart};
+use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart};
 use outbox_trace::{Detail, Field, Kind};
 
 use super::outcome::{Outcome, Reason};
@@ -151,8 +151,28 @@ impl Ends {
 impl Ends {
     /// Resolves the keys of `counter_start` and the observed `counter` given per key to the ids
     /// the rows' `counter_key`s have (a key no row names has no id, and no commit to check).
-    pub fn resolve(&mut self, _names: &Interner) {
-        // COMPAT: the contract's counters by key are not merged yet.
+    pub fn resolve(&mut self, names: &Interner) {
+        fn by_key(v: Option<&CounterValue>) -> Vec<(&String, &i64)> {
+            match v {
+                Some(CounterValue::ByKey(map)) => map.iter().collect(),
+                _ => Vec::new(),
+            }
+        }
+        let start = self
+            .run_start
+            .as_ref()
+            .and_then(|s| s.counter_start.as_ref());
+        let end = self.observed.as_ref().and_then(|(_, o)| o.counter.as_ref());
+        for (name, &v) in by_key(start) {
+            if let Some(id) = names.get(name) {
+                self.keyed.entry(id).or_default().0 = Some(v);
+            }
+        }
+        for (name, &v) in by_key(end) {
+            if let Some(id) = names.get(name) {
+                self.keyed.entry(id).or_default().1 = Some(v);
+            }
+        }
     }
 
     /// The value of counter `key` (none: the run's one counter) before the first commit:
@@ -160,7 +180,11 @@ impl Ends {
     pub fn counter_start(&self, key: Option<Id>) -> i64 {
         match key {
             Some(k) => self.keyed.get(&k).and_then(|v| v.0),
-            None => self.run_start.as_ref().and_then(|s| s.counter_start),
+            None => self
+                .run_start
+                .as_ref()
+                .and_then(|s| s.counter_start.as_ref())
+                .and_then(CounterValue::one),
         }
         .unwrap_or(0)
     }
@@ -169,7 +193,11 @@ impl Ends {
     pub fn counter_final(&self, key: Option<Id>) -> Option<i64> {
         match key {
             Some(k) => self.keyed.get(&k).and_then(|v| v.1),
-            None => self.observed.as_ref().and_then(|(_, o)| o.counter),
+            None => self
+                .observed
+                .as_ref()
+                .and_then(|(_, o)| o.counter.as_ref())
+                .and_then(CounterValue::one),
         }
     }
 
@@ -201,6 +229,9 @@ impl Ends {
 }
 
 /// Whether `run_start.detail.records` names `kind`.
-fn declares(_start: &RunStart, _kind: Kind) -> bool {
-    false // COMPAT: `records` is not merged yet
+fn declares(start: &RunStart, kind: Kind) -> bool {
+    start
+        .records
+        .as_ref()
+        .is_some_and(|r| r.iter().any(|k| k == kind.as_str()))
 }

@@ -400,7 +400,7 @@ impl Dictionary {
 
 /// The dictionaries of the string columns, by position in [`STRING_COLUMNS`].
 #[derive(Default)]
-struct Dictionaries([Dictionary; 8]);
+struct Dictionaries([Dictionary; 9]);
 
 impl Dictionaries {
     /// Interns the dictionaries of `batch` that are new.
@@ -493,7 +493,7 @@ const KIND: usize = 4;
 
 /// The string columns the checks compare, read as dictionaries (each distinct value of a row
 /// group is interned once, and a row costs an array lookup).
-const STRING_COLUMNS: [&str; 8] = [
+const STRING_COLUMNS: [&str; 9] = [
     "run_id",
     "scenario",
     "backend",
@@ -502,6 +502,7 @@ const STRING_COLUMNS: [&str; 8] = [
     "task_id",
     "event_id",
     "aggregate_id",
+    "counter_key",
 ];
 
 impl FileState {
@@ -521,7 +522,7 @@ impl FileState {
                 ids: ids_of,
             });
         }
-        let [run, scenario, backend, actor, kind, task, event, agg] = &ids[..] else {
+        let [run, scenario, backend, actor, kind, task, event, agg, counter_key] = &ids[..] else {
             return Err(LoadError::Canonical("kind"));
         };
         let kinds = &p.kinds;
@@ -590,7 +591,7 @@ impl FileState {
             row.task = task.opt(i);
             row.event = event.opt(i);
             row.aggregate = agg.opt(i);
-            // COMPAT: the column `counter_key` is not merged yet.
+            row.counter_key = counter_key.opt(i);
             let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
             for field in k.required_fields() {
                 // A kept detail is attached by the sink.

@@ -2,7 +2,7 @@
 //! ([`Part`]): the common table expressions in order, and the per-scenario `facts` (one `GROUP BY`)
 //! and `notes` (from the few `run_start`, `observed` and `run_end` rows) every invariant shares.
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::{detail_key, Field, Kind};
 
 use super::dialect::Dialect;
 
@@ -140,8 +140,7 @@ impl Query {
     /// `detail.records`.
     pub fn declared(&mut self, kind: Kind) -> String {
         let d = self.d;
-        let _ = (d, kind);
-        let has = "(1 = 0)"; // COMPAT: `records` is not merged yet
+        let has = d.json_list_has("detail", detail_key!(RunStart.records), kind.as_str());
         let n = self.note(
             Kind::RunStart,
             false,

@@ -3,7 +3,7 @@
 //! `crate::check::lost_spans` applied ([`statement`]), or the witness rows of the violations
 //! ([`witnesses`]).
 
-use outbox_trace::Kind;
+use outbox_trace::{detail_key, Kind};
 
 use super::dialect::DialectError;
 use super::query::{positions, Part, Query, EXAMPLES, LATE};
@@ -141,7 +141,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         format!(
             "SELECT DISTINCT run_id, scenario, actor, incarnation FROM {source} \
              WHERE kind = '{k_crash}' AND {} = false",
-            "CAST(NULL AS BOOLEAN)" // COMPAT: `announced` is not merged yet
+            d.json_bool("detail", detail_key!(Crash.announced))
         ),
     );
     q.cte(

@@ -51,6 +51,8 @@ fn the_readme_names_every_detail_key_the_checks_read() {
     let readme = readme();
     let keys = [
         detail_key!(RunStart.counter_start),
+        detail_key!(RunStart.records),
+        detail_key!(Crash.announced),
         detail_key!(RunStart.ack_wait_ms),
         detail_key!(RunStart.tasks),
         detail_key!(Crash.point),

@@ -41,9 +41,64 @@ fn lossy_worker(t: &mut Vec<Event>) {
     t.insert(at, ev(Restart, "worker").inc(1));
 }
 
+/// A stock per item: evt-1 (2) and evt-3 (5) move `apple` from 10, evt-2 (3) moves `pear` from
+/// 5; the observer reads both.
+fn per_key(t: &mut Vec<Event>) {
+    t[0].detail = Some(r#"{"tasks":3,"counter_start":{"apple":10,"pear":5}}"#.into());
+    for (e, key, counter) in [
+        ("evt-1", "apple", 12),
+        ("evt-2", "pear", 8),
+        ("evt-3", "apple", 17),
+    ] {
+        let at = find(t, EffectCommitted, Some(e));
+        t[at].counter_key = Some(key.into());
+        t[at].counter = Some(counter);
+    }
+    set_observed(
+        t,
+        r#"{"stream_messages":3,"counter":{"apple":17,"pear":8},"results":3,"dedup_keys":3}"#,
+    );
+}
+
 /// The traces, by name.
 pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
     vec![
+        ("counter-per-key", edit(per_key)),
+        (
+            "counter-per-key-step",
+            edit(|t| {
+                per_key(t);
+                let at = find(t, EffectCommitted, Some("evt-2"));
+                t[at].counter = Some(9);
+            }),
+        ),
+        (
+            "counter-per-key-final",
+            edit(|t| {
+                per_key(t);
+                set_observed(
+                    t,
+                    r#"{"stream_messages":3,"counter":{"apple":18,"pear":8},"results":3,"dedup_keys":3}"#,
+                );
+            }),
+        ),
+        (
+            "counter-per-key-unread",
+            edit(|t| {
+                per_key(t);
+                set_observed(
+                    t,
+                    r#"{"stream_messages":3,"counter":{"apple":17},"results":3}"#,
+                );
+            }),
+        ),
+        (
+            "counter-number-for-keys",
+            edit(|t| {
+                per_key(t);
+                t[0].detail = Some(r#"{"tasks":3,"counter_start":10}"#.into());
+            }),
+        ),
         (
             "no-commit-rows",
             edit(|t| {
@@ -52,6 +107,14 @@ pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
             }),
         ),
         ("no-ack-rows", edit(without(&[Acked]))),
+        (
+            "declared-no-ack-rows",
+            edit(|t| {
+                without(&[Acked])(t);
+                let kinds: Vec<String> = Kind::ALL.iter().map(|k| format!("\"{k}\"")).collect();
+                t[0].detail = Some(format!(r#"{{"tasks":3,"records":[{}]}}"#, kinds.join(",")));
+            }),
+        ),
         ("no-mark-rows", edit(without(&[OutboxMarked]))),
         ("no-puback-rows", edit(without(&[PublishAcked]))),
         ("no-intent-rows", edit(without(&[IntentRecorded]))),
@@ -111,6 +174,21 @@ pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
 
 /// `(trace, invariant, verdict, reason)` for every invariant these traces are about.
 const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
+    ("counter-per-key", "counter-exact", Verdict::Pass, ""),
+    ("counter-per-key-step", "counter-exact", Verdict::Fail, ""),
+    ("counter-per-key-final", "counter-exact", Verdict::Fail, ""),
+    (
+        "counter-per-key-unread",
+        "counter-exact",
+        Verdict::Unknown,
+        "no observed row with a counter",
+    ),
+    (
+        "counter-number-for-keys",
+        "counter-exact",
+        Verdict::Fail,
+        "",
+    ),
     (
         "no-commit-rows",
         "single-effect",
@@ -134,6 +212,12 @@ const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
         "ack-after-commit",
         Verdict::Unknown,
         "the trace records no acked rows",
+    ),
+    (
+        "declared-no-ack-rows",
+        "ack-after-commit",
+        Verdict::Pass,
+        "",
     ),
     (
         "no-mark-rows",
@@ -241,6 +325,23 @@ fn a_disagreement_the_store_holds_more_of_says_rows_were_lost() {
     // The kept examples are at most three, with the rest counted.
     let o = outcome(&report, "observed-agrees");
     assert_eq!((o.violations.len(), o.more), (2, 0));
+}
+
+#[test]
+fn a_counter_per_key_is_stepped_and_totalled_on_its_own() {
+    let corpus = corpus();
+    let trace = |name: &str| corpus.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+    let report = check(&trace("counter-per-key-step"));
+    let o = outcome(&report, "counter-exact");
+    assert_eq!(o.violations.len(), 1, "{o:?}");
+    let text = explanation(&report, "counter-exact");
+    assert!(text.contains("set counter pear to 9"), "{text}");
+    let report = check(&trace("counter-per-key-final"));
+    let text = explanation(&report, "counter-exact");
+    assert!(
+        text.contains("the observer read counter apple = 18"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -152,7 +152,7 @@ fn the_committed_sdk_traces_get_honest_verdicts() {
     let dir = fixtures();
     messaging_spans_get_no_false_verdict(&dir);
     batch_kill_is_unknown_with_the_counts(&dir);
-    let _ = counter_per_key_is_checked_per_key; // COMPAT: `counter_key` is not merged yet
+    counter_per_key_is_checked_per_key(&dir);
 }
 
 #[test]
@@ -172,4 +172,5 @@ fn the_generator_still_runs_and_its_output_gets_the_same_verdicts() {
     );
     messaging_spans_get_no_false_verdict(dir.path());
     batch_kill_is_unknown_with_the_counts(dir.path());
+    counter_per_key_is_checked_per_key(dir.path());
 }

@@ -91,6 +91,7 @@ fn event(o: &Map<String, Value>) -> Result<(Event, Option<String>), String> {
     e.store_rev = optional(o, "store_rev", i64s())?;
     e.amount = optional(o, "amount", i64s())?;
     e.counter = optional(o, "counter", i64s())?;
+    e.counter_key = string(o, "counter_key")?;
     e.detail = match o.get("detail") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -171,4 +172,30 @@ fn optional<T>(
 
 fn required<T>(o: &Map<String, Value>, column: &'static str, fit: Fit<T>) -> Result<T, String> {
     optional(o, column, fit)?.ok_or_else(|| null_in(column))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::batch_events;
+
+    fn events(text: &str) -> Vec<Event> {
+        let decoded = decode(text.as_bytes()).unwrap();
+        let mut unknown = std::collections::BTreeMap::new();
+        decoded
+            .batches
+            .iter()
+            .flat_map(|b| batch_events(b, &mut unknown))
+            .collect()
+    }
+
+    #[test]
+    fn counter_key_is_a_key_of_its_own_and_may_be_absent() {
+        let rows = events(
+            r#"{"run_id":"r","scenario":"s","seq":1,"ts_ns":0,"backend":"b","actor":"worker","incarnation":0,"kind":"effect_committed","counter":3,"counter_key":"apple"}
+{"run_id":"r","scenario":"s","seq":2,"ts_ns":1,"backend":"b","actor":"worker","incarnation":0,"kind":"acked"}"#,
+        );
+        assert_eq!(rows[0].counter_key.as_deref(), Some("apple"));
+        assert_eq!(rows[1].counter_key, None);
+    }
 }

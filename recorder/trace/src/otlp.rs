@@ -59,6 +59,8 @@ pub mod key {
     pub const AMOUNT: &str = "outbox.amount";
     /// The column `counter`.
     pub const COUNTER: &str = "outbox.counter";
+    /// The column `counter_key`.
+    pub const COUNTER_KEY: &str = "outbox.counter_key";
     /// The column `detail`.
     pub const DETAIL: &str = "outbox.detail";
     /// The resource's service: the actor when `outbox.actor` is absent.
@@ -447,6 +449,7 @@ fn pending(
     e.store_rev = fit(key::STORE_REV, number(key::STORE_REV)?)?;
     e.amount = fit(key::AMOUNT, number(key::AMOUNT)?)?;
     e.counter = fit(key::COUNTER, number(key::COUNTER)?)?;
+    e.counter_key = attrs.get(key::COUNTER_KEY);
     e.detail = attrs.get(key::DETAIL);
     let seq = if derived {
         None
@@ -580,6 +583,7 @@ pub mod write {
             (key::TASK_ID, &e.task_id),
             (key::EVENT_ID, &e.event_id),
             (key::AGGREGATE_ID, &e.aggregate_id),
+            (key::COUNTER_KEY, &e.counter_key),
         ];
         out.extend(
             strings
@@ -791,6 +795,7 @@ mod tests {
         rows[i].store_rev = Some(-3);
         rows[i].aggregate_id = Some("a".into());
         rows[i].aggregate_seq = Some(u64::MAX);
+        rows[i].counter_key = Some("apple".into());
         rows[c].detail = Some(r#"{"point":"after-commit-before-ack"}"#.into());
         let mut text = Vec::new();
         write::write_to(&rows, 1_700_000_000_000_000_000, &mut text).unwrap();

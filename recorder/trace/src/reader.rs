@@ -81,9 +81,10 @@ pub struct TraceFile {
     order: Vec<usize>,
     /// For each canonical column, the type batches hand out.
     types: Vec<DataType>,
-    /// Values of columns the file lacks, filled from a partitioned directory's path: appended
-    /// to each decoded batch as constant text columns (`order` points past the file's columns).
-    fills: Vec<String>,
+    /// Values of columns the file lacks, filled from a partitioned directory's path (or null, for
+    /// an optional column): appended to each decoded batch as constant text columns (`order`
+    /// points past the file's columns).
+    fills: Vec<Option<String>>,
     /// For each canonical column, whether it is skipped (see [`ReadOptions::skip`]).
     skipped: Vec<bool>,
 }
@@ -269,14 +270,19 @@ impl TraceFile {
         let file_schema = metadata.schema().clone();
         let skipped = skipped(options);
         let mut roots = Vec::with_capacity(COLUMNS.len());
-        // Columns the file lacks that its partition path gives: `(canonical index, value)`.
-        let mut filled: Vec<(usize, String)> = Vec::new();
+        // Columns the file lacks, filled from its partition path or (an optional column) with
+        // nulls: `(canonical index, value)`.
+        let mut filled: Vec<(usize, Option<String>)> = Vec::new();
         for (i, column) in COLUMNS.iter().enumerate() {
             let Some((index, field)) = file_schema.column_with_name(column.name) else {
-                let value = partition.iter().find(|(c, _)| *c == column.name);
-                let (_, value) = value.ok_or(TraceError::MissingColumn(column.name))?;
+                // A partition path's value, else null for a column a file may lack.
+                let value = match partition.iter().find(|(c, _)| *c == column.name) {
+                    Some((_, value)) => Some(value.clone()),
+                    None if column.optional => None,
+                    None => return Err(TraceError::MissingColumn(column.name)),
+                };
                 if !skipped[i] {
-                    filled.push((i, value.clone()));
+                    filled.push((i, value));
                 }
                 continue;
             };
@@ -585,8 +591,8 @@ fn dictionary_hint(
     ArrowReaderMetadata::try_new(metadata.metadata().clone(), hint).ok()
 }
 
-/// `batch` with a constant text column appended per value of `fills`.
-fn with_fills(batch: RecordBatch, fills: &[String]) -> Result<RecordBatch, TraceError> {
+/// `batch` with a constant text column (all null for `None`) appended per value of `fills`.
+fn with_fills(batch: RecordBatch, fills: &[Option<String>]) -> Result<RecordBatch, TraceError> {
     if fills.is_empty() {
         return Ok(batch);
     }
@@ -599,9 +605,15 @@ fn with_fills(batch: RecordBatch, fills: &[String]) -> Result<RecordBatch, Trace
         .collect();
     let mut columns = batch.columns().to_vec();
     for (k, value) in fills.iter().enumerate() {
-        fields.push(Field::new(format!("partition {k}"), DataType::Utf8, false));
+        fields.push(Field::new(
+            format!("fill {k}"),
+            DataType::Utf8,
+            value.is_none(),
+        ));
         columns.push(Arc::new(arrow_array::StringArray::from(vec![
-            value.as_str();
+            value
+                .as_deref(
+                );
             rows
         ])));
     }
@@ -878,6 +890,69 @@ mod tests {
             file_rows(&file.batches().map(Result::unwrap).collect::<Vec<_>>()),
             0
         );
+    }
+
+    #[test]
+    fn a_file_without_the_optional_counter_key_reads_it_as_null() {
+        let mut rows = events(4);
+        rows[1].counter_key = Some("apple".into());
+        let full = crate::to_batch(&rows).unwrap();
+        let at = crate::schema::column("counter_key");
+        let mut fields: Vec<Field> = full
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut columns = full.columns().to_vec();
+        fields.remove(at);
+        columns.remove(at);
+        let without = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.parquet");
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            File::create(&path).unwrap(),
+            without.schema(),
+            None,
+        )
+        .unwrap();
+        w.write(&without).unwrap();
+        w.close().unwrap();
+        let back = read_trace(&path).unwrap();
+        rows[1].counter_key = None;
+        assert_eq!(back.events, rows);
+        // With the column, its values come back.
+        let (_dir, path) = written(&{
+            let mut rows = events(4);
+            rows[1].counter_key = Some("apple".into());
+            rows
+        });
+        let back = read_trace(&path).unwrap();
+        assert_eq!(back.events[1].counter_key.as_deref(), Some("apple"));
+        // A required column is still required.
+        let mut fields: Vec<Field> = full
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut columns = full.columns().to_vec();
+        let event_id = crate::schema::column("run_id");
+        fields.remove(event_id);
+        columns.remove(event_id);
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            File::create(&path).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        assert!(matches!(
+            read_trace(&path),
+            Err(TraceError::MissingColumn("run_id"))
+        ));
     }
 
     fn file_rows(batches: &[RecordBatch]) -> usize {

@@ -24,6 +24,9 @@ pub struct Column {
     pub data_type: ColumnType,
     /// Whether the column may hold nulls.
     pub nullable: bool,
+    /// Whether a file may lack the column (added to version 1 later): a reader then reads it as
+    /// all null.
+    pub optional: bool,
 }
 
 /// The logical types of the contract's columns.
@@ -52,10 +55,17 @@ impl ColumnType {
 }
 
 macro_rules! columns {
-    ($($field:ident : $ty:ident, $nullable:literal;)+) => {
+    (@optional) => { false };
+    (@optional optional) => { true };
+    ($($field:ident : $ty:ident, $nullable:literal $(, $optional:ident)?;)+) => {
         /// Every column of the contract, in file order.
         pub const COLUMNS: &[Column] = &[
-            $(Column { name: stringify!($field), data_type: ColumnType::$ty, nullable: $nullable },)+
+            $(Column {
+                name: stringify!($field),
+                data_type: ColumnType::$ty,
+                nullable: $nullable,
+                optional: columns!(@optional $($optional)?),
+            },)+
         ];
 
         /// The columns of `events`, in file order and canonical types.
@@ -95,7 +105,7 @@ macro_rules! columns {
 
 // The one list of the contract's columns: the schema, the writer's arrays and the reader's events
 // all come from it. Each name is a field of [`Event`]; its Rust type decides how a cell is written
-// and read (`Option` for a nullable column).
+// and read (`Option` for a nullable column). `optional` marks a column a file may lack.
 columns! {
     run_id: Utf8, false;
     scenario: Utf8, false;
@@ -114,6 +124,7 @@ columns! {
     store_rev: Int64, true;
     amount: Int64, true;
     counter: Int64, true;
+    counter_key: Utf8, true, optional;
     detail: Utf8, true;
 }
 

@@ -400,7 +400,7 @@ impl Dictionary {
 
 /// The dictionaries of the string columns, by position in [`STRING_COLUMNS`].
 #[derive(Default)]
-struct Dictionaries([Dictionary; 9]);
+struct Dictionaries([Dictionary; 8]);
 
 impl Dictionaries {
     /// Interns the dictionaries of `batch` that are new.
@@ -414,7 +414,22 @@ impl Dictionaries {
             .iter()
             .map(|&id| names.name(id).parse().ok())
             .collect();
-        Ok(Prepared { batch, ids, kinds })
+        // `counter_key` (an optional column, plain text): interned where set, which is rare.
+        let mut counter_keys = Vec::new();
+        if let Some(keys) = batch.column(column("counter_key")).as_string_opt::<i32>() {
+            if keys.null_count() < keys.len() {
+                counter_keys = keys
+                    .iter()
+                    .map(|k| k.map(|k| names.intern(k)).transpose())
+                    .collect::<Result<Vec<Option<Id>>, InternError>>()?;
+            }
+        }
+        Ok(Prepared {
+            batch,
+            ids,
+            kinds,
+            counter_keys,
+        })
     }
 }
 
@@ -425,6 +440,8 @@ struct Prepared {
     ids: Vec<Arc<[Id]>>,
     /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
     kinds: Vec<Option<Kind>>,
+    /// Each row's `counter_key`, interned (empty when the batch has none).
+    counter_keys: Vec<Option<Id>>,
 }
 
 /// A string column of a batch, as ids.
@@ -493,7 +510,7 @@ const KIND: usize = 4;
 
 /// The string columns the checks compare, read as dictionaries (each distinct value of a row
 /// group is interned once, and a row costs an array lookup).
-const STRING_COLUMNS: [&str; 9] = [
+const STRING_COLUMNS: [&str; 8] = [
     "run_id",
     "scenario",
     "backend",
@@ -502,7 +519,6 @@ const STRING_COLUMNS: [&str; 9] = [
     "task_id",
     "event_id",
     "aggregate_id",
-    "counter_key",
 ];
 
 impl FileState {
@@ -522,7 +538,7 @@ impl FileState {
                 ids: ids_of,
             });
         }
-        let [run, scenario, backend, actor, kind, task, event, agg, counter_key] = &ids[..] else {
+        let [run, scenario, backend, actor, kind, task, event, agg] = &ids[..] else {
             return Err(LoadError::Canonical("kind"));
         };
         let kinds = &p.kinds;
@@ -591,7 +607,7 @@ impl FileState {
             row.task = task.opt(i);
             row.event = event.opt(i);
             row.aggregate = agg.opt(i);
-            row.counter_key = counter_key.opt(i);
+            row.counter_key = p.counter_keys.get(i).copied().flatten();
             let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
             for field in k.required_fields() {
                 // A kept detail is attached by the sink.

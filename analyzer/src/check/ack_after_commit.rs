@@ -2,7 +2,9 @@
 //! dedup key and suppressed it). For every `acked` of event E by actor A incarnation I, take the
 //! latest delivery of E to A#I before it (the one with the same `broker_seq` when the ack has one);
 //! between that delivery and the ack, A#I must have an `effect_committed` or `duplicate_suppressed`
-//! of E. Otherwise a crash between the ACK and the commit loses the task.
+//! of E. Otherwise a crash between the ACK and the commit loses the task. Unknown when the
+//! scenario delivers but has no `acked`, or ACKs but has neither `effect_committed` nor
+//! `duplicate_suppressed` (each unless the producer declared it reports them).
 
 use outbox_trace::{Field, Kind};
 
@@ -160,7 +162,21 @@ impl super::Rule for Rule {
         }
     }
 
-    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        // Deliveries and not one ACK, or ACKs and not one commit or suppression: the trace does
+        // not report one side of the order judged.
+        let silent = ends
+            .any(&[Kind::Delivered, Kind::Redelivered])
+            .then(|| ends.lacks(&[Kind::Acked]))
+            .flatten()
+            .or_else(|| {
+                ends.any(&[Kind::Acked])
+                    .then(|| ends.lacks(&[Kind::EffectCommitted, Kind::DuplicateSuppressed]))
+                    .flatten()
+            });
+        if let Some(reason) = silent {
+            return Outcome::unknown(Invariant::AckAfterCommit, reason).into();
+        }
         let (kept, more) = earliest(self.found);
         let violations = kept.iter().map(|f| violation(f, None, None)).collect();
         let outcome = Outcome::judge(

@@ -1,19 +1,20 @@
-//! `counter-exact`: `effect_committed` rows in `store_rev` order (ties by `seq`) step the counter by
-//! exactly their `amount`, starting from 0 (or `run_start.detail.counter_start`); and the last
-//! `observed` row's `counter` equals the start plus the sum of committed amounts.
+//! `counter-exact`: per counter (`counter_key`; none = the run's one counter), `effect_committed`
+//! rows in `store_rev` order (ties by `seq`) step it by exactly their `amount`, starting from
+//! `run_start.detail.counter_start` (a number for the one counter, an object by key; absent: 0);
+//! and the last `observed` row's `counter` (the same forms) equals the start plus the sum of
+//! committed amounts, for every counter with commits (the one counter when there are none).
 //!
 //! Commits come mostly in revision order already. Those that do are packed as they come into a
 //! byte log of small differences (a few bytes a commit); the few that come after a higher
 //! revision are kept aside, sorted at the end and merged in. The events and tasks of the commits
 //! kept as examples are gathered on the second look.
 
-use outbox_trace::detail::CounterValue;
 use outbox_trace::{Field, Kind};
 
 use super::{
     earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
-use crate::model::intern::Id;
+use crate::model::intern::{FastMap, Id};
 use crate::model::row::Row;
 /// A usable commit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +23,16 @@ struct Commit {
     amount: i64,
     counter: i64,
     at: u32,
+    /// The counter's key: `Id::index() + 1`, 0 for the one counter.
+    ckey: u32,
+}
+
+impl Commit {
+    fn key_id(&self) -> Option<Id> {
+        self.ckey
+            .checked_sub(1)
+            .and_then(|i| Id::from_index(i as usize))
+    }
 }
 
 impl Commit {
@@ -49,6 +60,7 @@ impl Packed {
             &mut self.bytes,
             zigzag(c.counter.wrapping_sub(last.counter)),
         );
+        put(&mut self.bytes, u64::from(c.ckey));
     }
 
     /// The commits, in the order pushed.
@@ -63,11 +75,13 @@ impl Packed {
             let at = last.at.wrapping_add(take(&mut bytes) as u32);
             let amount = unzigzag(take(&mut bytes));
             let counter = last.counter.wrapping_add(unzigzag(take(&mut bytes)));
+            let ckey = take(&mut bytes) as u32;
             last = Commit {
                 rev,
                 amount,
                 counter,
                 at,
+                ckey,
             };
             Some(last)
         })
@@ -141,6 +155,9 @@ impl super::Rule for Rule {
                 amount,
                 counter,
                 at: row32(at),
+                ckey: r
+                    .counter_key
+                    .map_or(0, |k| row32(k.index()).saturating_add(1)),
             };
             if self.in_order.bytes.is_empty() || rev >= self.in_order.last.rev {
                 self.in_order.push(c);
@@ -162,51 +179,68 @@ impl super::Rule for Rule {
         let mut late = self.late;
         late.sort_unstable_by_key(Commit::key);
         let commits = merge(self.in_order.iter(), late.into_iter());
-        let start = ends
-            .run_start
-            .as_ref()
-            .and_then(|d| d.counter_start.as_ref())
-            .and_then(CounterValue::one)
-            .unwrap_or(0);
+        // Per counter, in the order of its first commit: its value, its sum, its last commit.
+        let mut order: Vec<Option<Id>> = Vec::new();
+        let mut chains: FastMap<Option<Id>, Chain> = FastMap::default();
         let mut found = Vec::new();
-        let mut value = start;
-        let mut sum = start;
-        let mut prev = None;
         for c in commits {
             let at = c.at as usize;
-            let expected = value.saturating_add(c.amount);
-            sum = sum.saturating_add(c.amount);
+            let key = c.key_id();
+            let chain = chains.entry(key).or_insert_with(|| {
+                order.push(key);
+                let start = ends.counter_start(key);
+                Chain {
+                    value: start,
+                    sum: start,
+                    prev: None,
+                }
+            });
+            let expected = chain.value.saturating_add(c.amount);
+            chain.sum = chain.sum.saturating_add(c.amount);
             if c.counter != expected {
                 let finding = Finding::CounterStep {
+                    key,
                     commit: at,
-                    prev,
+                    prev: chain.prev,
                     expected,
                     found: c.counter,
                 };
                 let mut witness = vec![at];
-                witness.extend(prev);
+                witness.extend(chain.prev);
                 found.push((at, Violation::new(None, None, finding, witness)));
             }
             // Go on from the value the store reported, so one bad step is reported once.
-            value = c.counter;
-            prev = Some(at);
+            chain.value = c.counter;
+            chain.prev = Some(at);
         }
-        let observed = ends
-            .observed
-            .as_ref()
-            .and_then(|(at, o)| o.counter.as_ref()?.one().map(|c| (*at, c)));
+        if order.is_empty() {
+            let start = ends.counter_start(None);
+            order.push(None);
+            chains.insert(
+                None,
+                Chain {
+                    value: start,
+                    sum: start,
+                    prev: None,
+                },
+            );
+        }
         let mut incomplete = None;
-        match observed {
-            Some((at, counter)) if counter != sum => {
-                let finding = Finding::CounterFinal {
-                    observed_row: at,
-                    observed: counter,
-                    expected: sum,
-                };
-                found.push((at, Violation::new(None, None, finding, vec![at])));
+        for key in order {
+            let sum = chains.get(&key).map_or(0, |c| c.sum);
+            match (ends.observed.as_ref(), ends.counter_final(key)) {
+                (Some((at, _)), Some(counter)) if counter != sum => {
+                    let finding = Finding::CounterFinal {
+                        key,
+                        observed_row: *at,
+                        observed: counter,
+                        expected: sum,
+                    };
+                    found.push((*at, Violation::new(None, None, finding, vec![*at])));
+                }
+                (Some(_), Some(_)) => {}
+                _ => incomplete = Some(Reason::NoObservedCounter),
             }
-            Some(_) => {}
-            None => incomplete = Some(Reason::NoObservedCounter),
         }
         let (kept, more) = earliest(found);
         let commits: Vec<usize> = kept
@@ -225,6 +259,13 @@ impl super::Rule for Rule {
         });
         Decision { outcome, gather }
     }
+}
+
+/// One counter's chain of commits so far.
+struct Chain {
+    value: i64,
+    sum: i64,
+    prev: Option<usize>,
 }
 
 /// Two sequences ascending by [`Commit::key`], merged into one.
@@ -275,6 +316,7 @@ mod tests {
             amount,
             counter,
             at,
+            ckey: at % 3,
         }
     }
 

@@ -1,5 +1,7 @@
 //! `intent-atomic`: every `task_accepted` has an `intent_recorded` with the same `event_id` and the
-//! same `store_rev`, i.e. the task and its outbox row were committed in one transaction.
+//! same `store_rev`, i.e. the task and its outbox row were committed in one transaction. Unknown
+//! when the scenario has no `task_accepted`, or acceptances but not one `intent_recorded` (each
+//! unless the producer declared it reports them).
 //!
 //! An acceptance whose intent has already been seen with its revision is settled at once; the
 //! others wait for their event's intents, which settle them as they come, so only the
@@ -119,7 +121,17 @@ impl super::Rule for Rule {
         }
     }
 
-    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        // Nothing accepted, or acceptances and not one intent: the trace does not report what
+        // the invariant judges.
+        let silent = ends.lacks(&[Kind::TaskAccepted]).or_else(|| {
+            ends.any(&[Kind::TaskAccepted])
+                .then(|| ends.lacks(&[Kind::IntentRecorded]))
+                .flatten()
+        });
+        if let Some(reason) = silent {
+            return Outcome::unknown(Invariant::IntentAtomic, reason).into();
+        }
         // A source that reports no store transactions cannot show two rows committed together.
         if self.rows && !self.revs {
             return Outcome::unknown(Invariant::IntentAtomic, Reason::NoStoreRev).into();

@@ -1,15 +1,16 @@
 //! The contract's rule for rows a killed process never reported (spans it never exported): an
 //! actor life whose own `crash` row is present is complete up to it; a life that ends without one
-//! while a later life of the same actor exists may have lost its last rows. A violation that such
+//! while a later life of the same actor exists may have lost its last rows, and so may one whose
+//! `crash` row says `announced: false`. A violation that such
 //! missing rows could remove is `unknown` with that reason, never a failure.
 //!
 //! Which violations missing rows could remove:
 //! - `ack-after-commit`, `mark-after-puback`, `intent-atomic`, `aggregate-order`: a missing row
 //!   (a commit, a publish ACK, an intent, an earlier publication) would sit in the life of a
 //!   witness row, so those whose witness touches a possibly incomplete life;
-//! - `no-lost-task`, `counter-exact`, `observed-agrees`: the missing row (an effect, a step of the
-//!   counter, a row counted against a total) could come from any life, so every violation when
-//!   the scenario has a possibly incomplete life.
+//! - `no-lost-task`, `counter-exact`: the missing row (an effect, a step of the counter) could
+//!   come from any life, so every violation when the scenario has a possibly incomplete life;
+//! - `observed-agrees`: only a total the store holds more of than the trace (see `lost_rows`).
 //!
 //! `single-effect` and `external-single-effect` count rows that are there: missing rows only
 //! hide violations, so they stay as found. When some violations stay, the verdict stays FAIL
@@ -18,7 +19,7 @@
 
 use std::collections::BTreeSet;
 
-use outbox_trace::Kind;
+use outbox_trace::{Detail, Kind};
 
 use super::{Invariant, Outcome, Reason, Verdict, Violation};
 use crate::model::history::History;
@@ -58,10 +59,12 @@ pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcome
                 })
                 .cloned()
                 .collect(),
-            Invariant::NoLostTask | Invariant::CounterExact | Invariant::ObservedAgrees => {
+            Invariant::NoLostTask | Invariant::CounterExact => {
                 life = Some(o.violations.iter().find_map(touched).unwrap_or(first));
                 Vec::new()
             }
+            // `lost_rows` decides which of its totals a lost row explains.
+            Invariant::ObservedAgrees => continue,
             Invariant::SingleEffect | Invariant::ExternalSingleEffect => continue,
         };
         let Some((actor, incarnation)) = life else {
@@ -89,6 +92,8 @@ pub struct Lives {
     last: IdTable<Option<u32>>,
     /// The life of the previous row: rows of one life come in runs, which skip the maps.
     current: Option<(Id, u32)>,
+    /// Lives whose `crash` row says `announced: false`: rows of them may be missing.
+    unannounced: BTreeSet<(Id, u32)>,
 }
 
 impl Default for Lives {
@@ -97,14 +102,15 @@ impl Default for Lives {
             crashed: FastMap::default(),
             last: IdTable::new(0, None),
             current: None,
+            unannounced: BTreeSet::new(),
         }
     }
 }
 
 impl Lives {
-    /// Takes a row.
+    /// Takes a row and its decoded detail.
     #[inline]
-    pub fn row(&mut self, r: &Row) {
+    pub fn row(&mut self, r: &Row, detail: Option<&Detail>) {
         let life = (r.actor, r.incarnation);
         if self.current != Some(life) {
             let last = self.last.get_mut(r.actor);
@@ -118,18 +124,26 @@ impl Lives {
         }
         if r.kind == Kind::Crash {
             self.crashed.insert(life, true);
+            let announced = detail.and_then(Detail::crash).and_then(|c| c.announced);
+            if announced == Some(false) {
+                self.unannounced.insert(life);
+            }
         }
     }
 
-    /// The lives `(actor, incarnation)` without a `crash` row of their own while a later life of
-    /// the same actor has rows.
+    /// The lives `(actor, incarnation)` that may have lost rows: without a `crash` row of their
+    /// own while a later life of the same actor has rows, or with one that says
+    /// `announced: false` (the process was killed or exited with rows perhaps unexported).
     pub fn incomplete(&self) -> BTreeSet<(Id, u32)> {
-        self.crashed
+        let mut lives: BTreeSet<(Id, u32)> = self
+            .crashed
             .iter()
             .filter(|&(&(actor, inc), &crashed)| {
                 !crashed && self.last.get(actor).is_some_and(|l| l > inc)
             })
             .map(|(&life, _)| life)
-            .collect()
+            .collect();
+        lives.extend(self.unannounced.iter().copied());
+        lives
     }
 }

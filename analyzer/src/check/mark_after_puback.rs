@@ -1,5 +1,7 @@
 //! `mark-after-puback`: every `outbox_marked` has an earlier (lower `seq`) `publish_acked` of the
 //! same `event_id`. Marking first means a crash or a lost publish drops the event for good.
+//! Unknown when the scenario publishes or delivers but has no `outbox_marked`, or marks but has
+//! no `publish_acked` (each unless the producer declared it reports them).
 
 use outbox_trace::{Field, Kind};
 
@@ -49,7 +51,26 @@ impl super::Rule for Rule {
         }
     }
 
-    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        // Publishes or deliveries and not one mark, or marks and not one publish ACK: the trace
+        // does not report one side of the order judged.
+        let moved = ends.any(&[
+            Kind::PublishAttempt,
+            Kind::PublishAcked,
+            Kind::Delivered,
+            Kind::Redelivered,
+        ]);
+        let silent = moved
+            .then(|| ends.lacks(&[Kind::OutboxMarked]))
+            .flatten()
+            .or_else(|| {
+                ends.any(&[Kind::OutboxMarked])
+                    .then(|| ends.lacks(&[Kind::PublishAcked]))
+                    .flatten()
+            });
+        if let Some(reason) = silent {
+            return Outcome::unknown(Invariant::MarkAfterPuback, reason).into();
+        }
         let found = self
             .early
             .iter()

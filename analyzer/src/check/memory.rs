@@ -13,7 +13,7 @@ use crate::model::intern::Interner;
 /// Violations that spans a killed process never exported could remove become unknown (see
 /// `lost_spans`).
 pub fn check_all(h: &History, names: &Interner) -> Vec<Outcome> {
-    let mut scanned = scan_history(h);
+    let mut scanned = scan_history(h, names);
     if let Some(mut gathering) = scanned.gathering() {
         for (at, r) in h.rows.iter().enumerate() {
             gathering.row(at, r);
@@ -27,11 +27,11 @@ pub fn check_all(h: &History, names: &Interner) -> Vec<Outcome> {
 const PARALLEL_ROWS: usize = 100_000;
 
 /// Every rule's decision on a history held in memory.
-fn scan_history(h: &History) -> Scanned {
+fn scan_history(h: &History, names: &Interner) -> Scanned {
     let scan = |invariants: &[Invariant]| {
         let mut scan = Scan::of(invariants);
         scan.history(h);
-        scan.finish()
+        scan.finish(names)
     };
     if h.rows.len() < PARALLEL_ROWS {
         return scan(Invariant::ALL);

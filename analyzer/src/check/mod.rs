@@ -13,7 +13,8 @@
 //!
 //! Files: [`invariant`] (the table), [`outcome`] (what a decision is), [`rule`] (what a rule is),
 //! one file per invariant, [`scan`] (the engine feeding every rule at once), `lost_spans` (the
-//! contract's rule for rows a killed process never exported), [`memory`] and [`streamed`] (the
+//! contract's rule for rows a killed process never exported), [`lost_rows`] (its rule for rows
+//! the store holds and the trace lacks), [`memory`] and [`streamed`] (the
 //! two runs), [`run`] (from paths to a [`Report`]).
 
 mod ack_after_commit;
@@ -22,6 +23,7 @@ mod counter_exact;
 mod external_single_effect;
 mod intent_atomic;
 pub mod invariant;
+pub mod lost_rows;
 mod lost_spans;
 mod mark_after_puback;
 pub mod memory;
@@ -36,9 +38,12 @@ mod single_effect;
 pub mod streamed;
 
 pub use invariant::{Class, Invariant};
+pub use lost_rows::Shortfalls;
 pub use lost_spans::Lives;
 pub use memory::check_all;
-pub use outcome::{earliest, Finding, Outcome, Reason, Total, Verdict, Violation, EXAMPLES};
+pub use outcome::{
+    earliest, Finding, Held, Outcome, Reason, Shortfall, Total, Verdict, Violation, EXAMPLES,
+};
 pub use report::{Report, RunVerdict, ScenarioReport};
 pub use rule::{row32, Decision, Ends, Gather, Pos, Rule, Skips};
 pub use run::{analyse, check_paths};

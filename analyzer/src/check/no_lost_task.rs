@@ -1,6 +1,8 @@
 //! `no-lost-task` (liveness): when the scenario's `run_end` says `recovered: true`, every task of a
 //! `task_accepted` has an `effect_committed`. Without a `run_end`, or when the run did not recover,
-//! the verdict is unknown: a run that never recovered proves nothing either way.
+//! the verdict is unknown: a run that never recovered proves nothing either way; without a
+//! `task_accepted` row (and none declared) too, or with acceptances but not one
+//! `effect_committed` (nor declared): the trace does not report what the invariant judges.
 //!
 //! Tasks with more than one effect are `single-effect`'s business; here only tasks with none are
 //! violations. The story of each lost task kept as an example is gathered on the second look.
@@ -69,6 +71,16 @@ impl super::Rule for Rule {
     }
 
     fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        // Nothing accepted; or acceptances and not one commit, where "no effect" would rest
+        // on rows the trace does not report.
+        let silent = ends.lacks(&[Kind::TaskAccepted]).or_else(|| {
+            ends.any(&[Kind::TaskAccepted])
+                .then(|| ends.lacks(&[Kind::EffectCommitted]))
+                .flatten()
+        });
+        if let Some(reason) = silent {
+            return Outcome::unknown(Invariant::NoLostTask, reason).into();
+        }
         let Some((_, end)) = &ends.run_end else {
             return Outcome::unknown(Invariant::NoLostTask, Reason::NoRunEnd).into();
         };

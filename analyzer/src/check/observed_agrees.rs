@@ -6,9 +6,7 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{
-    Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation, EXAMPLES,
-};
+use super::{Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Total, Violation};
 use crate::model::intern::IdSet;
 use crate::model::row::Row;
 
@@ -95,12 +93,12 @@ impl super::Rule for Rule {
         if compared == 0 {
             return Outcome::unknown(Invariant::ObservedAgrees, Reason::NoObservedTotals).into();
         }
-        let more = violations.len().saturating_sub(EXAMPLES);
-        violations.truncate(EXAMPLES);
+        // All of them (at most six): `lost_rows` drops those that lost rows explain, then keeps
+        // the examples.
         Outcome::judge(
             Invariant::ObservedAgrees,
             violations,
-            more,
+            0,
             self.skips.reason(),
         )
         .into()

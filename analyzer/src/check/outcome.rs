@@ -14,6 +14,8 @@ pub const EXAMPLES: usize = 3;
 /// A three-valued verdict for one invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {
+    /// Left out on request (`analyzer check --skip`): not part of any verdict.
+    Skipped,
     /// The invariant holds on this history.
     Pass,
     /// The history could not decide it (a precondition failed, or the run never recovered).
@@ -23,12 +25,13 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// `pass`, `fail` or `unknown`.
+    /// `pass`, `fail`, `unknown` or `skipped`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
             Verdict::Unknown => "unknown",
+            Verdict::Skipped => "skipped",
         }
     }
 }
@@ -36,6 +39,9 @@ impl Verdict {
 /// Why a verdict is unknown, or a remark on a pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reason {
+    /// The scenario has no row of these kinds (and its producer did not declare that it reports
+    /// them), though the invariant needs them to judge what the trace holds.
+    NoRows(&'static [Kind]),
     /// No publication carries, or can be tied to, an aggregate.
     NoAggregateInfo,
     /// No `external_*` rows.
@@ -62,6 +68,25 @@ pub enum Reason {
         actor: String,
         /// The life that may be incomplete.
         incarnation: u32,
+    },
+    /// The store holds more than the trace (see `lost_rows`): rows the violations need could be
+    /// among those missing.
+    StoreHoldsMore(Shortfall),
+    /// `observed-agrees`: the store holds more of a total than the trace counts, and an actor
+    /// life may have lost rows, which would explain it.
+    TraceShort {
+        /// The total.
+        total: Total,
+        /// The store's value.
+        store: i64,
+        /// The trace's count.
+        trace: i64,
+        /// The first life that may have lost rows: its actor,
+        actor: String,
+        /// and its incarnation.
+        incarnation: u32,
+        /// How many more lives may have.
+        others: usize,
     },
     /// Rows the check needed lacked a required field and were skipped.
     MissingFields {
@@ -130,6 +155,8 @@ pub enum Finding {
     },
     /// A commit whose counter is not the previous counter plus its amount.
     CounterStep {
+        /// The counter (`counter_key`; none: the run's one counter).
+        key: Option<Id>,
         /// The row of the commit whose step is wrong.
         commit: usize,
         /// The commit before it in `store_rev` order, if any.
@@ -141,6 +168,8 @@ pub enum Finding {
     },
     /// The observed counter differs from the start plus the committed amounts.
     CounterFinal {
+        /// The counter (`counter_key`; none: the run's one counter).
+        key: Option<Id>,
         /// The row of the `observed` read, the witness of the final counter.
         observed_row: usize,
         /// The counter it read.
@@ -215,6 +244,37 @@ impl Total {
                 detail_key!(Observed.outbox_pending)
             ),
         }
+    }
+}
+
+/// A store total the trace can count too, as the lost-rows rule compares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// `tasks_done` against the distinct tasks with an `effect_committed`.
+    TasksDone,
+    /// `results` (or `processed`) against the `effect_committed` rows.
+    Results,
+    /// `dedup_keys` against the `effect_committed` rows.
+    DedupKeys,
+    /// `outbox_published + outbox_pending` against the distinct intents.
+    OutboxRows,
+}
+
+/// The store holds `store` of something the trace counts `trace` of, and `store > trace`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortfall {
+    /// What is compared.
+    pub held: Held,
+    /// The store's total.
+    pub store: i64,
+    /// The trace's count.
+    pub trace: i64,
+}
+
+impl Shortfall {
+    /// How many rows at least are missing from the trace.
+    pub fn missing(&self) -> i64 {
+        self.store.saturating_sub(self.trace)
     }
 }
 

@@ -32,7 +32,7 @@ impl RunVerdict {
         outcomes
             .iter()
             .map(|o| match o.verdict {
-                Verdict::Pass => RunVerdict::Valid,
+                Verdict::Pass | Verdict::Skipped => RunVerdict::Valid,
                 Verdict::Unknown => RunVerdict::Unknown,
                 Verdict::Fail => RunVerdict::Invalid,
             })
@@ -66,14 +66,40 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report on `scenarios` of `loaded`; nothing to check is not a pass.
-    pub(crate) fn of(loaded: Loaded, scenarios: Vec<ScenarioReport>) -> Self {
-        let verdict = scenarios
+    /// Leaves `skip` out of every scenario's verdict and the combined one: their outcomes say
+    /// [`Verdict::Skipped`] and nothing else.
+    pub fn skip(&mut self, skip: &[super::Invariant]) {
+        if skip.is_empty() {
+            return;
+        }
+        for s in &mut self.scenarios {
+            for o in s
+                .outcomes
+                .iter_mut()
+                .filter(|o| skip.contains(&o.invariant))
+            {
+                *o = Outcome {
+                    verdict: Verdict::Skipped,
+                    ..Outcome::pass(o.invariant, None)
+                };
+            }
+            s.verdict = RunVerdict::of(&s.outcomes);
+        }
+        self.verdict = Self::combined(&self.scenarios);
+    }
+
+    /// The combined verdict of scenarios; nothing to check is not a pass.
+    fn combined(scenarios: &[ScenarioReport]) -> RunVerdict {
+        scenarios
             .iter()
             .map(|s| s.verdict)
             .max()
-            // Nothing to check is not a pass.
-            .unwrap_or(RunVerdict::Unknown);
+            .unwrap_or(RunVerdict::Unknown)
+    }
+
+    /// The report on `scenarios` of `loaded`; nothing to check is not a pass.
+    pub(crate) fn of(loaded: Loaded, scenarios: Vec<ScenarioReport>) -> Self {
+        let verdict = Self::combined(&scenarios);
         Report {
             loaded,
             scenarios,

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use outbox_trace::detail::{Observed, RunEnd, RunStart};
+use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart};
 use outbox_trace::{Detail, Field, Kind};
 
 use super::outcome::{Outcome, Reason};
+use crate::model::intern::{FastMap, Id, Interner};
 use crate::model::row::Row;
 
 /// A row index as `u32`, to keep per-id tables small: a history indexes its rows by kind with
@@ -99,8 +100,13 @@ pub trait Gather: Send {
     fn finish(self: Box<Self>, outcome: &mut Outcome);
 }
 
+/// How many kinds the contract defines.
+const KINDS: usize = Kind::ALL.len();
+
 /// The rows of a scenario that rules consult at the end, kept while the rows pass: the first
-/// `run_start`, the last `observed` and the last `run_end`, with their details decoded.
+/// `run_start`, the last `observed` and the last `run_end`, with their details decoded, and how
+/// many rows of each kind there were (what the trace records, for "no verdict without
+/// evidence").
 #[derive(Debug, Clone, Default)]
 pub struct Ends {
     /// The first `run_start` row's detail, if it has one.
@@ -112,11 +118,19 @@ pub struct Ends {
     pub run_end: Option<(usize, Option<RunEnd>)>,
     /// Whether a `run_start` row was seen (its detail may be missing).
     started: bool,
+    /// Rows per kind (by its position in [`Kind::ALL`]).
+    rows: [u64; KINDS],
+    /// `counter_start` and the observed `counter` of keyed counters, by the key's id (see
+    /// [`Ends::resolve`]).
+    keyed: FastMap<Id, (Option<i64>, Option<i64>)>,
 }
 
 impl Ends {
     /// Takes a row and its decoded detail.
     pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
+        if let Some(n) = self.rows.get_mut(r.kind as usize) {
+            *n += 1;
+        }
         match r.kind {
             Kind::RunStart if !self.started => {
                 self.started = true;
@@ -132,4 +146,92 @@ impl Ends {
             _ => {}
         }
     }
+}
+
+impl Ends {
+    /// Resolves the keys of `counter_start` and the observed `counter` given per key to the ids
+    /// the rows' `counter_key`s have (a key no row names has no id, and no commit to check).
+    pub fn resolve(&mut self, names: &Interner) {
+        fn by_key(v: Option<&CounterValue>) -> Vec<(&String, &i64)> {
+            match v {
+                Some(CounterValue::ByKey(map)) => map.iter().collect(),
+                _ => Vec::new(),
+            }
+        }
+        let start = self
+            .run_start
+            .as_ref()
+            .and_then(|s| s.counter_start.as_ref());
+        let end = self.observed.as_ref().and_then(|(_, o)| o.counter.as_ref());
+        for (name, &v) in by_key(start) {
+            if let Some(id) = names.get(name) {
+                self.keyed.entry(id).or_default().0 = Some(v);
+            }
+        }
+        for (name, &v) in by_key(end) {
+            if let Some(id) = names.get(name) {
+                self.keyed.entry(id).or_default().1 = Some(v);
+            }
+        }
+    }
+
+    /// The value of counter `key` (none: the run's one counter) before the first commit:
+    /// `run_start.detail.counter_start` (a number for the one counter, an object by key), else 0.
+    pub fn counter_start(&self, key: Option<Id>) -> i64 {
+        match key {
+            Some(k) => self.keyed.get(&k).and_then(|v| v.0),
+            None => self
+                .run_start
+                .as_ref()
+                .and_then(|s| s.counter_start.as_ref())
+                .and_then(CounterValue::one),
+        }
+        .unwrap_or(0)
+    }
+
+    /// The value of counter `key` the last `observed` row read, if it gives it.
+    pub fn counter_final(&self, key: Option<Id>) -> Option<i64> {
+        match key {
+            Some(k) => self.keyed.get(&k).and_then(|v| v.1),
+            None => self
+                .observed
+                .as_ref()
+                .and_then(|(_, o)| o.counter.as_ref())
+                .and_then(CounterValue::one),
+        }
+    }
+
+    /// How many rows of `kind` the scenario has.
+    pub fn rows(&self, kind: Kind) -> u64 {
+        self.rows.get(kind as usize).copied().unwrap_or(0)
+    }
+
+    /// Whether the scenario has a row of any of `kinds`.
+    pub fn any(&self, kinds: &[Kind]) -> bool {
+        kinds.iter().any(|&k| self.rows(k) > 0)
+    }
+
+    /// Whether the producer declared in `run_start.detail.records` that it reports `kind`:
+    /// then a scenario without such rows had none to report.
+    pub fn declared(&self, kind: Kind) -> bool {
+        self.run_start.as_ref().is_some_and(|s| declares(s, kind))
+    }
+
+    /// [`Reason::NoRows`] when the scenario has no row of any of `kinds` and the producer
+    /// declared none of them: the trace is silent about them, which is no evidence that none
+    /// happened.
+    pub fn lacks(&self, kinds: &'static [Kind]) -> Option<Reason> {
+        let silent = kinds
+            .iter()
+            .all(|&k| self.rows(k) == 0 && !self.declared(k));
+        silent.then_some(Reason::NoRows(kinds))
+    }
+}
+
+/// Whether `run_start.detail.records` names `kind`.
+fn declares(start: &RunStart, kind: Kind) -> bool {
+    start
+        .records
+        .as_ref()
+        .is_some_and(|r| r.iter().any(|k| k == kind.as_str()))
 }

@@ -1,12 +1,13 @@
 //! One pass over a scenario's rows, in `seq` order, feeding every rule, the [`Ends`], the actor
 //! [`Lives`] and the figures at once; then, for violations only, a second pass gathering their
-//! witnesses; then the lost-spans rule.
+//! witnesses; then the lost-spans and lost-rows rules.
 
 use std::collections::BTreeSet;
 
 use outbox_trace::{Detail, FigureTally, Figures, Kind};
 
 use super::invariant::Invariant;
+use super::lost_rows::{self, Traced};
 use super::lost_spans::{self, Lives};
 use super::outcome::Outcome;
 use super::rule::{Ends, Gather, Rule};
@@ -35,10 +36,10 @@ impl Invariant {
     }
 
     /// Decides this invariant alone on one history (without the lost-spans rule).
-    pub fn check(self, h: &History) -> Outcome {
+    pub fn check(self, h: &History, names: &Interner) -> Outcome {
         let mut scan = Scan::of(&[self]);
         scan.history(h);
-        scan.finish().outcomes.remove(0)
+        scan.finish(names).outcomes.remove(0)
     }
 }
 
@@ -49,6 +50,7 @@ pub struct Scan {
     readers: Vec<Vec<usize>>,
     ends: Ends,
     lives: Lives,
+    traced: Traced,
     figures: FigureTally<Id>,
 }
 
@@ -67,6 +69,7 @@ impl Scan {
             readers,
             ends: Ends::default(),
             lives: Lives::default(),
+            traced: Traced::default(),
             figures: FigureTally::default(),
         }
     }
@@ -79,7 +82,8 @@ impl Scan {
             }
         }
         self.ends.row(at, r, detail);
-        self.lives.row(r);
+        self.lives.row(r, detail);
+        self.traced.row(r);
         crate::model::figures::add(&mut self.figures, r);
     }
 
@@ -90,8 +94,9 @@ impl Scan {
         }
     }
 
-    /// Decides every rule.
-    pub fn finish(self) -> Scanned {
+    /// Decides every rule (`names` resolves the keys of counters given per key).
+    pub fn finish(mut self, names: &Interner) -> Scanned {
+        self.ends.resolve(names);
         let mut figures = self.figures;
         if let Some((_, observed)) = &self.ends.observed {
             figures.observe(observed);
@@ -104,11 +109,15 @@ impl Scan {
                 (d.outcome, d.gather)
             })
             .unzip();
+        let shortfalls = self
+            .traced
+            .shortfalls(self.ends.observed.as_ref().map(|(_, o)| o));
         Scanned {
             outcomes,
             gathers,
             ends: self.ends,
             lives: self.lives,
+            shortfalls,
             figures: figures.figures(),
         }
     }
@@ -123,6 +132,8 @@ pub struct Scanned {
     pub ends: Ends,
     /// The actor lives seen.
     pub lives: Lives,
+    /// What the store holds beyond the trace.
+    pub shortfalls: lost_rows::Shortfalls,
     /// The scenario's figures.
     pub figures: Figures,
 }
@@ -159,10 +170,13 @@ impl Scanned {
         self.outcomes.iter().any(|o| !o.violations.is_empty())
     }
 
-    /// The outcomes, with the lost-spans rule applied. `h` holds at least the witness rows.
+    /// The outcomes, with the lost-spans and lost-rows rules applied. `h` holds at least the
+    /// witness rows.
     pub fn settle(self, h: &History, names: &Interner) -> Vec<Outcome> {
         let mut outcomes = self.outcomes;
-        lost_spans::apply(&self.lives.incomplete(), h, names, &mut outcomes);
+        let lossy = self.lives.incomplete();
+        lost_spans::apply(&lossy, h, names, &mut outcomes);
+        lost_rows::apply(self.shortfalls, &lossy, names, &mut outcomes);
         outcomes
     }
 }

@@ -1,4 +1,6 @@
-//! `single-effect`: no `event_id` and no `task_id` has more than one `effect_committed`.
+//! `single-effect`: no `event_id` and no `task_id` has more than one `effect_committed`. A
+//! scenario with deliveries but no `effect_committed` at all (nor declared) is unknown: the trace
+//! does not report the commits it would count.
 //!
 //! Commits are counted per event and per task as the rows pass; the commits of the examples kept
 //! (and the deliveries that led to them) are gathered on the second look.
@@ -79,7 +81,13 @@ impl super::Rule for Rule {
         self.skips.usable(r, &[Field::EventId, Field::TaskId]);
     }
 
-    fn finish(self: Box<Self>, _: &Ends) -> Decision {
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        // Deliveries without a single commit: the trace does not say what the worker did.
+        if ends.any(&[Kind::Delivered, Kind::Redelivered]) {
+            if let Some(reason) = ends.lacks(&[Kind::EffectCommitted]) {
+                return Outcome::unknown(Invariant::SingleEffect, reason).into();
+            }
+        }
         let mut found: Vec<(usize, (Id, bool))> = Vec::new();
         for (e, second) in self.second.iter() {
             if let Some(second) = second.get() {

@@ -40,8 +40,9 @@ pub fn check(
     };
     let read = load::read(path, &mut loaded.names, &mut histories, file, &mut feed);
     let read = read?;
-    let mut scanned: Vec<Scanned> = feed.scans.into_iter().map(Scan::finish).collect();
-    scanned.resize_with(histories.len(), || Scan::of(Invariant::ALL).finish());
+    let names = &loaded.names;
+    let mut scanned: Vec<Scanned> = feed.scans.into_iter().map(|s| s.finish(names)).collect();
+    scanned.resize_with(histories.len(), || Scan::of(Invariant::ALL).finish(names));
     if scanned.iter().any(Scanned::any_violation) {
         histories = witnesses(loaded, path, file, &mut scanned)?;
     }

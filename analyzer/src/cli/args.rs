@@ -87,6 +87,10 @@ pub struct SqlArgs {
     /// Also print a statement listing up to N witness rows per failing invariant.
     #[arg(long, value_name = "N")]
     pub witnesses: Option<usize>,
+    /// Read the optional column `counter_key` and check each counter on its own (tables
+    /// written before the column lack it; without this flag the statement does not read it).
+    #[arg(long)]
+    pub counter_key: bool,
 }
 
 /// An invariant by its contract id.
@@ -252,6 +256,10 @@ pub struct ReportArgs {
     /// Write only the self-contained HTML report, to this file (no directory).
     #[arg(long, value_name = "FILE", conflicts_with = "output")]
     pub html: Option<PathBuf>,
+    /// Also write the lab's deliverable templates in report.md (the ADR's decision, to
+    /// complete by hand).
+    #[arg(long, conflicts_with = "html")]
+    pub lab: bool,
 }
 
 /// Arguments of `analyzer boundaries`.
@@ -313,4 +321,8 @@ pub struct CheckArgs {
     /// Print the report as JSON (see the documented shape) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Leave this invariant out of the verdict and the exit code (repeatable), by its contract
+    /// id; its line reads `<invariant> skipped`.
+    #[arg(long = "skip", value_name = "INVARIANT", value_parser = parse_invariant)]
+    pub skip: Vec<crate::check::Invariant>,
 }

@@ -57,7 +57,8 @@ pub fn sql(config: &SqlConfig, out: &mut dyn Write) -> Result<Exit, Error> {
 
 /// Runs `analyzer check`.
 pub fn check(config: &CheckConfig, out: &mut dyn Write) -> Result<Exit, Error> {
-    let report = crate::check::check_paths(&config.paths)?;
+    let mut report = crate::check::check_paths(&config.paths)?;
+    report.skip(&config.skip);
     let written = match config.format {
         CheckFormat::Text => explain::text::write(&report, out),
         CheckFormat::Json => explain::json::write(&report, out),
@@ -166,7 +167,7 @@ pub fn report(config: &ReportConfig, out: &mut dyn Write) -> Result<Exit, Error>
         }
         ReportOutput::Directory(dir) => dir,
     };
-    let files = crate::report::write_report(&scenes, &config.paths, dir)?;
+    let files = crate::report::write_report(&scenes, &config.paths, dir, config.lab)?;
     let md = dir.join("report.md");
     let html = dir.join("report.html");
     let _ = writeln!(

@@ -26,12 +26,15 @@ pub struct CheckConfig {
     pub paths: Vec<PathBuf>,
     /// Output format.
     pub format: CheckFormat,
+    /// Invariants left out of the verdicts.
+    pub skip: Vec<crate::check::Invariant>,
 }
 
 impl From<CheckArgs> for CheckConfig {
     fn from(a: CheckArgs) -> Self {
         CheckConfig {
             paths: a.paths,
+            skip: a.skip,
             format: if a.json {
                 CheckFormat::Json
             } else {
@@ -141,12 +144,15 @@ pub struct ReportConfig {
     pub paths: Vec<PathBuf>,
     /// `--html` wins over the output directory.
     pub output: ReportOutput,
+    /// Whether report.md carries the lab's templates to complete.
+    pub lab: bool,
 }
 
 impl From<ReportArgs> for ReportConfig {
     fn from(a: ReportArgs) -> Self {
         ReportConfig {
             paths: a.paths,
+            lab: a.lab,
             output: match a.html {
                 Some(html) => ReportOutput::Html(html),
                 None => ReportOutput::Directory(a.output),
@@ -272,6 +278,7 @@ impl From<SqlArgs> for SqlConfig {
             request: Request {
                 dialect: a.dialect,
                 invariants: a.invariants,
+                counter_key: a.counter_key,
                 source: a.source,
             },
             witnesses: a.witnesses,

@@ -18,7 +18,7 @@
 //!         {
 //!           "id": "ack-after-commit",
 //!           "class": "safety" | "liveness",
-//!           "verdict": "pass" | "fail" | "unknown",
+//!           "verdict": "pass" | "fail" | "unknown" | "skipped",   // skipped: `check --skip`
 //!           "reason": null | "run_end.recovered is false",
 //!           "violations": [                           // at most 3, earliest first
 //!             {
@@ -47,7 +47,7 @@
 //!
 //! Witness rows carry `seq`, `actor`, `incarnation`, `kind`, then each optional column that is set
 //! (`task_id`, `event_id`, `aggregate_id`, `aggregate_seq`, `attempt`, `broker_seq`, `store_rev`,
-//! `amount`, `counter`, and `detail` for the kinds whose detail the analyzer keeps: `run_start`,
+//! `amount`, `counter`, `counter_key`, and `detail` for the kinds whose detail the analyzer keeps: `run_start`,
 //! `crash`, `fault`, `observed`, `run_end`).
 
 use std::io::{self, Write};

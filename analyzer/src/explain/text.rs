@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use crate::check::{Outcome, Verdict};
+use crate::check::{Finding, Outcome, Verdict};
 use crate::check::{Report, RunVerdict, ScenarioReport};
 use crate::explain;
 use crate::model::history::History;
@@ -69,6 +69,7 @@ fn verdict_line(o: &Outcome) -> String {
         Verdict::Pass => "pass",
         Verdict::Fail => "FAIL",
         Verdict::Unknown => "unknown",
+        Verdict::Skipped => "skipped",
     };
     let mut line = format!("{} {word}", o.invariant.id());
     if o.verdict == Verdict::Fail {
@@ -111,8 +112,26 @@ fn violations(o: &Outcome, h: &History, names: &Interner, out: &mut dyn Write) -
         if let Some(t) = v.task {
             who.push(format!("task_id {}", names.name(t)));
         }
+        if let Finding::CounterStep { key: Some(k), .. } = &v.finding {
+            who.push(format!("counter_key {}", names.name(*k)));
+        }
+        if who.is_empty() {
+            // A violation about totals rather than one event or task: name what it compares.
+            match &v.finding {
+                Finding::ObservedMismatch { total, .. } => who.push(total.key()),
+                Finding::CounterFinal { key, .. } => who.push(match key {
+                    Some(k) => format!("counter_key {}", names.name(*k)),
+                    None => "the observed counter".into(),
+                }),
+                _ => {}
+            }
+        }
         writeln!(out)?;
-        writeln!(out, "  FAIL {id}: {}", who.join(", "))?;
+        if who.is_empty() {
+            writeln!(out, "  FAIL {id}")?;
+        } else {
+            writeln!(out, "  FAIL {id}: {}", who.join(", "))?;
+        }
         writeln!(out, "    {}", explain::violation(v, h, names))?;
         for &at in v.witness.iter().take(WITNESS_ROWS) {
             let w = explain::witness_row(h.row(at), h, names);

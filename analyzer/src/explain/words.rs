@@ -3,9 +3,9 @@
 
 use outbox_trace::{detail_key, Kind};
 
-use crate::check::{Finding, Reason, Total, Violation};
+use crate::check::{Finding, Held, Reason, Total, Violation};
 use crate::model::history::History;
-use crate::model::intern::Interner;
+use crate::model::intern::{Id, Interner};
 use crate::model::load::FileNote;
 use crate::model::row::Row;
 
@@ -67,6 +67,9 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
         ("counter", row.counter().map(Value::Int)),
     ];
     fields.extend(numbers.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
+    if let Some(k) = row.counter_key {
+        fields.push(("counter_key", text(k)));
+    }
     if let Some(d) = h.detail_text(row) {
         fields.push(("detail", Value::Text(d.to_string())));
     }
@@ -82,6 +85,36 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
 /// The reason as a short phrase.
 pub fn reason(r: &Reason) -> String {
     match r {
+        Reason::NoRows(kinds) => {
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            format!("the trace records no {} rows", names.join(" or "))
+        }
+        Reason::StoreHoldsMore(s) => {
+            let (store, trace) = held_words(s.held);
+            format!(
+                "the store holds {} {store}, the trace {} {trace}: {LOST}",
+                s.store, s.trace
+            )
+        }
+        Reason::TraceShort {
+            total,
+            store,
+            trace,
+            actor,
+            incarnation,
+            others,
+        } => {
+            let more = match others {
+                0 => String::new(),
+                1 => " (and 1 more life)".into(),
+                n => format!(" (and {n} more lives)"),
+            };
+            format!(
+                "the observer read {} = {store}, the trace counts {trace}: {actor}#{incarnation}{more} \
+                 may not have exported its last spans, which would explain it",
+                total.key()
+            )
+        }
         Reason::NoAggregateInfo => "no aggregate information".into(),
         Reason::NoExternalCalls => "no external calls recorded".into(),
         Reason::NoRunEnd => format!("no {} row", Kind::RunEnd),
@@ -113,6 +146,19 @@ pub fn reason(r: &Reason) -> String {
              spans it never exported could remove the violation",
             crash = Kind::Crash
         ),
+    }
+}
+
+/// What rows missing from a trace mean, for the reasons and explanations that find them.
+pub const LOST: &str = "spans were lost; see what to turn off";
+
+/// The store's total and the trace's count, in words, of a lost-rows comparison.
+pub fn held_words(held: Held) -> (&'static str, &'static str) {
+    match held {
+        Held::TasksDone => ("completed tasks", "tasks with an effect"),
+        Held::Results => ("results", "effects"),
+        Held::DedupKeys => ("dedup keys", "effects"),
+        Held::OutboxRows => ("outbox rows", "intents"),
     }
 }
 
@@ -239,7 +285,7 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             let acked = match delivery {
                 Some(d) => match h.row(*d).attempt() {
                     Some(n) => format!("delivery {n} of {event} (seq {})", w.seq(*d)),
-                    None => format!("the delivery of {event} at seq {}", w.seq(*d)),
+                    None => format!("the delivery of {event} (seq {})", w.seq(*d)),
                 },
                 None => format!("{event} (no delivery of it to this incarnation)"),
             };
@@ -280,31 +326,40 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             w.seq(*earlier)
         ),
         Finding::CounterStep {
+            key,
             commit,
             prev,
             expected,
             found,
         } => {
+            let counter = counter_name(*key, names);
             let before = match prev {
                 Some(p) => format!("the previous commit (seq {}) left", w.seq(*p)),
                 None => "the run started at".into(),
             };
             let amount = h.row(*commit).amount().unwrap_or(0);
             format!(
-                "the commit of {event} at seq {} (store_rev {}) set the counter to {found}; {before} {}, plus amount {amount} is {expected}",
+                "the commit of {event} at seq {} (store_rev {}) set {counter} to {found}; {before} {}, plus amount {amount} is {expected}",
                 w.seq(*commit),
                 rev(h, *commit),
                 expected - amount
             )
         }
         Finding::CounterFinal {
+            key,
             observed_row,
             observed,
             expected,
-        } => format!(
-            "the observer read counter {observed} at seq {}, but the start plus the committed amounts is {expected}",
-            w.seq(*observed_row)
-        ),
+        } => {
+            let read = match key {
+                Some(k) => format!("counter {} = {observed}", names.name(*k)),
+                None => format!("counter {observed}"),
+            };
+            format!(
+                "the observer read {read} at seq {}, but the start plus the committed amounts is {expected}",
+                w.seq(*observed_row)
+            )
+        }
         Finding::ObservedMismatch {
             observed_row,
             total,
@@ -322,8 +377,13 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
                 }
             };
             let need = if *at_least { "at least" } else { "exactly" };
+            let lost = if !*at_least && observed > trace {
+                format!("; the store holds more than the trace: {LOST}")
+            } else {
+                String::new()
+            };
             format!(
-                "the observer read {key} = {observed} at seq {}, but {what} (needs {need} that)",
+                "the observer read {key} = {observed} at seq {}, but {what} (needs {need} that){lost}",
                 w.seq(*observed_row)
             )
         }
@@ -336,6 +396,14 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             "task {task} ({event}) was accepted at seq {} and the run recovered, but no effect was ever committed for it",
             w.seq(*accepted)
         ),
+    }
+}
+
+/// `the counter`, or `counter <key>` for one of several.
+fn counter_name(key: Option<Id>, names: &Interner) -> String {
+    match key {
+        Some(k) => format!("counter {}", names.name(k)),
+        None => "the counter".into(),
     }
 }
 

@@ -414,7 +414,22 @@ impl Dictionaries {
             .iter()
             .map(|&id| names.name(id).parse().ok())
             .collect();
-        Ok(Prepared { batch, ids, kinds })
+        // `counter_key` (an optional column, plain text): interned where set, which is rare.
+        let mut counter_keys = Vec::new();
+        if let Some(keys) = batch.column(column("counter_key")).as_string_opt::<i32>() {
+            if keys.null_count() < keys.len() {
+                counter_keys = keys
+                    .iter()
+                    .map(|k| k.map(|k| names.intern(k)).transpose())
+                    .collect::<Result<Vec<Option<Id>>, InternError>>()?;
+            }
+        }
+        Ok(Prepared {
+            batch,
+            ids,
+            kinds,
+            counter_keys,
+        })
     }
 }
 
@@ -425,6 +440,8 @@ struct Prepared {
     ids: Vec<Arc<[Id]>>,
     /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
     kinds: Vec<Option<Kind>>,
+    /// Each row's `counter_key`, interned (empty when the batch has none).
+    counter_keys: Vec<Option<Id>>,
 }
 
 /// A string column of a batch, as ids.
@@ -590,6 +607,7 @@ impl FileState {
             row.task = task.opt(i);
             row.event = event.opt(i);
             row.aggregate = agg.opt(i);
+            row.counter_key = p.counter_keys.get(i).copied().flatten();
             let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
             for field in k.required_fields() {
                 // A kept detail is attached by the sink.

@@ -62,6 +62,8 @@ pub struct Row {
     pub task: Option<Id>,
     /// `aggregate_id`, if any.
     pub aggregate: Option<Id>,
+    /// `counter_key`, if any: which counter `amount` and `counter` belong to (none: the one).
+    pub counter_key: Option<Id>,
     /// Index into the history's `details` for the kinds whose `detail` the analyzer keeps.
     pub detail: Option<u32>,
     /// What happened.
@@ -104,6 +106,7 @@ impl Row {
             event: None,
             task: None,
             aggregate: None,
+            counter_key: None,
             detail: None,
             kind,
             present: Present::default(),

@@ -243,8 +243,32 @@ pub fn layout(chain: &Chain) -> ChainLayout {
         y += ROW;
     }
     let bottom = y;
+    // Lanes wide enough apart for every arrow's label, and a canvas wide enough for every
+    // mark's: a long broker position or crash point is drawn whole, not cut.
+    let px = |label: &str| label.chars().count() as i32 * CHAR_W;
+    let gap = steps
+        .iter()
+        .filter_map(|s| match s.shape {
+            Shape::Arrow { from, to } => {
+                let span = (from as i32 - to as i32).abs().max(1);
+                Some((px(&s.label) + 12 + span - 1) / span)
+            }
+            _ => None,
+        })
+        .fold(LANE_GAP, i32::max);
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        lane.x = LEFT + i as i32 * gap;
+    }
     segments(&mut lanes, chain, &steps, bottom);
-    let width = LEFT + (lanes.len() as i32 - 1) * LANE_GAP + RIGHT;
+    let width = steps
+        .iter()
+        .filter_map(|s| match s.shape {
+            Shape::Note { lane } | Shape::Crash { lane } | Shape::Restart { lane } => {
+                Some(lanes[lane].x + 24 + px(&s.label))
+            }
+            Shape::Arrow { .. } => None,
+        })
+        .fold(LEFT + (lanes.len() as i32 - 1) * gap + RIGHT, i32::max);
     for s in &mut steps {
         s.fitted = fit(&s.label, room(&s.shape, &lanes, width));
     }
@@ -372,7 +396,7 @@ fn describe(
             format!(
                 "commit{rev}{}{}",
                 opt(" · counter ", r.counter()),
-                opt(" +", r.amount())
+                r.amount().map_or_else(String::new, |a| format!(" {a:+}"))
             ),
             Tone::Effect,
         ),

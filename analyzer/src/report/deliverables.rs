@@ -256,7 +256,6 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
         format!(" ({})", per.join(", "))
     };
     let _ = writeln!(md, "- Revision conflicts on the counter (`{}`): {conflicts}{per}. Every commit is one guarded transaction on one key: the counter serialises all workers.", Kind::CommitConflict);
-    let _ = writeln!(md, "\n### Decision (to complete)\n\n_What retention for dedup keys, what atomic scope, and what limit of the shared counter you accept, and why, given the facts above._\n");
     md
 }
 
@@ -267,6 +266,7 @@ fn invariant_table(scene: &Scene) -> String {
             Verdict::Fail => "**FAIL**",
             Verdict::Pass => "pass",
             Verdict::Unknown => "unknown",
+            Verdict::Skipped => "skipped",
         };
         let _ = writeln!(
             md,
@@ -286,11 +286,13 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     })
 }
 
-/// Writes the report into `dir` (created if needed). Returns the files written, in order.
+/// Writes the report into `dir` (created if needed); with `lab`, report.md carries the lab's
+/// templates to complete. Returns the files written, in order.
 pub fn write_report(
     scenes: &Scenes,
     traces: &[PathBuf],
     dir: &Path,
+    lab: bool,
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mkdir = |p: &Path| {
         std::fs::create_dir_all(p).map_err(|source| ReportError::Write {
@@ -376,8 +378,17 @@ pub fn write_report(
         }
         bounds.push(b);
     }
-    md.push_str("\n## ADR: retention, atomic scope, the shared counter — facts from this run\n\n");
+    if lab {
+        md.push_str(
+            "\n## ADR: retention, atomic scope, the shared counter — facts from this run\n\n",
+        );
+    } else {
+        md.push_str("\n## Retention, atomic scope, the shared counter: facts from this run\n\n");
+    }
     md.push_str(&adr_facts(all, &bounds));
+    if lab {
+        md.push_str("\n### Decision (to complete)\n\n_What retention for dedup keys, what atomic scope, and what limit of the shared counter you accept, and why, given the facts above._\n");
+    }
     write(&dir.join("report.md"), md.as_bytes())?;
     written.push(dir.join("report.md"));
     let html = super::html::to_html(&page::build(scenes, traces, &eventful)?)?;

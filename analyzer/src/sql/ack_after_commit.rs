@@ -93,5 +93,15 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         &violations,
         &["vat", "dseq", "settle", "cseq"],
     );
-    Part::new(violations, witness, Some(skips))
+    let mut part = Part::new(violations, witness, Some(skips));
+    let delivered = q.any(&[Kind::Delivered, Kind::Redelivered]);
+    let acked = q.any(&[Kind::Acked]);
+    part.early = vec![
+        q.lacks(Some(&delivered), &[Kind::Acked]),
+        q.lacks(
+            Some(&acked),
+            &[Kind::EffectCommitted, Kind::DuplicateSuppressed],
+        ),
+    ];
+    part
 }

@@ -1,7 +1,8 @@
 //! `counter-exact` in SQL (see `crate::check::counter_exact`): commits in `store_rev` order (ties
 //! by `seq`) step the counter by their amount from `run_start.detail.counter_start` (else 0), each
 //! from the counter the commit before it reported; the last `observed` row's counter is the start
-//! plus every amount.
+//! plus every amount. With `--counter-key`, each `counter_key` has its own chain, start and final
+//! value ([`by_key`]).
 
 use outbox_trace::{detail_key, Field, Kind};
 
@@ -34,6 +35,9 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         &d.json_int("detail", detail_key!(Observed.counter)),
     );
     let observed_at = q.note(Kind::Observed, true, "seq");
+    if q.counter_key {
+        return by_key(q, p, skips, commits, revs);
+    }
     q.cte(
         &format!("{p}_win"),
         format!(
@@ -85,6 +89,123 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         "coalesce({wrong_steps}.n, 0) + CASE WHEN {wrong_total} THEN 1 ELSE 0 END"
     ));
     part.extra = vec![wrong_steps];
+    part.early = vec![
+        (
+            format!("{commits} > 0 AND {revs} = 0"),
+            "unknown",
+            lit(&Reason::NoStoreRev),
+        ),
+        (format!("{skips} IS NOT NULL"), "unknown", skips.clone()),
+    ];
+    part
+}
+
+/// `counter-exact` per `counter_key`: each key's chain from its start (`counter_start`, a number
+/// for the one counter, an object by key), and each key with commits (the one counter when there
+/// are none) against the observed `counter` of that key; a key the observed row does not give
+/// makes the verdict unknown, as a missing observed counter does.
+fn by_key(q: &mut Query, p: &str, skips: String, commits: String, revs: String) -> Part {
+    let k_effect_committed = Kind::EffectCommitted.as_str();
+    let d = q.d;
+    let start_one = q.note(
+        Kind::RunStart,
+        false,
+        &d.json_int("detail", detail_key!(RunStart.counter_start)),
+    );
+    let start_text = q.note(Kind::RunStart, false, "detail");
+    let observed_one = q.note(
+        Kind::Observed,
+        true,
+        &d.json_int("detail", detail_key!(Observed.counter)),
+    );
+    let observed_text = q.note(Kind::Observed, true, "detail");
+    let observed_at = q.note(Kind::Observed, true, "seq");
+    let present = q.note(Kind::Observed, true, "1");
+    // The start and the observed value of the counter `key` (an expression), over `s`.
+    let start = |key: &str| {
+        format!(
+            "coalesce(CASE WHEN {key} IS NULL THEN {start_one} ELSE {} END, 0)",
+            d.json_keyed_int(&start_text, detail_key!(RunStart.counter_start), key)
+        )
+    };
+    let observed = |key: &str| {
+        format!(
+            "(CASE WHEN {present} IS NULL THEN NULL WHEN {key} IS NULL THEN {observed_one} ELSE {} END)",
+            d.json_keyed_int(&observed_text, detail_key!(Observed.counter), key)
+        )
+    };
+    q.cte(
+        &format!("{p}_win"),
+        format!(
+            "SELECT run_id, scenario, seq, amount, counter, counter_key, \
+         lag(counter) OVER (PARTITION BY run_id, scenario, counter_key ORDER BY store_rev, seq) AS prevc, \
+         lag(seq) OVER (PARTITION BY run_id, scenario, counter_key ORDER BY store_rev, seq) AS prevseq \
+         FROM base WHERE kind = '{k_effect_committed}'"
+        ),
+    );
+    let steps = q.cte(
+        &format!("{p}_steps"),
+        format!(
+            "SELECT run_id, scenario, seq AS vat, prevseq FROM {p}_win \
+             WHERE prevc IS NOT NULL AND counter <> prevc + amount \
+             UNION ALL SELECT w.run_id, w.scenario, w.seq AS vat, w.prevseq \
+             FROM (SELECT * FROM {p}_win WHERE prevc IS NULL) w \
+             LEFT JOIN scen s ON s.run_id = w.run_id AND s.scenario = w.scenario \
+             WHERE w.counter <> {} + w.amount",
+            start("w.counter_key")
+        ),
+    );
+    // Every counter with commits, with its sum; the one counter of a scenario without any.
+    let keys = q.cte(
+        &format!("{p}_keys"),
+        format!(
+            "SELECT run_id, scenario, counter_key, sum(amount) AS total FROM base \
+             WHERE kind = '{k_effect_committed}' GROUP BY run_id, scenario, counter_key \
+             UNION ALL SELECT run_id, scenario, CAST(NULL AS {t}) AS counter_key, \
+             CAST(0 AS BIGINT) AS total FROM scen s WHERE {commits} = 0",
+            t = d.text()
+        ),
+    );
+    let finals = q.cte(
+        &format!("{p}_finals"),
+        format!(
+            "SELECT k.run_id, k.scenario, {observed_at} AS vat, {} AS observed, \
+             {} + coalesce(k.total, 0) AS expected FROM {keys} k \
+             JOIN scen s ON s.run_id = k.run_id AND s.scenario = k.scenario",
+            observed("k.counter_key"),
+            start("k.counter_key")
+        ),
+    );
+    let wrong_finals = q.cte(
+        &format!("{p}_wf"),
+        format!(
+            "SELECT run_id, scenario, count(CASE WHEN observed IS NOT NULL AND observed <> expected \
+             THEN 1 END) AS n, count(CASE WHEN observed IS NULL THEN 1 END) AS missing \
+             FROM {finals} GROUP BY run_id, scenario"
+        ),
+    );
+    let wrong_steps = q.counts(&format!("{p}_n"), &steps);
+    let violations = q.cte(
+        &format!("{p}_v"),
+        format!(
+            "SELECT run_id, scenario, vat, prevseq FROM {steps} \
+             UNION ALL SELECT run_id, scenario, vat, CAST(NULL AS BIGINT) AS prevseq \
+             FROM {finals} WHERE observed IS NOT NULL AND observed <> expected"
+        ),
+    );
+    let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "prevseq"]);
+    let mut part = Part::new(
+        violations,
+        witness,
+        Some(format!(
+            "CASE WHEN coalesce({wrong_finals}.missing, 0) > 0 THEN {} END",
+            lit(&Reason::NoObservedCounter)
+        )),
+    );
+    part.count = Some(format!(
+        "coalesce({wrong_steps}.n, 0) + coalesce({wrong_finals}.n, 0)"
+    ));
+    part.extra = vec![wrong_steps, wrong_finals];
     part.early = vec![
         (
             format!("{commits} > 0 AND {revs} = 0"),

@@ -127,6 +127,44 @@ impl Dialect {
         }
     }
 
+    /// The integer under the key `name` (an expression: a key given by a column) of the JSON
+    /// object under the key `key` of the JSON object in `col`, read leniently as
+    /// [`Dialect::json_int`] reads one (`{"counter": {"apple": 15}}`: `key` `counter`, `name`
+    /// the text `apple`); null when either is absent or not of that form. The same text search
+    /// in every dialect: the object found, then the name inside it.
+    pub fn json_keyed_int(self, col: &str, key: DetailKey, name: &str) -> String {
+        let body = self.regex_group(col, &format!("\"{key}\"{WS}:{WS}[{{]([^{{}}]*)[}}]"));
+        let quoted = format!("'\"' || {name} || '\"'");
+        let rest = format!(
+            "(CASE WHEN instr({body}, {quoted}) > 0 \
+             THEN substr({body}, instr({body}, {quoted}) + length({name}) + 2) END)"
+        );
+        let value = self.regex_group(
+            &rest,
+            &format!("^{WS}:{WS}(-?[0-9]+|\"{WS}[+-]?[0-9]+{WS}\"){WS}(,|$)"),
+        );
+        format!("TRY_CAST(trim(replace({value}, '\"', '')) AS BIGINT)")
+    }
+
+    /// Whether the list under the key `key` of the JSON object in `col` holds the string
+    /// `value` (a kind's name: no quote or backslash in it); false when there is no such list.
+    pub fn json_list_has(self, col: &str, key: DetailKey, value: &str) -> String {
+        match self {
+            Dialect::Duckdb => {
+                let j = duck_object(col);
+                format!(
+                    "coalesce(CASE WHEN json_type({j}, '$.{key}') = 'ARRAY' \
+                     THEN list_contains(json_extract_string({j}, '$.{key}[*]'), '{value}') END, false)"
+                )
+            }
+            Dialect::Datafusion | Dialect::Spark => {
+                let list =
+                    self.regex_group(col, &format!("\"{key}\"{WS}:{WS}\\[([^\\[\\]{{}}]*)\\]"));
+                format!("coalesce(instr({list}, '\"{value}\"') > 0, false)")
+            }
+        }
+    }
+
     /// The boolean value of the top-level key `key` of the JSON object in column `col` when it
     /// is a JSON `true` or `false`, else null. `key` comes from `outbox_trace::detail_key!`.
     pub fn json_bool(self, col: &str, key: DetailKey) -> String {
@@ -160,7 +198,12 @@ impl Dialect {
     fn regex_group(self, col: &str, pattern: &str) -> String {
         match self {
             Dialect::Datafusion => format!("regexp_match({col}, '{pattern}')[1]"),
-            Dialect::Spark => format!("nullif(regexp_extract({col}, '{pattern}', 1), '')"),
+            // Spark's string literals read a backslash as an escape: doubled, it reaches the
+            // regular expression.
+            Dialect::Spark => format!(
+                "nullif(regexp_extract({col}, '{}', 1), '')",
+                pattern.replace('\\', "\\\\")
+            ),
             Dialect::Duckdb => format!("nullif(regexp_extract({col}, '{pattern}', 1), '')"),
         }
     }

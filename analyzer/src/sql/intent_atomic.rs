@@ -55,10 +55,15 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     );
     let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "iseq"]);
     let mut part = Part::new(violations, witness, Some(skips));
-    part.early = vec![(
-        format!("{accepted} > 0 AND {revs} = 0"),
-        "unknown",
-        lit(&Reason::NoStoreRev),
-    )];
+    let any_accepted = q.any(&[Kind::TaskAccepted]);
+    part.early = vec![
+        q.lacks(None, &[Kind::TaskAccepted]),
+        q.lacks(Some(&any_accepted), &[Kind::IntentRecorded]),
+        (
+            format!("{accepted} > 0 AND {revs} = 0"),
+            "unknown",
+            lit(&Reason::NoStoreRev),
+        ),
+    ];
     part
 }

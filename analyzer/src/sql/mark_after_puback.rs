@@ -35,5 +35,17 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         ),
     );
     let witness = q.witness(&format!("{p}_w"), &violations, &["vat", "pseq"]);
-    Part::new(violations, witness, Some(skips))
+    let mut part = Part::new(violations, witness, Some(skips));
+    let moved = q.any(&[
+        Kind::PublishAttempt,
+        Kind::PublishAcked,
+        Kind::Delivered,
+        Kind::Redelivered,
+    ]);
+    let marked = q.any(&[Kind::OutboxMarked]);
+    part.early = vec![
+        q.lacks(Some(&moved), &[Kind::OutboxMarked]),
+        q.lacks(Some(&marked), &[Kind::PublishAcked]),
+    ];
+    part
 }

@@ -39,6 +39,7 @@ mod counter_exact;
 mod dialect;
 mod external_single_effect;
 mod intent_atomic;
+mod lost_rows;
 mod mark_after_puback;
 mod no_lost_task;
 mod observed_agrees;

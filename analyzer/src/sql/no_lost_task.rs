@@ -34,7 +34,10 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         format!("SELECT run_id, scenario, vat, vat AS wseq FROM {violations}"),
     );
     let mut part = Part::new(violations, witness, Some(skips));
+    let accepted = q.any(&[Kind::TaskAccepted]);
     part.early = vec![
+        q.lacks(None, &[Kind::TaskAccepted]),
+        q.lacks(Some(&accepted), &[Kind::EffectCommitted]),
         (format!("{end} IS NULL"), "unknown", lit(&Reason::NoRunEnd)),
         (
             format!("{recovered} = false"),

@@ -5,7 +5,7 @@ use outbox_trace::detail::DetailKey;
 use outbox_trace::{detail_key, Field, Kind};
 
 use super::query::{lit, Part, Query};
-use crate::check::Reason;
+use crate::check::{Reason, Total};
 
 /// Adds the tables of `observed-agrees`.
 pub(crate) fn part(q: &mut Query, p: &str) -> Part {
@@ -82,7 +82,40 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         &format!("{p}_w"),
         format!("SELECT DISTINCT run_id, scenario, vat, vat AS wseq FROM {violations}"),
     );
+    // The totals the store holds more of: rows missing from the trace explain them.
+    let totals = [
+        Total::Results,
+        Total::Processed,
+        Total::DedupKeys,
+        Total::StreamMessages,
+        Total::Tasks,
+        Total::Intents,
+    ];
+    let more: Vec<(Total, &(String, String, bool))> = totals
+        .into_iter()
+        .zip(&compared)
+        .filter(|(_, c)| !c.2)
+        .collect();
+    let lost_count: Vec<String> = more
+        .iter()
+        .map(|(_, (o, t, _))| format!("CASE WHEN {o} > {t} THEN 1 ELSE 0 END"))
+        .collect();
+    let lost_text: String = more
+        .iter()
+        .map(|(total, (o, t, _))| {
+            format!(
+                " WHEN {o} > {t} THEN 'the observer read {} = ' || {} || ', the trace counts ' || {}",
+                total.key(),
+                d.to_text(o),
+                d.to_text(t)
+            )
+        })
+        .collect();
     let mut part = Part::new(violations, witness, Some(skips));
+    part.lost = Some((
+        format!("({})", lost_count.join(" + ")),
+        format!("(CASE{lost_text} END)"),
+    ));
     part.count = Some(format!("({})", wrong.join(" + ")));
     part.extra = vec![keys];
     part.early = vec![

@@ -2,7 +2,7 @@
 //! ([`Part`]): the common table expressions in order, and the per-scenario `facts` (one `GROUP BY`)
 //! and `notes` (from the few `run_start`, `observed` and `run_end` rows) every invariant shares.
 
-use outbox_trace::{Field, Kind};
+use outbox_trace::{detail_key, Field, Kind};
 
 use super::dialect::Dialect;
 
@@ -15,6 +15,8 @@ pub(super) const EXAMPLES: usize = crate::check::EXAMPLES;
 pub(crate) struct Query {
     /// The dialect.
     pub d: Dialect,
+    /// Whether `base` has `counter_key` (`analyzer sql --counter-key`).
+    pub counter_key: bool,
     pub(super) ctes: Vec<(String, String)>,
     /// What the statement reads: the table `trace` or a path.
     pub(super) source: String,
@@ -41,6 +43,9 @@ pub(crate) struct Part {
     /// Verdicts decided before counting violations: the first condition that holds gives the
     /// verdict and its reason.
     pub early: Vec<(String, &'static str, String)>,
+    /// For the lost-rows rule (`crate::check::lost_rows`): how many violations a row missing
+    /// from the trace explains, and the start of the reason naming the first of them.
+    pub lost: Option<(String, String)>,
 }
 
 impl Part {
@@ -53,6 +58,7 @@ impl Part {
             extra: Vec::new(),
             reason,
             early: Vec::new(),
+            lost: None,
         }
     }
 }
@@ -97,6 +103,50 @@ impl Query {
             }
         };
         format!("s.n{i}")
+    }
+
+    /// An expression over `s` (a row of `scen`): whether the scenario has a row of any of
+    /// `kinds`.
+    pub fn any(&mut self, kinds: &[Kind]) -> String {
+        let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
+        let n = self.count_where(&format!("kind IN ({})", names.join(", ")));
+        format!("{n} > 0")
+    }
+
+    /// The early verdict `unknown: the trace records no <kinds> rows` (see
+    /// `crate::check::Ends::lacks`), when `when` (an expression over `s`, or none) holds and the
+    /// scenario has no row of any of `kinds` and its `run_start` declares none of them.
+    pub fn lacks(
+        &mut self,
+        when: Option<&str>,
+        kinds: &'static [Kind],
+    ) -> (String, &'static str, String) {
+        let silent: Vec<String> = kinds
+            .iter()
+            .map(|&k| {
+                let none = self.any(&[k]);
+                let declared = self.declared(k);
+                format!("NOT ({none}) AND NOT {declared}")
+            })
+            .collect();
+        let mut cond = silent.join(" AND ");
+        if let Some(w) = when {
+            cond = format!("({w}) AND {cond}");
+        }
+        (cond, "unknown", lit(&crate::check::Reason::NoRows(kinds)))
+    }
+
+    /// An expression over `s`: whether the scenario's first `run_start` declares `kind` in
+    /// `detail.records`.
+    pub fn declared(&mut self, kind: Kind) -> String {
+        let d = self.d;
+        let has = d.json_list_has("detail", detail_key!(RunStart.records), kind.as_str());
+        let n = self.note(
+            Kind::RunStart,
+            false,
+            &format!("CASE WHEN {has} THEN 1 ELSE 0 END"),
+        );
+        format!("(coalesce({n}, 0) = 1)")
     }
 
     /// An expression over `s` (a row of `scen`): the reason naming the first `(kind, column)`

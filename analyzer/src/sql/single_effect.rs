@@ -33,5 +33,8 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         &format!("{p}_w"),
         format!("SELECT * FROM {event_rows} UNION ALL SELECT * FROM {task_rows}"),
     );
-    Part::new(violations, witness, Some(skips))
+    let mut part = Part::new(violations, witness, Some(skips));
+    let delivered = q.any(&[Kind::Delivered, Kind::Redelivered]);
+    part.early = vec![q.lacks(Some(&delivered), &[Kind::EffectCommitted])];
+    part
 }

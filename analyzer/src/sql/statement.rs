@@ -3,13 +3,13 @@
 //! `crate::check::lost_spans` applied ([`statement`]), or the witness rows of the violations
 //! ([`witnesses`]).
 
-use outbox_trace::Kind;
+use outbox_trace::{detail_key, Kind};
 
 use super::dialect::DialectError;
 use super::query::{positions, Part, Query, EXAMPLES, LATE};
 use super::{
     ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
-    mark_after_puback, no_lost_task, observed_agrees, single_effect, Dialect,
+    lost_rows, mark_after_puback, no_lost_task, observed_agrees, single_effect, Dialect,
 };
 use crate::check::Invariant;
 
@@ -30,10 +30,11 @@ fn lost_spans(inv: Invariant) -> LostSpans {
         | Invariant::MarkAfterPuback
         | Invariant::IntentAtomic
         | Invariant::AggregateOrder => LostSpans::Touched,
-        Invariant::NoLostTask | Invariant::CounterExact | Invariant::ObservedAgrees => {
-            LostSpans::Any
+        Invariant::NoLostTask | Invariant::CounterExact => LostSpans::Any,
+        // Its totals are the lost-rows rule's business.
+        Invariant::ObservedAgrees | Invariant::SingleEffect | Invariant::ExternalSingleEffect => {
+            LostSpans::Never
         }
-        Invariant::SingleEffect | Invariant::ExternalSingleEffect => LostSpans::Never,
     }
 }
 
@@ -80,6 +81,8 @@ pub struct Request {
     pub invariants: Vec<Invariant>,
     /// A path for the statement to read instead of the table `trace`.
     pub source: Option<String>,
+    /// Whether to read `counter_key` and check each counter on its own.
+    pub counter_key: bool,
 }
 
 /// The shared tables, every invariant's tables, and `verdicts` (`run_id, scenario, pos,
@@ -101,6 +104,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     invariants.dedup();
     let mut q = Query {
         d,
+        counter_key: req.counter_key,
         ctes: Vec::new(),
         source: source.clone(),
         facts: Vec::new(),
@@ -111,17 +115,18 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         .map(|k| format!("'{}'", k.as_str()))
         .collect();
     // Rows of kinds the contract does not define are ignored, as the native loader does.
+    let key = if req.counter_key { ", counter_key" } else { "" };
     q.cte(
         "base",
         format!(
-            "SELECT {COLUMNS} FROM {source} WHERE kind IN ({})",
+            "SELECT {COLUMNS}{key} FROM {source} WHERE kind IN ({})",
             kinds.join(", ")
         ),
     );
     for late in LATE {
         q.cte(late, String::new());
     }
-    // Lives without their own crash row while a later life of the actor exists.
+    // Every life, and whether it has its own crash row.
     q.cte(
         "lives",
         format!(
@@ -130,13 +135,24 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
          FROM base GROUP BY run_id, scenario, actor, incarnation"
         ),
     );
+    // Lives whose crash row says `announced: false`: rows of them may be missing too.
+    q.cte(
+        "unannounced",
+        format!(
+            "SELECT DISTINCT run_id, scenario, actor, incarnation FROM {source} \
+             WHERE kind = '{k_crash}' AND {} = false",
+            d.json_bool("detail", detail_key!(Crash.announced))
+        ),
+    );
     q.cte(
         "lossy",
-        "SELECT run_id, scenario, actor, incarnation, first_seq FROM (SELECT run_id, scenario, \
-         actor, incarnation, crashed, \
-         max(incarnation) OVER (PARTITION BY run_id, scenario, actor) AS last_life, \
-         min(first_seq) OVER (PARTITION BY run_id, scenario, actor) AS first_seq FROM lives) l \
-         WHERE crashed = 0 AND last_life > incarnation",
+        "SELECT run_id, scenario, actor, incarnation, first_seq FROM (SELECT l.run_id, l.scenario, \
+         l.actor, l.incarnation, l.crashed, CASE WHEN u.actor IS NULL THEN 0 ELSE 1 END AS unann, \
+         max(l.incarnation) OVER (PARTITION BY l.run_id, l.scenario, l.actor) AS last_life, \
+         min(l.first_seq) OVER (PARTITION BY l.run_id, l.scenario, l.actor) AS first_seq \
+         FROM lives l LEFT JOIN unannounced u ON u.run_id = l.run_id AND u.scenario = l.scenario \
+         AND u.actor = l.actor AND u.incarnation = l.incarnation) x \
+         WHERE (crashed = 0 AND last_life > incarnation) OR unann = 1",
     );
     q.cte(
         "lossy_first",
@@ -151,7 +167,11 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
          ON b.run_id = l.run_id AND b.scenario = l.scenario AND b.actor = l.actor \
          AND b.incarnation = l.incarnation",
     );
-    let mut cols = Vec::new();
+    q.cte(
+        "lossy_n",
+        "SELECT run_id, scenario, count(*) AS n FROM lossy GROUP BY run_id, scenario",
+    );
+    let mut cols = vec![lost_rows::columns(&mut q)];
     let mut joins = String::new();
     let mut finals = Vec::new();
     let mut witnessed = Vec::new();
@@ -172,11 +192,10 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
             " LEFT JOIN touched ON touched.run_id = s.run_id AND touched.scenario = s.scenario",
         );
     }
-    if invariants.iter().any(|i| lost_spans(*i) == LostSpans::Any) {
-        joins.push_str(
-            " LEFT JOIN lossy_first lf ON lf.run_id = s.run_id AND lf.scenario = s.scenario",
-        );
-    }
+    joins.push_str(
+        " LEFT JOIN lossy_first lf ON lf.run_id = s.run_id AND lf.scenario = s.scenario \
+         LEFT JOIN lossy_n ln ON ln.run_id = s.run_id AND ln.scenario = s.scenario",
+    );
     q.cte(
         "wide",
         format!(
@@ -273,6 +292,32 @@ fn verdict(
         )
     };
     let out = match lost {
+        LostSpans::Never if part.lost.is_some() => {
+            let (count, text) = part.lost.clone().unwrap_or_default();
+            cols.push(format!(
+                "{count} AS {p}_lost, {text} AS {p}_lost_text, lf.actor AS {p}_actor, \
+                 lf.incarnation AS {p}_inc, ln.n AS {p}_lives"
+            ));
+            let lossy = format!("{v} = 'fail' AND w.{p}_actor IS NOT NULL");
+            let left = format!("{n} - w.{p}_lost");
+            let gone = format!("{lossy} AND {left} = 0");
+            let inc = d.to_text(&format!("w.{p}_inc"));
+            let others = format!("w.{p}_lives - 1");
+            let more = format!(
+                "CASE WHEN {others} = 0 THEN '' WHEN {others} = 1 THEN ' (and 1 more life)' \
+                 ELSE ' (and ' || {} || ' more lives)' END",
+                d.to_text(&others)
+            );
+            (
+                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
+                format!("CASE WHEN {lossy} THEN {left} ELSE {n} END"),
+                format!(
+                    "CASE WHEN {gone} THEN w.{p}_lost_text || ': ' || w.{p}_actor || '#' || {inc} \
+                     || {more} || ' may not have exported its last spans, which would explain it' \
+                     ELSE {r} END"
+                ),
+            )
+        }
         LostSpans::Never => (v, n, r),
         LostSpans::Any => {
             cols.push(format!("lf.actor AS {p}_actor, lf.incarnation AS {p}_inc"));
@@ -312,7 +357,7 @@ fn verdict(
             )
         }
     };
-    (cols.join(", "), joins, out)
+    (cols.join(", "), joins, lost_rows::apply(inv, out))
 }
 
 /// `CASE{whens} ELSE {otherwise} END`, or `otherwise` without cases.
@@ -452,6 +497,7 @@ mod tests {
             dialect: Dialect::Datafusion,
             invariants: vec![],
             source: Some("t.parquet".into()),
+            counter_key: false,
         };
         assert!(matches!(
             statement(&req),

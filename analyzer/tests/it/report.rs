@@ -13,9 +13,33 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn report(trace: &Path, dir: &Path) -> Vec<PathBuf> {
+    report_as(trace, dir, false)
+}
+
+fn report_as(trace: &Path, dir: &Path, lab: bool) -> Vec<PathBuf> {
     let traces = vec![trace.to_path_buf()];
     let scenes = Scenes::load(&traces).expect("load");
-    write_report(&scenes, &traces, dir).expect("report")
+    write_report(&scenes, &traces, dir, lab).expect("report")
+}
+
+#[test]
+fn the_labs_templates_are_written_only_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("etcd_reference.parquet");
+    let (plain, lab) = (dir.path().join("plain"), dir.path().join("lab"));
+    report_as(&trace, &plain, false);
+    report_as(&trace, &lab, true);
+    let plain = std::fs::read_to_string(plain.join("report.md")).unwrap();
+    let lab = std::fs::read_to_string(lab.join("report.md")).unwrap();
+    assert!(
+        !plain.contains("to complete") && !plain.contains("## ADR"),
+        "{plain}"
+    );
+    assert!(plain.contains("Retention, atomic scope, the shared counter: facts"));
+    assert!(
+        lab.contains("### Decision (to complete)") && lab.contains("## ADR"),
+        "{lab}"
+    );
 }
 
 #[test]

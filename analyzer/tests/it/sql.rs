@@ -336,6 +336,7 @@ fn corpus() -> Vec<(&'static str, Vec<Event>)> {
             }
         }),
     ));
+    c.extend(crate::evidence::corpus());
     // Two scenarios in one file, one broken.
     c.push(("two-scenarios", {
         let mut t = lab();

@@ -54,6 +54,18 @@ pub fn ack_before_commit() -> Vec<Event> {
                 && e.kind == Kind::Acked
                 && e.incarnation == 1)
     });
+    // The store as it would be: evt-2's effect never happened.
+    for e in v.iter_mut() {
+        if e.kind == Kind::EffectCommitted && e.event_id.as_deref() == Some("evt-3") {
+            e.counter = Some(7);
+        }
+        if e.kind == Kind::Observed {
+            e.detail = Some(
+                r#"{"stream_messages":3,"counter":7,"results":2,"dedup_keys":2,"outbox_pending":0}"#
+                    .into(),
+            );
+        }
+    }
     v
 }
 

@@ -6,7 +6,8 @@ verdict rows as JSON: {"<trace>": [{"run_id", "scenario", "invariant", "verdict"
 Usage: run_sql.py ENGINE ANALYZER TRACE...   (ENGINE: duckdb, datafusion or spark)
 
 Each trace (a Parquet file or a directory of them) is registered as the table `trace`; the
-statement itself is the same for every trace. A missing Python package is an error (exit 1).
+statement itself is the same for every trace, but for a table with the optional column
+`counter_key`, which gets the statement `--counter-key` prints (not with Spark). A missing Python package is an error (exit 1).
 """
 import json
 import subprocess
@@ -25,7 +26,7 @@ def rows_of(tuples):
                                for i, v in enumerate(t)))) for t in tuples]
 
 
-def duckdb_runner(sql):
+def duckdb_runner(sql, keyed_sql):
     import duckdb
 
     def run(path):
@@ -35,17 +36,19 @@ def duckdb_runner(sql):
         source = escaped if path.endswith(".parquet") else escaped + "/**/*.parquet"
         con.execute(f"CREATE VIEW trace AS SELECT * FROM read_parquet('{source}', "
                     "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)")
-        return rows_of(con.execute(sql).fetchall())
+        columns = [d[0] for d in con.execute("SELECT * FROM trace LIMIT 0").description]
+        return rows_of(con.execute(keyed_sql if "counter_key" in columns else sql).fetchall())
     return run
 
 
-def datafusion_runner(sql):
+def datafusion_runner(sql, keyed_sql):
     from datafusion import SessionContext
 
     def run(path):
         ctx = SessionContext()
         ctx.register_parquet("trace", path)
-        table = ctx.sql(sql).to_arrow_table()
+        columns = ctx.table("trace").schema().names
+        table = ctx.sql(keyed_sql if "counter_key" in columns else sql).to_arrow_table()
         return rows_of(zip(*(table.column(c).to_pylist() for c in COLUMNS)))
     return run
 
@@ -68,7 +71,7 @@ CONTRACT = ["run_id", "scenario", "seq", "ts_ns", "backend", "actor", "incarnati
             "counter", "detail"]
 
 
-def spark_runner(sql):
+def spark_runner(sql, _keyed_sql):
     """Spark plans and schedules every stage of the statement anew for each table, which costs far
     more than the data: all traces go into one table, each run_id prefixed with its trace's
     number, and the statement runs once."""
@@ -104,7 +107,9 @@ def main():
     runners = {"duckdb": duckdb_runner, "datafusion": datafusion_runner, "spark": spark_runner}
     if engine not in runners:
         sys.exit(f"run_sql.py: unknown engine {engine}")
-    run = runners[engine](statement(analyzer, engine))
+    # A table with the optional column `counter_key` gets the statement that reads it.
+    run = runners[engine](statement(analyzer, engine),
+                          statement(analyzer, engine, "--counter-key"))
     if engine == "spark":
         print(json.dumps(run(traces), indent=1))
     else:

@@ -142,6 +142,7 @@
     return chars.slice(0, max - 1).join("") + "…";
   }
   const opt = (prefix, v) => (v === null ? "" : prefix + v);
+  const signed = (v) => (v === null ? "" : (v < 0 ? " " : " +") + v);
   const secs = (ns) => (ns / 1e9).toFixed(2) + " s";
   function describe(S, i, own, broker, api, receiver) {
     const arrow = (from, to) => ({ arrow: true, from, to });
@@ -164,7 +165,7 @@
       case KIND.redelivered: return [arrow(broker, own), "redeliver" + bseq + opt(" · count ", attempt), "retry"];
       case KIND.effect_committed:
         return [arrow(own, api), "commit" + rev + opt(" · counter ", num(S.counter[i])) +
-          opt(" +", num(S.amount[i])), "effect"];
+          signed(num(S.amount[i])), "effect"];
       case KIND.duplicate_suppressed: return [arrow(own, api), "dedup key found: suppressed", "absorbed"];
       case KIND.commit_conflict: return [arrow(own, api), "commit conflict: retry", "loss"];
       case KIND.acked: return [arrow(own, broker), "ACK" + bseq, "plain"];
@@ -228,6 +229,15 @@
       y += ROW;
     }
     const bottom = y;
+    // Lanes wide enough apart for every arrow's label, a canvas for every mark's (as layout.rs).
+    const px = (label) => [...label].length * CHAR_W;
+    let gap = LANE_GAP;
+    for (const s of steps) {
+      if (!s.shape.arrow) continue;
+      const span = Math.max(1, Math.abs(s.shape.from - s.shape.to));
+      gap = Math.max(gap, Math.floor((px(s.label) + 12 + span - 1) / span));
+    }
+    lanes.forEach((lane, i) => { lane.x = LEFT + i * gap; });
     const yOf = new Map(steps.map((s) => [s.row, s.y]));
     for (const lane of lanes) {
       const lives = [...new Set(chain.rows.filter((i) => actorOf(S, i) === lane.key && yOf.has(i))
@@ -243,7 +253,11 @@
           y1: crash === undefined ? bottom : crash });
       }
     }
-    const width = LEFT + (lanes.length - 1) * LANE_GAP + RIGHT;
+    let width = LEFT + (lanes.length - 1) * gap + RIGHT;
+    for (const s of steps) {
+      if (s.shape.arrow) continue;
+      width = Math.max(width, lanes[s.shape.note ?? s.shape.crash ?? s.shape.restart].x + 24 + px(s.label));
+    }
     for (const s of steps) {
       const room = s.shape.arrow ? Math.abs(lanes[s.shape.from].x - lanes[s.shape.to].x) - 12
         : width - lanes[s.shape.note ?? s.shape.crash ?? s.shape.restart].x - 24;

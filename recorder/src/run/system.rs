@@ -107,14 +107,9 @@ pub async fn run_system(
         Some(_) => Target::Series("failed"),
         None => Target::Out,
     };
-    let (events, written) = journal.finish(target).await?;
+    // (The error stays one line: the failed run's rows are in `<out-stem>.failed.parquet`.)
+    let (events, _) = journal.finish(target).await?;
     if let Some(e) = failure {
-        if let Some(path) = written {
-            eprintln!(
-                "recorder: the failed run's {events} rows are in {}",
-                path.display()
-            );
-        }
         return Err(e);
     }
     if let Some(path) = &config.otlp {

@@ -190,6 +190,8 @@ struct Pending {
     seq: Option<u64>,
     incarnation: Option<u32>,
     instance: Option<String>,
+    /// The kind came from the messaging conventions, not from `outbox.kind`.
+    derived: bool,
 }
 
 /// Decodes OTLP JSON Lines into canonical batches. `stem` is the default `run_id`.
@@ -211,9 +213,7 @@ pub(crate) fn decode(text_in: impl BufRead, stem: &str) -> Result<Decoded, Trace
                     let mut these = Vec::new();
                     map_span(span, &resource.attributes, spans, stem, &mut these)
                         .map_err(|reason| TraceError::Line { line, reason })?;
-                    these.retain(|p| {
-                        !deliveries.repeated(&p.event, p.incarnation, p.instance.as_ref())
-                    });
+                    these.retain(|p| !deliveries.repeated(p));
                     pending.extend(these);
                 }
             }
@@ -303,12 +303,17 @@ const NEGATIVE_SETTLEMENTS: [&str; 5] = ["nack", "reject", "abandon", "dead_lett
 /// message (same id, same delivery count) in one life are one delivery. Both the file reader and
 /// the live mapper keep one of these.
 #[derive(Debug, Default)]
-struct Deliveries(std::collections::HashSet<(String, Option<String>, Option<String>, Option<u32>)>);
+#[allow(clippy::type_complexity)]
+struct Deliveries(
+    std::collections::HashSet<(String, Option<String>, Option<String>, Option<u32>, Option<u64>)>,
+);
 
 impl Deliveries {
-    /// Whether `e` is a delivery already seen (then it is dropped).
-    fn repeated(&mut self, e: &Event, incarnation: Option<u32>, instance: Option<&String>) -> bool {
-        if !matches!(e.kind, Kind::Delivered | Kind::Redelivered) || e.event_id.is_none() {
+    /// Whether `p` is a messaging delivery already seen (then it is dropped). Rows named by
+    /// `outbox.kind` are never merged: two copies of one event are two deliveries.
+    fn repeated(&mut self, p: &Pending) -> bool {
+        let (e, incarnation, instance) = (&p.event, p.incarnation, p.instance.as_ref());
+        if !p.derived || !matches!(e.kind, Kind::Delivered | Kind::Redelivered) || e.event_id.is_none() {
             return false;
         }
         let life = incarnation
@@ -316,7 +321,7 @@ impl Deliveries {
             .or_else(|| instance.cloned());
         !self
             .0
-            .insert((e.actor.clone(), life, e.event_id.clone(), e.attempt))
+            .insert((e.actor.clone(), life, e.event_id.clone(), e.attempt, e.broker_seq))
     }
 }
 
@@ -500,6 +505,7 @@ fn pending(
         seq,
         incarnation: fit(key::INCARNATION, number(key::INCARNATION)?)?,
         instance: attrs.get(key::SERVICE_INSTANCE_ID),
+        derived,
     })
 }
 
@@ -1104,7 +1110,7 @@ pub mod live {
                         let mut pending = Vec::new();
                         match map_span(span, &resource.attributes, self.spans, "", &mut pending) {
                             Ok(()) => out.events.extend(pending.into_iter().filter(|p| {
-                                !self.deliveries.repeated(&p.event, p.incarnation, p.instance.as_ref())
+                                !self.deliveries.repeated(p)
                             }).map(|p| {
                                 let mut event = p.event;
                                 event.incarnation = p.incarnation.unwrap_or(0);

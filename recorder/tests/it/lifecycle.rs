@@ -1,7 +1,6 @@
 //! The recorder's own life: Ctrl-C keeps what was recorded; a killed recorder leaves readable
 //! segments that the next run joins, and a temporary directory that the next run removes.
 
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

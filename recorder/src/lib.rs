@@ -3,7 +3,8 @@
 //!
 //! The layers, from the bottom; each folder uses only those before it:
 //!
-//! - [`journal`]: who writes a row, the run's clock, and the trace's one writer;
+//! - [`journal`]: who writes a row, the run's clock, the trace's one writer, and the guards on
+//!   the trace's place on disk (checked, locked, never overwritten by what is not complete);
 //! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
 //! - [`protocol`]: the API, relay and worker steps, written once against its ports, the
 //!   context a step reports through, and the external effect (the payments receiver and the

@@ -6,7 +6,9 @@
 //!   lets go of it when its holder dies, so a stale lock is simply taken over);
 //! - [`persist_new`]: a file moved to the first free name of a series (`run.interrupted.parquet`,
 //!   `run.interrupted-2.parquet`, ...), never over an existing one;
-//! - [`OutputError::NoSpace`]: a full disk, named, with where the recorded rows were kept.
+//! - [`OutputError::NoSpace`]: a full disk, named, with where the recorded rows were kept
+//!   ([`WatchedFile`] keeps the operating system's error, which the Parquet writer's own error
+//!   may carry only as text).
 
 use std::fs::File;
 use std::io::{Read as _, Write as _};
@@ -216,6 +218,65 @@ pub fn persist_new(file: &Path, out: &Path, tag: &str) -> std::io::Result<PathBu
         }
     }
     unreachable!("the series of names is endless")
+}
+
+/// A file being written that remembers the operating system's error of a failed write.
+#[derive(Debug)]
+pub struct WatchedFile {
+    file: File,
+    failed: std::sync::Arc<std::sync::atomic::AtomicI32>,
+}
+
+/// What a [`WatchedFile`] saw, kept after the writer that owned the file is gone.
+#[derive(Debug, Clone)]
+pub struct Watch(std::sync::Arc<std::sync::atomic::AtomicI32>);
+
+impl WatchedFile {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &Path) -> std::io::Result<(WatchedFile, Watch)> {
+        let failed = std::sync::Arc::default();
+        let file = File::create(path)?;
+        let watch = Watch(std::sync::Arc::clone(&failed));
+        Ok((WatchedFile { file, failed }, watch))
+    }
+
+    /// The file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    fn note<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            if let Some(code) = e.raw_os_error() {
+                self.failed
+                    .store(code, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        result
+    }
+}
+
+impl std::io::Write for WatchedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.file.write(buf);
+        self.note(result)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.file.flush();
+        self.note(result)
+    }
+}
+
+impl Watch {
+    /// `e` with the operating system's error the file saw, if any, as its cause.
+    pub fn explain(&self, e: anyhow::Error) -> anyhow::Error {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => e,
+            code => anyhow::Error::new(std::io::Error::from_raw_os_error(code))
+                .context(format!("{e:#}")),
+        }
+    }
 }
 
 /// True if `e` was caused by a full disk (or an exhausted quota).

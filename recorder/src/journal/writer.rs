@@ -303,7 +303,20 @@ fn join_into(files: &[PathBuf], parts: &Path, partial: &Path, every: usize) -> a
         .info()
         .run_json
         .clone();
-    let mut writer = TraceWriter::create(partial, run_json.as_deref())?;
+    let (file, watch) = output::WatchedFile::create(partial)
+        .with_context(|| format!("creating {}", partial.display()))?;
+    let joined = join_rows(files, parts, file, run_json.as_deref(), every);
+    joined.map_err(|e| watch.explain(e))
+}
+
+fn join_rows(
+    files: &[PathBuf],
+    parts: &Path,
+    file: output::WatchedFile,
+    run_json: Option<&str>,
+    every: usize,
+) -> anyhow::Result<()> {
+    let mut writer = TraceWriter::new(file, run_json)?;
     let mut pending: Vec<PathBuf> = Vec::new();
     let mut since_checkpoint = 0;
     for file in files {
@@ -312,7 +325,7 @@ fn join_into(files: &[PathBuf], parts: &Path, partial: &Path, every: usize) -> a
         let rows = segment.info().rows as usize;
         if since_checkpoint > 0 && since_checkpoint + rows > every {
             if let Some(len) = writer.checkpoint()? {
-                writer.sink().sync_data()?;
+                writer.sink().file().sync_data()?;
                 holds_through(parts, len, &mut pending)?;
             }
             since_checkpoint = 0;
@@ -323,9 +336,9 @@ fn join_into(files: &[PathBuf], parts: &Path, partial: &Path, every: usize) -> a
         since_checkpoint += rows;
         pending.push(file.clone());
     }
-    let file = writer.finish()?;
-    file.sync_all()?;
-    let len = file.metadata()?.len();
+    let sink = writer.finish()?;
+    sink.file().sync_all()?;
+    let len = sink.file().metadata()?.len();
     holds_through(parts, len, &mut pending)
 }
 
@@ -480,8 +493,10 @@ impl Writer {
         self.segment += 1;
         let path = self.parts.join(format!("seg-{:06}.parquet", self.segment));
         let tmp = path.with_extension("tmp");
+        let (file, watch) = output::WatchedFile::create(&tmp)
+            .with_context(|| format!("writing {}", path.display()))?;
         let written = (|| -> anyhow::Result<()> {
-            let mut writer = TraceWriter::create(&tmp, Some(&self.run_json))?;
+            let mut writer = TraceWriter::new(file, Some(&self.run_json))?;
             writer.write(&self.buffer)?;
             writer.finish()?;
             std::fs::rename(&tmp, &path)?;
@@ -489,7 +504,9 @@ impl Writer {
         })();
         if let Err(e) = written {
             std::fs::remove_file(&tmp).ok();
-            return Err(e.context(format!("writing {}", path.display())));
+            return Err(watch
+                .explain(e)
+                .context(format!("writing {}", path.display())));
         }
         self.buffer.clear();
         Ok(())

@@ -45,10 +45,18 @@ pub async fn create_all<B: Store + Broker>(
             .buffered(inflight);
         while let Some((task, outcome)) = created.next().await {
             accepted_with_intent(ctx, task, outcome?);
+            // Asked to stop (the run is interrupted): the requests still out are dropped, as a
+            // client that goes away drops them.
+            if ctx.stopping() {
+                break;
+            }
         }
         return Ok(());
     }
     for (i, task) in tasks.iter().enumerate() {
+        if ctx.stopping() {
+            break;
+        }
         arrive(i).await;
         match mode {
             ApiMode::Outbox => create(ctx, backend, task).await?,

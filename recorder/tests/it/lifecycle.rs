@@ -1,7 +1,5 @@
 //! The recorder's own life: Ctrl-C keeps what was recorded; a killed recorder leaves readable
-//! segments that the next run joins.
-
-use crate::common;
+//! segments that the next run joins, and a temporary directory that the next run removes.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,9 +8,15 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 fn start(out: &std::path::Path) -> std::process::Child {
+    start_in(out, &std::env::temp_dir())
+}
+
+/// `recorder run` with its temporary directory under `tmp`.
+fn start_in(out: &std::path::Path, tmp: &std::path::Path) -> std::process::Child {
     Command::new(assert_cmd::cargo::cargo_bin("recorder"))
         .args(["run", "--quiet", "--scenario", "all", "--out"])
         .arg(out)
+        .env("TMPDIR", tmp)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -75,12 +79,24 @@ fn a_killed_recorder_leaves_segments_the_next_run_joins() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.parquet");
     let parts = dir.path().join("run.parquet.parts");
-    let mut child = start(&out);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = start_in(&out, &tmp);
     wait_for_segment(&parts);
     std::thread::sleep(Duration::from_millis(1500));
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     assert!(!out.exists());
+    let stale: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(
+        stale.len(),
+        1,
+        "the killed run's temporary directory: {stale:?}"
+    );
     // Every closed segment is a readable trace on its own.
     for entry in std::fs::read_dir(&parts).unwrap() {
         let path = entry.unwrap().path();
@@ -88,7 +104,19 @@ fn a_killed_recorder_leaves_segments_the_next_run_joins() {
             outbox_trace::read_trace(&path).expect("segment readable");
         }
     }
-    let next = common::record(dir.path(), &["--scenario", "crash-before-publish"]);
+    let next = assert_cmd::Command::cargo_bin("recorder")
+        .unwrap()
+        .args([
+            "run",
+            "--quiet",
+            "--scenario",
+            "crash-before-publish",
+            "--out",
+        ])
+        .arg(&out)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
     assert!(
         next.status.success(),
         "{}",
@@ -101,4 +129,12 @@ fn a_killed_recorder_leaves_segments_the_next_run_joins() {
         .iter()
         .any(|e| e.kind == outbox_trace::Kind::RunStart));
     assert!(!parts.exists());
+    // The next run removed the killed one's temporary directory (and its own at its end).
+    assert!(!stale[0].exists(), "{} removed", stale[0].display());
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left in the temp dir: {left:?}");
 }

@@ -5,6 +5,7 @@
 mod chaos;
 mod common;
 mod conformance;
+mod endings;
 mod errors;
 mod external;
 mod interop;

@@ -230,6 +230,9 @@ fn sniff_text(
         Err(_) if matches!(opening, Some(b'{' | b'[')) => {
             if opening == Some(b'{') && opens_traces_data(text, seen, line, compression)? {
                 Ok(Encoding::OtlpJson)
+            } else if first == 0x0a {
+                // Protobuf whose first bytes happen to read as blank lines and a brace.
+                Ok(Encoding::OtlpProtobuf)
             } else {
                 Err(not_a_trace(compression, SPREAD_DOCUMENT))
             }

@@ -2,7 +2,7 @@
 //! the contract's column names. An absent key or `null` is null; integers may be JSON numbers or
 //! decimal strings; `detail` may be a JSON string holding an object (as DuckDB writes it) or an
 //! object. An optional first line `{"outbox_trace": {"schema_version": "1", "run": {...}}}`
-//! carries the file metadata. Validation is the Parquet reader's: required columns present and
+//! carries the file metadata (`"seq_source": "span-clocks"` there as in Parquet's metadata). Validation is the Parquet reader's: required columns present and
 //! not null, integers in range, kinds the contract lacks kept by name (readers count them).
 
 use std::collections::BTreeSet;
@@ -57,6 +57,8 @@ fn metadata(meta: &Value, out: &mut Decoded) -> Result<(), String> {
         }
         out.version_declared = true;
     }
+    out.seq_from_clocks =
+        meta.get("seq_source").and_then(Value::as_str) == Some(crate::schema::SEQ_FROM_SPAN_CLOCKS);
     out.run_json = match meta.get("run") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),

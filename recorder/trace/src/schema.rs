@@ -14,6 +14,10 @@ pub const SCHEMA_VERSION: &str = "1";
 pub const META_SCHEMA_VERSION: &str = "outbox_trace.schema_version";
 /// Key-value metadata key that holds the recorder's configuration as JSON.
 pub const META_RUN: &str = "outbox_trace.run";
+/// Key-value metadata key that says where `seq` came from; absent: the producer's own order.
+pub const META_SEQ_SOURCE: &str = "outbox_trace.seq_source";
+/// The value of [`META_SEQ_SOURCE`] for a `seq` derived from span times on separate clocks.
+pub const SEQ_FROM_SPAN_CLOCKS: &str = "span-clocks";
 
 /// One column of the contract: name, canonical type, and whether nulls are allowed.
 #[derive(Debug, Clone, Copy)]

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use clap::Parser;
 use outbox_recorder::actor::process;
 use outbox_recorder::cli::args::{Cli, Command};
+use outbox_recorder::cli::config::RunPlan;
 use outbox_recorder::cli::exit::Exit;
 use outbox_recorder::cli::list::list;
 use outbox_recorder::protocol::external::spec::ExternalSpec;
-use outbox_recorder::cli::config::RunPlan;
 use outbox_recorder::{bench, Failure};
 use outbox_trace::{detail_key, Kind};
 

@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::connection::Connection;
-use crate::protocol::external::spec::ExternalSpec;
 use crate::fault::plan::FaultPlan;
 use crate::journal::clock::RunClock;
+use crate::protocol::external::spec::ExternalSpec;
 use crate::protocol::model::{ApiMode, TaskSpec, Timing};
 use crate::protocol::variant::Protocol;
 

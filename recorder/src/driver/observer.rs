@@ -10,9 +10,9 @@ use outbox_trace::{About, Step};
 
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::backend::control::Control;
+use crate::journal::author::Author;
 use crate::protocol::external::receiver;
 use crate::protocol::external::spec::ExternalSpec;
-use crate::journal::author::Author;
 use crate::protocol::ports::BackendError;
 
 /// How long a read of the ground truth is retried: a cluster member restarted moments before may

@@ -24,9 +24,9 @@ use crate::backend::control::{Backend, Progress};
 use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
-use crate::protocol::external::spec::ExternalSpec;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
+use crate::protocol::external::spec::ExternalSpec;
 use crate::protocol::model::{TaskSpec, Timing};
 
 /// How often the driver looks at its actors and the services.
@@ -96,9 +96,12 @@ async fn run_on<B: Backend>(
         // `null` when the run has no chaos plan: the key is always there.
         chaos: Some(serde_json::to_value(env.chaos).map_err(|e| drive(e.into()))?),
         // The kinds the protocol's actors report: where one is absent, nothing of it happened.
-        records: env
-            .trace
-            .then(|| PROTOCOL_KINDS.iter().map(|k| k.as_str().to_string()).collect()),
+        records: env.trace.then(|| {
+            PROTOCOL_KINDS
+                .iter()
+                .map(|k| k.as_str().to_string())
+                .collect()
+        }),
         ..RunStart::default()
     };
     env.recorder

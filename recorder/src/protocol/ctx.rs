@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Intent, Timing};
 use super::variant::Protocol;
-use crate::protocol::external::spec::ExternalSpec;
 use crate::fault::dice::Dice;
 use crate::fault::plan::{CrashPoint, Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::clock::RunClock;
+use crate::protocol::external::spec::ExternalSpec;
 
 /// One line an actor writes to its standard output.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -18,9 +18,9 @@ use outbox_trace::Step;
 use super::ctx::ActorCtx;
 use super::model::{CommitRules, Committed, Intent};
 use super::ports::{Broker, Delivery, Store, MAX_COMMIT_BATCH};
+use crate::fault::plan::CrashPoint;
 use crate::protocol::external::client;
 use crate::protocol::external::spec::{ExternalSpec, Payment};
-use crate::fault::plan::CrashPoint;
 
 /// Consumes until the recorder says stop.
 pub async fn run<S: Store, B: Broker>(

@@ -236,7 +236,11 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
 
 /// Writes the finished trace `parquet` again as OTLP JSON Lines at `path`: the rows read back
 /// from the file the run wrote, so both files hold the same rows.
-pub fn write_otlp(parquet: &std::path::Path, path: &std::path::Path, epoch: u64) -> anyhow::Result<()> {
+pub fn write_otlp(
+    parquet: &std::path::Path,
+    path: &std::path::Path,
+    epoch: u64,
+) -> anyhow::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

@@ -79,7 +79,10 @@ mod tests {
 
     #[test]
     fn passwords_in_urls_are_masked() {
-        assert_eq!(mask_url("redis://u:pw@127.0.0.1:6379/0"), "redis://u:***@127.0.0.1:6379/0");
+        assert_eq!(
+            mask_url("redis://u:pw@127.0.0.1:6379/0"),
+            "redis://u:***@127.0.0.1:6379/0"
+        );
         assert_eq!(mask_url("nats://tok@h:4222"), "nats://***@h:4222");
         assert_eq!(mask_url("http://h:1/a@b"), "http://h:1/a@b");
         assert_eq!(mask_url("plain"), "plain");

@@ -64,7 +64,9 @@ impl FaultSpec {
         let duration = |w: &str| parse_duration(w).map_err(|e| bad(&e));
         match words.as_slice() {
             ["kill", target, "after", kind, rest @ ..] if rest.len() <= 1 => {
-                let kind: Kind = kind.parse().map_err(|_| bad(&format!("`{kind}` is no kind")))?;
+                let kind: Kind = kind
+                    .parse()
+                    .map_err(|_| bad(&format!("`{kind}` is no kind")))?;
                 let nth = match rest.first() {
                     None => 1,
                     Some(n) => n
@@ -124,7 +126,9 @@ impl fmt::Display for FaultSpec {
             FaultSpec::KillAfter { target, kind, nth } => {
                 write!(f, "kill {target} after {kind} {nth}")
             }
-            FaultSpec::KillAt { target, at } => write!(f, "kill {target} at {}", show_duration(*at)),
+            FaultSpec::KillAt { target, at } => {
+                write!(f, "kill {target} at {}", show_duration(*at))
+            }
             FaultSpec::PauseAt { target, at, hold } => write!(
                 f,
                 "pause {target} at {} for {}",

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::faults::FaultSpec;
-use crate::fault::duration::{parse_duration, show_duration};
 use super::template::Template;
+use crate::fault::duration::{parse_duration, show_duration};
 
 /// Names the recorder writes rows under, which a role cannot take.
 const RESERVED: [&str; 3] = ["recorder", "observer", "faults"];
@@ -379,21 +379,26 @@ impl System {
             }
         }
         let global = global_names(&file);
-        let check = |place: &str, templates: &mut dyn Iterator<Item = &Template>, extra: &[&str]| {
-            for t in templates {
-                if let Some(name) = t.unknown(|n| global.contains(n) || extra.contains(&n)) {
-                    let mut known: Vec<&str> = global.iter().map(String::as_str).collect();
-                    known.extend(extra);
-                    return Err(format!(
-                        "{place}: unknown placeholder `${{{name}}}` (known here: {})",
-                        known.join(", ")
-                    ));
+        let check =
+            |place: &str, templates: &mut dyn Iterator<Item = &Template>, extra: &[&str]| {
+                for t in templates {
+                    if let Some(name) = t.unknown(|n| global.contains(n) || extra.contains(&n)) {
+                        let mut known: Vec<&str> = global.iter().map(String::as_str).collect();
+                        known.extend(extra);
+                        return Err(format!(
+                            "{place}: unknown placeholder `${{{name}}}` (known here: {})",
+                            known.join(", ")
+                        ));
+                    }
                 }
-            }
-            Ok(())
-        };
+                Ok(())
+            };
         for (name, s) in &file.services {
-            check(&format!("services.{name}.command"), &mut s.command.iter(), &["port"])?;
+            check(
+                &format!("services.{name}.command"),
+                &mut s.command.iter(),
+                &["port"],
+            )?;
             if let Ready::Command(c) = &s.ready {
                 check(&format!("services.{name}.ready"), &mut c.iter(), &["port"])?;
             }
@@ -415,7 +420,11 @@ impl System {
         }
         for (name, role) in &file.roles {
             let own: &[&str] = if role.port { &["port"] } else { &[] };
-            check(&format!("roles.{name}.command"), &mut role.command.iter(), own)?;
+            check(
+                &format!("roles.{name}.command"),
+                &mut role.command.iter(),
+                own,
+            )?;
         }
         let per_task = ["task", "aggregate", "amount"];
         let t = &file.tasks;
@@ -616,7 +625,8 @@ http = { url = "http://127.0.0.1:${roles.api.port}/t", body = '{"id": "${task}"}
 
     #[test]
     fn an_unknown_placeholder_is_named() {
-        let e = load(&MINIMAL.replace("${services.redis.port}", "${services.rdis.port}")).unwrap_err();
+        let e =
+            load(&MINIMAL.replace("${services.redis.port}", "${services.rdis.port}")).unwrap_err();
         assert!(e.to_string().contains("${services.rdis.port}"), "{e}");
         let e = load(&MINIMAL.replace("${task}", "${taks}")).unwrap_err();
         assert!(e.to_string().contains("${taks}"), "{e}");

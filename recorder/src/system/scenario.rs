@@ -166,7 +166,13 @@ struct Stage<'a, 'e> {
 }
 
 impl<'a, 'e> Stage<'a, 'e> {
-    async fn record(&self, author: Author, incarnation: u32, ts_ns: i64, step: Step) -> Result<(), SystemError> {
+    async fn record(
+        &self,
+        author: Author,
+        incarnation: u32,
+        ts_ns: i64,
+        step: Step,
+    ) -> Result<(), SystemError> {
         self.env
             .recorder
             .record(Entry {
@@ -184,7 +190,13 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.record(author, 0, self.env.clock.now(), step).await
     }
 
-    fn role_env(&self, role: &str, actor: &str, instance: u32, incarnation: u32) -> Vec<(String, String)> {
+    fn role_env(
+        &self,
+        role: &str,
+        actor: &str,
+        instance: u32,
+        incarnation: u32,
+    ) -> Vec<(String, String)> {
         let spec = &self.env.system.file.roles[role];
         let endpoint = match spec.protocol {
             OtlpProtocol::Grpc => self.receiver.grpc_endpoint(),
@@ -227,15 +239,23 @@ impl<'a, 'e> Stage<'a, 'e> {
         }
         let argv: Vec<String> = spec.command.iter().map(|t| t.expand(&values)).collect();
         let env = self.role_env(role, actor, instance, incarnation);
-        let takes_tasks = matches!(&self.env.system.delivery, Delivery::Stdin { role: r, .. } if r == role);
+        let takes_tasks =
+            matches!(&self.env.system.delivery, Delivery::Stdin { role: r, .. } if r == role);
         let mut child = Child::spawn(Launch {
             what: format!("role {role}"),
             argv: &argv,
             env: &env,
             cwd: &self.env.system.root,
-            log: self.dir.join("logs").join(format!("{actor}-{incarnation}.log")),
+            log: self
+                .dir
+                .join("logs")
+                .join(format!("{actor}-{incarnation}.log")),
             stdin: takes_tasks,
-            watch_stdout: if takes_tasks { self.answers.clone() } else { None },
+            watch_stdout: if takes_tasks {
+                self.answers.clone()
+            } else {
+                None
+            },
         })?;
         if takes_tasks {
             if let (Some(mut stdin), Some(slot)) = (child.take_stdin(), &self.stdin_slot) {
@@ -282,7 +302,11 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 
     /// Kills a life, records its crash, starts its next life.
-    async fn kill(&mut self, kill: Kill, intake: &mut mpsc::Receiver<Intake>) -> Result<(), SystemError> {
+    async fn kill(
+        &mut self,
+        kill: Kill,
+        intake: &mut mpsc::Receiver<Intake>,
+    ) -> Result<(), SystemError> {
         let Some(life) = self.lives.get_mut(&kill.actor) else {
             return Ok(());
         };
@@ -290,7 +314,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             return Ok(());
         }
         if let Some(slot) = &self.stdin_slot {
-            if matches!(&self.env.system.delivery, Delivery::Stdin { role, .. } if *role == life.role) {
+            if matches!(&self.env.system.delivery, Delivery::Stdin { role, .. } if *role == life.role)
+            {
                 let _ = slot.send(None);
             }
         }
@@ -316,7 +341,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             },
         )
         .await?;
-        self.restart(&role, &kill.actor, kill.incarnation + 1).await?;
+        self.restart(&role, &kill.actor, kill.incarnation + 1)
+            .await?;
         for held in later {
             Box::pin(self.carry_out(held, intake)).await?;
         }
@@ -324,7 +350,11 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 
     /// Carries out the kills an export called for, then answers it.
-    async fn carry_out(&mut self, mut held: Held, intake: &mut mpsc::Receiver<Intake>) -> Result<(), SystemError> {
+    async fn carry_out(
+        &mut self,
+        mut held: Held,
+        intake: &mut mpsc::Receiver<Intake>,
+    ) -> Result<(), SystemError> {
         for kill in std::mem::take(&mut held.kills) {
             self.kill(kill, intake).await?;
         }
@@ -332,10 +362,20 @@ impl<'a, 'e> Stage<'a, 'e> {
         Ok(())
     }
 
-    async fn restart(&mut self, role: &str, actor: &str, incarnation: u32) -> Result<(), SystemError> {
+    async fn restart(
+        &mut self,
+        role: &str,
+        actor: &str,
+        incarnation: u32,
+    ) -> Result<(), SystemError> {
         self.spawn(role, actor, incarnation)?;
-        self.record(Self::author(actor), incarnation, self.env.clock.now(), Step::Restart)
-            .await
+        self.record(
+            Self::author(actor),
+            incarnation,
+            self.env.clock.now(),
+            Step::Restart,
+        )
+        .await
     }
 
     /// Records the rows of one export request and answers it, unless it calls for kills: then
@@ -365,7 +405,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             let kind = step.kind();
             let ts_ns = i64::try_from(live.at_unix_ns.saturating_sub(self.env.epoch_unix_ns))
                 .unwrap_or(i64::MAX);
-            self.record(Self::author(&actor), incarnation, ts_ns, step).await?;
+            self.record(Self::author(&actor), incarnation, ts_ns, step)
+                .await?;
             let Some(life) = self.lives.get(&actor) else {
                 continue;
             };
@@ -376,7 +417,12 @@ impl<'a, 'e> Stage<'a, 'e> {
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
             let mut strike = false;
             for (spec, seen) in &mut self.after {
-                if let FaultSpec::KillAfter { target, kind: k, nth } = spec {
+                if let FaultSpec::KillAfter {
+                    target,
+                    kind: k,
+                    nth,
+                } = spec
+                {
                     if *k == kind && (*target == actor || *target == role) {
                         *seen += 1;
                         strike |= *seen == *nth;
@@ -419,7 +465,12 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 
     /// A life that ended on its own: its crash, and its next life after a back-off.
-    async fn exited(&mut self, actor: String, incarnation: u32, status: Status) -> Result<Option<(Instant, String, String, u32)>, SystemError> {
+    async fn exited(
+        &mut self,
+        actor: String,
+        incarnation: u32,
+        status: Status,
+    ) -> Result<Option<(Instant, String, String, u32)>, SystemError> {
         let Some(life) = self.lives.get(&actor) else {
             return Ok(None);
         };
@@ -515,7 +566,10 @@ pub async fn run_scenario(
     // Ports and placeholder values.
     let mut services: Vec<(String, Service)> = Vec::new();
     for (sname, spec) in &system.file.services {
-        services.push((sname.clone(), Service::plan(sname, spec, &dir).map_err(run_err)?));
+        services.push((
+            sname.clone(),
+            Service::plan(sname, spec, &dir).map_err(run_err)?,
+        ));
     }
     let mut values = Values::from([("dir".to_string(), dir.display().to_string())]);
     for (sname, s) in &services {
@@ -540,8 +594,14 @@ pub async fn run_scenario(
     }
     if let Some(setup) = &system.file.setup {
         let argv: Vec<String> = setup.command.iter().map(|t| t.expand(&values)).collect();
-        let (status, _, last) =
-            run_command("setup", &argv, &base, &system.root, dir.join("logs/setup.log")).await?;
+        let (status, _, last) = run_command(
+            "setup",
+            &argv,
+            &base,
+            &system.root,
+            dir.join("logs/setup.log"),
+        )
+        .await?;
         if status != 0 {
             return Err(SystemError::Unavailable(format!(
                 "setup exited with status {status}; {last}"
@@ -560,12 +620,20 @@ pub async fn run_scenario(
     let chaos = env
         .chaos
         .map(|(seed, window)| SystemChaos::draw(seed, window, system));
-    let mut timed: Vec<FaultSpec> = all_faults.iter().filter(|f| f.at().is_some()).cloned().collect();
+    let mut timed: Vec<FaultSpec> = all_faults
+        .iter()
+        .filter(|f| f.at().is_some())
+        .cloned()
+        .collect();
     if let Some(c) = &chaos {
         timed.extend(c.timed().iter().cloned());
     }
     timed.sort_by_key(|f| f.at());
-    let faults_over = timed.iter().filter_map(FaultSpec::over_at).max().unwrap_or_default();
+    let faults_over = timed
+        .iter()
+        .filter_map(FaultSpec::over_at)
+        .max()
+        .unwrap_or_default();
 
     let mut stage = Stage {
         env,
@@ -591,7 +659,11 @@ pub async fn run_scenario(
         backoff: BTreeMap::new(),
     };
 
-    let tasks = make_tasks(env.tasks, system.file.tasks.aggregates, env.chaos.map_or(0, |c| c.0));
+    let tasks = make_tasks(
+        env.tasks,
+        system.file.tasks.aggregates,
+        env.chaos.map_or(0, |c| c.0),
+    );
     let start = detail::RunStart {
         tasks: Some(i64::from(env.tasks)),
         records: system.file.records.clone(),
@@ -640,7 +712,11 @@ pub async fn run_scenario(
         }
         let now = Instant::now();
         // Timed faults that are due.
-        while timed.front().and_then(FaultSpec::at).is_some_and(|at| first_task + at <= now) {
+        while timed
+            .front()
+            .and_then(FaultSpec::at)
+            .is_some_and(|at| first_task + at <= now)
+        {
             let fault = timed.pop_front().expect("a due fault");
             apply_timed(&mut stage, &mut services, &fault, &mut resumes, &mut intake).await?;
         }
@@ -666,8 +742,11 @@ pub async fn run_scenario(
                 Some(q) => {
                     // Asked in a task of its own: exports keep being answered meanwhile.
                     let argv: Vec<String> = q.command.iter().map(|t| t.expand(&values)).collect();
-                    let (env_vars, root, log) =
-                        (base.clone(), system.root.clone(), dir.join("logs/quiet.log"));
+                    let (env_vars, root, log) = (
+                        base.clone(),
+                        system.root.clone(),
+                        dir.join("logs/quiet.log"),
+                    );
                     probe = Some(tokio::spawn(async move {
                         run_command("quiet", &argv, &env_vars, &root, log)
                             .await
@@ -721,12 +800,20 @@ pub async fn run_scenario(
     }
     if let Some(observe) = &system.file.observe {
         let argv: Vec<String> = observe.command.iter().map(|t| t.expand(&values)).collect();
-        let (status, out, last) =
-            run_command("observe", &argv, &base, &system.root, dir.join("logs/observe.log")).await?;
+        let (status, out, last) = run_command(
+            "observe",
+            &argv,
+            &base,
+            &system.root,
+            dir.join("logs/observe.log"),
+        )
+        .await?;
         match serde_json::from_str::<serde_json::Value>(out.trim()) {
             Ok(value @ serde_json::Value::Object(_)) => {
                 let observed: detail::Observed = serde_json::from_value(value).map_err(run_err)?;
-                stage.own(Author::Observer, Step::Observed(observed)).await?;
+                stage
+                    .own(Author::Observer, Step::Observed(observed))
+                    .await?;
             }
             _ => {
                 stage.outcome.no_observed = Some(format!(

@@ -83,7 +83,12 @@ impl Service {
     }
 
     async fn launch(&mut self) -> Result<(), ServiceFailure> {
-        let argv: Vec<String> = self.spec.command.iter().map(|t| t.expand(&self.values)).collect();
+        let argv: Vec<String> = self
+            .spec
+            .command
+            .iter()
+            .map(|t| t.expand(&self.values))
+            .collect();
         let child = Child::spawn(Launch {
             what: format!("service {}", self.name),
             argv: &argv,

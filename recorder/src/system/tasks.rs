@@ -116,8 +116,10 @@ impl Courier {
                     }
                     Delivery::Http(spec) => by_http(spec, &task.values(&self.values)).await,
                     Delivery::Command(argv) => {
-                        let argv: Vec<String> =
-                            argv.iter().map(|t| t.expand(&task.values(&self.values))).collect();
+                        let argv: Vec<String> = argv
+                            .iter()
+                            .map(|t| t.expand(&task.values(&self.values)))
+                            .collect();
                         self.by_command(&argv, &task.id).await
                     }
                 };
@@ -224,7 +226,11 @@ async fn by_http(spec: &HttpSpec, values: &Values) -> Outcome {
         .method(spec.method.as_str())
         .uri(path)
         .header(axum::http::header::HOST, format!("{host}:{port}"));
-    let body = spec.body.as_ref().map(|b| b.expand(values)).unwrap_or_default();
+    let body = spec
+        .body
+        .as_ref()
+        .map(|b| b.expand(values))
+        .unwrap_or_default();
     if serde_json::from_str::<serde::de::IgnoredAny>(&body).is_ok() {
         request = request.header(axum::http::header::CONTENT_TYPE, "application/json");
     }
@@ -263,7 +269,10 @@ mod tests {
         assert_eq!(a, make_tasks(10, 4, 7));
         assert_ne!(
             a.iter().map(|t| t.amount).collect::<Vec<_>>(),
-            make_tasks(10, 4, 8).iter().map(|t| t.amount).collect::<Vec<_>>()
+            make_tasks(10, 4, 8)
+                .iter()
+                .map(|t| t.amount)
+                .collect::<Vec<_>>()
         );
     }
 }

@@ -117,7 +117,9 @@ mod tests {
 
     #[test]
     fn placeholders_are_replaced_and_other_text_is_literal() {
-        let t = Template::parse(r#"{"id": "${task}", "n": ${amount}, "raw": "${not closed", "$": "${}"}"#);
+        let t = Template::parse(
+            r#"{"id": "${task}", "n": ${amount}, "raw": "${not closed", "$": "${}"}"#,
+        );
         assert_eq!(t.names().collect::<Vec<_>>(), ["task", "amount"]);
         let values = Values::from([
             ("task".to_string(), "t-0001".to_string()),

@@ -161,7 +161,11 @@ impl Mapping {
             let mut rows = Vec::new();
             while let Some(intake) = rx.recv().await {
                 let mapped = mapper.map(&intake.request);
-                assert!(mapped.rejected.is_empty(), "rejected: {:?}", mapped.rejected);
+                assert!(
+                    mapped.rejected.is_empty(),
+                    "rejected: {:?}",
+                    mapped.rejected
+                );
                 rows.extend(mapped.events);
                 intake.answer(Answer::accepted());
             }
@@ -217,7 +221,10 @@ fn same_rows(http: &[LiveEvent], other: &[LiveEvent], name: &str) {
     for (a, b) in http.iter().zip(other) {
         assert_eq!(a.event, b.event, "{name}: the same row");
         assert_eq!(a.at_unix_ns, b.at_unix_ns, "{name}: the same time");
-        assert_eq!(a.unknown_kind, b.unknown_kind, "{name}: the same unknown kind");
+        assert_eq!(
+            a.unknown_kind, b.unknown_kind,
+            "{name}: the same unknown kind"
+        );
     }
 }
 
@@ -249,7 +256,10 @@ async fn three_ways_give_the_same_rows(gzip: bool) {
         .map(|r| r.event.kind)
         .collect();
     assert_eq!(known, KINDS, "the rows the spans give");
-    let unknown: Vec<&str> = http.iter().filter_map(|r| r.unknown_kind.as_deref()).collect();
+    let unknown: Vec<&str> = http
+        .iter()
+        .filter_map(|r| r.unknown_kind.as_deref())
+        .collect();
     assert_eq!(unknown, ["audit_written"]);
     let committed = http
         .iter()
@@ -257,10 +267,18 @@ async fn three_ways_give_the_same_rows(gzip: bool) {
         .unwrap();
     let e = &committed.event;
     assert_eq!(
-        (e.actor.as_str(), e.incarnation, e.task_id.as_deref(), e.event_id.as_deref()),
+        (
+            e.actor.as_str(),
+            e.incarnation,
+            e.task_id.as_deref(),
+            e.event_id.as_deref()
+        ),
         ("worker", 1, Some("t-1"), Some("e-1"))
     );
-    assert_eq!((e.amount, e.counter, e.store_rev), (Some(3), Some(3), Some(12)));
+    assert_eq!(
+        (e.amount, e.counter, e.store_rev),
+        (Some(3), Some(3), Some(12))
+    );
     let detail: serde_json::Value =
         serde_json::from_str(e.detail.as_deref().expect("a detail")).expect("JSON text");
     assert_eq!(detail, serde_json::json!({"note": "first"}));
@@ -347,7 +365,8 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     let (status, body) = post_async(endpoint.clone(), PROTOBUF, vec![0x0f, 0xff, 0xff]).await;
     assert_eq!(status, 400);
     assert!(!body.is_empty(), "a google.rpc.Status body");
-    let (status, body) = post_async(endpoint.clone(), JSON, b"{\"resourceSpans\": 7".to_vec()).await;
+    let (status, body) =
+        post_async(endpoint.clone(), JSON, b"{\"resourceSpans\": 7".to_vec()).await;
     assert_eq!(status, 400);
     let status_body: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(status_body["code"], 3, "INVALID_ARGUMENT: {status_body}");
@@ -364,11 +383,19 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     .await;
     assert_eq!(status, 400);
     // Not an OTLP content type, not a supported encoding.
-    let (status, _) = post_async(endpoint.clone(), &[("Content-Type", "text/plain")], b"x".to_vec()).await;
+    let (status, _) = post_async(
+        endpoint.clone(),
+        &[("Content-Type", "text/plain")],
+        b"x".to_vec(),
+    )
+    .await;
     assert_eq!(status, 415);
     let (status, _) = post_async(
         endpoint.clone(),
-        &[("Content-Type", "application/json"), ("Content-Encoding", "br")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "br"),
+        ],
         b"{}".to_vec(),
     )
     .await;
@@ -378,10 +405,11 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     let (status, body) = post_async(endpoint.clone(), PROTOBUF, EMPTY.to_vec()).await;
     assert_eq!(status, 200);
     // ExportTraceServiceResponse { partial_success { rejected_spans: 2, error_message } }.
-    let response = <outbox_trace::otlp::proto::ExportTraceServiceResponse as prost::Message>::decode(
-        body.as_slice(),
-    )
-    .unwrap();
+    let response =
+        <outbox_trace::otlp::proto::ExportTraceServiceResponse as prost::Message>::decode(
+            body.as_slice(),
+        )
+        .unwrap();
     let partial = response.partial_success.expect("a partial success");
     assert_eq!(partial.rejected_spans, 2);
     assert_eq!(partial.error_message, "two spans were not taken");
@@ -401,7 +429,11 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
         }
     );
     receiver.stop().await;
-    assert_eq!(consumer.await.unwrap(), [0, 0], "two requests reached the run");
+    assert_eq!(
+        consumer.await.unwrap(),
+        [0, 0],
+        "two requests reached the run"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -417,7 +449,11 @@ async fn the_answer_waits_for_the_run_and_a_dropped_one_is_503() {
     assert!(!first.is_finished(), "answered before the run answered");
     assert!(held.answer(Answer::accepted()));
     let (status, body) = first.await.unwrap();
-    assert_eq!((status, body.len()), (200, 0), "an empty ExportTraceServiceResponse");
+    assert_eq!(
+        (status, body.len()),
+        (200, 0),
+        "an empty ExportTraceServiceResponse"
+    );
 
     // The run drops the reply: 503 with UNAVAILABLE, so an exporter retries.
     let second = tokio::spawn(post_async(endpoint.clone(), JSON, b"{}".to_vec()));

@@ -74,7 +74,13 @@ fn the_example_is_valid_under_every_scripted_fault() {
     let (output, out) = run_example(dir.path(), &["--scenario", "all"]);
     assert!(output.status.success(), "{}", text(&output));
     let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
-    assert_eq!(report.verdict, RunVerdict::Valid, "failed: {:?}\n{}", failed(&report), text(&output));
+    assert_eq!(
+        report.verdict,
+        RunVerdict::Valid,
+        "failed: {:?}\n{}",
+        failed(&report),
+        text(&output)
+    );
     let events = outbox_trace::read_trace(&out).unwrap().events;
     assert!(events.iter().all(|e| e.backend.starts_with("system:")));
     // Every scripted kill landed on a held export: its crash row is announced and names the step.
@@ -97,12 +103,14 @@ fn the_example_is_valid_under_every_scripted_fault() {
     );
     // Each kill is followed by the next life, and the pause is recorded.
     assert!(rows(&events, Kind::Restart).len() >= crashes.len());
-    assert!(rows(&events, Kind::Fault).iter().any(|e| {
-        matches!(common::step(e), Step::Fault(f) if f.fault == "pause")
-    }));
+    assert!(rows(&events, Kind::Fault)
+        .iter()
+        .any(|e| { matches!(common::step(e), Step::Fault(f) if f.fault == "pause") }));
     // Every scenario ends recovered, with every task answered, and the store read back.
     for end in rows(&events, Kind::RunEnd) {
-        let Step::RunEnd(end) = common::step(end) else { unreachable!() };
+        let Step::RunEnd(end) = common::step(end) else {
+            unreachable!()
+        };
         assert_eq!(end.recovered, Some(true), "{end:?}");
         assert_eq!(end.tasks_answered, end.tasks_sent, "{end:?}");
         assert_eq!(end.tasks_unanswered, Some(0), "{end:?}");
@@ -124,7 +132,12 @@ fn caught(bug: &str, scenario: &str, invariant: &str, tries: u32) {
         let (output, out) = run_example(dir.path(), &["--scenario", scenario, "--env", &env]);
         assert!(output.status.success(), "{}", text(&output));
         let report = analyse(&[out]).expect("the trace keeps the contract");
-        assert_ne!(report.verdict, RunVerdict::Unknown, "{bug} in {scenario}: {}", text(&output));
+        assert_ne!(
+            report.verdict,
+            RunVerdict::Unknown,
+            "{bug} in {scenario}: {}",
+            text(&output)
+        );
         let failed = failed(&report);
         if report.verdict == RunVerdict::Invalid {
             assert!(
@@ -187,22 +200,40 @@ fn one_line_with_code(output: &std::process::Output, code: i32, needle: &str) {
 #[test]
 fn a_bad_file_or_flag_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let unknown_key = file(dir.path(), &format!("{TINY}\n[quiet]\ncomand = [\"true\"]\n"));
+    let unknown_key = file(
+        dir.path(),
+        &format!("{TINY}\n[quiet]\ncomand = [\"true\"]\n"),
+    );
     one_line_with_code(&run_file(&unknown_key, &[]), 2, "comand");
     let placeholder = file(dir.path(), &TINY.replace("\"30\"", "\"${seconds}\""));
     one_line_with_code(&run_file(&placeholder, &[]), 2, "${seconds}");
     let tiny = file(dir.path(), TINY);
-    one_line_with_code(&run_file(&tiny, &["--fault", "kill api after lunch"]), 2, "lunch");
-    one_line_with_code(&run_file(&tiny, &["--fault", "kill relay at 1s"]), 2, "relay");
+    one_line_with_code(
+        &run_file(&tiny, &["--fault", "kill api after lunch"]),
+        2,
+        "lunch",
+    );
+    one_line_with_code(
+        &run_file(&tiny, &["--fault", "kill relay at 1s"]),
+        2,
+        "relay",
+    );
     let output = run_file(&tiny, &["--backend", "sqlite-redis"]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
-    one_line_with_code(&run_file(&tiny, &["--scenario", "relay-crash"]), 2, "relay-crash");
+    one_line_with_code(
+        &run_file(&tiny, &["--scenario", "relay-crash"]),
+        2,
+        "relay-crash",
+    );
 }
 
 #[test]
 fn a_command_that_does_not_exist_is_one_line_and_exit_4() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = file(dir.path(), &TINY.replace("\"sleep\", \"30\"", "\"no-such-program-0x7e\""));
+    let missing = file(
+        dir.path(),
+        &TINY.replace("\"sleep\", \"30\"", "\"no-such-program-0x7e\""),
+    );
     one_line_with_code(&run_file(&missing, &[]), 4, "no-such-program-0x7e");
     let never_ready = file(
         dir.path(),
@@ -239,14 +270,20 @@ fn start_marked(dir: &Path, mark: &str) -> std::process::Child {
         .arg("--out")
         .arg(dir.join("run.parquet"))
         .args(["--tasks", "400", "--env", mark])
-        .env(mark.split_once('=').unwrap().0, mark.split_once('=').unwrap().1)
+        .env(
+            mark.split_once('=').unwrap().0,
+            mark.split_once('=').unwrap().1,
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
     let child = command.spawn().unwrap();
     let started = Instant::now();
     while marked(mark).len() < 4 {
-        assert!(started.elapsed() < Duration::from_secs(30), "the roles never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the roles never started"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
@@ -274,11 +311,17 @@ fn ctrl_c_to_the_terminal_group_ends_the_run_and_leaves_no_process() {
     killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", text(&output));
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     none_left(&mark);
     let trace = outbox_trace::read_trace(&dir.path().join("run.parquet")).expect("the trace");
     let end = rows(&trace.events, Kind::RunEnd);
-    let Step::RunEnd(end) = common::step(end.last().expect("run_end")) else { unreachable!() };
+    let Step::RunEnd(end) = common::step(end.last().expect("run_end")) else {
+        unreachable!()
+    };
     assert_eq!(end.recovered, Some(false));
 }
 

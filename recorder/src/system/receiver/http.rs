@@ -89,13 +89,18 @@ async fn take(
     } else {
         bytes.to_vec()
     };
-    let request = decode_request(&bytes, clone(encoding)).map_err(|e| Refusal::BadBody(e.to_string()))?;
+    let request =
+        decode_request(&bytes, clone(encoding)).map_err(|e| Refusal::BadBody(e.to_string()))?;
     let answer = shared
         .handoff
         .offer(request)
         .await
         .ok_or(Refusal::Unavailable)?;
-    Ok(reply_with(StatusCode::OK, reply::success(&answer, encoding), encoding))
+    Ok(reply_with(
+        StatusCode::OK,
+        reply::success(&answer, encoding),
+        encoding,
+    ))
 }
 
 /// The encoding of the body, from `Content-Type` (parameters such as `charset` ignored).
@@ -176,5 +181,10 @@ fn refuse(shared: &Shared, refusal: Refusal, encoding: &Body) -> Response {
 }
 
 fn reply_with(status: StatusCode, body: Vec<u8>, encoding: &Body) -> Response {
-    (status, [(CONTENT_TYPE, reply::content_type(encoding))], body).into_response()
+    (
+        status,
+        [(CONTENT_TYPE, reply::content_type(encoding))],
+        body,
+    )
+        .into_response()
 }

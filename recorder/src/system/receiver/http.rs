@@ -51,7 +51,8 @@ async fn export(State(shared): State<Shared>, headers: HeaderMap, body: HttpBody
     shared.handoff.counters.request();
     let encoding = match body_encoding(&headers) {
         Ok(encoding) => encoding,
-        Err(refusal) => return refuse(&shared, refusal, &Body::Protobuf),
+        // No OTLP encoding to answer in: JSON, which a person can read.
+        Err(refusal) => return refuse(&shared, refusal, &Body::Json),
     };
     match take(&shared, &headers, body, &encoding).await {
         Ok(reply) => reply,

@@ -17,8 +17,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use outbox_trace::detail::RunConfig;
 use outbox_trace::otlp::proto::{
-    any_value, AnyValue, ExportTraceServiceRequest, KeyValue, Resource, ResourceSpans,
-    ScopeSpans, Span,
+    any_value, AnyValue, ExportTraceServiceRequest, KeyValue, Resource, ResourceSpans, ScopeSpans,
+    Span,
 };
 use outbox_trace::otlp::{key, LiveMapper};
 use outbox_trace::{Kind, Step, TraceFile};

@@ -164,7 +164,11 @@ impl Mapping {
             let mut rows = Vec::new();
             while let Some(intake) = rx.recv().await {
                 let mapped = mapper.map(&intake.request);
-                assert!(mapped.rejected.is_empty(), "rejected: {:?}", mapped.rejected);
+                assert!(
+                    mapped.rejected.is_empty(),
+                    "rejected: {:?}",
+                    mapped.rejected
+                );
                 rows.extend(mapped.events);
                 intake.answer(Answer::accepted());
             }
@@ -223,8 +227,14 @@ fn same_rows(http: &[LiveEvent], other: &[LiveEvent], name: &str) {
     for (a, b) in http.iter().zip(other) {
         assert_eq!(a.event, b.event, "{name}: the same row");
         assert_eq!(a.at_unix_ns, b.at_unix_ns, "{name}: the same time");
-        assert_eq!(a.span_end_unix_ns, b.span_end_unix_ns, "{name}: the same span end");
-        assert_eq!(a.unknown_kind, b.unknown_kind, "{name}: the same unknown kind");
+        assert_eq!(
+            a.span_end_unix_ns, b.span_end_unix_ns,
+            "{name}: the same span end"
+        );
+        assert_eq!(
+            a.unknown_kind, b.unknown_kind,
+            "{name}: the same unknown kind"
+        );
     }
 }
 
@@ -256,7 +266,10 @@ async fn three_ways_give_the_same_rows(gzip: bool) {
         .map(|r| r.event.kind)
         .collect();
     assert_eq!(known, KINDS, "the rows the spans give");
-    let unknown: Vec<&str> = http.iter().filter_map(|r| r.unknown_kind.as_deref()).collect();
+    let unknown: Vec<&str> = http
+        .iter()
+        .filter_map(|r| r.unknown_kind.as_deref())
+        .collect();
     assert_eq!(unknown, ["audit_written"]);
     let committed = http
         .iter()
@@ -264,10 +277,18 @@ async fn three_ways_give_the_same_rows(gzip: bool) {
         .unwrap();
     let e = &committed.event;
     assert_eq!(
-        (e.actor.as_str(), e.incarnation, e.task_id.as_deref(), e.event_id.as_deref()),
+        (
+            e.actor.as_str(),
+            e.incarnation,
+            e.task_id.as_deref(),
+            e.event_id.as_deref()
+        ),
         ("worker", 1, Some("t-1"), Some("e-1"))
     );
-    assert_eq!((e.amount, e.counter, e.store_rev), (Some(3), Some(3), Some(12)));
+    assert_eq!(
+        (e.amount, e.counter, e.store_rev),
+        (Some(3), Some(3), Some(12))
+    );
     assert_eq!(e.detail.as_deref(), Some(r#"{"note":"first"}"#));
     same_rows(&http, &grpc, "gRPC");
     same_rows(&http, &json, "OTLP JSON");
@@ -352,7 +373,8 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     let (status, body) = post_async(endpoint.clone(), PROTOBUF, vec![0x0f, 0xff, 0xff]).await;
     assert_eq!(status, 400);
     assert!(!body.is_empty(), "a google.rpc.Status body");
-    let (status, body) = post_async(endpoint.clone(), JSON, b"{\"resourceSpans\": 7".to_vec()).await;
+    let (status, body) =
+        post_async(endpoint.clone(), JSON, b"{\"resourceSpans\": 7".to_vec()).await;
     assert_eq!(status, 400);
     let status_body: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(status_body["code"], 3, "INVALID_ARGUMENT: {status_body}");
@@ -369,11 +391,19 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     .await;
     assert_eq!(status, 400);
     // Not an OTLP content type, not a supported encoding.
-    let (status, _) = post_async(endpoint.clone(), &[("Content-Type", "text/plain")], b"x".to_vec()).await;
+    let (status, _) = post_async(
+        endpoint.clone(),
+        &[("Content-Type", "text/plain")],
+        b"x".to_vec(),
+    )
+    .await;
     assert_eq!(status, 415);
     let (status, _) = post_async(
         endpoint.clone(),
-        &[("Content-Type", "application/json"), ("Content-Encoding", "br")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "br"),
+        ],
         b"{}".to_vec(),
     )
     .await;
@@ -383,10 +413,11 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     let (status, body) = post_async(endpoint.clone(), PROTOBUF, EMPTY.to_vec()).await;
     assert_eq!(status, 200);
     // ExportTraceServiceResponse { partial_success { rejected_spans: 2, error_message } }.
-    let response = <outbox_trace::otlp::proto::ExportTraceServiceResponse as prost::Message>::decode(
-        body.as_slice(),
-    )
-    .unwrap();
+    let response =
+        <outbox_trace::otlp::proto::ExportTraceServiceResponse as prost::Message>::decode(
+            body.as_slice(),
+        )
+        .unwrap();
     let partial = response.partial_success.expect("a partial success");
     assert_eq!(partial.rejected_spans, 2);
     assert_eq!(partial.error_message, "two spans were not taken");
@@ -406,7 +437,11 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
         }
     );
     receiver.stop().await;
-    assert_eq!(consumer.await.unwrap(), [0, 0], "two requests reached the run");
+    assert_eq!(
+        consumer.await.unwrap(),
+        [0, 0],
+        "two requests reached the run"
+    );
 }
 
 /// The next request the run gets; a test fails rather than hangs when none comes.
@@ -430,7 +465,11 @@ async fn the_answer_waits_for_the_run_and_a_dropped_one_is_503() {
     assert!(!first.is_finished(), "answered before the run answered");
     assert!(held.answer(Answer::accepted()));
     let (status, body) = first.await.unwrap();
-    assert_eq!((status, body.len()), (200, 0), "an empty ExportTraceServiceResponse");
+    assert_eq!(
+        (status, body.len()),
+        (200, 0),
+        "an empty ExportTraceServiceResponse"
+    );
 
     // The run drops the reply: 503 with UNAVAILABLE, so an exporter retries.
     let second = tokio::spawn(post_async(endpoint.clone(), JSON, b"{}".to_vec()));
@@ -562,7 +601,13 @@ async fn grpc_answers_a_bad_message_a_dropped_answer_and_another_method_with_the
     let codes = String::from_utf8_lossy(&output.stdout).to_string();
     assert_eq!(
         codes.lines().collect::<Vec<_>>(),
-        ["INVALID_ARGUMENT", "OK", "OK", "UNAVAILABLE", "UNIMPLEMENTED"]
+        [
+            "INVALID_ARGUMENT",
+            "OK",
+            "OK",
+            "UNAVAILABLE",
+            "UNIMPLEMENTED"
+        ]
     );
     consumer.await.unwrap();
     let stats = receiver.stats();

@@ -104,9 +104,10 @@ impl UnaryService<Bytes> for Export {
                 handoff.counters.bad_body();
                 Status::invalid_argument(format!("the message is not an OTLP trace export: {e}"))
             })?;
-            let answer = handoff.offer(decoded).await.ok_or_else(|| {
-                Status::unavailable("the recorder did not take the spans; retry")
-            })?;
+            let answer = handoff
+                .offer(decoded)
+                .await
+                .ok_or_else(|| Status::unavailable("the recorder did not take the spans; retry"))?;
             Ok(tonic::Response::new(reply::response(&answer)))
         })
     }

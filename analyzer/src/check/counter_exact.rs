@@ -7,6 +7,7 @@
 //! revision are kept aside, sorted at the end and merged in. The events and tasks of the commits
 //! kept as examples are gathered on the second look.
 
+use outbox_trace::detail::CounterValue;
 use outbox_trace::{Field, Kind};
 
 use super::{
@@ -164,7 +165,8 @@ impl super::Rule for Rule {
         let start = ends
             .run_start
             .as_ref()
-            .and_then(|d| d.counter_start)
+            .and_then(|d| d.counter_start.as_ref())
+            .and_then(CounterValue::one)
             .unwrap_or(0);
         let mut found = Vec::new();
         let mut value = start;
@@ -192,7 +194,7 @@ impl super::Rule for Rule {
         let observed = ends
             .observed
             .as_ref()
-            .and_then(|(at, o)| o.counter.map(|c| (*at, c)));
+            .and_then(|(at, o)| o.counter.as_ref()?.one().map(|c| (*at, c)));
         let mut incomplete = None;
         match observed {
             Some((at, counter)) if counter != sum => {

@@ -98,6 +98,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
                 store_rev: rev + 2,
                 amount: 2,
                 counter,
+                counter_key: None,
                 broker_seq: None,
                 note: note(),
             },
@@ -121,7 +122,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
         }
     }
     let observed = detail::Observed {
-        counter: Some(counter),
+        counter: Some(counter.into()),
         results: Some(effects),
         dedup_keys: Some(effects),
         stream_messages: Some(n as i64),

@@ -691,7 +691,7 @@ impl Control for EtcdJetStream {
             .count();
         Ok(Observed {
             stream_messages: Some(stream_messages as i64),
-            counter: Some(self.counter().await?),
+            counter: Some(self.counter().await?.into()),
             results: Some(self.count("result/").await? as i64),
             dedup_keys: Some(self.count("dedup/").await? as i64),
             outbox_pending: Some(self.count("outbox/pending/").await? as i64),

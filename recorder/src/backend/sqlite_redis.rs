@@ -880,7 +880,7 @@ impl Control for SqliteRedis {
             stream_messages: Some(log.len() as i64),
             results: Some(processed),
             dedup_keys: Some(dedup.len() as i64),
-            counter: Some(counter.unwrap_or(0)),
+            counter: Some(counter.unwrap_or(0).into()),
             tasks: Some(orders),
             tasks_done: Some(tasks_done),
             duplicates: Some(duplicates),

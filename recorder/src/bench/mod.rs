@@ -265,7 +265,7 @@ impl TraceStats {
             .iter()
             .filter(|e| e.kind == Kind::RunEnd)
             .find_map(|e| match Step::try_from(e) {
-                Ok(Step::RunEnd(end)) => end.elapsed_ms.and_then(|ms| u64::try_from(ms).ok()),
+                Ok(Step::RunEnd(end)) => end.elapsed_ms,
                 _ => None,
             })
             .ok_or_else(|| {

@@ -159,7 +159,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                     about: None,
                     crash: detail::Crash {
                         point: point.to_string(),
-                        status: Some(status.to_string()),
+                        status: status.code(),
                         ..detail::Crash::default()
                     },
                 };

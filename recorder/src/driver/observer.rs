@@ -142,6 +142,7 @@ pub async fn record_unreported_commits<B: Control>(
             store_rev: commit.store_rev,
             amount: commit.amount,
             counter: commit.counter,
+            counter_key: None,
             broker_seq: None,
             note: Note {
                 seen_in: Some("store".to_string()),

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{RunEnd, RunStart};
 use outbox_trace::Step;
-use serde::Serialize;
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
@@ -26,7 +25,6 @@ use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::external::spec::ExternalSpec;
-use crate::fault::plan::Fault;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
 use crate::protocol::model::{TaskSpec, Timing};
@@ -35,14 +33,6 @@ use crate::protocol::model::{TaskSpec, Timing};
 const TICK: Duration = Duration::from_millis(100);
 /// Consecutive quiet checks that end a scenario.
 const QUIET_CHECKS: u32 = 3;
-
-/// The scripted crash points per role, as `run_start.detail.faults` shows them.
-#[derive(Serialize)]
-struct ScriptedFaults<'a> {
-    api: &'a [Fault],
-    relay: &'a [Fault],
-    worker: &'a [Fault],
-}
 
 /// Runs one scenario to its `run_end`. Returns whether it recovered.
 pub async fn run_scenario(
@@ -69,18 +59,20 @@ async fn run_on<B: Backend>(
         clock: env.clock,
         scenario: name.to_string(),
     };
-    let faults = ScriptedFaults {
-        api: &scenario.api,
-        relay: &scenario.relay,
-        worker: &scenario.worker,
-    };
+    // The scripted faults of every role, each as its JSON text (`run_start.detail.faults`).
+    let faults = [&scenario.api, &scenario.relay, &scenario.worker]
+        .into_iter()
+        .flatten()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(|e| drive(e.into()))?;
     let start = RunStart {
         protocol: Some(env.protocol.name().to_string()),
         ack_wait_ms: Some(env.timing.ack_wait.as_millis() as i64),
         workers: Some(scenario.workers as i64),
         tasks: Some(scenario.tasks.len() as i64),
-        counter_start: Some(0),
-        faults: Some(serde_json::to_value(faults).map_err(|e| drive(e.into()))?),
+        counter_start: Some(0.into()),
+        faults,
         // `null` when the run has no chaos plan: the key is always there.
         chaos: Some(serde_json::to_value(env.chaos).map_err(|e| drive(e.into()))?),
         ..RunStart::default()
@@ -215,7 +207,7 @@ async fn run_on<B: Backend>(
     }
 
     cast.stop_all().await.map_err(drive)?;
-    let elapsed_ms = started.elapsed().as_millis() as i64;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
     if env.trace {
         observer::record_unreported_creates(env, &control, &stamp).await?;
         observer::record_unreported_commits(env, &control, &stamp).await?;

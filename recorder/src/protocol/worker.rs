@@ -148,6 +148,7 @@ async fn commit<S: Store, H>(
                         store_rev,
                         amount: delivery.intent.amount,
                         counter,
+                        counter_key: None,
                         broker_seq: Some(delivery.broker_seq),
                         note: Note::default(),
                     });

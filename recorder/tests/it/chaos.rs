@@ -70,7 +70,7 @@ fn chaos_with(setup: &[&str], seed: &str) -> Vec<outbox_trace::Event> {
     let expected: i64 = (0..400).map(|i| (i % 9) + 1).sum();
     assert_eq!(
         truth.counter,
-        Some(expected),
+        Some(expected.into()),
         "every task applied exactly once: {truth:?}"
     );
     assert_eq!(truth.results, Some(400), "{truth:?}");

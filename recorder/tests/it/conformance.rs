@@ -93,7 +93,7 @@ fn shared_scenarios_pass(backend: &str) {
         let rows = common::scenario(&events, name);
         assert_eq!(
             common::observed(&rows).counter,
-            Some(10),
+            Some(10.into()),
             "{backend} {name}"
         );
         assert_eq!(common::observed(&rows).results, Some(3), "{backend} {name}");

@@ -185,7 +185,7 @@ fn every_crash_around_the_call_retries_it_and_the_key_keeps_one_payment() {
         "every retry was answered from the stored key"
     );
     assert_eq!(observed(&rows).external_payments, Some(3));
-    assert_eq!(observed(&rows).counter, Some(10));
+    assert_eq!(observed(&rows).counter, Some(10.into()));
     let report = analyse(&[trace_path(dir.path())]).unwrap();
     assert!(report.scenarios[0]
         .outcomes

@@ -28,7 +28,7 @@ fn every_scenario_gives_counter_ten_and_three_results() {
     for &name in &names {
         let rows = scenario(&events, name);
         let seen = observed(&rows);
-        assert_eq!(seen.counter, Some(10), "{name}: counter");
+        assert_eq!(seen.counter, Some(10.into()), "{name}: counter");
         assert_eq!(seen.results, Some(3), "{name}: results");
         assert_eq!(seen.dedup_keys, Some(3), "{name}: dedup keys");
         assert_eq!(seen.outbox_pending, Some(0), "{name}: pending outbox");
@@ -210,7 +210,7 @@ fn creating_twice_with_one_idempotency_key_yields_one_task() {
         "the retried key is not accepted again"
     );
     assert_eq!(observed(&rows).tasks, Some(3));
-    assert_eq!(observed(&rows).counter, Some(10));
+    assert_eq!(observed(&rows).counter, Some(10.into()));
 }
 
 #[test]
@@ -238,5 +238,5 @@ fn concurrent_workers_turn_the_race_into_a_retry() {
             "each commit steps the counter by its amount"
         );
     }
-    assert_eq!(observed(&rows).counter, Some(10));
+    assert_eq!(observed(&rows).counter, Some(10.into()));
 }

@@ -26,7 +26,7 @@ fn load(backend: &str) {
     let rows = common::scenario(&events, "load");
     let expected: i64 = (0..tasks).map(|i| (i % 9) + 1).sum();
     let seen = common::observed(&rows);
-    assert_eq!(seen.counter, Some(expected));
+    assert_eq!(seen.counter, Some(expected.into()));
     assert_eq!(seen.results, Some(tasks));
     let workers: std::collections::BTreeSet<&str> = common::of(&rows, Kind::EffectCommitted)
         .iter()
@@ -74,7 +74,7 @@ fn without_tracing_only_the_recorders_own_rows_are_written() {
     );
     let rows = common::scenario(&events, "load");
     let expected: i64 = (0..100).map(|i| (i % 9) + 1).sum();
-    assert_eq!(common::observed(&rows).counter, Some(expected));
+    assert_eq!(common::observed(&rows).counter, Some(expected.into()));
 }
 
 #[test]

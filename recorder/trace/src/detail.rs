@@ -84,22 +84,88 @@ pub struct RunStart {
         skip_serializing_if = "Option::is_none"
     )]
     pub tasks: Option<i64>,
-    /// The effect counter's value before the first commit.
+    /// The effect counter's value before the first commit: one number, or one per
+    /// `counter_key`.
     #[serde(
         default,
-        deserialize_with = "lenient::int",
+        deserialize_with = "lenient::counter",
         skip_serializing_if = "Option::is_none"
     )]
-    pub counter_start: Option<i64>,
-    /// The scripted crash points per role.
+    pub counter_start: Option<CounterValue>,
+    /// The kinds the producer reports: where a kind is listed, its absence is evidence. Names
+    /// this contract does not define are kept (readers ignore them).
+    #[serde(
+        default,
+        deserialize_with = "lenient::string_list",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub records: Option<Vec<String>>,
+    /// The configuration of a user's own system (`recorder run --system`), secrets masked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub faults: Option<Value>,
+    pub system: Option<Value>,
+    /// The scripted faults, one text each (a fault spec, or a structured fault as JSON text).
+    #[serde(
+        default,
+        deserialize_with = "lenient::texts",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub faults: Vec<String>,
     /// The chaos plan, when the run injected random faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chaos: Option<Value>,
     /// Keys this contract does not name.
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// A counter's value in a detail: one number for the run's one counter, or one number per
+/// `counter_key` (stock per item). Written as a JSON number or a JSON object of numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum CounterValue {
+    /// The run's one counter.
+    One(i64),
+    /// One counter per `counter_key`.
+    ByKey(BTreeMap<String, i64>),
+}
+
+impl CounterValue {
+    /// The value of the one counter; `None` when the value is given per key.
+    pub fn one(&self) -> Option<i64> {
+        match self {
+            CounterValue::One(n) => Some(*n),
+            CounterValue::ByKey(_) => None,
+        }
+    }
+
+    /// The value of the counter `key` names (`None` = the run's one counter), if this value
+    /// gives it: a number gives only the one counter, an object only keyed ones.
+    pub fn of_key(&self, key: Option<&str>) -> Option<i64> {
+        match (self, key) {
+            (CounterValue::One(n), None) => Some(*n),
+            (CounterValue::ByKey(map), Some(k)) => map.get(k).copied(),
+            _ => None,
+        }
+    }
+
+    /// Decodes a JSON value leniently: a number or decimal string is one counter, an object
+    /// counters by key (entries that are not integers left out); anything else is `None`.
+    pub fn from_json(v: &Value) -> Option<CounterValue> {
+        match v {
+            Value::Object(map) => Some(CounterValue::ByKey(
+                map.iter()
+                    .filter_map(|(k, v)| lenient::int_of(v).map(|n| (k.clone(), n)))
+                    .collect(),
+            )),
+            other => lenient::int_of(other).map(CounterValue::One),
+        }
+    }
+}
+
+impl From<i64> for CounterValue {
+    fn from(n: i64) -> Self {
+        CounterValue::One(n)
+    }
 }
 
 /// `crash.detail`: where the actor died.
@@ -115,13 +181,22 @@ pub struct Crash {
         skip_serializing_if = "Option::is_none"
     )]
     pub error: Option<String>,
-    /// The process's exit status, as the recorder saw it.
+    /// The exit status of a process that exited on its own (point `exit`).
     #[serde(
         default,
-        deserialize_with = "lenient::string",
+        deserialize_with = "lenient::int32",
         skip_serializing_if = "Option::is_none"
     )]
-    pub status: Option<String>,
+    pub status: Option<i32>,
+    /// True when nothing of the life that ended can be missing from the trace (the recorder held
+    /// the export that carried its last step); false when rows may be lost (a timed kill, an
+    /// asynchronous exporter, an exit): such a life counts as one without its crash row.
+    #[serde(
+        default,
+        deserialize_with = "lenient::boolean",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub announced: Option<bool>,
     /// The `store_rev` of a commit the actor made and died before reporting, so the trace still
     /// names the commit that its next life or the observer will find in the store.
     #[serde(
@@ -169,6 +244,21 @@ pub struct Fault {
         skip_serializing_if = "Option::is_none"
     )]
     pub down_ms: Option<i64>,
+    /// What the fault was aimed at, by the name its producer gave it (a service of a `--system`
+    /// file, say).
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub target: Option<String>,
+    /// How long the fault lasted (a `pause`), in milliseconds.
+    #[serde(
+        default,
+        deserialize_with = "lenient::uint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_ms: Option<u64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -198,13 +288,14 @@ pub struct Observed {
         skip_serializing_if = "Option::is_none"
     )]
     pub stream_messages: Option<i64>,
-    /// The effect counter as stored; the `counter` figure prefers it to the last commit's.
+    /// The effect counter as stored (one number, or one per `counter_key`); the `counter` figure
+    /// prefers it to the last commit's.
     #[serde(
         default,
-        deserialize_with = "lenient::int",
+        deserialize_with = "lenient::counter",
         skip_serializing_if = "Option::is_none"
     )]
-    pub counter: Option<i64>,
+    pub counter: Option<CounterValue>,
     /// Effect results stored.
     #[serde(
         default,
@@ -337,10 +428,38 @@ pub struct RunEnd {
     /// How long the scenario took, in milliseconds.
     #[serde(
         default,
-        deserialize_with = "lenient::int",
+        deserialize_with = "lenient::uint",
         skip_serializing_if = "Option::is_none"
     )]
-    pub elapsed_ms: Option<i64>,
+    pub elapsed_ms: Option<u64>,
+    /// Tasks handed to the system under test (`recorder run --system`).
+    #[serde(
+        default,
+        deserialize_with = "lenient::uint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tasks_sent: Option<u64>,
+    /// Tasks the system answered.
+    #[serde(
+        default,
+        deserialize_with = "lenient::uint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tasks_answered: Option<u64>,
+    /// Tasks sent again after a lost answer.
+    #[serde(
+        default,
+        deserialize_with = "lenient::uint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tasks_resent: Option<u64>,
+    /// Tasks never answered.
+    #[serde(
+        default,
+        deserialize_with = "lenient::uint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tasks_unanswered: Option<u64>,
     /// Keys this contract does not name.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -633,6 +752,68 @@ mod lenient {
         Ok(int_of(&Value::deserialize(d)?))
     }
 
+    /// A non-negative integer (a negative one reads as absent).
+    pub fn uint<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        })
+    }
+
+    /// An integer that fits 32 bits (a larger one reads as absent).
+    pub fn int32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+        Ok(int_of(&Value::deserialize(d)?).and_then(|n| i32::try_from(n).ok()))
+    }
+
+    pub fn counter<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<super::CounterValue>, D::Error> {
+        Ok(super::CounterValue::from_json(&Value::deserialize(d)?))
+    }
+
+    /// A list of strings (items that are not strings left out); anything else is absent.
+    pub fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Array(items) => Some(
+                items
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        })
+    }
+
+    /// A list of texts: strings as they are, any other item as its JSON text. An object of lists
+    /// (the form older recorders wrote, faults by role) gives the items of every list.
+    pub fn texts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        fn item(v: Value, out: &mut Vec<String>) {
+            match v {
+                Value::String(s) => out.push(s),
+                Value::Null => {}
+                other => out.push(other.to_string()),
+            }
+        }
+        let mut out = Vec::new();
+        match Value::deserialize(d)? {
+            Value::Array(items) => items.into_iter().for_each(|v| item(v, &mut out)),
+            Value::Object(map) => {
+                for (_, v) in map {
+                    match v {
+                        Value::Array(items) => items.into_iter().for_each(|v| item(v, &mut out)),
+                        other => item(other, &mut out),
+                    }
+                }
+            }
+            other => item(other, &mut out),
+        }
+        Ok(out)
+    }
+
     pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
         Ok(Value::deserialize(d)?.as_bool())
     }
@@ -701,7 +882,7 @@ mod tests {
             r#"{"counter": "10", "results": 3, "tasks": true, "extra": 1}"#,
         );
         let o = d.observed().unwrap();
-        assert_eq!(o.counter, Some(10));
+        assert_eq!(o.counter, Some(CounterValue::One(10)));
         assert_eq!(o.results(), Some(3));
         assert_eq!(o.tasks, None);
         assert_eq!(o.other.get("extra"), Some(&Value::from(1)));
@@ -724,7 +905,7 @@ mod tests {
     #[test]
     fn a_detail_key_is_the_name_its_field_is_written_under() {
         let observed = Observed {
-            counter: Some(10),
+            counter: Some(10.into()),
             ..Observed::default()
         };
         let json = serde_json::to_value(&observed).unwrap();
@@ -770,10 +951,118 @@ mod tests {
         });
         assert_eq!(Detail::parse(Kind::Crash, &crash.to_json()), crash);
         let observed = Detail::Observed(Observed {
-            counter: Some(10),
+            counter: Some(10.into()),
             duplicates: Some([("evt-1".to_string(), 2)].into()),
             ..Observed::default()
         });
         assert_eq!(Detail::parse(Kind::Observed, &observed.to_json()), observed);
+    }
+
+    #[test]
+    fn a_counter_is_a_number_or_an_object_by_key() {
+        let start = |t| {
+            Detail::parse(Kind::RunStart, t)
+                .run_start()
+                .unwrap()
+                .counter_start
+                .clone()
+        };
+        assert_eq!(
+            start(r#"{"counter_start": "5"}"#),
+            Some(CounterValue::One(5))
+        );
+        let by_key = start(r#"{"counter_start": {"apple": 3, "pear": "4", "plum": "x"}}"#);
+        let expected: BTreeMap<String, i64> =
+            [("apple".to_string(), 3), ("pear".to_string(), 4)].into();
+        assert_eq!(by_key, Some(CounterValue::ByKey(expected)));
+        let by_key = by_key.unwrap();
+        assert_eq!(by_key.of_key(Some("pear")), Some(4));
+        assert_eq!(by_key.of_key(None), None);
+        assert_eq!(by_key.one(), None);
+        assert_eq!(start(r#"{"counter_start": true}"#), None);
+        let observed = Detail::Observed(Observed {
+            counter: Some(CounterValue::ByKey([("apple".to_string(), 7)].into())),
+            ..Observed::default()
+        });
+        assert!(observed.to_json().contains(r#""counter":{"apple":7}"#));
+        assert_eq!(Detail::parse(Kind::Observed, &observed.to_json()), observed);
+    }
+
+    #[test]
+    fn the_keys_of_a_system_run_read_back_typed() {
+        let start = Detail::parse(
+            Kind::RunStart,
+            r#"{"records": ["task_accepted", "some_future_kind", 3], "system": {"name": "shop"},
+                "faults": ["kill worker after effect_committed", {"fault": "crash"}],
+                "chaos": {"seed": 7}}"#,
+        );
+        let start = start.run_start().unwrap();
+        assert_eq!(
+            start.records.as_deref(),
+            Some(&["task_accepted".to_string(), "some_future_kind".to_string()][..])
+        );
+        assert_eq!(start.system, Some(serde_json::json!({"name": "shop"})));
+        assert_eq!(
+            start.faults,
+            vec![
+                "kill worker after effect_committed".to_string(),
+                r#"{"fault":"crash"}"#.to_string()
+            ]
+        );
+        let older = Detail::parse(
+            Kind::RunStart,
+            r#"{"faults": {"api": [], "relay": [{"fault": "lose-publish-ack"}]}}"#,
+        );
+        assert_eq!(
+            older.run_start().unwrap().faults,
+            vec![r#"{"fault":"lose-publish-ack"}"#.to_string()]
+        );
+        let crash = Detail::parse(
+            Kind::Crash,
+            r#"{"point": "exit", "status": "3", "announced": false}"#,
+        );
+        let crash = crash.crash().unwrap();
+        assert_eq!((crash.status, crash.announced), (Some(3), Some(false)));
+        let status = |t| Detail::parse(Kind::Crash, t).crash().unwrap().status;
+        assert_eq!(status(r#"{"status": "exit status: 3"}"#), None);
+        assert_eq!(status(r#"{"status": 4294967296}"#), None);
+        let end = Detail::parse(
+            Kind::RunEnd,
+            r#"{"recovered": true, "elapsed_ms": 12, "tasks_sent": "10", "tasks_answered": 9,
+                "tasks_resent": 1, "tasks_unanswered": -1}"#,
+        );
+        let end = end.run_end().unwrap();
+        assert_eq!(
+            (
+                end.elapsed_ms,
+                end.tasks_sent,
+                end.tasks_answered,
+                end.tasks_resent
+            ),
+            (Some(12), Some(10), Some(9), Some(1))
+        );
+        assert_eq!(
+            end.tasks_unanswered, None,
+            "a negative count reads as absent"
+        );
+        let fault = Detail::parse(
+            Kind::Fault,
+            r#"{"fault": "pause", "target": "db", "duration_ms": 250}"#,
+        );
+        let fault = fault.fault().unwrap();
+        assert_eq!(
+            (fault.target.as_deref(), fault.duration_ms),
+            (Some("db"), Some(250))
+        );
+        assert_eq!(
+            crate::detail_key!(RunEnd.tasks_unanswered).as_str(),
+            "tasks_unanswered"
+        );
+        assert_eq!(crate::detail_key!(RunStart.records).as_str(), "records");
+        assert_eq!(crate::detail_key!(Crash.announced).as_str(), "announced");
+        assert_eq!(
+            crate::detail_key!(Fault.duration_ms).as_str(),
+            "duration_ms"
+        );
     }
 }

@@ -81,12 +81,16 @@ pub enum TraceError {
         /// The error the file gives when read on its own.
         error: Box<TraceError>,
     },
-    /// The file has no bytes at all.
-    #[error("the file is empty (0 bytes): no Parquet footer, no events")]
-    EmptyFile,
-    /// The bytes are neither Parquet nor JSON Lines (plain, gzip or zstd).
-    #[error("not a readable Parquet file, nor JSON Lines: {0}")]
+    /// The file has no bytes at all (or none once decompressed: the text says which).
+    #[error("the file is empty ({0}): no events")]
+    EmptyFile(&'static str),
+    /// The bytes are neither Parquet, nor JSON Lines, nor OTLP spans (plain, gzip or zstd).
+    #[error("not a readable Parquet file, nor JSON Lines, nor OTLP spans: {0}")]
     NotATrace(String),
+    /// OpenTelemetry spans that cannot be read or mapped (not an OTLP message, a time that is
+    /// not a number, an attribute that does not fit its column).
+    #[error("bad OTLP spans: {0}")]
+    Otlp(String),
     /// A line of a JSON Lines or OTLP JSON Lines file breaks the contract.
     #[error("line {line}: {reason}")]
     Line {

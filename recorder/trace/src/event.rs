@@ -45,6 +45,10 @@ pub struct Event {
     pub amount: Option<i64>,
     /// The effect counter's value right after this commit.
     pub counter: Option<i64>,
+    /// Which counter `counter` and `amount` belong to, for a service with one counter per key
+    /// (stock per item); `None` = the run's one counter. An optional column: a file without it
+    /// reads as all null.
+    pub counter_key: Option<String>,
     /// A JSON object with what the columns do not hold; the `detail` module types its keys.
     pub detail: Option<String>,
 }
@@ -71,6 +75,7 @@ impl Event {
             store_rev: None,
             amount: None,
             counter: None,
+            counter_key: None,
             detail: None,
         }
     }

@@ -216,9 +216,11 @@ impl<K: TaskKey> FigureTally<K> {
         f.stream_copies = self.copies.count();
         let o = self.observed.as_ref();
         f.stream_messages = o.and_then(|o| o.stream_messages);
-        f.counter = o
-            .and_then(|o| o.counter)
-            .or(self.last_commit.map(|(_, counter)| counter));
+        // The run's one counter: none to show when the store reports counters by key.
+        f.counter = match o.and_then(|o| o.counter.as_ref()) {
+            Some(observed) => observed.one(),
+            None => self.last_commit.map(|(_, counter)| counter),
+        };
         f.results = o.and_then(Observed::results);
         f.dedup_keys = o.and_then(|o| o.dedup_keys);
         f.outbox_pending = o.and_then(|o| o.outbox_pending);
@@ -372,7 +374,7 @@ mod tests {
         }
         assert_eq!(t.figures().counter, Some(8));
         t.observe(&Observed {
-            counter: Some(10),
+            counter: Some(10.into()),
             ..Observed::default()
         });
         assert_eq!(t.figures().counter, Some(10));

@@ -1,10 +1,26 @@
-//! Which encoding a trace file is in, told by its content rather than its name: Parquet (magic
-//! `PAR1`), JSON Lines or OTLP JSON Lines, each plain, gzip (magic `1f 8b`) or zstd (magic
-//! `28 b5 2f fd`). The text encodings are decoded into canonical batches (see the `jsonl` module and
+//! Which encoding a trace is in, told by its content rather than its name, and the decoded
+//! stream to read it from.
+//!
+//! - Parquet: the magic `PAR1`.
+//! - Compression: gzip (magic `1f 8b`) or zstd (magic `28 b5 2f fd`), around any of the others
+//!   but Parquet; what follows is told from the decompressed bytes.
+//! - OTLP protobuf: the first byte is `0a` (field 1, length-delimited: `TracesData` and
+//!   `ExportTraceServiceRequest` start so) and the first non-blank byte is not `{` or `[` (a text
+//!   file may start with a blank line, which is also `0a`); the whole message must then decode.
+//! - Text: the first non-blank line is a JSON object. With a `resourceSpans` key it is OTLP JSON
+//!   Lines, else JSON Lines. A first line that is not a whole JSON value but opens an object
+//!   whose first key is `resourceSpans` starts one OTLP JSON document (a `TracesData` object spread
+//!   over lines); any other document spread over lines is refused with a line saying how to turn
+//!   it into JSON Lines.
+//!
+//! The path `-` is standard input, read once: Parquet is spooled to an anonymous temporary file
+//! (its footer is at the end), every other encoding is decoded as it streams in.
+//!
+//! The text encodings are decoded into canonical batches (see the `jsonl` module and
 //! [`crate::otlp`]), so every reader of a trace sees one shape whatever the file was.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -18,7 +34,10 @@ pub(crate) const CHUNK_ROWS: usize = 64 * 1024;
 /// The longest first line looked at to tell JSON Lines from OTLP JSON Lines.
 const SNIFF_LINE: u64 = 64 << 20;
 
-/// The encodings a trace file may be in.
+/// The path that names standard input.
+pub const STDIN: &str = "-";
+
+/// The encodings a trace may be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Encoding {
     /// Apache Parquet, the reference encoding.
@@ -28,6 +47,11 @@ pub enum Encoding {
     JsonLines,
     /// OpenTelemetry spans: one OTLP `TracesData` JSON object per line.
     OtlpJsonLines,
+    /// OpenTelemetry spans: one OTLP `TracesData` JSON object, spread over lines.
+    OtlpJson,
+    /// OpenTelemetry spans: one OTLP protobuf `TracesData` (or `ExportTraceServiceRequest`)
+    /// message.
+    OtlpProtobuf,
 }
 
 impl Encoding {
@@ -37,14 +61,16 @@ impl Encoding {
             Encoding::Parquet => "Parquet",
             Encoding::JsonLines => "JSON Lines",
             Encoding::OtlpJsonLines => "OTLP JSON Lines",
+            Encoding::OtlpJson => "OTLP JSON",
+            Encoding::OtlpProtobuf => "OTLP protobuf",
         }
     }
 }
 
-/// How the text of a JSON Lines file is compressed.
+/// How the bytes of a trace are compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
-    /// Plain text.
+    /// Not compressed.
     None,
     /// gzip, told by the magic bytes `1f 8b`.
     Gzip,
@@ -52,26 +78,61 @@ pub enum Compression {
     Zstd,
 }
 
-/// Tells the encoding of `path` from its first bytes (and, for text, its first non-blank line).
-/// An empty file, or one whose text has no line, is [`TraceError::Empty`].
-pub fn sniff(path: &Path) -> Result<(Encoding, Compression), TraceError> {
-    let mut file = File::open(path).map_err(|e| TraceError::io(path, e))?;
-    let mut magic = [0u8; 4];
-    let mut got = 0;
-    while got < magic.len() {
-        match file.read(&mut magic[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(TraceError::io(path, e)),
+impl Compression {
+    fn prefix(self) -> &'static str {
+        match self {
+            Compression::None => "",
+            Compression::Gzip => "gzip: ",
+            Compression::Zstd => "zstd: ",
         }
     }
-    let magic = &magic[..got];
-    if magic.is_empty() {
-        return Err(TraceError::EmptyFile);
+}
+
+/// A byte stream to read once, buffered.
+pub(crate) type Stream = Box<dyn BufRead + Send>;
+
+/// A trace told apart: its encoding, its compression, and its decompressed bytes from the start
+/// (nothing the sniffing read is lost).
+pub(crate) struct Opened {
+    pub encoding: Encoding,
+    pub compression: Compression,
+    pub stream: Stream,
+}
+
+/// Tells the encoding of `path` (`-`: standard input, which is then used up) from its first
+/// bytes (and, for text, its first non-blank line). An empty file, or one whose text has no
+/// line, is [`TraceError::EmptyFile`] or [`TraceError::Empty`].
+pub fn sniff(path: &Path) -> Result<(Encoding, Compression), TraceError> {
+    let opened = open(path)?;
+    Ok((opened.encoding, opened.compression))
+}
+
+/// Opens `path` (`-`: standard input) and tells its encoding.
+pub(crate) fn open(path: &Path) -> Result<Opened, TraceError> {
+    if is_stdin(path) {
+        let stdin: Stream = Box::new(BufReader::with_capacity(1 << 20, std::io::stdin()));
+        return open_stream(stdin, path);
     }
-    if magic == b"PAR1" {
-        return Ok((Encoding::Parquet, Compression::None));
+    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
+    open_stream(Box::new(BufReader::with_capacity(1 << 20, file)), path)
+}
+
+/// Whether `path` names standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// Tells the encoding of `raw`, the bytes of `path`.
+pub(crate) fn open_stream(mut raw: Stream, path: &Path) -> Result<Opened, TraceError> {
+    let magic = read_prefix(&mut raw, 4).map_err(|e| TraceError::io(path, e))?;
+    if magic.is_empty() {
+        // A Parquet file by name would hold its footer at the end: say what is missing.
+        let parquet_name = path.extension().is_some_and(|e| e == "parquet");
+        return Err(TraceError::EmptyFile(if parquet_name {
+            "0 bytes, no Parquet footer"
+        } else {
+            "0 bytes"
+        }));
     }
     let compression = if magic.starts_with(&[0x1f, 0x8b]) {
         Compression::Gzip
@@ -80,63 +141,154 @@ pub fn sniff(path: &Path) -> Result<(Encoding, Compression), TraceError> {
     } else {
         Compression::None
     };
-    let mut text = open_text(path, compression)?;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = (&mut text)
-            .take(SNIFF_LINE)
-            .read_until(b'\n', &mut line)
+    let parquet = magic == b"PAR1";
+    let raw: Stream = Box::new(Cursor::new(magic).chain(raw));
+    if parquet {
+        return Ok(Opened {
+            encoding: Encoding::Parquet,
+            compression,
+            stream: raw,
+        });
+    }
+    let mut text: Stream = match compression {
+        Compression::None => raw,
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            1 << 20,
+            flate2::read::MultiGzDecoder::new(raw),
+        )),
+        Compression::Zstd => Box::new(BufReader::with_capacity(
+            1 << 20,
+            zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| TraceError::io(path, e))?,
+        )),
+    };
+    let first = text
+        .fill_buf()
+        .map_err(|e| not_a_trace(compression, &e.to_string()))?
+        .first()
+        .copied();
+    let Some(first) = first else {
+        return Err(TraceError::EmptyFile(match compression {
+            Compression::None => "0 bytes",
+            Compression::Gzip => "0 bytes after gzip decompression",
+            Compression::Zstd => "0 bytes after zstd decompression",
+        }));
+    };
+    // The lines read to tell the encoding, handed back in front of the rest.
+    let mut seen = Vec::new();
+    let encoding = sniff_text(&mut text, &mut seen, compression, first)?;
+    Ok(Opened {
+        encoding,
+        compression,
+        stream: Box::new(Cursor::new(seen).chain(text)),
+    })
+}
+
+/// Reads up to `n` bytes (fewer only at the end of the stream).
+fn read_prefix(raw: &mut Stream, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(n);
+    Read::take(&mut **raw, n as u64).read_to_end(&mut prefix)?;
+    Ok(prefix)
+}
+
+/// Tells a decompressed stream's encoding from its first non-blank line, keeping every byte read
+/// in `seen`.
+fn sniff_text(
+    text: &mut Stream,
+    seen: &mut Vec<u8>,
+    compression: Compression,
+    first: u8,
+) -> Result<Encoding, TraceError> {
+    let line = loop {
+        let from = seen.len();
+        let n = Read::take(&mut **text, SNIFF_LINE)
+            .read_until(b'\n', seen)
             .map_err(|e| not_a_trace(compression, &e.to_string()))?;
         if n == 0 {
             return Err(TraceError::Empty);
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+        if !seen[from..].iter().all(u8::is_ascii_whitespace) {
+            break from;
         }
-        let value: serde_json::Value = serde_json::from_slice(&line)
-            .map_err(|e| not_a_trace(compression, &format!("line 1: {e}")))?;
-        let Some(object) = value.as_object() else {
-            return Err(not_a_trace(
-                compression,
-                "the first line is not a JSON object",
-            ));
-        };
-        let encoding = if object.contains_key("resourceSpans") {
+    };
+    let opening = seen[line..]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .copied();
+    if first == 0x0a && !matches!(opening, Some(b'{' | b'[')) {
+        return Ok(Encoding::OtlpProtobuf);
+    }
+    match serde_json::from_slice::<serde_json::Value>(&seen[line..]) {
+        Ok(serde_json::Value::Object(object)) => Ok(if object.contains_key("resourceSpans") {
             Encoding::OtlpJsonLines
         } else {
             Encoding::JsonLines
-        };
-        return Ok((encoding, compression));
+        }),
+        Ok(_) => Err(not_a_trace(
+            compression,
+            "the first line is not a JSON object",
+        )),
+        Err(_) if matches!(opening, Some(b'{' | b'[')) => {
+            if opening == Some(b'{') && opens_traces_data(text, seen, line, compression)? {
+                Ok(Encoding::OtlpJson)
+            } else if first == 0x0a {
+                // Protobuf whose first bytes happen to read as blank lines and a brace.
+                Ok(Encoding::OtlpProtobuf)
+            } else {
+                Err(not_a_trace(compression, SPREAD_DOCUMENT))
+            }
+        }
+        Err(e) => Err(not_a_trace(compression, &format!("line 1: {e}"))),
+    }
+}
+
+/// Why a JSON document spread over lines is refused, and how to fix it.
+const SPREAD_DOCUMENT: &str = "one JSON document spread over several lines: \
+    readers take JSON Lines or OTLP JSON Lines (one JSON object per line), or one OTLP \
+    TracesData object; write one object per line, e.g. `jq -c '.[]' FILE` for an array of rows \
+    or `jq -c . FILE` for one object";
+
+/// Whether the object opened at `seen[from..]` has `resourceSpans` as its first key, reading
+/// more lines into `seen` as needed.
+fn opens_traces_data(
+    text: &mut Stream,
+    seen: &mut Vec<u8>,
+    from: usize,
+    compression: Compression,
+) -> Result<bool, TraceError> {
+    const KEY: &[u8] = b"{\"resourceSpans\"";
+    loop {
+        let squeezed: Vec<u8> = seen[from..]
+            .iter()
+            .copied()
+            .filter(|b| !b.is_ascii_whitespace())
+            .take(KEY.len())
+            .collect();
+        if squeezed.len() >= KEY.len() {
+            return Ok(squeezed == KEY);
+        }
+        let n = Read::take(&mut **text, SNIFF_LINE)
+            .read_until(b'\n', seen)
+            .map_err(|e| not_a_trace(compression, &e.to_string()))?;
+        if n == 0 {
+            return Ok(false);
+        }
     }
 }
 
 fn not_a_trace(compression: Compression, reason: &str) -> TraceError {
-    let how = match compression {
-        Compression::None => "",
-        Compression::Gzip => "gzip: ",
-        Compression::Zstd => "zstd: ",
-    };
-    TraceError::NotATrace(format!("{how}{reason}"))
+    TraceError::NotATrace(format!("{}{reason}", compression.prefix()))
 }
 
-/// The decompressed text of `path`, buffered.
-pub(crate) fn open_text(
-    path: &Path,
+/// Reads the rest of a stream into memory (an OTLP protobuf message is decoded whole).
+pub(crate) fn read_all(
+    mut stream: Stream,
     compression: Compression,
-) -> Result<Box<dyn BufRead + Send>, TraceError> {
-    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
-    Ok(match compression {
-        Compression::None => Box::new(BufReader::with_capacity(1 << 20, file)),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            1 << 20,
-            flate2::read::MultiGzDecoder::new(BufReader::new(file)),
-        )),
-        Compression::Zstd => Box::new(BufReader::with_capacity(
-            1 << 20,
-            zstd::stream::read::Decoder::new(file).map_err(|e| TraceError::io(path, e))?,
-        )),
-    })
+) -> Result<Vec<u8>, TraceError> {
+    let mut bytes = Vec::new();
+    stream
+        .read_to_end(&mut bytes)
+        .map_err(|e| not_a_trace(compression, &e.to_string()))?;
+    Ok(bytes)
 }
 
 /// Reads `text` line by line, calling `each` with the 1-based line number and every non-blank

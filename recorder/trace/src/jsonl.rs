@@ -2,7 +2,7 @@
 //! the contract's column names. An absent key or `null` is null; integers may be JSON numbers or
 //! decimal strings; `detail` may be a JSON string holding an object (as DuckDB writes it) or an
 //! object. An optional first line `{"outbox_trace": {"schema_version": "1", "run": {...}}}`
-//! carries the file metadata. Validation is the Parquet reader's: required columns present and
+//! carries the file metadata (`"seq_source": "span-clocks"` there as in Parquet's metadata). Validation is the Parquet reader's: required columns present and
 //! not null, integers in range, kinds the contract lacks kept by name (readers count them).
 
 use std::collections::BTreeSet;
@@ -57,6 +57,8 @@ fn metadata(meta: &Value, out: &mut Decoded) -> Result<(), String> {
         }
         out.version_declared = true;
     }
+    out.seq_from_clocks =
+        meta.get("seq_source").and_then(Value::as_str) == Some(crate::schema::SEQ_FROM_SPAN_CLOCKS);
     out.run_json = match meta.get("run") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -91,6 +93,7 @@ fn event(o: &Map<String, Value>) -> Result<(Event, Option<String>), String> {
     e.store_rev = optional(o, "store_rev", i64s())?;
     e.amount = optional(o, "amount", i64s())?;
     e.counter = optional(o, "counter", i64s())?;
+    e.counter_key = string(o, "counter_key")?;
     e.detail = match o.get("detail") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -171,4 +174,30 @@ fn optional<T>(
 
 fn required<T>(o: &Map<String, Value>, column: &'static str, fit: Fit<T>) -> Result<T, String> {
     optional(o, column, fit)?.ok_or_else(|| null_in(column))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::batch_events;
+
+    fn events(text: &str) -> Vec<Event> {
+        let decoded = decode(text.as_bytes()).unwrap();
+        let mut unknown = std::collections::BTreeMap::new();
+        decoded
+            .batches
+            .iter()
+            .flat_map(|b| batch_events(b, &mut unknown))
+            .collect()
+    }
+
+    #[test]
+    fn counter_key_is_a_key_of_its_own_and_may_be_absent() {
+        let rows = events(
+            r#"{"run_id":"r","scenario":"s","seq":1,"ts_ns":0,"backend":"b","actor":"worker","incarnation":0,"kind":"effect_committed","counter":3,"counter_key":"apple"}
+{"run_id":"r","scenario":"s","seq":2,"ts_ns":1,"backend":"b","actor":"worker","incarnation":0,"kind":"acked"}"#,
+        );
+        assert_eq!(rows[0].counter_key.as_deref(), Some("apple"));
+        assert_eq!(rows[1].counter_key, None);
+    }
 }

@@ -2,7 +2,7 @@
 //! Arrow schema, a Parquet writer and a validating reader.
 //!
 //! A trace is a Parquet file with one row per event (the same rows may also come as JSON Lines or
-//! as OpenTelemetry spans in OTLP JSON Lines; see [`input`]). The recorder writes it; the analyzer, and anyone
+//! as OpenTelemetry spans in OTLP JSON Lines, OTLP JSON or OTLP protobuf; see [`input`]). The recorder writes it; the analyzer, and anyone
 //! who wants their own outbox implementation checked, reads it. This crate links no network client,
 //! so the analyzer stays small.
 #![deny(missing_docs)]
@@ -17,6 +17,7 @@ mod kind;
 pub mod lab;
 pub mod otlp;
 mod partitioned;
+mod position;
 mod reader;
 pub mod schema;
 pub mod step;
@@ -27,10 +28,11 @@ pub use error::TraceError;
 pub use event::Event;
 pub use figures::{FigureRow, FigureTally, Figures, KeySet, TaskKey};
 pub use kind::{Field, Kind, UnknownKind};
+pub use position::{BrokerPosition, PositionError};
 pub use reader::{
     dictionary_type, file_stem, guarded, read_trace, FileInfo, ReadOptions, SeqCheck, Trace,
     TraceFile,
 };
 pub use schema::batch_events;
 pub use step::{About, Identity, MissingFields, Step, TaskColumn};
-pub use writer::{to_batch, TraceWriter};
+pub use writer::{to_batch, Metadata, TraceWriter};

@@ -17,9 +17,10 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::input::{open_text, sniff, Encoding};
+use crate::input::{is_stdin, open, open_stream, read_all, Encoding, Opened, Stream};
 use crate::schema::{
-    batch_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION,
+    batch_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, META_SEQ_SOURCE,
+    SCHEMA_VERSION, SEQ_FROM_SPAN_CLOCKS,
 };
 use crate::{Event, TraceError};
 
@@ -44,8 +45,20 @@ pub struct FileInfo {
     /// The encoding the file was in (told by its content).
     pub encoding: Encoding,
     /// Whether `seq` was derived from span times taken on separate clocks (OpenTelemetry spans
-    /// without `outbox.seq`): an order across processes then rests on those clocks.
+    /// without `outbox.seq`): an order across processes then rests on those clocks. A Parquet
+    /// file says so with the metadata key `outbox_trace.seq_source` = `span-clocks` (see
+    /// [`crate::Metadata`]), so a converted trace keeps the note.
     pub seq_from_clocks: bool,
+}
+
+impl FileInfo {
+    /// What the file said about itself, to write it on (as `analyzer import` does).
+    pub fn metadata(&self) -> crate::Metadata {
+        crate::Metadata {
+            run_json: self.run_json.clone(),
+            seq_from_clocks: self.seq_from_clocks,
+        }
+    }
 }
 
 /// Opt-in ways to read a trace faster than the default [`TraceFile::open`]. The validation is the
@@ -81,9 +94,10 @@ pub struct TraceFile {
     order: Vec<usize>,
     /// For each canonical column, the type batches hand out.
     types: Vec<DataType>,
-    /// Values of columns the file lacks, filled from a partitioned directory's path: appended
-    /// to each decoded batch as constant text columns (`order` points past the file's columns).
-    fills: Vec<String>,
+    /// Values of columns the file lacks, filled from a partitioned directory's path (or null, for
+    /// an optional column): appended to each decoded batch as constant text columns (`order`
+    /// points past the file's columns).
+    fills: Vec<Option<String>>,
     /// For each canonical column, whether it is skipped (see [`ReadOptions::skip`]).
     skipped: Vec<bool>,
 }
@@ -142,7 +156,9 @@ impl Iterator for Source {
 }
 
 impl TraceFile {
-    /// Opens `path` and checks the metadata and the columns against the contract.
+    /// Opens `path` and checks the metadata and the columns against the contract. `path` may be
+    /// a file in any encoding of [`Encoding`], a partitioned directory, or `-` for standard input
+    /// (read once).
     pub fn open(path: &Path) -> Result<Self, TraceError> {
         Self::open_with(path, &ReadOptions::default())
     }
@@ -153,16 +169,55 @@ impl TraceFile {
     }
 
     fn open_unguarded(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
+        if is_stdin(path) {
+            let stdin: Stream =
+                Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin()));
+            return Self::open_decoded(open_stream(stdin, path)?, path, options);
+        }
         if path.is_dir() {
             return Self::open_dir(path, options);
         }
-        let (encoding, compression) = sniff(path)?;
+        let opened = open(path)?;
+        if opened.encoding == Encoding::Parquet {
+            return Self::open_parquet(path, options, &[]);
+        }
+        Self::open_decoded(opened, path, options)
+    }
+
+    /// A trace read once from `reader` (a pipe, say; `name` stands for it in messages and gives
+    /// OTLP spans their default `run_id`), in any encoding a file may have: Parquet is spooled to
+    /// an anonymous temporary file, every other encoding is decoded as it streams in.
+    pub fn open_reader(
+        reader: impl std::io::Read + Send + 'static,
+        name: &Path,
+        options: &ReadOptions,
+    ) -> Result<Self, TraceError> {
+        let stream: Stream = Box::new(std::io::BufReader::with_capacity(1 << 20, reader));
+        guarded(|| Self::open_decoded(open_stream(stream, name)?, name, options))
+    }
+
+    /// A trace read from the stream `opened`: Parquet is spooled to an anonymous temporary file
+    /// (its footer is at the end), the other encodings are decoded as they stream in.
+    fn open_decoded(
+        opened: Opened,
+        path: &Path,
+        options: &ReadOptions,
+    ) -> Result<Self, TraceError> {
+        let (encoding, compression, stream) = (opened.encoding, opened.compression, opened.stream);
+        let stem = file_stem(path);
         let decoded = match encoding {
-            Encoding::Parquet => return Self::open_parquet(path, options, &[]),
-            Encoding::JsonLines => crate::jsonl::decode(open_text(path, compression)?)?,
-            Encoding::OtlpJsonLines => {
-                let stem = file_stem(path);
-                crate::otlp::decode(open_text(path, compression)?, &stem)?
+            Encoding::Parquet => {
+                let mut spool = tempfile::tempfile().map_err(|e| TraceError::io(path, e))?;
+                let mut stream = stream;
+                std::io::copy(&mut stream, &mut spool).map_err(|e| TraceError::io(path, e))?;
+                return Self::open_parquet_file(spool, path, options, &[]);
+            }
+            Encoding::JsonLines => crate::jsonl::decode(stream)?,
+            Encoding::OtlpJsonLines => crate::otlp::decode_json_lines(stream, &stem)?,
+            Encoding::OtlpJson => crate::otlp::decode_json_document(stream, &stem)?,
+            Encoding::OtlpProtobuf => {
+                let bytes = read_all(stream, compression)?;
+                crate::otlp::decode_protobuf(&bytes, &stem)?
             }
         };
         let batches = match &options.row_groups {
@@ -206,6 +261,7 @@ impl TraceFile {
             let f = file.info();
             info.version_declared &= f.version_declared;
             info.run_json = info.run_json.take().or_else(|| f.run_json.clone());
+            info.seq_from_clocks |= f.seq_from_clocks;
             info.rows += f.rows;
             for c in &f.extra_columns {
                 if !info.extra_columns.contains(c) {
@@ -248,6 +304,16 @@ impl TraceFile {
         partition: &[(&'static str, String)],
     ) -> Result<Self, TraceError> {
         let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
+        Self::open_parquet_file(file, path, options, partition)
+    }
+
+    /// A Parquet file already open (`path` names it in messages).
+    fn open_parquet_file(
+        file: File,
+        path: &Path,
+        options: &ReadOptions,
+        partition: &[(&'static str, String)],
+    ) -> Result<Self, TraceError> {
         let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
         let meta = metadata.metadata().file_metadata().clone();
         let kv = |key: &str| {
@@ -257,6 +323,8 @@ impl TraceFile {
         };
         let version = kv(META_SCHEMA_VERSION);
         let run_json = kv(META_RUN);
+        let seq_from_clocks =
+            kv(META_SEQ_SOURCE).as_deref().map(str::trim) == Some(SEQ_FROM_SPAN_CLOCKS);
         if let Some(v) = &version {
             if v.trim() != SCHEMA_VERSION {
                 return Err(TraceError::SchemaVersion(v.clone()));
@@ -269,14 +337,19 @@ impl TraceFile {
         let file_schema = metadata.schema().clone();
         let skipped = skipped(options);
         let mut roots = Vec::with_capacity(COLUMNS.len());
-        // Columns the file lacks that its partition path gives: `(canonical index, value)`.
-        let mut filled: Vec<(usize, String)> = Vec::new();
+        // Columns the file lacks, filled from its partition path or (an optional column) with
+        // nulls: `(canonical index, value)`.
+        let mut filled: Vec<(usize, Option<String>)> = Vec::new();
         for (i, column) in COLUMNS.iter().enumerate() {
             let Some((index, field)) = file_schema.column_with_name(column.name) else {
-                let value = partition.iter().find(|(c, _)| *c == column.name);
-                let (_, value) = value.ok_or(TraceError::MissingColumn(column.name))?;
+                // A partition path's value, else null for a column a file may lack.
+                let value = match partition.iter().find(|(c, _)| *c == column.name) {
+                    Some((_, value)) => Some(value.clone()),
+                    None if column.optional => None,
+                    None => return Err(TraceError::MissingColumn(column.name)),
+                };
                 if !skipped[i] {
-                    filled.push((i, value.clone()));
+                    filled.push((i, value));
                 }
                 continue;
             };
@@ -351,7 +424,7 @@ impl TraceFile {
                 extra_columns,
                 row_groups,
                 encoding: Encoding::Parquet,
-                seq_from_clocks: false,
+                seq_from_clocks,
             },
             reader: Source::Parquet(reader),
             order,
@@ -499,16 +572,29 @@ pub struct Trace {
     pub unknown_kinds: BTreeMap<String, u64>,
 }
 
-/// The file's name without its encoding's extensions (`run.otlp.jsonl.gz` gives `run`): the
-/// default `run_id` of OpenTelemetry spans.
+/// The file's name without its encoding's extensions (`run.otlp.jsonl.gz` gives `run`; `-`,
+/// standard input, gives `stdin`): the default `run_id` of OpenTelemetry spans.
 pub fn file_stem(path: &Path) -> String {
+    if is_stdin(path) {
+        return "stdin".to_string();
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut stem = name.as_str();
     for ext in [
-        ".gz", ".zst", ".zstd", ".jsonl", ".ndjson", ".json", ".otlp",
+        ".gz",
+        ".zst",
+        ".zstd",
+        ".jsonl",
+        ".ndjson",
+        ".json",
+        ".pb",
+        ".binpb",
+        ".bin",
+        ".protobuf",
+        ".otlp",
     ] {
         stem = stem.strip_suffix(ext).unwrap_or(stem);
     }
@@ -519,7 +605,7 @@ pub fn file_stem(path: &Path) -> String {
     }
 }
 
-/// Opens and reads a whole trace file.
+/// Opens and reads a whole trace file (`-`: standard input).
 pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
     TraceFile::open(path)?.read_all()
 }
@@ -585,8 +671,8 @@ fn dictionary_hint(
     ArrowReaderMetadata::try_new(metadata.metadata().clone(), hint).ok()
 }
 
-/// `batch` with a constant text column appended per value of `fills`.
-fn with_fills(batch: RecordBatch, fills: &[String]) -> Result<RecordBatch, TraceError> {
+/// `batch` with a constant text column (all null for `None`) appended per value of `fills`.
+fn with_fills(batch: RecordBatch, fills: &[Option<String>]) -> Result<RecordBatch, TraceError> {
     if fills.is_empty() {
         return Ok(batch);
     }
@@ -599,9 +685,15 @@ fn with_fills(batch: RecordBatch, fills: &[String]) -> Result<RecordBatch, Trace
         .collect();
     let mut columns = batch.columns().to_vec();
     for (k, value) in fills.iter().enumerate() {
-        fields.push(Field::new(format!("partition {k}"), DataType::Utf8, false));
+        fields.push(Field::new(
+            format!("fill {k}"),
+            DataType::Utf8,
+            value.is_none(),
+        ));
         columns.push(Arc::new(arrow_array::StringArray::from(vec![
-            value.as_str();
+            value
+                .as_deref(
+                );
             rows
         ])));
     }
@@ -878,6 +970,69 @@ mod tests {
             file_rows(&file.batches().map(Result::unwrap).collect::<Vec<_>>()),
             0
         );
+    }
+
+    #[test]
+    fn a_file_without_the_optional_counter_key_reads_it_as_null() {
+        let mut rows = events(4);
+        rows[1].counter_key = Some("apple".into());
+        let full = crate::to_batch(&rows).unwrap();
+        let at = crate::schema::column("counter_key");
+        let mut fields: Vec<Field> = full
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut columns = full.columns().to_vec();
+        fields.remove(at);
+        columns.remove(at);
+        let without = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.parquet");
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            File::create(&path).unwrap(),
+            without.schema(),
+            None,
+        )
+        .unwrap();
+        w.write(&without).unwrap();
+        w.close().unwrap();
+        let back = read_trace(&path).unwrap();
+        rows[1].counter_key = None;
+        assert_eq!(back.events, rows);
+        // With the column, its values come back.
+        let (_dir, path) = written(&{
+            let mut rows = events(4);
+            rows[1].counter_key = Some("apple".into());
+            rows
+        });
+        let back = read_trace(&path).unwrap();
+        assert_eq!(back.events[1].counter_key.as_deref(), Some("apple"));
+        // A required column is still required.
+        let mut fields: Vec<Field> = full
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut columns = full.columns().to_vec();
+        let event_id = crate::schema::column("run_id");
+        fields.remove(event_id);
+        columns.remove(event_id);
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            File::create(&path).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        assert!(matches!(
+            read_trace(&path),
+            Err(TraceError::MissingColumn("run_id"))
+        ));
     }
 
     fn file_rows(batches: &[RecordBatch]) -> usize {

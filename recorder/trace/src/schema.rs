@@ -14,6 +14,10 @@ pub const SCHEMA_VERSION: &str = "1";
 pub const META_SCHEMA_VERSION: &str = "outbox_trace.schema_version";
 /// Key-value metadata key that holds the recorder's configuration as JSON.
 pub const META_RUN: &str = "outbox_trace.run";
+/// Key-value metadata key that says where `seq` came from; absent: the producer's own order.
+pub const META_SEQ_SOURCE: &str = "outbox_trace.seq_source";
+/// The value of [`META_SEQ_SOURCE`] for a `seq` derived from span times on separate clocks.
+pub const SEQ_FROM_SPAN_CLOCKS: &str = "span-clocks";
 
 /// One column of the contract: name, canonical type, and whether nulls are allowed.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +28,9 @@ pub struct Column {
     pub data_type: ColumnType,
     /// Whether the column may hold nulls.
     pub nullable: bool,
+    /// Whether a file may lack the column (added to version 1 later): a reader then reads it as
+    /// all null.
+    pub optional: bool,
 }
 
 /// The logical types of the contract's columns.
@@ -52,10 +59,17 @@ impl ColumnType {
 }
 
 macro_rules! columns {
-    ($($field:ident : $ty:ident, $nullable:literal;)+) => {
+    (@optional) => { false };
+    (@optional optional) => { true };
+    ($($field:ident : $ty:ident, $nullable:literal $(, $optional:ident)?;)+) => {
         /// Every column of the contract, in file order.
         pub const COLUMNS: &[Column] = &[
-            $(Column { name: stringify!($field), data_type: ColumnType::$ty, nullable: $nullable },)+
+            $(Column {
+                name: stringify!($field),
+                data_type: ColumnType::$ty,
+                nullable: $nullable,
+                optional: columns!(@optional $($optional)?),
+            },)+
         ];
 
         /// The columns of `events`, in file order and canonical types.
@@ -95,7 +109,7 @@ macro_rules! columns {
 
 // The one list of the contract's columns: the schema, the writer's arrays and the reader's events
 // all come from it. Each name is a field of [`Event`]; its Rust type decides how a cell is written
-// and read (`Option` for a nullable column).
+// and read (`Option` for a nullable column). `optional` marks a column a file may lack.
 columns! {
     run_id: Utf8, false;
     scenario: Utf8, false;
@@ -114,6 +128,7 @@ columns! {
     store_rev: Int64, true;
     amount: Int64, true;
     counter: Int64, true;
+    counter_key: Utf8, true, optional;
     detail: Utf8, true;
 }
 

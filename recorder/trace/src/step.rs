@@ -282,6 +282,9 @@ pub enum Step {
         amount: i64,
         /// The counter right after this commit.
         counter: i64,
+        /// Which counter, for a service with one counter per key; `None` = the run's one counter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter_key: Option<String>,
         /// The position of the copy that brought it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
@@ -531,6 +534,7 @@ impl Step {
                 store_rev,
                 amount,
                 counter,
+                counter_key,
                 broker_seq,
                 note: n,
             } => {
@@ -538,6 +542,7 @@ impl Step {
                 e.store_rev = Some(store_rev);
                 e.amount = Some(amount);
                 e.counter = Some(counter);
+                e.counter_key = counter_key;
                 e.broker_seq = broker_seq;
                 e.detail = note(n);
             }
@@ -719,6 +724,7 @@ impl TryFrom<&Event> for Step {
                 store_rev: store_rev()?,
                 amount: need(kind, e.amount, Field::Amount)?,
                 counter: need(kind, e.counter, Field::Counter)?,
+                counter_key: e.counter_key.clone(),
                 broker_seq: e.broker_seq,
                 note: note(),
             },
@@ -817,7 +823,7 @@ mod tests {
             Step::RunStart(RunStart {
                 protocol: Some("reference".into()),
                 workers: Some(2),
-                faults: Some(serde_json::json!({"api": [], "worker": ["crash"]})),
+                faults: vec!["worker:between-commit-and-ack".into()],
                 ..RunStart::default()
             }),
             Step::TaskAccepted {
@@ -874,6 +880,7 @@ mod tests {
                 store_rev: 12,
                 amount: 3,
                 counter: 10,
+                counter_key: Some("item-1".into()),
                 broker_seq: Some(11),
                 note: none(),
             },
@@ -932,7 +939,7 @@ mod tests {
                 note: none(),
             },
             Step::Observed(Observed {
-                counter: Some(10),
+                counter: Some(10.into()),
                 duplicates: Some(Default::default()),
                 other: [("db".to_string(), serde_json::json!("/tmp/x.db"))]
                     .into_iter()

@@ -13,11 +13,25 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use crate::schema::{event_arrays, schema, META_RUN, META_SCHEMA_VERSION, SCHEMA_VERSION};
+use crate::schema::{
+    event_arrays, schema, META_RUN, META_SCHEMA_VERSION, META_SEQ_SOURCE, SCHEMA_VERSION,
+    SEQ_FROM_SPAN_CLOCKS,
+};
 use crate::{Event, TraceError};
 
 /// Rows per Parquet row group.
 const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// What a written file says about itself, besides its schema version; a read file's is
+/// [`crate::FileInfo::metadata`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    /// The recorder's configuration as JSON (`outbox_trace.run`).
+    pub run_json: Option<String>,
+    /// `seq` was derived from span times on separate clocks (`outbox_trace.seq_source` =
+    /// `span-clocks`).
+    pub seq_from_clocks: bool,
+}
 
 /// Writes events as `outbox-trace/1` Parquet: zstd, dictionary-encoded strings, schema version in
 /// the file metadata. Rows are written in the order given.
@@ -31,17 +45,38 @@ impl TraceWriter<File> {
         let file = File::create(path).map_err(|e| TraceError::io(path, e))?;
         Self::new(file, run_json)
     }
+
+    /// Creates (or truncates) `path`, writing `metadata` in the file's key-value metadata.
+    pub fn create_with(path: &Path, metadata: &Metadata) -> Result<Self, TraceError> {
+        let file = File::create(path).map_err(|e| TraceError::io(path, e))?;
+        Self::with_metadata(file, metadata)
+    }
 }
 
 impl<W: Write + Send> TraceWriter<W> {
     /// Writes to any sink.
     pub fn new(sink: W, run_json: Option<&str>) -> Result<Self, TraceError> {
+        let metadata = Metadata {
+            run_json: run_json.map(str::to_string),
+            ..Metadata::default()
+        };
+        Self::with_metadata(sink, &metadata)
+    }
+
+    /// Writes to any sink, with `metadata` in the file's key-value metadata.
+    pub fn with_metadata(sink: W, meta: &Metadata) -> Result<Self, TraceError> {
         let mut metadata = vec![KeyValue::new(
             META_SCHEMA_VERSION.to_string(),
             SCHEMA_VERSION.to_string(),
         )];
-        if let Some(run) = run_json {
-            metadata.push(KeyValue::new(META_RUN.to_string(), run.to_string()));
+        if let Some(run) = &meta.run_json {
+            metadata.push(KeyValue::new(META_RUN.to_string(), run.clone()));
+        }
+        if meta.seq_from_clocks {
+            metadata.push(KeyValue::new(
+                META_SEQ_SOURCE.to_string(),
+                SEQ_FROM_SPAN_CLOCKS.to_string(),
+            ));
         }
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(

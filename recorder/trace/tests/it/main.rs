@@ -1,0 +1,3 @@
+//! The contract crate's tests through its public API.
+
+mod ways_in;

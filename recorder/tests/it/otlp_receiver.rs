@@ -289,7 +289,7 @@ async fn three_ways_give_the_same_rows(gzip: bool) {
         (e.amount, e.counter, e.store_rev),
         (Some(3), Some(3), Some(12))
     );
-    assert_eq!(e.detail.as_deref(), Some(r#"{"note":"first"}"#));
+    assert_eq!(e.detail_json(), serde_json::json!({"note": "first"}));
     same_rows(&http, &grpc, "gRPC");
     same_rows(&http, &json, "OTLP JSON");
 }

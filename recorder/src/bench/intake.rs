@@ -178,13 +178,11 @@ fn body(n: usize) -> Bytes {
                     string(key::RUN_ID, "bench-intake"),
                     int(key::INCARNATION, 1),
                 ],
-                ..Default::default()
             }),
             scope_spans: vec![ScopeSpans {
                 spans,
                 ..Default::default()
             }],
-            ..Default::default()
         }],
     };
     Bytes::from(request.encode_to_vec())

@@ -130,6 +130,9 @@ answer = urllib.request.urlopen(urllib.request.Request(json_base + "/v1/traces",
 print(answer.status, answer.read().decode())
 "#;
 
+/// How long a Python script may take (an exporter's retries of a failed export would take longer).
+const SCRIPT_TIME: Duration = Duration::from_secs(120);
+
 /// The kinds the spans above give, in time order (the audit span is a kind the contract does not
 /// know, kept as an unknown kind).
 const KINDS: &[Kind] = &[
@@ -195,8 +198,11 @@ async fn send_with_sdk(dir: &Path, http: &Mapping, grpc: &Mapping, json: &Mappin
         // Nothing of the script's exporters may come from the environment.
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_COMPRESSION")
-        .output()
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(SCRIPT_TIME, output)
         .await
+        .expect("the SDK script ends")
         .expect("python3 runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the SDK script failed: {stderr}");
@@ -436,6 +442,14 @@ async fn a_bad_body_gets_400_and_the_next_request_is_served() {
     );
 }
 
+/// The next request the run gets; a test fails rather than hangs when none comes.
+async fn next(rx: &mut mpsc::Receiver<Intake>) -> Intake {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("a request reaches the run within 30 s")
+        .expect("the receiver is running")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answer_waits_for_the_run_and_a_dropped_one_is_503() {
     let (tx, mut rx) = mpsc::channel::<Intake>(4);
@@ -444,7 +458,7 @@ async fn the_answer_waits_for_the_run_and_a_dropped_one_is_503() {
 
     // The run holds the first request's answer: its sender hears nothing until it is given.
     let first = tokio::spawn(post_async(endpoint.clone(), PROTOBUF, EMPTY.to_vec()));
-    let held = rx.recv().await.expect("the request reaches the run");
+    let held = next(&mut rx).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!first.is_finished(), "answered before the run answered");
     assert!(held.answer(Answer::accepted()));
@@ -457,7 +471,7 @@ async fn the_answer_waits_for_the_run_and_a_dropped_one_is_503() {
 
     // The run drops the reply: 503 with UNAVAILABLE, so an exporter retries.
     let second = tokio::spawn(post_async(endpoint.clone(), JSON, b"{}".to_vec()));
-    drop(rx.recv().await.expect("the request reaches the run"));
+    drop(next(&mut rx).await);
     let (status, body) = second.await.unwrap();
     assert_eq!(status, 503);
     let status_body: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -472,4 +486,129 @@ async fn the_answer_waits_for_the_run_and_a_dropped_one_is_503() {
         TcpStream::connect(endpoint.strip_prefix("http://").unwrap()).is_err(),
         "the port is closed after stop"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_cap_is_413_compressed_or_not() {
+    use outbox_recorder::system::receiver::MAX_BODY;
+    let (tx, mut rx) = mpsc::channel::<Intake>(4);
+    let receiver = OtlpReceiver::start(tx).unwrap();
+    let endpoint = receiver.http_endpoint();
+    tokio::spawn(async move {
+        while let Some(intake) = rx.recv().await {
+            intake.answer(Answer::accepted());
+        }
+    });
+
+    // Declared too large: refused before the body is read.
+    let address = endpoint.strip_prefix("http://").unwrap().to_string();
+    let status = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "POST /v1/traces HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/x-protobuf\r\n\
+             Content-Length: {}\r\n\r\n",
+            MAX_BODY + 1
+        )
+        .unwrap();
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).unwrap();
+        String::from_utf8_lossy(&head).to_string()
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, "HTTP/1.1 413");
+
+    // A small gzip body that inflates past the cap.
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..=MAX_BODY / zeros.len() {
+        encoder.write_all(&zeros).unwrap();
+    }
+    let bomb = encoder.finish().unwrap();
+    assert!(bomb.len() < MAX_BODY / 100);
+    let (status, _) = post_async(
+        endpoint.clone(),
+        &[
+            ("Content-Type", "application/x-protobuf"),
+            ("Content-Encoding", "gzip"),
+        ],
+        bomb,
+    )
+    .await;
+    assert_eq!(status, 413);
+
+    // And the receiver goes on.
+    let (status, _) = post_async(endpoint, PROTOBUF, EMPTY.to_vec()).await;
+    assert_eq!(status, 200);
+    let stats = receiver.stats();
+    assert_eq!((stats.requests, stats.refused, stats.bad_bodies), (3, 2, 0));
+    receiver.stop().await;
+}
+
+/// Calls the gRPC method with raw messages through grpcio, as an exporter would; prints each
+/// call's status code name.
+const GRPC_SCRIPT: &str = r#"
+import sys, grpc
+channel = grpc.insecure_channel(sys.argv[1].removeprefix("http://"))
+export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+metrics = channel.unary_unary("/opentelemetry.proto.collector.metrics.v1.MetricsService/Export")
+def call(method, body, compression=None):
+    try:
+        method(body, timeout=30, compression=compression)
+        return "OK"
+    except grpc.RpcError as e:
+        return e.code().name
+print(call(export, b"\x0f\xff\xff"))
+print(call(export, b""))
+print(call(export, b"", grpc.Compression.Gzip))
+print(call(export, b""))
+print(call(metrics, b""))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_answers_a_bad_message_a_dropped_answer_and_another_method_with_their_codes() {
+    let (tx, mut rx) = mpsc::channel::<Intake>(4);
+    let receiver = OtlpReceiver::start(tx).unwrap();
+    // The run answers two requests and drops the third.
+    let consumer = tokio::spawn(async move {
+        for answered in [true, true, false] {
+            let intake = next(&mut rx).await;
+            if answered {
+                intake.answer(Answer::accepted());
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("grpc_calls.py");
+    std::fs::write(&script, GRPC_SCRIPT).unwrap();
+    let output = tokio::process::Command::new("python3")
+        .arg(&script)
+        .arg(receiver.grpc_endpoint())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(SCRIPT_TIME, output)
+        .await
+        .expect("the gRPC script ends")
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let codes = String::from_utf8_lossy(&output.stdout).to_string();
+    assert_eq!(
+        codes.lines().collect::<Vec<_>>(),
+        [
+            "INVALID_ARGUMENT",
+            "OK",
+            "OK",
+            "UNAVAILABLE",
+            "UNIMPLEMENTED"
+        ]
+    );
+    consumer.await.unwrap();
+    let stats = receiver.stats();
+    assert_eq!((stats.requests, stats.bad_bodies), (4, 1));
+    receiver.stop().await;
 }

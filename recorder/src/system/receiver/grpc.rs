@@ -55,12 +55,16 @@ async fn export(State(shared): State<Shared>, request: Request) -> Response {
         .max_decoding_message_size(shared.max_body);
     let response = grpc.unary(service, request).await;
     if !reached.load(Ordering::Relaxed) {
-        // tonic refused the message before it was read: over the cap, or bad framing or
-        // compression.
-        if grpc_status(&response) == Some(tonic::Code::ResourceExhausted as i32) {
-            shared.handoff.counters.refused();
-        } else {
-            shared.handoff.counters.bad_body();
+        // tonic refused the message before it was read: over the cap or in a compression it
+        // does not take (refused), or bad framing or compression (a bad body).
+        match grpc_status(&response) {
+            Some(code)
+                if code == tonic::Code::ResourceExhausted as i32
+                    || code == tonic::Code::Unimplemented as i32 =>
+            {
+                shared.handoff.counters.refused()
+            }
+            _ => shared.handoff.counters.bad_body(),
         }
     }
     response.map(axum::body::Body::new)

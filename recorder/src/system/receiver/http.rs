@@ -51,11 +51,12 @@ async fn export(State(shared): State<Shared>, headers: HeaderMap, body: HttpBody
     shared.handoff.counters.request();
     let encoding = match body_encoding(&headers) {
         Ok(encoding) => encoding,
-        Err(refusal) => return refuse(&shared, refusal, &Body::Protobuf),
+        // No OTLP encoding to answer in: JSON, which a person can read.
+        Err(refusal) => return refuse(&shared, refusal, Body::Json),
     };
-    match take(&shared, &headers, body, &encoding).await {
+    match take(&shared, &headers, body, encoding).await {
         Ok(reply) => reply,
-        Err(refusal) => refuse(&shared, refusal, &encoding),
+        Err(refusal) => refuse(&shared, refusal, encoding),
     }
 }
 
@@ -64,7 +65,7 @@ async fn take(
     shared: &Shared,
     headers: &HeaderMap,
     body: HttpBody,
-    encoding: &Body,
+    encoding: Body,
 ) -> Result<Response, Refusal> {
     let gzip = match header(headers, CONTENT_ENCODING.as_str()).as_deref() {
         None | Some("identity") => false,
@@ -89,8 +90,7 @@ async fn take(
     } else {
         bytes.to_vec()
     };
-    let request =
-        decode_request(&bytes, clone(encoding)).map_err(|e| Refusal::BadBody(e.to_string()))?;
+    let request = decode_request(&bytes, encoding).map_err(|e| Refusal::BadBody(e.to_string()))?;
     let answer = shared
         .handoff
         .offer(request)
@@ -137,14 +137,7 @@ fn gunzip(bytes: &[u8], max: usize) -> Result<Vec<u8>, Refusal> {
     Ok(out)
 }
 
-fn clone(encoding: &Body) -> Body {
-    match encoding {
-        Body::Protobuf => Body::Protobuf,
-        Body::Json => Body::Json,
-    }
-}
-
-fn refuse(shared: &Shared, refusal: Refusal, encoding: &Body) -> Response {
+fn refuse(shared: &Shared, refusal: Refusal, encoding: Body) -> Response {
     let counters = &shared.handoff.counters;
     let (status, code, message) = match refusal {
         Refusal::Unsupported(what) => {
@@ -180,7 +173,7 @@ fn refuse(shared: &Shared, refusal: Refusal, encoding: &Body) -> Response {
     reply_with(status, reply::failure(code, &message, encoding), encoding)
 }
 
-fn reply_with(status: StatusCode, body: Vec<u8>, encoding: &Body) -> Response {
+fn reply_with(status: StatusCode, body: Vec<u8>, encoding: Body) -> Response {
     (
         status,
         [(CONTENT_TYPE, reply::content_type(encoding))],

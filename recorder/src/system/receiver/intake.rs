@@ -67,8 +67,8 @@ pub struct ReceiverStats {
     /// Requests whose body could not be decoded (answered HTTP 400, or a gRPC error before the
     /// message was read: bad framing, bad compression).
     pub bad_bodies: u64,
-    /// Requests refused before decoding: unsupported content type or encoding (415) or a body
-    /// over the size cap (413, gRPC `RESOURCE_EXHAUSTED`).
+    /// Requests refused before decoding: an unsupported content type or compression (HTTP 415,
+    /// gRPC `UNIMPLEMENTED`) or a body over the size cap (HTTP 413, gRPC `RESOURCE_EXHAUSTED`).
     pub refused: u64,
 }
 

@@ -32,7 +32,7 @@ pub(super) enum Code {
 }
 
 /// The media type of a body in `encoding`.
-pub(super) fn content_type(encoding: &Body) -> &'static str {
+pub(super) fn content_type(encoding: Body) -> &'static str {
     match encoding {
         Body::Protobuf => "application/x-protobuf",
         Body::Json => "application/json",
@@ -50,7 +50,7 @@ pub(super) fn response(answer: &Answer) -> ExportTraceServiceResponse {
 }
 
 /// The success body for `answer`.
-pub(super) fn success(answer: &Answer, encoding: &Body) -> Vec<u8> {
+pub(super) fn success(answer: &Answer, encoding: Body) -> Vec<u8> {
     match encoding {
         Body::Protobuf => response(answer).encode_to_vec(),
         // OTLP JSON: camelCase names, 64-bit integers as strings, an empty object for no news.
@@ -69,7 +69,7 @@ pub(super) fn success(answer: &Answer, encoding: &Body) -> Vec<u8> {
 }
 
 /// The failure body: a `google.rpc.Status` with `code` and `message`.
-pub(super) fn failure(code: Code, message: &str, encoding: &Body) -> Vec<u8> {
+pub(super) fn failure(code: Code, message: &str, encoding: Body) -> Vec<u8> {
     match encoding {
         Body::Protobuf => RpcStatus {
             code: code as i32,

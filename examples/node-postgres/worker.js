@@ -1,0 +1,197 @@
+/**
+ * The worker: takes an order from JetStream, does its work, commits the effect in PostgreSQL,
+ * then ACKs it.
+ *
+ * One transaction holds the dedup key (`processed`, a primary key), the result, the completed
+ * task and the aggregate's counter (`counters`, one row per aggregate: `counter_key` is the
+ * aggregate id). It inserts the key first (`ON CONFLICT DO NOTHING`); a copy whose key is already
+ * there is suppressed (no effect) and ACKed. Spans, each exported before the next step:
+ *
+ * - `orders receive` (`messaging.operation.type = receive`, `outbox.attempt` = JetStream's
+ *   delivery count, `outbox.broker_seq` = the stream sequence): read as `delivered`, or
+ *   `redelivered` when the count is above 1;
+ * - `outbox commit`: `effect_committed` with `store_rev`, `amount`, `counter` and `counter_key`,
+ *   or `duplicate_suppressed`;
+ * - `orders ack` (`messaging.operation.type = settle`): read as `acked`; ERROR when JetStream did
+ *   not confirm the ACK (the copy comes back).
+ *
+ * The work between receive and commit takes `WORK_MS` milliseconds (default 50). The consumer's
+ * ACK wait (2 s) hands a copy held unACKed that long to another worker. While PostgreSQL is down
+ * the worker keeps the copy (telling JetStream it is still working on it) and tries the commit
+ * again; a commit whose reply was lost is found by its key, written by this life, and reported
+ * then with the numbers stored beside the key.
+ *
+ * `BUG=ack-before-commit`: the ACK is sent before the commit; a worker killed between the two
+ * loses the order. `BUG=racy-dedup`: the key is looked up before the work, in a statement of its
+ * own, and the commit inserts it without a second look: two workers holding the same copy at once
+ * (one of them paused past the ACK wait) both find no key and both commit an effect.
+ */
+
+'use strict';
+
+const common = require('./common');
+
+const traced = common.tracing('orders-worker');
+const { SpanKind, SpanStatusCode } = common.api;
+const store = new common.Store();
+const theBug = common.bug();
+const workMs = common.number('WORK_MS', 50);
+const stop = common.stopOnSignal();
+const stopped = () => stop.stopped;
+/** Event ids whose commit this life sent without learning its outcome. */
+const uncertain = new Set();
+
+const messaging = (eventId) => ({
+  'messaging.system': 'nats',
+  'messaging.destination.name': common.SUBJECT,
+  'messaging.message.id': eventId,
+});
+
+/**
+ * The effect's transaction: `{rev, counter}`, or null for a duplicate. `check`: a key already
+ * there means a duplicate (the correct worker); without it the key is inserted if missing and
+ * the effect applied regardless.
+ */
+function commit(order, check) {
+  const { event_id: eventId, task_id: taskId, aggregate_id: key, amount } = order;
+  return store.transaction(async (c) => {
+    const fresh = await c.query(
+      `INSERT INTO processed (event_id, store_rev, counter, committed_by) VALUES ($1, 0, 0, $2)
+       ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
+      [eventId, common.LIFE],
+    );
+    if (check && fresh.rows.length === 0) {
+      const { rows } = await c.query('SELECT store_rev, counter, committed_by FROM processed WHERE event_id = $1', [
+        eventId,
+      ]);
+      // This life's own commit, whose reply it never got: report it now.
+      if (rows[0] && rows[0].committed_by === common.LIFE && uncertain.has(eventId)) {
+        return { rev: Number(rows[0].store_rev), counter: Number(rows[0].counter) };
+      }
+      return null;
+    }
+    const counter = await c.query(
+      `INSERT INTO counters (counter_key, value) VALUES ($1, $2)
+       ON CONFLICT (counter_key) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING value`,
+      [key, amount],
+    );
+    const value = Number(counter.rows[0].value);
+    const rev = Number((await c.query("SELECT nextval('store_rev') AS n")).rows[0].n);
+    await c.query('INSERT INTO results (event_id, task_id, amount) VALUES ($1, $2, $3)', [eventId, taskId, amount]);
+    await c.query('UPDATE tasks SET done = true WHERE task_id = $1', [taskId]);
+    if (fresh.rows.length) {
+      await c.query('UPDATE processed SET store_rev = $2, counter = $3 WHERE event_id = $1', [eventId, rev, value]);
+    }
+    return { rev, counter: value };
+  });
+}
+
+/** `fn()`, tried again while PostgreSQL is down, keeping the copy `m` meanwhile. */
+async function retrying(m, eventId, fn) {
+  for (;;) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error.uncertain) uncertain.add(eventId);
+      if (!common.connectionLost(error) || stopped()) throw error;
+      m.working();
+      await common.sleep(200);
+    }
+  }
+}
+
+async function ack(m, eventId) {
+  const span = traced.tracer.startSpan('orders ack', {
+    attributes: {
+      ...messaging(eventId),
+      'messaging.operation.type': 'settle',
+      'messaging.operation.name': 'ack',
+      'outbox.broker_seq': m.seq,
+    },
+  });
+  try {
+    if (!(await m.ackAck({ timeout: 2000 }))) throw new Error('not confirmed');
+  } catch (error) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: `no ACK: ${error.message}` });
+  }
+  span.end();
+  await traced.flush();
+}
+
+/** Receive, work, commit (or suppress), ACK: one delivery of one copy. */
+async function handle(m) {
+  const order = JSON.parse(Buffer.from(m.data).toString('utf8'));
+  const eventId = order.event_id;
+  traced.tracer
+    .startSpan('orders receive', {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        ...messaging(eventId),
+        'messaging.operation.type': 'receive',
+        'outbox.task_id': order.task_id,
+        'outbox.attempt': m.info.deliveryCount,
+        'outbox.broker_seq': m.seq,
+      },
+    })
+    .end();
+  await traced.flush();
+  if (theBug === 'ack-before-commit') await ack(m, eventId);
+  let done;
+  const seen = async () => {
+    const { rows } = await (await store.client()).query('SELECT 1 FROM processed WHERE event_id = $1', [eventId]);
+    return rows.length > 0;
+  };
+  if (theBug === 'racy-dedup' && (await retrying(m, eventId, seen))) {
+    done = null;
+  } else {
+    await common.sleep(workMs);
+    done = await retrying(m, eventId, () => commit(order, theBug !== 'racy-dedup'));
+  }
+  uncertain.delete(eventId);
+  if (done === null) {
+    await common.eventSpan(traced, 'outbox commit', 'duplicate_suppressed', {
+      event_id: eventId,
+      task_id: order.task_id,
+    });
+  } else {
+    await common.eventSpan(traced, 'outbox commit', 'effect_committed', {
+      event_id: eventId,
+      task_id: order.task_id,
+      amount: order.amount,
+      counter: done.counter,
+      counter_key: order.aggregate_id,
+      store_rev: done.rev,
+    });
+  }
+  if (theBug !== 'ack-before-commit') await ack(m, eventId);
+}
+
+async function main() {
+  const nc = await common.broker(stopped);
+  const js = nc.jetstream();
+  let consumer = null;
+  while (!stopped()) {
+    let m = null;
+    try {
+      consumer = consumer || (await js.consumers.get(common.STREAM, common.CONSUMER));
+      m = await consumer.next({ expires: 1000 });
+    } catch {
+      consumer = null;
+      await common.sleep(200);
+      continue;
+    }
+    if (m) {
+      try {
+        await handle(m);
+      } catch (error) {
+        if (!common.connectionLost(error)) throw error;
+      }
+    }
+  }
+  await nc.close().catch(() => {});
+  await store.end();
+  await traced.provider.shutdown().catch(() => {});
+  process.exit(0);
+}
+
+main().catch((error) => common.fail(`stopped: ${error && error.stack}`, 1));

@@ -10,6 +10,8 @@
 #          Python; Playwright's own browsers are never downloaded),
 #          duckdb, datafusion and pyspark with a Java runtime (openjdk-17-jre-headless): the engines
 #          `analyzer sql` is checked on
+#   examples/node-postgres: PostgreSQL's server (Debian's postgresql), Node.js and npm, and the
+#          example's npm packages (npm ci, from its package-lock.json)
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -23,6 +25,9 @@ command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
@@ -60,4 +65,11 @@ fi
 if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then
   echo "deps: installing cargo-nextest" >&2
   cargo install --locked cargo-nextest
+fi
+
+node_example="$(dirname "$0")/../examples/node-postgres"
+if [ ! -f "$node_example/node_modules/.package-lock.json" ] \
+    || [ "$node_example/package-lock.json" -nt "$node_example/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in examples/node-postgres" >&2
+  npm ci --no-audit --no-fund --prefix "$node_example" >/dev/null
 fi

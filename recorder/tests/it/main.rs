@@ -13,6 +13,7 @@ mod lab;
 mod layers;
 mod lifecycle;
 mod load;
+mod node_postgres;
 mod otlp;
 mod otlp_receiver;
 mod sqlite_lab;

@@ -29,11 +29,14 @@ const common = require('./common');
 const traced = common.tracing('orders-api');
 const { SpanKind, SpanStatusCode } = common.api;
 const store = new common.Store();
-/** Task ids whose commit this life sent without learning its outcome. */
-const uncertain = new Set();
+/** Task id -> the store_rev of a commit this life sent without learning its outcome. */
+const uncertain = new Map();
 
-/** Commits the task and its outbox row, or finds the row a former request committed. */
-function create(taskId, aggregateId, amount) {
+/**
+ * Commits the task and its outbox row, or finds the row a former request committed.
+ * `attempt.rev` is set once the rows are written, before the COMMIT.
+ */
+function create(taskId, aggregateId, amount, attempt) {
   return store.transaction(async (c) => {
     const found = await c.query(
       'SELECT event_id, aggregate_id, aggregate_seq, store_rev, created_by FROM outbox WHERE task_id = $1',
@@ -46,7 +49,7 @@ function create(taskId, aggregateId, amount) {
         aggregateId: row.aggregate_id,
         aggregateSeq: row.aggregate_seq,
         rev: Number(row.store_rev),
-        mine: row.created_by === common.LIFE,
+        mine: row.created_by === common.LIFE && uncertain.get(taskId) === Number(row.store_rev),
         created: false,
       };
     }
@@ -68,6 +71,7 @@ function create(taskId, aggregateId, amount) {
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [eventId, taskId, aggregateId, aggregateSeq, amount, rev, common.LIFE],
     );
+    attempt.rev = rev;
     return { eventId, aggregateId, aggregateSeq, rev, mine: true, created: true };
   });
 }
@@ -76,10 +80,11 @@ function create(taskId, aggregateId, amount) {
 async function createRetrying(taskId, aggregateId, amount) {
   const until = Date.now() + 10_000;
   for (;;) {
+    const attempt = { rev: null };
     try {
-      return await create(taskId, aggregateId, amount);
+      return await create(taskId, aggregateId, amount, attempt);
     } catch (error) {
-      if (error.uncertain) uncertain.add(taskId);
+      if (error.uncertain && attempt.rev !== null) uncertain.set(taskId, attempt.rev);
       if (!common.connectionLost(error) || Date.now() > until) throw error;
       await common.sleep(200);
     }
@@ -110,7 +115,7 @@ async function handle(task) {
     const done = await createRetrying(task.taskId, task.aggregateId, task.amount);
     span.setAttribute('outbox.event_id', done.eventId);
     // A new row, or one this life committed without learning it: report the commit.
-    if (done.created || (done.mine && uncertain.has(task.taskId))) {
+    if (done.created || done.mine) {
       uncertain.delete(task.taskId);
       span.addEvent('task_accepted', common.outbox('task_accepted', { store_rev: done.rev }));
       span.addEvent(

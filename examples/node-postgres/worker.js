@@ -38,8 +38,8 @@ const theBug = common.bug();
 const workMs = common.number('WORK_MS', 50);
 const stop = common.stopOnSignal();
 const stopped = () => stop.stopped;
-/** Event ids whose commit this life sent without learning its outcome. */
-const uncertain = new Set();
+/** Event id -> the store_rev of a commit this life sent without learning its outcome. */
+const uncertain = new Map();
 
 const messaging = (eventId) => ({
   'messaging.system': 'nats',
@@ -50,9 +50,10 @@ const messaging = (eventId) => ({
 /**
  * The effect's transaction: `{rev, counter}`, or null for a duplicate. `check`: a key already
  * there means a duplicate (the correct worker); without it the key is inserted if missing and
- * the effect applied regardless.
+ * the effect applied regardless. `attempt.rev` is set once the transaction has written the
+ * effect, before its COMMIT.
  */
-function commit(order, check) {
+function commit(order, check, attempt) {
   const { event_id: eventId, task_id: taskId, aggregate_id: key, amount } = order;
   return store.transaction(async (c) => {
     const fresh = await c.query(
@@ -64,9 +65,11 @@ function commit(order, check) {
       const { rows } = await c.query('SELECT store_rev, counter, committed_by FROM processed WHERE event_id = $1', [
         eventId,
       ]);
-      // This life's own commit, whose reply it never got: report it now.
-      if (rows[0] && rows[0].committed_by === common.LIFE && uncertain.has(eventId)) {
-        return { rev: Number(rows[0].store_rev), counter: Number(rows[0].counter) };
+      // This life's own commit, whose reply it never got (the key carries its store_rev):
+      // report it now.
+      const row = rows[0];
+      if (row && row.committed_by === common.LIFE && uncertain.get(eventId) === Number(row.store_rev)) {
+        return { rev: Number(row.store_rev), counter: Number(row.counter) };
       }
       return null;
     }
@@ -77,6 +80,7 @@ function commit(order, check) {
     );
     const value = Number(counter.rows[0].value);
     const rev = Number((await c.query("SELECT nextval('store_rev') AS n")).rows[0].n);
+    attempt.rev = rev;
     await c.query('INSERT INTO results (event_id, task_id, amount) VALUES ($1, $2, $3)', [eventId, taskId, amount]);
     await c.query('UPDATE tasks SET done = true WHERE task_id = $1', [taskId]);
     if (fresh.rows.length) {
@@ -86,13 +90,17 @@ function commit(order, check) {
   });
 }
 
-/** `fn()`, tried again while PostgreSQL is down, keeping the copy `m` meanwhile. */
+/**
+ * `fn(attempt)`, tried again while PostgreSQL is down, keeping the copy `m` meanwhile. A COMMIT
+ * that broke after the effect was written (`attempt.rev`) is remembered with its store_rev.
+ */
 async function retrying(m, eventId, fn) {
   for (;;) {
+    const attempt = { rev: null };
     try {
-      return await fn();
+      return await fn(attempt);
     } catch (error) {
-      if (error.uncertain) uncertain.add(eventId);
+      if (error.uncertain && attempt.rev !== null) uncertain.set(eventId, attempt.rev);
       if (!common.connectionLost(error) || stopped()) throw error;
       m.working();
       await common.sleep(200);
@@ -145,7 +153,7 @@ async function handle(m) {
     done = null;
   } else {
     await common.sleep(workMs);
-    done = await retrying(m, eventId, () => commit(order, theBug !== 'racy-dedup'));
+    done = await retrying(m, eventId, (attempt) => commit(order, theBug !== 'racy-dedup', attempt));
   }
   uncertain.delete(eventId);
   if (done === null) {

@@ -278,7 +278,7 @@ pub fn import(config: &ImportConfig, out: &mut dyn Write) -> Result<Exit, Error>
     let info = file.info().clone();
     // Write next to the output and rename at the end, so a bad input leaves no partial file.
     let partial = config.output.with_extension("parquet.partial");
-    let mut writer = TraceWriter::create(&partial, info.run_json.as_deref())
+    let mut writer = TraceWriter::create_with(&partial, &info.metadata())
         .with_context(|| format!("{}: cannot write", config.output.display()))
         .or_bad_input()?;
     let mut seqs = SeqCheck::default();

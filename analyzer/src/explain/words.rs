@@ -30,6 +30,16 @@ impl std::fmt::Display for Value {
     }
 }
 
+/// A broker position as its producer wrote it: a Redis Stream entry id as `<ms>-<n>` text,
+/// any other position as the number.
+fn broker_position(b: u64) -> Value {
+    let position = outbox_trace::BrokerPosition(b);
+    match position.as_redis_entry() {
+        Some(_) => Value::Text(position.to_string()),
+        None => Value::UInt(b),
+    }
+}
+
 /// One row of a witness chain, ready to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WitnessRow {
@@ -61,7 +71,7 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
     let numbers = [
         ("aggregate_seq", row.aggregate_seq().map(Value::UInt)),
         ("attempt", row.attempt().map(|a| Value::UInt(a.into()))),
-        ("broker_seq", row.broker_seq().map(Value::UInt)),
+        ("broker_seq", row.broker_seq().map(broker_position)),
         ("store_rev", row.store_rev().map(Value::Int)),
         ("amount", row.amount().map(Value::Int)),
         ("counter", row.counter().map(Value::Int)),

@@ -356,7 +356,7 @@ fn describe(
     let note = Shape::Note { lane: own };
     let r = e.row;
     let rev = opt(" · rev ", r.store_rev());
-    let bseq = opt(" seq ", r.broker_seq());
+    let bseq = opt(" seq ", r.broker_seq().map(outbox_trace::BrokerPosition));
     let attempt = opt(" #", r.attempt());
     match e.kind() {
         TaskAccepted => (note, format!("task accepted{rev}"), Tone::Plain),

@@ -183,8 +183,12 @@ pub struct Rows {
     pub aggregate: Ints,
     /// `attempt`, differences.
     pub attempt: Ints,
-    /// `broker_seq`, differences.
+    /// `broker_seq`, differences; a value below zero, `v`, stands for the Redis Stream entry id
+    /// `entry_ids[-1 - v]` (entry ids are packed above 2^63, past what a page's numbers hold).
     pub broker_seq: Ints,
+    /// The Redis Stream entry ids among the broker positions, as `<ms>-<n>`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entry_ids: Vec<String>,
     /// `store_rev`, differences.
     pub store_rev: Ints,
     /// `amount`, differences.
@@ -425,6 +429,19 @@ fn scenario_view(s: Scene) -> ScenarioView {
     }
 }
 
+/// A broker position as a page number: itself, or for a Redis Stream entry id, `-1 - i` where
+/// `i` is the id's index in `ids`.
+fn position(b: u64, index: &mut FastMap<u64, i64>, ids: &mut Vec<String>) -> i64 {
+    let p = outbox_trace::BrokerPosition(b);
+    if p.as_redis_entry().is_none() {
+        return b as i64;
+    }
+    *index.entry(b).or_insert_with(|| {
+        ids.push(p.to_string());
+        -(ids.len() as i64)
+    })
+}
+
 /// One scenario's rows, encoded in one pass.
 fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
     let mut out = Rows::default();
@@ -433,6 +450,7 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
     let (mut seq, mut ts) = (Delta::default(), Delta::default());
     let (mut task, mut event, mut aggregate) = Default::default();
     let (mut attempt, mut broker, mut rev, mut amount, mut counter) = Default::default();
+    let mut entry_ids: FastMap<u64, i64> = FastMap::default();
     for r in s.rows() {
         let row = r.row;
         let next = out.lives.len() as u32;
@@ -473,7 +491,7 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
             &mut out.attempt,
         );
         num(
-            row.broker_seq().map(|b| b as i64),
+            row.broker_seq().map(|b| position(b, &mut entry_ids, &mut out.entry_ids)),
             has::BROKER_SEQ,
             &mut broker,
             &mut out.broker_seq,

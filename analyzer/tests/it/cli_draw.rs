@@ -118,3 +118,59 @@ fn diff_exits_1_on_divergence_and_compare_4_when_nothing_is_shared() {
 }
 
 use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn redis_stream_entry_ids_are_drawn_as_written_in_chains_witnesses_and_the_report() {
+    use crate::common::{find, lab, write};
+    use outbox_trace::{BrokerPosition, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = lab();
+    for e in events.iter_mut() {
+        if let Some(n) = e.broker_seq {
+            e.broker_seq = Some(BrokerPosition::redis_entry(1_700_000_000_000, n).unwrap().0);
+        }
+    }
+    // The second task's ACK comes before its commit: the ACK and its delivery are witnesses,
+    // with the copy's position.
+    let ack = find(&events, Kind::Acked, Some("evt-2"));
+    let ack = events.remove(ack);
+    let commit = find(&events, Kind::EffectCommitted, Some("evt-2"));
+    events.insert(commit, ack);
+    let path = write(dir.path(), "entries.parquet", &events);
+    let packed = BrokerPosition::redis_entry(1_700_000_000_000, 2)
+        .unwrap()
+        .0
+        .to_string();
+
+    let chain = analyzer()
+        .args(["chain", "--task", "t-2", "--format", "text"])
+        .arg(&path)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&chain.get_output().stdout).into_owned();
+    assert!(text.contains("seq 1700000000000-2"), "{text}");
+    assert!(!text.contains(&packed), "{text}");
+
+    let check = analyzer().arg("check").arg(&path).assert().code(1);
+    let text = String::from_utf8_lossy(&check.get_output().stdout).into_owned();
+    assert!(text.contains("1700000000000-2"), "{text}");
+    assert!(!text.contains(&packed), "{text}");
+
+    let json = analyzer()
+        .args(["check", "--json"])
+        .arg(&path)
+        .assert()
+        .code(1);
+    let text = String::from_utf8_lossy(&json.get_output().stdout).into_owned();
+    assert!(text.contains("\"broker_seq\": \"1700000000000-2\""), "{text}");
+
+    let html = dir.path().join("report.html");
+    analyzer()
+        .args(["report", "--html"])
+        .arg(&html)
+        .arg(&path)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("\"entry_ids\":[\"1700000000000-1\""), "no entry ids in the page");
+}

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::{ev, lab, renumber, Set};
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use outbox_trace::{read_trace, Event, Kind};
 use serde_json::{json, Map, Value};
 
@@ -336,6 +337,41 @@ fn otlp_without_seq_says_its_order_rests_on_clocks() {
         .stdout(predicates::str::contains(
             "FAIL ack-after-commit: event_id evt-3",
         ));
+}
+
+#[test]
+fn an_imported_trace_keeps_the_note_that_seq_came_from_span_clocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("imported.parquet");
+    analyzer()
+        .arg("import")
+        .arg(fixture("pyarrow_ack_before_commit.otlp.jsonl"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    analyzer()
+        .arg("check")
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            "seq comes from span times on separate clocks",
+        ));
+    // A trace whose seq was recorded says nothing of clocks, imported or not.
+    let plain = dir.path().join("plain.parquet");
+    analyzer()
+        .arg("import")
+        .arg(fixture("pyarrow_ack_before_commit.jsonl.zst"))
+        .arg("-o")
+        .arg(&plain)
+        .assert()
+        .success();
+    analyzer()
+        .arg("check")
+        .arg(&plain)
+        .assert()
+        .stdout(predicates::str::contains("separate clocks").not());
 }
 
 #[test]

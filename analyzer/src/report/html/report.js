@@ -55,7 +55,7 @@
       aggregate: new Int32Array(n).fill(-1), attempt: new Float64Array(n).fill(NaN),
       broker_seq: new Float64Array(n).fill(NaN), store_rev: new Float64Array(n).fill(NaN),
       amount: new Float64Array(n).fill(NaN), counter: new Float64Array(n).fill(NaN),
-      notes: new Map(r.notes), lifeFirst: new Int32Array(r.lives.length).fill(-1),
+      notes: new Map(r.notes), entryIds: r.entry_ids || [], lifeFirst: new Int32Array(r.lives.length).fill(-1),
       lifeLast: new Int32Array(r.lives.length).fill(-1) };
     const cols = Object.keys(HAS);
     const values = {}, at = {}, last = {};
@@ -88,6 +88,8 @@
   const actorOf = (S, i) => page.names[S.lives[S.life[i]][0]];
   const incOf = (S, i) => S.lives[S.life[i]][1];
   const num = (v) => (Number.isNaN(v) ? null : v);
+  // A broker position: below zero, a Redis Stream entry id kept aside (see page.rs).
+  const position = (S, i) => { const v = num(S.broker_seq[i]); return v !== null && v < 0 ? S.entryIds[-1 - v] : v; };
 
   // ---- chains: selection (as analyzer/src/views/chain.rs) ---------------------------------------------
   const NOT_DRAWN = new Set([KIND.observed, KIND.run_start, KIND.run_end]);
@@ -148,7 +150,7 @@
     const arrow = (from, to) => ({ arrow: true, from, to });
     const note = { note: own };
     const rev = opt(" · rev ", num(S.store_rev[i]));
-    const bseq = opt(" seq ", num(S.broker_seq[i]));
+    const bseq = opt(" seq ", position(S, i));
     const attempt = num(S.attempt[i]);
     const att = opt(" #", attempt);
     const point = (p) => { const at = p.indexOf(":"); return at >= 0 ? p.slice(at + 1) : p; };

@@ -11,8 +11,9 @@
 //! - `detection`: each broken protocol variant under each chaos seed on both backends: how often
 //!   `analyzer check` catches it, with which invariants, and which windows the seeds hit
 //!   ([`detection`]).
-//! - `system`: the example service of `examples/otel-python` under `recorder run --system
-//!   --chaos`, reference and planted bugs, seed by seed ([`system`]).
+//! - `system`: the example services (`examples/otel-python`, `examples/node-postgres`) under
+//!   `recorder run --system --chaos`, reference and planted bugs, seed by seed, and their
+//!   throughput beside the built-in protocol's ([`system`]).
 //! - `intake`: spans per second from the OTLP receiver's socket into a Parquet trace
 //!   ([`intake`]).
 //!
@@ -57,7 +58,7 @@ pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
     let needs_services = parts.iter().any(|p| {
         matches!(
             p,
-            BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory
+            BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory | BenchPart::System
         )
     });
     let workdir = crate::run::workdir::create_with(crate::run::workdir::Purpose::Bench)
@@ -110,7 +111,7 @@ async fn measure(
             BenchPart::Memory => bench.memory(args, &endpoints)?,
             BenchPart::Chaos => bench.chaos(args, results.get(part.name()))?,
             BenchPart::Detection => bench.detection(args, results.get(part.name()))?,
-            BenchPart::System => bench.system(args, results.get(part.name()))?,
+            BenchPart::System => bench.system(args, results.get(part.name()), &endpoints)?,
             BenchPart::Intake => intake::measure(&args.out).await?,
         };
         println!("{}", markdown(part, &value));
@@ -212,12 +213,52 @@ impl Bench {
         Ok(campaign::tables(&runs::merge(previous, fresh)))
     }
 
-    /// The example service's runs under `--system --chaos`, merged with those `previous` holds.
-    fn system(&self, args: &BenchArgs, previous: Option<&Value>) -> anyhow::Result<Value> {
+    /// The example services' runs under `--system --chaos`, merged with those `previous` holds,
+    /// and the throughput of each example that has a calm scenario beside the built-in
+    /// protocol's (on `endpoints`) with the same tasks and workers.
+    fn system(
+        &self,
+        args: &BenchArgs,
+        previous: Option<&Value>,
+        endpoints: &[String],
+    ) -> anyhow::Result<Value> {
         std::fs::create_dir_all(self.out.join("system"))?;
-        let jobs = system::jobs(&args.system, args.seeds);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let examples: Vec<system::Example> = if args.examples.is_empty() {
+            system::EXAMPLES.to_vec()
+        } else {
+            args.examples
+                .iter()
+                .filter_map(|label| system::example(label))
+                .collect()
+        };
+        let jobs = system::jobs(&root, &examples, args.seeds);
         let fresh = runs::run_all(self, "system", &jobs, args.jobs)?;
-        Ok(system::tables(&runs::merge(previous, fresh)))
+        let mut rows = Vec::new();
+        for example in &examples {
+            let Some(calm) = example.calm else { continue };
+            eprintln!("bench: system throughput {}", example.label);
+            let tasks = system::THROUGHPUT_TASKS.to_string();
+            let file = system::file(&root, example).display().to_string();
+            let own = self.record(
+                &format!("system/{}-throughput", example.label),
+                &["--system", &file, "--scenario", calm, "--tasks", &tasks],
+                &[],
+            )?;
+            let workers = example.workers.to_string();
+            let builtin = self.record(
+                &format!("system/{}-builtin", example.label),
+                &["--tasks", &tasks, "--workers", &workers],
+                endpoints,
+            )?;
+            rows.push(system::throughput_row(
+                example,
+                &TraceStats::read(&own.trace)?,
+                &TraceStats::read(&builtin.trace)?,
+            ));
+        }
+        let throughput = system::throughput_table(previous, rows);
+        Ok(system::tables(&runs::merge(previous, fresh), &throughput))
     }
 
     /// The detection runs, merged with the outcomes `previous` holds.

@@ -74,9 +74,10 @@ pub struct BenchArgs {
     /// Where the traces, the log and results.json go.
     #[arg(long, default_value = "bench")]
     pub out: PathBuf,
-    /// The system file of the `system` part.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/otel-python/outbox-system.toml"))]
-    pub system: PathBuf,
+    /// The examples of the `system` part (repeatable; default: all).
+    #[arg(long = "example", value_name = "EXAMPLE",
+          value_parser = clap::builder::PossibleValuesParser::new(["otel-python", "node-postgres"]))]
+    pub examples: Vec<String>,
     /// Only these parts (default: all), comma-separated.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub parts: Vec<BenchPart>,

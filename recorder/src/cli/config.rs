@@ -73,10 +73,18 @@ impl RunPlan {
     }
 }
 
+/// The one scenario `--chaos SEED` runs when no `--scenario` is named.
+pub const CHAOS_SCENARIO: &str = "chaos";
+
 fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig, ConfigError> {
     let system = System::load(path)?;
     let mut scenarios = Vec::new();
-    let asked: Vec<&str> = if args.scenario.is_empty() {
+    let asked: Vec<&str> = if args.scenario.is_empty() && args.chaos.is_some() {
+        // `--chaos` alone: one scenario whose faults are the seed's draw (and `--fault`s), as
+        // the built-in protocol's `--chaos` runs its load scenario.
+        scenarios.push((CHAOS_SCENARIO.to_string(), Vec::new()));
+        Vec::new()
+    } else if args.scenario.is_empty() {
         vec!["all"]
     } else {
         args.scenario.iter().map(String::as_str).collect()

@@ -121,6 +121,34 @@ fn the_example_is_valid_under_every_scripted_fault() {
     );
 }
 
+#[test]
+fn chaos_alone_is_one_scenario_with_the_seeds_plan_and_the_example_stays_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, out) = run_example(dir.path(), &["--chaos", "3", "--chaos-window", "2s"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
+    assert_eq!(report.verdict, RunVerdict::Valid, "{:?}", failed(&report));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    assert!(events.iter().all(|e| e.scenario == "chaos"));
+    let starts = rows(&events, Kind::RunStart);
+    assert_eq!(starts.len(), 1, "one scenario, not the file's four");
+    let Step::RunStart(start) = common::step(starts[0]) else {
+        unreachable!()
+    };
+    assert!(start.faults.is_empty(), "no scripted fault: {:?}", start.faults);
+    let plan = start.chaos.expect("the plan is recorded");
+    // The same seed draws the same plan.
+    let again = dir.path().join("again");
+    std::fs::create_dir(&again).unwrap();
+    let (output, out) = run_example(&again, &["--chaos", "3", "--chaos-window", "2s"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let Step::RunStart(start) = common::step(rows(&events, Kind::RunStart)[0]) else {
+        unreachable!()
+    };
+    assert_eq!(start.chaos, Some(plan));
+}
+
 /// Runs the example with a bug and one scenario, up to `tries` times (a timed pause may land
 /// while the paused worker holds no message); the analyzer must fail `invariant` in one of them,
 /// and never call the trace anything but valid or invalid.

@@ -52,9 +52,7 @@ fn example() -> PathBuf {
          needs Debian's postgresql package (scripts/deps.sh installs it)"
     );
     let dir = example_dir();
-    let lock = std::fs::File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-postgres-npm.lock"))
-        .expect("the npm lock file");
-    lock.lock().expect("the npm lock");
+    let _lock = NpmLock::take();
     if !dir.join("node_modules/.package-lock.json").exists() {
         let output = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--prefix"])
@@ -68,8 +66,40 @@ fn example() -> PathBuf {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    drop(lock);
     dir.join("outbox-system.toml")
+}
+
+/// The lock the test processes share around `npm ci`: a directory made atomically, removed when
+/// dropped; one older than five minutes was left by a killed test and is taken over.
+struct NpmLock(PathBuf);
+
+impl NpmLock {
+    fn take() -> NpmLock {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-postgres-npm.lock");
+        loop {
+            match std::fs::create_dir(&path) {
+                Ok(()) => return NpmLock(path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stale = std::fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > std::time::Duration::from_secs(300));
+                    if stale {
+                        let _ = std::fs::remove_dir(&path);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => panic!("cannot make the npm lock {}: {e}", path.display()),
+            }
+        }
+    }
+}
+
+impl Drop for NpmLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 /// Runs the example with `args`; returns the output and the trace path.
@@ -115,7 +145,7 @@ fn the_node_example_is_valid_when_each_role_is_killed_and_postgres_and_nats_rest
     let dir = tempfile::tempdir().unwrap();
     let (output, out) = run_example(dir.path(), &["--scenario", "every-role-killed"]);
     assert!(output.status.success(), "{}", text(&output));
-    let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
     assert_eq!(
         report.verdict,
         RunVerdict::Valid,
@@ -186,7 +216,12 @@ fn caught(bug: &str, args: &[&str], invariant: &str, tries: u32) {
         let (output, out) = run_example(dir.path(), &all);
         assert!(output.status.success(), "{bug}: {}", text(&output));
         let report = analyse(&[out]).expect("the trace keeps the contract");
-        assert_ne!(report.verdict, RunVerdict::Unknown, "{bug}: {}", text(&output));
+        assert_ne!(
+            report.verdict,
+            RunVerdict::Unknown,
+            "{bug}: {}",
+            text(&output)
+        );
         let failed = failed(&report);
         if report.verdict == RunVerdict::Invalid {
             assert!(

@@ -75,7 +75,7 @@ struct NpmLock(PathBuf);
 
 impl NpmLock {
     fn take() -> NpmLock {
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-postgres-npm.lock");
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-postgres-npm.lock.d");
         loop {
             match std::fs::create_dir(&path) {
                 Ok(()) => return NpmLock(path),
@@ -85,8 +85,8 @@ impl NpmLock {
                         .ok()
                         .and_then(|t| t.elapsed().ok())
                         .is_some_and(|age| age > std::time::Duration::from_secs(300));
-                    if stale {
-                        let _ = std::fs::remove_dir(&path);
+                    if stale && std::fs::remove_dir(&path).is_err() {
+                        let _ = std::fs::remove_file(&path);
                     }
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }

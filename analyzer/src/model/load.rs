@@ -251,7 +251,10 @@ pub(crate) fn read(
     // being built and handed on. Each stage costs about a third, so the two cores stay busy.
     std::thread::scope(|scope| -> Result<(), LoadError> {
         let (decoded_tx, decoded_rx) = std::sync::mpsc::sync_channel(1);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel(0);
+        // The row buffers the rows were handed on from, back for the next batch (fresh ones
+        // would cost a page fault per page each).
+        let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<Option<Row>>>();
         scope.spawn(move || {
             for batch in trace.batches() {
                 let failed = batch.is_err();
@@ -265,7 +268,8 @@ pub(crate) fn read(
             for batch in decoded_rx {
                 let prepared = batch.map_err(LoadError::from).and_then(|b| {
                     // Corrupt data that got past the decoder must not panic here either.
-                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
+                    let rows = spent_rx.try_recv().unwrap_or_default();
+                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names, rows)))?
                 });
                 let failed = prepared.is_err();
                 if tx.send(prepared).is_err() || failed {
@@ -277,7 +281,9 @@ pub(crate) fn read(
         // decoder at its own next one.
         for prepared in rx {
             let prepared = prepared?;
-            outbox_trace::guarded(|| Ok(state.batch(prepared, histories, sink)))??;
+            let spent = outbox_trace::guarded(|| Ok(state.batch(prepared, histories, sink)))??;
+            // The interner may have finished: then the buffer is not needed.
+            let _ = spent_tx.send(spent);
         }
         Ok(())
     })?;
@@ -415,7 +421,12 @@ struct Dictionaries([Dictionary; 8]);
 
 impl Dictionaries {
     /// Interns the dictionaries of `batch` that are new.
-    fn prepare(&mut self, batch: RecordBatch, names: &mut Interner) -> Result<Prepared, LoadError> {
+    fn prepare(
+        &mut self,
+        batch: RecordBatch,
+        names: &mut Interner,
+        rows: Vec<Option<Row>>,
+    ) -> Result<Prepared, LoadError> {
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
             ids.push(dict.ids(dictionary(&batch, name)?, names)?);
@@ -435,7 +446,7 @@ impl Dictionaries {
                     .collect::<Result<Vec<Option<Id>>, InternError>>()?;
             }
         }
-        let (rows, incomplete) = build_rows(&batch, &ids, &kinds, &counter_keys)?;
+        let (rows, incomplete) = build_rows(&batch, &ids, &kinds, &counter_keys, rows)?;
         Ok(Prepared {
             batch,
             ids,
@@ -453,7 +464,7 @@ struct Prepared {
     ids: Vec<Arc<[Id]>>,
     /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
     kinds: Vec<Option<Kind>>,
-    /// The rows, built (`None`: a kind the contract lacks).
+    /// The rows, built (`None`: a kind the contract lacks); the buffer goes back emptied.
     rows: Vec<Option<Row>>,
     /// Positions of the rows lacking a field their kind requires, ascending.
     incomplete: Vec<u32>,
@@ -537,12 +548,13 @@ const STRING_COLUMNS: [&str; 8] = [
 ];
 
 impl FileState {
+    /// Hands every row of `p` to `sink`; gives back the emptied row buffer.
     fn batch(
         &mut self,
         p: Prepared,
         histories: &mut Vec<History>,
         sink: &mut impl Sink,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Vec<Option<Row>>, LoadError> {
         let batch = &p.batch;
         let [run, scenario, backend, _, kind, ..] = &columns(batch, &p.ids)?[..] else {
             return Err(LoadError::Canonical("kind"));
@@ -561,7 +573,8 @@ impl FileState {
         // Rows of one scenario come together: `(run_id, scenario, backend)` keys repeat, and
         // then so does their history.
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
-        for (i, row) in p.rows.into_iter().enumerate() {
+        let mut rows = p.rows;
+        for (i, row) in rows.drain(..).enumerate() {
             let Some(row) = row else {
                 let key = kind.keys.get(i).ok_or(required("kind"))?;
                 if p.kinds.get(*key as usize).copied().flatten().is_some() {
@@ -611,7 +624,7 @@ impl FileState {
             }
             sink.row(histories, h, row, text)?;
         }
-        Ok(())
+        Ok(rows)
     }
 }
 
@@ -638,6 +651,7 @@ fn build_rows(
     ids: &[Arc<[Id]>],
     kinds: &[Option<Kind>],
     counter_keys: &[Option<Id>],
+    mut rows: Vec<Option<Row>>,
 ) -> Result<(Vec<Option<Row>>, Vec<u32>), LoadError> {
     let [_, _, _, actor, kind, task, event, agg] = &columns(batch, ids)?[..] else {
         return Err(LoadError::Canonical("kind"));
@@ -655,7 +669,8 @@ fn build_rows(
         .column(column("detail"))
         .as_string_opt::<i32>()
         .ok_or(LoadError::Canonical("detail"))?;
-    let mut rows = Vec::with_capacity(batch.num_rows());
+    rows.clear();
+    rows.reserve(batch.num_rows());
     let mut incomplete = Vec::new();
     for i in 0..batch.num_rows() {
         let k = kind.keys.get(i).and_then(|&k| kinds.get(k as usize));

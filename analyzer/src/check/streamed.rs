@@ -23,8 +23,8 @@ use crate::model::row::Row;
 /// Checks `path` as it streams, appending its file, its histories (holding only witness rows)
 /// and its scenario reports to `loaded` and `reports`.
 ///
-/// The decoder runs on a thread of its own; this one builds the rows, keeps them in order and
-/// feeds them to each scenario's [`Scan`].
+/// Decoding and interning with building the rows run on two threads of their own (see
+/// `load::read`); this one keeps the rows in order and feeds them to each scenario's [`Scan`].
 pub fn check(
     loaded: &mut Loaded,
     path: &Path,

@@ -167,7 +167,7 @@ pub struct Interner {
     /// Each name's id with its hash, so growing the table never hashes a name again.
     table: HashTable<(Id, u32)>,
     hasher: FastState,
-    text: String,
+    text: Vec<u8>,
     /// End offset in `text` of each name; name `i` starts where name `i - 1` ends.
     ends: Ends,
 }
@@ -183,25 +183,34 @@ impl std::fmt::Debug for Interner {
 impl Interner {
     /// The id of `name`, assigning a new one the first time.
     pub fn intern(&mut self, name: &str) -> Result<Id, InternError> {
-        self.intern_bytes(name.as_bytes())
+        self.find_or_insert(name.as_bytes(), true)
     }
 
     /// The id of the UTF-8 string in `name`, assigning a new one the first time.
     pub fn intern_bytes(&mut self, name: &[u8]) -> Result<Id, InternError> {
+        self.find_or_insert(name, false)
+    }
+
+    /// The id of `name` (known to be UTF-8 when `utf8`), assigning a new one the first time.
+    #[inline]
+    fn find_or_insert(&mut self, name: &[u8], utf8: bool) -> Result<Id, InternError> {
         let short = self.hasher.hash_one(name) as u32;
         let hash = widen(short);
-        let (text, ends) = (self.text.as_bytes(), &self.ends);
+        let (text, ends) = (self.text.as_slice(), &self.ends);
         let same = |&(id, h): &(Id, u32)| h == short && span(text, ends, id) == name;
         if let Some(&(id, _)) = self.table.find(hash, same) {
             return Ok(id);
         }
-        let name = std::str::from_utf8(name).map_err(|_| InternError::NotUtf8)?;
+        if !utf8 && std::str::from_utf8(name).is_err() {
+            return Err(InternError::NotUtf8);
+        }
         let next = u32::try_from(self.ends.len() + 1).map_err(|_| InternError::TooMany)?;
         if u32::try_from(name.len()).is_err() {
             return Err(InternError::TooLong);
         }
         let id = Id(NonZeroU32::new(next).ok_or(InternError::TooMany)?);
-        self.text.push_str(name);
+        // Checked UTF-8 above, or a `&str` already: every name in the arena is text.
+        self.text.extend_from_slice(name);
         self.ends.push(self.text.len());
         self.table
             .insert_unique(hash, (id, short), |&(_, h)| widen(h));
@@ -212,7 +221,7 @@ impl Interner {
     pub fn get(&self, name: &str) -> Option<Id> {
         let name = name.as_bytes();
         let short = self.hasher.hash_one(name) as u32;
-        let (text, ends) = (self.text.as_bytes(), &self.ends);
+        let (text, ends) = (self.text.as_slice(), &self.ends);
         let same = |&(id, h): &(Id, u32)| h == short && span(text, ends, id) == name;
         self.table.find(widen(short), same).map(|&(id, _)| id)
     }
@@ -224,7 +233,7 @@ impl Interner {
 
     /// The bytes of the name behind `id` (empty for an id this interner never gave out).
     pub fn bytes(&self, id: Id) -> &[u8] {
-        span(self.text.as_bytes(), &self.ends, id)
+        span(&self.text, &self.ends, id)
     }
 
     /// The string behind an optional id, if any.

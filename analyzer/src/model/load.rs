@@ -246,16 +246,30 @@ pub(crate) fn read(
         },
         unknown: BTreeMap::new(),
     };
-    // Decoding (decompression, normalisation, interning each dictionary's values) runs on its
-    // own thread, one batch ahead of the rows being built and handed on here.
+    // Three stages, each on its own thread and a batch or two ahead of the next: decoding
+    // (decompression, normalisation), interning each dictionary's values, and here the rows
+    // being built and handed on. Each stage costs about a third, so the two cores stay busy.
     std::thread::scope(|scope| -> Result<(), LoadError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let (decoded_tx, decoded_rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel(0);
+        // The row buffers the rows were handed on from, back for the next batch (fresh ones
+        // would cost a page fault per page each).
+        let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<Option<Row>>>();
+        scope.spawn(move || {
+            for batch in trace.batches() {
+                let failed = batch.is_err();
+                if decoded_tx.send(batch).is_err() || failed {
+                    break;
+                }
+            }
+        });
         scope.spawn(move || {
             let mut dictionaries = Dictionaries::default();
-            for batch in trace.batches() {
+            for batch in decoded_rx {
                 let prepared = batch.map_err(LoadError::from).and_then(|b| {
                     // Corrupt data that got past the decoder must not panic here either.
-                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
+                    let rows = spent_rx.try_recv().unwrap_or_default();
+                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names, rows)))?
                 });
                 let failed = prepared.is_err();
                 if tx.send(prepared).is_err() || failed {
@@ -263,10 +277,13 @@ pub(crate) fn read(
                 }
             }
         });
-        // On an early return `rx` is dropped, so the decoder stops at its next send.
+        // On an early return `rx` is dropped, so the interner stops at its next send, and the
+        // decoder at its own next one.
         for prepared in rx {
             let prepared = prepared?;
-            outbox_trace::guarded(|| Ok(state.batch(&prepared, histories, sink)))??;
+            let spent = outbox_trace::guarded(|| Ok(state.batch(prepared, histories, sink)))??;
+            // The interner may have finished: then the buffer is not needed.
+            let _ = spent_tx.send(spent);
         }
         Ok(())
     })?;
@@ -404,13 +421,18 @@ struct Dictionaries([Dictionary; 8]);
 
 impl Dictionaries {
     /// Interns the dictionaries of `batch` that are new.
-    fn prepare(&mut self, batch: RecordBatch, names: &mut Interner) -> Result<Prepared, LoadError> {
+    fn prepare(
+        &mut self,
+        batch: RecordBatch,
+        names: &mut Interner,
+        rows: Vec<Option<Row>>,
+    ) -> Result<Prepared, LoadError> {
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
             ids.push(dict.ids(dictionary(&batch, name)?, names)?);
         }
         // Kinds by dictionary value: parsed once per value, not per row.
-        let kinds = ids[KIND]
+        let kinds: Vec<Option<Kind>> = ids[KIND]
             .iter()
             .map(|&id| names.name(id).parse().ok())
             .collect();
@@ -424,11 +446,13 @@ impl Dictionaries {
                     .collect::<Result<Vec<Option<Id>>, InternError>>()?;
             }
         }
+        let (rows, incomplete) = build_rows(&batch, &ids, &kinds, &counter_keys, rows)?;
         Ok(Prepared {
             batch,
             ids,
             kinds,
-            counter_keys,
+            rows,
+            incomplete,
         })
     }
 }
@@ -440,8 +464,10 @@ struct Prepared {
     ids: Vec<Arc<[Id]>>,
     /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
     kinds: Vec<Option<Kind>>,
-    /// Each row's `counter_key`, interned (empty when the batch has none).
-    counter_keys: Vec<Option<Id>>,
+    /// The rows, built (`None`: a kind the contract lacks); the buffer goes back emptied.
+    rows: Vec<Option<Row>>,
+    /// Positions of the rows lacking a field their kind requires, ascending.
+    incomplete: Vec<u32>,
 }
 
 /// A string column of a batch, as ids.
@@ -522,57 +548,46 @@ const STRING_COLUMNS: [&str; 8] = [
 ];
 
 impl FileState {
+    /// Hands every row of `p` to `sink`; gives back the emptied row buffer.
     fn batch(
         &mut self,
-        p: &Prepared,
+        p: Prepared,
         histories: &mut Vec<History>,
         sink: &mut impl Sink,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Vec<Option<Row>>, LoadError> {
         let batch = &p.batch;
-        let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
-        for (name, ids_of) in STRING_COLUMNS.iter().zip(&p.ids) {
-            let a = dictionary(batch, name)?;
-            ids.push(Ids {
-                keys: a.keys().values(),
-                nulls: a.nulls(),
-                ids: ids_of,
-            });
-        }
-        let [run, scenario, backend, actor, kind, task, event, agg] = &ids[..] else {
+        let [run, scenario, backend, _, kind, ..] = &columns(batch, &p.ids)?[..] else {
             return Err(LoadError::Canonical("kind"));
         };
-        let kinds = &p.kinds;
         let kind_names = dictionary(batch, "kind")?
             .values()
             .as_string_opt::<i32>()
             .ok_or(LoadError::Canonical("kind"))?;
         let seq = Nums::<UInt64Type>::of(batch, "seq")?;
-        let ts = Nums::<Int64Type>::of(batch, "ts_ns")?;
-        let inc = Nums::<UInt32Type>::of(batch, "incarnation")?;
-        let agg_seq = Nums::<UInt64Type>::of(batch, "aggregate_seq")?;
-        let attempt = Nums::<UInt32Type>::of(batch, "attempt")?;
-        let broker = Nums::<UInt64Type>::of(batch, "broker_seq")?;
-        let rev = Nums::<Int64Type>::of(batch, "store_rev")?;
-        let amount = Nums::<Int64Type>::of(batch, "amount")?;
-        let counter = Nums::<Int64Type>::of(batch, "counter")?;
         let detail = batch
             .column(column("detail"))
             .as_string_opt::<i32>()
             .ok_or(LoadError::Canonical("detail"))?;
         let required = |name| LoadError::Canonical(name);
+        let mut incomplete = p.incomplete.iter().copied().peekable();
         // Rows of one scenario come together: `(run_id, scenario, backend)` keys repeat, and
         // then so does their history.
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
-        for i in 0..batch.num_rows() {
-            let Some(Some(k)) = kind.keys.get(i).and_then(|&k| kinds.get(k as usize)) else {
+        let mut rows = p.rows;
+        for (i, row) in rows.drain(..).enumerate() {
+            let Some(row) = row else {
                 let key = kind.keys.get(i).ok_or(required("kind"))?;
+                if p.kinds.get(*key as usize).copied().flatten().is_some() {
+                    // A known kind is built unless its actor is missing.
+                    return Err(required("actor"));
+                }
                 let name = kind_names.value(*key as usize).to_string();
                 *self.unknown.entry(name).or_default() += 1;
                 let run_id = run.opt(i).ok_or(required("run_id"))?;
                 sink.unknown(run_id, seq.get(i))?;
                 continue;
             };
-            let k = *k;
+            let k = row.kind;
             let group = [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
             let h = match last_group {
                 Some((keys, h)) if keys == group => h,
@@ -593,34 +608,97 @@ impl FileState {
                     h
                 }
             };
-            let history = &mut histories[h];
-            let actor_id = actor.opt(i).ok_or(required("actor"))?;
-            let mut row = Row::new(seq.get(i), k, actor_id, inc.get(i)).with_numbers(Numbers {
-                aggregate_seq: agg_seq.opt(i),
-                attempt: attempt.opt(i),
-                broker_seq: broker.opt(i),
-                store_rev: rev.opt(i),
-                amount: amount.opt(i),
-                counter: counter.opt(i),
-            });
-            row.ts_ns = ts.get(i);
-            row.task = task.opt(i);
-            row.event = event.opt(i);
-            row.aggregate = agg.opt(i);
-            row.counter_key = p.counter_keys.get(i).copied().flatten();
             let text = (keeps_detail(k) && detail.is_valid(i)).then(|| detail.value(i));
-            for field in k.required_fields() {
-                // A kept detail is attached by the sink.
-                let has = match field {
-                    outbox_trace::Field::Detail => text.is_some(),
-                    _ => row.has(*field),
-                };
-                if !has {
-                    *history.missing.entry((k, field.column())).or_default() += 1;
+            if incomplete.next_if_eq(&(i as u32)).is_some() {
+                let history = &mut histories[h];
+                for field in k.required_fields() {
+                    // A kept detail is attached by the sink.
+                    let has = match field {
+                        outbox_trace::Field::Detail => text.is_some(),
+                        _ => row.has(*field),
+                    };
+                    if !has {
+                        *history.missing.entry((k, field.column())).or_default() += 1;
+                    }
                 }
             }
             sink.row(histories, h, row, text)?;
         }
-        Ok(())
+        Ok(rows)
     }
+}
+
+/// The string columns of `batch` as ids, by position in [`STRING_COLUMNS`].
+fn columns<'a>(batch: &'a RecordBatch, ids: &'a [Arc<[Id]>]) -> Result<Vec<Ids<'a>>, LoadError> {
+    STRING_COLUMNS
+        .iter()
+        .zip(ids)
+        .map(|(name, ids)| {
+            let a = dictionary(batch, name)?;
+            Ok(Ids {
+                keys: a.keys().values(),
+                nulls: a.nulls(),
+                ids,
+            })
+        })
+        .collect()
+}
+
+/// The rows of a batch (`None` for a row of a kind the contract lacks, or without an actor),
+/// and the positions of the rows that lack a field their kind requires (`detail` included).
+fn build_rows(
+    batch: &RecordBatch,
+    ids: &[Arc<[Id]>],
+    kinds: &[Option<Kind>],
+    counter_keys: &[Option<Id>],
+    mut rows: Vec<Option<Row>>,
+) -> Result<(Vec<Option<Row>>, Vec<u32>), LoadError> {
+    let [_, _, _, actor, kind, task, event, agg] = &columns(batch, ids)?[..] else {
+        return Err(LoadError::Canonical("kind"));
+    };
+    let seq = Nums::<UInt64Type>::of(batch, "seq")?;
+    let ts = Nums::<Int64Type>::of(batch, "ts_ns")?;
+    let inc = Nums::<UInt32Type>::of(batch, "incarnation")?;
+    let agg_seq = Nums::<UInt64Type>::of(batch, "aggregate_seq")?;
+    let attempt = Nums::<UInt32Type>::of(batch, "attempt")?;
+    let broker = Nums::<UInt64Type>::of(batch, "broker_seq")?;
+    let rev = Nums::<Int64Type>::of(batch, "store_rev")?;
+    let amount = Nums::<Int64Type>::of(batch, "amount")?;
+    let counter = Nums::<Int64Type>::of(batch, "counter")?;
+    let detail = batch
+        .column(column("detail"))
+        .as_string_opt::<i32>()
+        .ok_or(LoadError::Canonical("detail"))?;
+    rows.clear();
+    rows.reserve(batch.num_rows());
+    let mut incomplete = Vec::new();
+    for i in 0..batch.num_rows() {
+        let k = kind.keys.get(i).and_then(|&k| kinds.get(k as usize));
+        let (Some(&Some(k)), Some(actor_id)) = (k, actor.opt(i)) else {
+            rows.push(None);
+            continue;
+        };
+        let mut row = Row::new(seq.get(i), k, actor_id, inc.get(i)).with_numbers(Numbers {
+            aggregate_seq: agg_seq.opt(i),
+            attempt: attempt.opt(i),
+            broker_seq: broker.opt(i),
+            store_rev: rev.opt(i),
+            amount: amount.opt(i),
+            counter: counter.opt(i),
+        });
+        row.ts_ns = ts.get(i);
+        row.task = task.opt(i);
+        row.event = event.opt(i);
+        row.aggregate = agg.opt(i);
+        row.counter_key = counter_keys.get(i).copied().flatten();
+        let complete = k.required_fields().iter().all(|field| match field {
+            outbox_trace::Field::Detail => !keeps_detail(k) || detail.is_valid(i),
+            _ => row.has(*field),
+        });
+        if !complete {
+            incomplete.push(i as u32);
+        }
+        rows.push(Some(row));
+    }
+    Ok((rows, incomplete))
 }

@@ -251,10 +251,16 @@ impl Bench {
                 &["--tasks", &tasks, "--workers", &workers],
                 endpoints,
             )?;
+            let (own, builtin) = (
+                TraceStats::read(&own.trace)?,
+                TraceStats::read(&builtin.trace)?,
+            );
+            let rate = |s: &TraceStats| round2(s.tasks as f64 / s.accepted_to_committed_s);
             rows.push(system::throughput_row(
                 example,
-                &TraceStats::read(&own.trace)?,
-                &TraceStats::read(&builtin.trace)?,
+                own.tasks,
+                rate(&own),
+                rate(&builtin),
             ));
         }
         let throughput = system::throughput_table(previous, rows);

@@ -182,19 +182,15 @@ const THROUGHPUT_COLUMNS: [&str; 5] = [
     "built-in etcd + JetStream tasks/s (same tasks, workers)",
 ];
 
-/// One throughput row: the example's calm run and the built-in protocol's, from their traces.
-pub fn throughput_row(
-    example: &Example,
-    system: &super::TraceStats,
-    builtin: &super::TraceStats,
-) -> Vec<Value> {
-    let rate = |s: &super::TraceStats| super::round2(s.tasks as f64 / s.accepted_to_committed_s);
+/// One throughput row: the example's calm run (`tasks` in it, at `rate` tasks per second) and
+/// the built-in protocol's rate on as many tasks and workers.
+pub fn throughput_row(example: &Example, tasks: u64, rate: f64, builtin_rate: f64) -> Vec<Value> {
     vec![
         Value::from(example.label),
-        Value::from(system.tasks),
+        Value::from(tasks),
         Value::from(example.workers),
-        Value::from(rate(system)),
-        Value::from(rate(builtin)),
+        Value::from(rate),
+        Value::from(builtin_rate),
     ]
 }
 

@@ -491,7 +491,8 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
             &mut out.attempt,
         );
         num(
-            row.broker_seq().map(|b| position(b, &mut entry_ids, &mut out.entry_ids)),
+            row.broker_seq()
+                .map(|b| position(b, &mut entry_ids, &mut out.entry_ids)),
             has::BROKER_SEQ,
             &mut broker,
             &mut out.broker_seq,

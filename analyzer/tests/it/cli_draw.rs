@@ -162,7 +162,10 @@ fn redis_stream_entry_ids_are_drawn_as_written_in_chains_witnesses_and_the_repor
         .assert()
         .code(1);
     let text = String::from_utf8_lossy(&json.get_output().stdout).into_owned();
-    assert!(text.contains("\"broker_seq\": \"1700000000000-2\""), "{text}");
+    assert!(
+        text.contains("\"broker_seq\": \"1700000000000-2\""),
+        "{text}"
+    );
 
     let html = dir.path().join("report.html");
     analyzer()
@@ -172,5 +175,8 @@ fn redis_stream_entry_ids_are_drawn_as_written_in_chains_witnesses_and_the_repor
         .assert()
         .success();
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("\"entry_ids\":[\"1700000000000-1\""), "no entry ids in the page");
+    assert!(
+        page.contains("\"entry_ids\":[\"1700000000000-1\""),
+        "no entry ids in the page"
+    );
 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use crate::common::{ev, lab, renumber, Set};
 use assert_cmd::Command;
-use predicates::prelude::PredicateBooleanExt;
 use outbox_trace::{read_trace, Event, Kind};
+use predicates::prelude::PredicateBooleanExt;
 use serde_json::{json, Map, Value};
 
 fn fixture(name: &str) -> PathBuf {

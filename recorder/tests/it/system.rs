@@ -135,7 +135,11 @@ fn chaos_alone_is_one_scenario_with_the_seeds_plan_and_the_example_stays_valid()
     let Step::RunStart(start) = common::step(starts[0]) else {
         unreachable!()
     };
-    assert!(start.faults.is_empty(), "no scripted fault: {:?}", start.faults);
+    assert!(
+        start.faults.is_empty(),
+        "no scripted fault: {:?}",
+        start.faults
+    );
     let plan = start.chaos.expect("the plan is recorded");
     // The same seed draws the same plan.
     let again = dir.path().join("again");

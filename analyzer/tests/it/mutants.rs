@@ -202,8 +202,10 @@ fn no_mutant_of_a_committed_text_trace_makes_the_analyzer_panic() {
                 Err(_) => panic!("mutant {i} of {name} made the analyzer panic (kept at {})", path.display()),
             }
         }
+        // A compressed mutant nearly always fails its checksum; plain text is also accepted.
+        let compressed = name.ends_with(".gz") || name.ends_with(".zst");
         assert!(
-            accepted > 0 && !rejected.is_empty(),
+            (compressed || accepted > 0) && !rejected.is_empty(),
             "{name}: {accepted} accepted, {} rejected",
             rejected.len()
         );

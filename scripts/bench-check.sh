@@ -63,6 +63,7 @@ import sys, duckdb
 src, out = (p.replace("'", "''") for p in sys.argv[1:3])
 con = duckdb.connect()
 con.execute("SET preserve_insertion_order = true")
+con.execute("SET enable_progress_bar = false")
 con.execute(f"COPY (SELECT * FROM read_parquet('{src}')) TO '{out}' (FORMAT JSON, COMPRESSION ZSTD)")
 PY
     mv "$jsonl.tmp" "$jsonl"

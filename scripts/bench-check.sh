@@ -5,6 +5,9 @@
 # `synth_trace` example: CHECK_ROWS events (10 million by default) for `check`, and VIEW_ROWS
 # events (180,000 and 1,000,000 by default) for the views. Then, in one run, best of RUNS
 # (3), the commands interleaved round by round, each a fresh process:
+#   - `analyzer check` on the large trace, and on the same trace as zstd JSON Lines (written
+#     once from the Parquet file by DuckDB's COPY ... (FORMAT JSON, COMPRESSION ZSTD)), with the
+#     ratio of their peak memory (goal: at most 2);
 #   - `analyzer check` on the large trace, against DuckDB's `single-effect` query alone (the
 #     yardstick: group effect_committed rows by event_id, keep those seen twice), and against
 #     DuckDB merely reading every column `check` decodes (the floor of any checker);
@@ -50,6 +53,21 @@ for rows in "$CHECK_ROWS" $VIEW_ROWS $LARGE_ROWS; do
     fi
     traces+=("$trace")
 done
+
+# The check trace as zstd JSON Lines, one event per line in the Parquet file's order.
+jsonl="$BENCH_DIR/synth-$CHECK_ROWS.jsonl.zst"
+if [[ ! -s "$jsonl" ]]; then
+    echo "writing $jsonl ..."
+    python3 - "$BENCH_DIR/synth-$CHECK_ROWS.parquet" "$jsonl.tmp" <<'PY'
+import sys, duckdb
+src, out = (p.replace("'", "''") for p in sys.argv[1:3])
+con = duckdb.connect()
+con.execute("SET preserve_insertion_order = true")
+con.execute("SET enable_progress_bar = false")
+con.execute(f"COPY (SELECT * FROM read_parquet('{src}')) TO '{out}' (FORMAT JSON, COMPRESSION ZSTD)")
+PY
+    mv "$jsonl.tmp" "$jsonl"
+fi
 
 export SQL_ENGINES
 python3 - "$RUNS" "$BENCH_DIR" "$CHECK_ROWS" "$LARGE_ROWS" $VIEW_ROWS <<'PY'
@@ -165,8 +183,10 @@ out_dir = tempfile.mkdtemp(prefix="bench-check-")
 duck = lambda *sql: [sys.executable, "-c", DUCKDB, *sql]
 analyzer = os.path.join(os.environ["TARGET"], "release", "analyzer")
 big = path(check_rows)
+big_jsonl = os.path.join(bench_dir, f"synth-{check_rows}.jsonl.zst")
 commands = [
     (f"check, {check_rows} events", [analyzer, "check", big]),
+    (f"check, {check_rows} as JSON Lines", [analyzer, "check", big_jsonl]),
     (f"duckdb single-effect, {check_rows}", duck(single_effect(big))),
     (f"duckdb reading check's columns, {check_rows}", duck(read_columns(big))),
 ]
@@ -195,6 +215,7 @@ threads = duckdb.connect().execute("SELECT current_setting('threads')").fetchone
 print(f"cores: {os.cpu_count()}; duckdb {duckdb.__version__}, threads = {threads} (default)")
 for rows in [check_rows, *([large_rows] if large_rows else []), *view_rows]:
     print(f"trace {path(rows)}: {os.path.getsize(path(rows)) / 2**20:.1f} MiB")
+print(f"trace {big_jsonl}: {os.path.getsize(big_jsonl) / 2**20:.1f} MiB")
 print(f"best of {runs} runs, interleaved; every run is a fresh process\n")
 best = {}
 for _ in range(runs):
@@ -215,6 +236,10 @@ for engine in os.environ.get("SQL_ENGINES", "").split():
           f"{wall(name) / wall(f'check, {check_rows} events'):.1f} x analyzer check")
 print(f"check on {check_rows} events: {ratio:.2f} x DuckDB single-effect (goal: at most 1), "
       f"peak {best[f'check, {check_rows} events'][2]:.0f} MiB (goal: at most 512)")
+text = best[f"check, {check_rows} as JSON Lines"]
+parquet = best[f"check, {check_rows} events"]
+print(f"check on {check_rows} events as zstd JSON Lines: {text[0]:.2f} s, peak {text[2]:.0f} MiB = "
+      f"{text[2] / parquet[2]:.2f} x the Parquet check's peak (goal: at most 2)")
 floor = wall(f"duckdb reading check's columns, {check_rows}")
 print(f"DuckDB reading the columns check decodes, {check_rows} events: {floor:.2f} s = "
       f"{floor / wall(f'duckdb single-effect, {check_rows}'):.1f} x its single-effect; "

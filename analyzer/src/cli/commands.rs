@@ -275,7 +275,8 @@ pub fn import(config: &ImportConfig, out: &mut dyn Write) -> Result<Exit, Error>
         anyhow!("{}: {text}", input.display())
     };
     let file = TraceFile::open(input).map_err(bad).or_bad_input()?;
-    let info = file.info().clone();
+    let mut info = file.info().clone();
+    let tally = file.tally();
     // Write next to the output and rename at the end, so a bad input leaves no partial file.
     let partial = config.output.with_extension("parquet.partial");
     let mut writer = TraceWriter::create_with(&partial, &info.metadata())
@@ -302,6 +303,7 @@ pub fn import(config: &ImportConfig, out: &mut dyn Write) -> Result<Exit, Error>
         let _ = std::fs::remove_file(&partial);
     }
     written.or_bad_input()?;
+    tally.fill(&mut info);
     writeln!(
         out,
         "wrote {} ({} rows, from {})",

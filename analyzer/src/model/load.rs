@@ -233,7 +233,9 @@ pub(crate) fn read(
         ..ReadOptions::default()
     };
     let trace = TraceFile::open_with(path, &options)?;
-    let info = trace.info().clone();
+    let mut info = trace.info().clone();
+    // JSON Lines stream in: their number of rows is known once read.
+    let tally = trace.tally();
     let first_history = histories.len();
     let mut state = FileState {
         groups: Groups {
@@ -287,6 +289,7 @@ pub(crate) fn read(
         }
         Ok(())
     })?;
+    tally.fill(&mut info);
     for h in &mut histories[first_history..] {
         h.seq_from_clocks = info.seq_from_clocks;
     }

@@ -14,6 +14,7 @@ mod examples;
 mod foreign_producers;
 mod golden;
 mod html_report;
+mod intake;
 mod invariants;
 mod mermaid;
 mod mutants;

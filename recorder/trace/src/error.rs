@@ -67,12 +67,24 @@ pub enum TraceError {
     /// The decoder failed on corrupt data (a panic inside the Parquet or Arrow decoder, caught).
     #[error("corrupt file: the decoder failed ({0})")]
     Corrupt(String),
+    /// A Parquet page's CRC32 checksum does not match its bytes (the text says where).
+    #[error("corrupt file: a page checksum (CRC32) does not match {0}")]
+    PageChecksum(String),
     /// The file holds no rows.
     #[error("the file holds no events")]
     Empty,
     /// A directory given as a trace holds no `*.parquet` file.
     #[error("the directory holds no .parquet file, at any depth")]
     NoParquetFiles(PathBuf),
+    /// A directory given as a trace holds a FIFO, a socket or a device file, which a walk never
+    /// opens (a FIFO would wait for a writer).
+    #[error("{}: {what} in the directory: name it on its own to read it (once), or move it out", path.display())]
+    SpecialFile {
+        /// The special file, below the directory given.
+        path: PathBuf,
+        /// What it is, in words ("a FIFO", "a socket", "a device file").
+        what: &'static str,
+    },
     /// A file of a partitioned directory breaks the contract.
     #[error("{}: {error}", path.display())]
     InFile {

@@ -13,15 +13,19 @@
 //!   over lines); any other document spread over lines is refused with a line saying how to turn
 //!   it into JSON Lines.
 //!
-//! The path `-` is standard input, read once: Parquet is spooled to an anonymous temporary file
-//! (its footer is at the end), every other encoding is decoded as it streams in.
+//! The path `-` is standard input and, like a FIFO named as a trace, is read once: its bytes are
+//! spooled to an anonymous temporary file as they are first read, so a second reader of it reads
+//! the spool (see [`crate::spool`]); Parquet is read from the spool once whole (its footer is at
+//! the end), every other encoding is decoded as it streams in.
 //!
 //! The text encodings are decoded into canonical batches (see the `jsonl` module and
-//! [`crate::otlp`]), so every reader of a trace sees one shape whatever the file was.
+//! [`crate::otlp`]), so every reader of a trace sees one shape whatever the file was. No line is
+//! read whole when it is longer than [`MAX_LINE_BYTES`]: such a line is bad input, said in one
+//! line, and memory stays bounded whatever the file holds.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 
@@ -31,8 +35,15 @@ use crate::{Event, TraceError};
 /// Rows per decoded batch.
 pub(crate) const CHUNK_ROWS: usize = 64 * 1024;
 
-/// The longest first line looked at to tell JSON Lines from OTLP JSON Lines.
-const SNIFF_LINE: u64 = 64 << 20;
+/// The longest line a text encoding may have (256 MiB): a longer line is bad input, found out
+/// before it is read whole. The same cap bounds one OTLP JSON document and one OTLP protobuf
+/// message, which are decoded whole.
+pub const MAX_LINE_BYTES: usize = 256 << 20;
+
+/// [`MAX_LINE_BYTES`] in words, for messages.
+pub(crate) fn max_line_words() -> String {
+    format!("{} MiB", MAX_LINE_BYTES >> 20)
+}
 
 /// The path that names standard input.
 pub const STDIN: &str = "-";
@@ -107,14 +118,11 @@ pub fn sniff(path: &Path) -> Result<(Encoding, Compression), TraceError> {
     Ok((opened.encoding, opened.compression))
 }
 
-/// Opens `path` (`-`: standard input) and tells its encoding.
+/// Opens `path` (`-`: standard input; it and a FIFO are read through their spool, see
+/// [`crate::spool`]) and tells its encoding.
 pub(crate) fn open(path: &Path) -> Result<Opened, TraceError> {
-    if is_stdin(path) {
-        let stdin: Stream = Box::new(BufReader::with_capacity(1 << 20, std::io::stdin()));
-        return open_stream(stdin, path);
-    }
-    let file = File::open(path).map_err(|e| TraceError::io(path, e))?;
-    open_stream(Box::new(BufReader::with_capacity(1 << 20, file)), path)
+    let raw = crate::spool::open(path)?;
+    open_stream(Box::new(BufReader::with_capacity(1 << 20, raw)), path)
 }
 
 /// Whether `path` names standard input.
@@ -198,11 +206,12 @@ fn sniff_text(
     compression: Compression,
     first: u8,
 ) -> Result<Encoding, TraceError> {
+    let mut lines_seen = 0u64;
     let line = loop {
         let from = seen.len();
-        let n = Read::take(&mut **text, SNIFF_LINE)
-            .read_until(b'\n', seen)
-            .map_err(|e| not_a_trace(compression, &e.to_string()))?;
+        lines_seen += 1;
+        let n = capped_line(&mut **text, seen)
+            .map_err(|e| e.into_trace(lines_seen, |e| not_a_trace(compression, &e.to_string())))?;
         if n == 0 {
             return Err(TraceError::Empty);
         }
@@ -217,6 +226,7 @@ fn sniff_text(
     if first == 0x0a && !matches!(opening, Some(b'{' | b'[')) {
         return Ok(Encoding::OtlpProtobuf);
     }
+    let lines_seen = &mut lines_seen;
     match serde_json::from_slice::<serde_json::Value>(&seen[line..]) {
         Ok(serde_json::Value::Object(object)) => Ok(if object.contains_key("resourceSpans") {
             Encoding::OtlpJsonLines
@@ -228,7 +238,9 @@ fn sniff_text(
             "the first line is not a JSON object",
         )),
         Err(_) if matches!(opening, Some(b'{' | b'[')) => {
-            if opening == Some(b'{') && opens_traces_data(text, seen, line, compression)? {
+            if opening == Some(b'{')
+                && opens_traces_data(text, seen, line, compression, lines_seen)?
+            {
                 Ok(Encoding::OtlpJson)
             } else if first == 0x0a {
                 // Protobuf whose first bytes happen to read as blank lines and a brace.
@@ -254,6 +266,7 @@ fn opens_traces_data(
     seen: &mut Vec<u8>,
     from: usize,
     compression: Compression,
+    lines_seen: &mut u64,
 ) -> Result<bool, TraceError> {
     const KEY: &[u8] = b"{\"resourceSpans\"";
     loop {
@@ -266,9 +279,9 @@ fn opens_traces_data(
         if squeezed.len() >= KEY.len() {
             return Ok(squeezed == KEY);
         }
-        let n = Read::take(&mut **text, SNIFF_LINE)
-            .read_until(b'\n', seen)
-            .map_err(|e| not_a_trace(compression, &e.to_string()))?;
+        *lines_seen += 1;
+        let n = capped_line(&mut **text, seen)
+            .map_err(|e| e.into_trace(*lines_seen, |e| not_a_trace(compression, &e.to_string())))?;
         if n == 0 {
             return Ok(false);
         }
@@ -279,92 +292,267 @@ fn not_a_trace(compression: Compression, reason: &str) -> TraceError {
     TraceError::NotATrace(format!("{}{reason}", compression.prefix()))
 }
 
-/// Reads the rest of a stream into memory (an OTLP protobuf message is decoded whole).
-pub(crate) fn read_all(
-    mut stream: Stream,
-    compression: Compression,
-) -> Result<Vec<u8>, TraceError> {
+/// Why a line could not be read.
+pub(crate) enum LineError {
+    /// The line is longer than [`MAX_LINE_BYTES`].
+    TooLong,
+    /// The stream failed.
+    Io(std::io::Error),
+}
+
+impl LineError {
+    /// The error for line `line`; `io` says what a failing stream means.
+    pub(crate) fn into_trace(
+        self,
+        line: u64,
+        io: impl FnOnce(std::io::Error) -> TraceError,
+    ) -> TraceError {
+        match self {
+            LineError::TooLong => TraceError::Line {
+                line,
+                reason: format!(
+                    "longer than {}, the most one line may hold (MAX_LINE_BYTES): one JSON object \
+                     per line, one event (or one OTLP TracesData of a few spans) per object",
+                    max_line_words()
+                ),
+            },
+            LineError::Io(e) => io(e),
+        }
+    }
+}
+
+/// Appends one line (up to and with its `\n`) of `text` to `buf`, and its length; 0 at the end
+/// of the stream. A line longer than [`MAX_LINE_BYTES`] is [`LineError::TooLong`] as soon as
+/// that many bytes of it have been read, so no more than that is ever held.
+pub(crate) fn capped_line(
+    text: &mut (impl BufRead + ?Sized),
+    buf: &mut Vec<u8>,
+) -> Result<usize, LineError> {
+    let mut n = 0usize;
+    loop {
+        let available = match text.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(LineError::Io(e)),
+        };
+        if available.is_empty() {
+            return Ok(n);
+        }
+        let (take, done) = match memchr::memchr(b'\n', available) {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        // The newline does not count against the cap.
+        if n + take > MAX_LINE_BYTES + usize::from(done) {
+            return Err(LineError::TooLong);
+        }
+        buf.extend_from_slice(&available[..take]);
+        text.consume(take);
+        n += take;
+        if done {
+            return Ok(n);
+        }
+        if n > MAX_LINE_BYTES {
+            return Err(LineError::TooLong);
+        }
+    }
+}
+
+/// Reads the rest of a stream into memory (an OTLP protobuf message is decoded whole), up to
+/// [`MAX_LINE_BYTES`]: a longer message is bad input.
+pub(crate) fn read_all(stream: Stream, compression: Compression) -> Result<Vec<u8>, TraceError> {
     let mut bytes = Vec::new();
-    stream
+    Read::take(stream, MAX_LINE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| not_a_trace(compression, &e.to_string()))?;
+    if bytes.len() > MAX_LINE_BYTES {
+        return Err(TraceError::Otlp(format!(
+            "one OTLP protobuf message longer than {}, the most read whole (MAX_LINE_BYTES): \
+             write spans as OTLP JSON Lines, one TracesData per line, to read any number",
+            max_line_words()
+        )));
+    }
     Ok(bytes)
+}
+
+/// The non-blank lines of a text, one at a time, each at most [`MAX_LINE_BYTES`] long. Errors
+/// name the line (1-based).
+pub(crate) struct Lines<R> {
+    text: R,
+    buf: Vec<u8>,
+    number: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub(crate) fn new(text: R) -> Self {
+        Lines {
+            text,
+            buf: Vec::new(),
+            number: 0,
+        }
+    }
+
+    /// The next non-blank line and its number; `None` at the end.
+    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &str)>, TraceError> {
+        loop {
+            self.buf.clear();
+            if self.buf.capacity() > 4 << 20 {
+                // One long line does not keep its buffer for the rest of the file.
+                self.buf = Vec::new();
+            }
+            let line = self.number + 1;
+            let n = capped_line(&mut self.text, &mut self.buf).map_err(|e| {
+                e.into_trace(line, |e| TraceError::Line {
+                    line,
+                    reason: format!("cannot read: {e}"),
+                })
+            })?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.number = line;
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let text = std::str::from_utf8(&self.buf).map_err(|_| TraceError::Line {
+                line,
+                reason: "not UTF-8 text".into(),
+            })?;
+            return Ok(Some((line, text)));
+        }
+    }
 }
 
 /// Reads `text` line by line, calling `each` with the 1-based line number and every non-blank
 /// line. Errors name the line.
 pub(crate) fn lines(
-    mut text: impl BufRead,
+    text: impl BufRead,
     mut each: impl FnMut(u64, &str) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
-    let mut buf = Vec::new();
-    let mut number = 0u64;
-    loop {
-        buf.clear();
-        let n = text
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| TraceError::Line {
-                line: number + 1,
-                reason: format!("cannot read: {e}"),
-            })?;
-        if n == 0 {
-            return Ok(());
-        }
-        number += 1;
-        let line = std::str::from_utf8(&buf).map_err(|_| TraceError::Line {
-            line: number,
-            reason: "not UTF-8 text".into(),
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    let mut lines = Lines::new(text);
+    while let Some((number, line)) = lines.next_line()? {
         each(number, line)?;
     }
+    Ok(())
 }
 
-/// A trace decoded from a text encoding: canonical batches (plain Utf8 strings) plus what the
-/// file said about itself.
+/// What a trace in a text encoding says about itself, known once its first lines are read.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Header {
+    /// Whether the file declared `schema_version` `1`.
+    pub version_declared: bool,
+    /// The `run` object of the optional `outbox_trace` metadata line, as JSON text.
+    pub run_json: Option<String>,
+    /// Whether `seq` was derived from span times on separate clocks.
+    pub seq_from_clocks: bool,
+}
+
+/// A trace decoded whole from a text encoding (OTLP spans, mapped as a whole): canonical batches
+/// (plain Utf8 strings) plus what the file said about itself.
 #[derive(Debug, Default)]
 pub(crate) struct Decoded {
     /// The rows, in chunks of at most [`CHUNK_ROWS`].
     pub batches: Vec<RecordBatch>,
     /// Number of rows.
     pub rows: u64,
-    /// Whether the file declared `schema_version` `1`.
-    pub version_declared: bool,
-    /// The `run` object of the optional `outbox_trace` metadata line, as JSON text.
-    pub run_json: Option<String>,
-    /// Keys that are not columns of the contract.
-    pub extra_columns: Vec<String>,
-    /// Whether `seq` was derived from span times on separate clocks.
-    pub seq_from_clocks: bool,
+    /// What the file said about itself.
+    pub header: Header,
 }
 
-/// Collects rows and turns them into batches every [`CHUNK_ROWS`] rows. A row of a kind the
+/// What is known of a trace's rows only once they have all been read (a text encoding is
+/// decoded as it streams): their number and the keys that are not columns of the contract.
+/// Shared by a [`crate::TraceFile`] and the batches it hands out.
+#[derive(Debug, Clone, Default)]
+pub struct Tally(Arc<Mutex<Tallied>>);
+
+#[derive(Debug, Default)]
+struct Tallied {
+    rows: u64,
+    extra_columns: Vec<String>,
+    complete: bool,
+}
+
+impl Tally {
+    /// A tally known from the start (a Parquet file's footer says it all).
+    pub(crate) fn known(rows: u64, extra_columns: Vec<String>) -> Self {
+        Tally(Arc::new(Mutex::new(Tallied {
+            rows,
+            extra_columns,
+            complete: true,
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tallied> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts `rows` more rows and the extra keys seen with them.
+    pub(crate) fn add(&self, rows: u64, extra: &std::collections::BTreeSet<String>) {
+        let mut t = self.lock();
+        t.rows += rows;
+        for key in extra {
+            if !t.extra_columns.contains(key) {
+                t.extra_columns.push(key.clone());
+            }
+        }
+    }
+
+    /// Marks every row read.
+    pub(crate) fn complete(&self) {
+        let mut t = self.lock();
+        t.complete = true;
+        t.extra_columns.sort();
+    }
+
+    /// The rows counted so far.
+    pub fn rows(&self) -> u64 {
+        self.lock().rows
+    }
+
+    /// Whether every row has been read, so [`Tally::rows`] is the file's number of rows.
+    pub fn is_complete(&self) -> bool {
+        self.lock().complete
+    }
+
+    /// Writes the rows and extra columns counted so far into `info` (once the batches are read
+    /// to their end, they are the file's).
+    pub fn fill(&self, info: &mut crate::FileInfo) {
+        let t = self.lock();
+        info.rows = t.rows;
+        info.extra_columns.clone_from(&t.extra_columns);
+    }
+}
+
+/// Collects rows and turns them into a batch every [`CHUNK_ROWS`] rows. A row of a kind the
 /// contract does not define keeps its kind's name, so readers count it as they do in Parquet.
 #[derive(Default)]
 pub(crate) struct Chunker {
     events: Vec<Event>,
     /// The name of each event's kind when it is not one of the contract's.
     unknown: Vec<Option<String>>,
-    batches: Vec<RecordBatch>,
     rows: u64,
 }
 
 impl Chunker {
-    pub fn push(&mut self, event: Event, unknown_kind: Option<String>) -> Result<(), TraceError> {
+    /// Takes one row; a full batch when this row completes one.
+    pub fn push(
+        &mut self,
+        event: Event,
+        unknown_kind: Option<String>,
+    ) -> Result<Option<RecordBatch>, TraceError> {
         self.events.push(event);
         self.unknown.push(unknown_kind);
         self.rows += 1;
         if self.events.len() >= CHUNK_ROWS {
-            self.flush()?;
+            return self.flush();
         }
-        Ok(())
+        Ok(None)
     }
 
-    fn flush(&mut self) -> Result<(), TraceError> {
+    /// The rows taken so far and not yet handed out, as a batch (`None`: there are none).
+    pub fn flush(&mut self) -> Result<Option<RecordBatch>, TraceError> {
         if self.events.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let (events, unknown) = (&self.events, &self.unknown);
         let batch = batch_with_kinds(events, &|i| {
@@ -372,18 +560,13 @@ impl Chunker {
                 .as_deref()
                 .unwrap_or_else(|| events[i].kind.as_str())
         })?;
-        self.batches.push(batch);
         self.events.clear();
         self.unknown.clear();
-        Ok(())
+        Ok(Some(batch))
     }
 
-    /// The batches and the number of rows; [`TraceError::Empty`] when there is none.
-    pub fn finish(mut self) -> Result<(Vec<RecordBatch>, u64), TraceError> {
-        self.flush()?;
-        if self.rows == 0 {
-            return Err(TraceError::Empty);
-        }
-        Ok((self.batches, self.rows))
+    /// Rows taken in all.
+    pub fn rows(&self) -> u64 {
+        self.rows
     }
 }

@@ -8,44 +8,126 @@
 use std::collections::BTreeSet;
 use std::io::BufRead;
 
-use serde_json::{Map, Value};
+use arrow_array::RecordBatch;
+use serde_json::Value;
 
-use crate::input::{lines, Chunker, Decoded};
+use crate::input::{Chunker, Header, Lines, Tally};
 use crate::schema::{ColumnType, COLUMNS, SCHEMA_VERSION};
 use crate::{Event, Kind, TraceError};
 
 /// The key of the optional metadata line.
 const META_KEY: &str = "outbox_trace";
 
-/// Decodes JSON Lines text into canonical batches.
-pub(crate) fn decode(text: impl BufRead) -> Result<Decoded, TraceError> {
-    let mut out = Decoded::default();
-    let mut chunker = Chunker::default();
-    let mut extra = BTreeSet::new();
-    let mut first = true;
-    lines(text, |line, text| {
-        let at = |reason: String| TraceError::Line { line, reason };
-        let object: Map<String, Value> =
-            serde_json::from_str(text).map_err(|e| at(format!("not a JSON object: {e}")))?;
-        if std::mem::take(&mut first) && object.len() == 1 && object.contains_key(META_KEY) {
-            return metadata(&object[META_KEY], &mut out).map_err(at);
-        }
-        for key in object.keys() {
-            if !COLUMNS.iter().any(|c| c.name == key) && !extra.contains(key) {
-                extra.insert(key.clone());
-            }
-        }
-        let (event, unknown) = event(&object).map_err(at)?;
-        chunker.push(event, unknown)
-    })?;
-    let (batches, rows) = chunker.finish()?;
-    out.batches = batches;
-    out.rows = rows;
-    out.extra_columns = extra.into_iter().collect();
-    Ok(out)
+/// JSON Lines decoded as they stream: a batch of at most [`crate::input::CHUNK_ROWS`] rows at a
+/// time, so memory holds one batch (and one line), never the file. The first batch is decoded
+/// when the decoder is made, so the metadata line is known then (and a short file's every
+/// error); the rows and extra keys are counted into a [`Tally`] as batches are handed out.
+pub(crate) struct Decoder<R> {
+    lines: Lines<R>,
+    chunker: Chunker,
+    header: Header,
+    tally: Tally,
+    /// Whether the next non-blank line is the file's first.
+    first: bool,
+    /// The batch decoded ahead (the first), not yet handed out.
+    ahead: Option<RecordBatch>,
+    /// Keys seen that are not columns of the contract.
+    extra: BTreeSet<String>,
+    /// Set after the last batch or an error: nothing more is read.
+    done: bool,
 }
 
-fn metadata(meta: &Value, out: &mut Decoded) -> Result<(), String> {
+impl<R: BufRead> Decoder<R> {
+    /// Reads the metadata line, if any, and the first batch of `text`.
+    pub(crate) fn new(text: R) -> Result<Self, TraceError> {
+        let mut decoder = Decoder {
+            lines: Lines::new(text),
+            chunker: Chunker::default(),
+            header: Header::default(),
+            tally: Tally::default(),
+            first: true,
+            ahead: None,
+            extra: BTreeSet::new(),
+            done: false,
+        };
+        decoder.ahead = decoder.decode_batch()?;
+        if decoder.ahead.is_none() {
+            return Err(TraceError::Empty);
+        }
+        Ok(decoder)
+    }
+
+    /// What the file said about itself (its metadata line).
+    pub(crate) fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The rows and extra keys, counted as batches are handed out.
+    pub(crate) fn tally(&self) -> Tally {
+        self.tally.clone()
+    }
+
+    /// The next batch; `None` after the last.
+    fn decode_batch(&mut self) -> Result<Option<RecordBatch>, TraceError> {
+        if self.done {
+            return Ok(None);
+        }
+        let batch = loop {
+            let Some((line, text)) = self.lines.next_line()? else {
+                self.done = true;
+                break self.chunker.flush()?;
+            };
+            let at = |reason: String| TraceError::Line { line, reason };
+            let mut fields: Fields =
+                serde_json::from_str(text).map_err(|e| at(format!("not a JSON object: {e}")))?;
+            if std::mem::take(&mut self.first) && fields.keys == 1 {
+                if let Some(meta) = &fields.meta {
+                    metadata(meta, &mut self.header).map_err(at)?;
+                    continue;
+                }
+            }
+            if fields.meta.is_some() {
+                fields.extra.push(META_KEY.into());
+            }
+            for key in fields.extra.drain(..) {
+                if !self.extra.contains(&key) {
+                    self.extra.insert(key);
+                }
+            }
+            let (event, unknown) = event(&mut fields.cells).map_err(at)?;
+            if let Some(batch) = self.chunker.push(event, unknown)? {
+                break Some(batch);
+            }
+        };
+        if let Some(b) = &batch {
+            self.tally.add(b.num_rows() as u64, &self.extra);
+        }
+        if self.done {
+            self.tally.complete();
+        }
+        Ok(batch)
+    }
+}
+
+impl<R: BufRead> Iterator for Decoder<R> {
+    type Item = Result<RecordBatch, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(batch) = self.ahead.take() {
+            return Some(Ok(batch));
+        }
+        match self.decode_batch() {
+            Ok(batch) => batch.map(Ok),
+            Err(e) => {
+                // After an error nothing more is read.
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+fn metadata(meta: &Value, out: &mut Header) -> Result<(), String> {
     let meta = meta.as_object().ok_or("`outbox_trace` must be an object")?;
     if let Some(v) = meta.get("schema_version") {
         let v = match v {
@@ -67,9 +149,87 @@ fn metadata(meta: &Value, out: &mut Decoded) -> Result<(), String> {
     Ok(())
 }
 
-/// One event from one line's object; the second value is the kind's name when the contract does
+/// One line's object as read: the contract's columns by their place in [`COLUMNS`], the
+/// metadata key, and the names of other keys (their values are skipped, never held).
+struct Fields {
+    cells: Vec<Option<Value>>,
+    meta: Option<Value>,
+    extra: Vec<String>,
+    /// Keys in the object.
+    keys: usize,
+}
+
+impl<'de> serde::Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+        let mut out = Fields {
+            cells: vec![None; COLUMNS.len()],
+            meta: None,
+            extra: Vec::new(),
+            keys: 0,
+        };
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            out.keys += 1;
+            let name: &str = &key.0;
+            if let Some(i) = COLUMNS.iter().position(|c| c.name == name) {
+                out.cells[i] = Some(map.next_value()?);
+            } else if name == META_KEY {
+                out.meta = Some(map.next_value()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                out.extra.push(name.to_string());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A key, borrowed from the line where it has no escapes.
+struct Key<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The cell of `column`, taken out of `cells`.
+fn take(cells: &mut [Option<Value>], column: &'static str) -> Option<Value> {
+    COLUMNS
+        .iter()
+        .position(|c| c.name == column)
+        .and_then(|i| cells[i].take())
+}
+
+/// One event from one line's cells; the second value is the kind's name when the contract does
 /// not define it.
-fn event(o: &Map<String, Value>) -> Result<(Event, Option<String>), String> {
+fn event(o: &mut [Option<Value>]) -> Result<(Event, Option<String>), String> {
     let kind_name = required_string(o, "kind")?;
     let (kind, unknown) = match kind_name.parse::<Kind>() {
         Ok(k) => (k, None),
@@ -94,9 +254,9 @@ fn event(o: &Map<String, Value>) -> Result<(Event, Option<String>), String> {
     e.amount = optional(o, "amount", i64s())?;
     e.counter = optional(o, "counter", i64s())?;
     e.counter_key = string(o, "counter_key")?;
-    e.detail = match o.get("detail") {
+    e.detail = match take(o, "detail") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s),
         Some(v @ Value::Object(_)) => Some(v.to_string()),
         Some(_) => return Err("column `detail` must be a JSON object or a string".into()),
     };
@@ -107,36 +267,36 @@ fn null_in(column: &'static str) -> String {
     TraceError::NullInRequired { column, nulls: 1 }.to_string()
 }
 
-fn string(o: &Map<String, Value>, column: &'static str) -> Result<Option<String>, String> {
-    match o.get(column) {
+fn string(o: &mut [Option<Value>], column: &'static str) -> Result<Option<String>, String> {
+    match take(o, column) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Ok(Some(s)),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
         Some(_) => Err(format!("column `{column}` must be a string")),
     }
 }
 
-fn required_string(o: &Map<String, Value>, column: &'static str) -> Result<String, String> {
+fn required_string(o: &mut [Option<Value>], column: &'static str) -> Result<String, String> {
     string(o, column)?.ok_or_else(|| null_in(column))
 }
 
-/// A range check from an integer to a column's type.
-type Fit<T> = (i128, i128, fn(i128) -> T);
+/// A range check from an integer to a column's type, and the conversion (`None`: out of range).
+type Fit<T> = (i128, i128, fn(i128) -> Option<T>);
 
-fn uint<T: TryFrom<i128> + Default>(max: i128) -> Fit<T> {
-    (0, max, |v| T::try_from(v).unwrap_or_default())
+fn uint<T: TryFrom<i128>>(max: i128) -> Fit<T> {
+    (0, max, |v| T::try_from(v).ok())
 }
 
-fn int<T: TryFrom<i128> + Default>(min: i128, max: i128) -> Fit<T> {
-    (min, max, |v| T::try_from(v).unwrap_or_default())
+fn int<T: TryFrom<i128>>(min: i128, max: i128) -> Fit<T> {
+    (min, max, |v| T::try_from(v).ok())
 }
 
 fn optional<T>(
-    o: &Map<String, Value>,
+    o: &mut [Option<Value>],
     column: &'static str,
     fit: Fit<T>,
 ) -> Result<Option<T>, String> {
-    let value = match o.get(column) {
+    let value = match take(o, column) {
         None | Some(Value::Null) => return Ok(None),
         Some(v) => v,
     };
@@ -150,7 +310,7 @@ fn optional<T>(
             ColumnType::Utf8 => "Utf8",
         })
         .unwrap_or("an integer");
-    let parsed: Option<i128> = match value {
+    let parsed: Option<i128> = match &value {
         Value::Number(n) => n
             .as_i64()
             .map(i128::from)
@@ -164,15 +324,15 @@ fn optional<T>(
         ));
     };
     let (min, max, convert) = fit;
-    if v < min || v > max {
-        return Err(format!(
+    match convert(v) {
+        Some(v_) if (min..=max).contains(&v) => Ok(Some(v_)),
+        _ => Err(format!(
             "column `{column}` holds a value that does not fit {expected}: {v}"
-        ));
+        )),
     }
-    Ok(Some(convert(v)))
 }
 
-fn required<T>(o: &Map<String, Value>, column: &'static str, fit: Fit<T>) -> Result<T, String> {
+fn required<T>(o: &mut [Option<Value>], column: &'static str, fit: Fit<T>) -> Result<T, String> {
     optional(o, column, fit)?.ok_or_else(|| null_in(column))
 }
 
@@ -182,12 +342,10 @@ mod tests {
     use crate::schema::batch_events;
 
     fn events(text: &str) -> Vec<Event> {
-        let decoded = decode(text.as_bytes()).unwrap();
+        let decoder = Decoder::new(text.as_bytes()).unwrap();
         let mut unknown = std::collections::BTreeMap::new();
-        decoded
-            .batches
-            .iter()
-            .flat_map(|b| batch_events(b, &mut unknown))
+        decoder
+            .flat_map(|b| batch_events(&b.unwrap(), &mut unknown))
             .collect()
     }
 

@@ -7,6 +7,7 @@
 //! so the analyzer stays small.
 #![deny(missing_docs)]
 
+mod checksum;
 pub mod detail;
 mod error;
 mod event;
@@ -20,12 +21,14 @@ mod partitioned;
 mod position;
 mod reader;
 pub mod schema;
+pub mod spool;
 pub mod step;
 mod writer;
 
 pub use detail::Detail;
 pub use error::TraceError;
 pub use event::Event;
+pub use input::Tally;
 pub use figures::{FigureRow, FigureTally, Figures, KeySet, TaskKey};
 pub use kind::{Field, Kind, UnknownKind};
 pub use position::{BrokerPosition, PositionError};

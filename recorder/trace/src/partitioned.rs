@@ -4,6 +4,11 @@
 //! rows lack it; a column the rows carry keeps the rows' values. Files and directories whose names
 //! start with `.` or `_` (`_SUCCESS`, `_temporary`, `.crc` files) are skipped, as Spark and Hive
 //! skip them.
+//!
+//! The walk follows symbolic links, but reaches each directory (by device and inode) only once,
+//! so links that loop back end nowhere; it never opens anything but a regular file, and a FIFO,
+//! socket or device file met on the way is refused with one line (opening a FIFO would wait for
+//! a writer).
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +28,10 @@ pub(crate) struct Part {
 /// without any is [`TraceError::NoParquetFiles`].
 pub(crate) fn parts(dir: &Path) -> Result<Vec<Part>, TraceError> {
     let mut files = Vec::new();
-    walk(dir, &mut files)?;
+    let mut seen = Seen::default();
+    let root = std::fs::metadata(dir).map_err(|e| TraceError::io(dir, e))?;
+    seen.first_visit(&root);
+    walk(dir, &mut files, &mut seen)?;
     files.sort();
     if files.is_empty() {
         return Err(TraceError::NoParquetFiles(dir.to_path_buf()));
@@ -37,19 +45,51 @@ pub(crate) fn parts(dir: &Path) -> Result<Vec<Part>, TraceError> {
         .collect())
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), TraceError> {
+/// The directories reached so far, by device and inode.
+#[derive(Default)]
+struct Seen(std::collections::HashSet<(u64, u64)>);
+
+impl Seen {
+    /// Whether the directory `meta` describes is reached for the first time.
+    fn first_visit(&mut self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.0.insert((meta.dev(), meta.ino()))
+    }
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, seen: &mut Seen) -> Result<(), TraceError> {
+    use std::os::unix::fs::FileTypeExt;
     let entries = std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))?;
+    let mut entries = entries
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TraceError::io(dir, e))?;
+    // In name order, so which of two links to one directory is followed does not vary.
+    entries.sort_by_key(|e| e.file_name());
     for entry in entries {
-        let entry = entry.map_err(|e| TraceError::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with('.') || name.starts_with('_') {
             continue;
         }
         let path = entry.path();
-        // Follows symbolic links, as a reader of the directory would.
-        if path.is_dir() {
-            walk(&path, files)?;
+        // Follows symbolic links, as a reader of the directory would; a dangling link is skipped.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let t = meta.file_type();
+        if t.is_dir() {
+            if seen.first_visit(&meta) {
+                walk(&path, files, seen)?;
+            }
+        } else if t.is_fifo() || t.is_socket() || t.is_block_device() || t.is_char_device() {
+            let what = if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_socket() {
+                "a socket"
+            } else {
+                "a device file"
+            };
+            return Err(TraceError::SpecialFile { path, what });
         } else if name.ends_with(".parquet") {
             files.push(path);
         }

@@ -17,7 +17,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::input::{is_stdin, open, open_stream, read_all, Encoding, Opened, Stream};
+use crate::input::{is_stdin, open, open_stream, read_all, Encoding, Opened, Stream, Tally};
 use crate::schema::{
     batch_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, META_SEQ_SOURCE,
     SCHEMA_VERSION, SEQ_FROM_SPAN_CLOCKS,
@@ -36,9 +36,11 @@ pub struct FileInfo {
     pub version_declared: bool,
     /// The recorder's configuration (`outbox_trace.run`), if present.
     pub run_json: Option<String>,
-    /// Number of rows.
+    /// Number of rows. JSON Lines are decoded as they stream: until their batches have been
+    /// read to the end this counts the rows of the first batch only (see [`TraceFile::tally`]).
     pub rows: u64,
-    /// Columns the contract does not define (ignored).
+    /// Columns the contract does not define (ignored); for JSON Lines, as far as they have been
+    /// read (see [`TraceFile::tally`]).
     pub extra_columns: Vec<String>,
     /// Number of Parquet row groups (see [`ReadOptions::row_groups`]); 1 for a text encoding.
     pub row_groups: usize,
@@ -100,14 +102,20 @@ pub struct TraceFile {
     fills: Vec<Option<String>>,
     /// For each canonical column, whether it is skipped (see [`ReadOptions::skip`]).
     skipped: Vec<bool>,
+    /// The rows and extra columns, complete once the batches are read.
+    tally: Tally,
 }
+
+/// Batches decoded from a text encoding.
+type Batches = Box<dyn Iterator<Item = Result<RecordBatch, TraceError>> + Send>;
 
 /// Where a file's batches come from.
 enum Source {
-    /// A Parquet decoder.
-    Parquet(ParquetRecordBatchReader),
-    /// Batches decoded from a text encoding, in the canonical schema with plain strings.
-    Decoded(std::vec::IntoIter<RecordBatch>),
+    /// A Parquet decoder, and the file it reads (to tell which page a checksum failed in).
+    Parquet(ParquetRecordBatchReader, Option<File>),
+    /// Batches decoded from a text encoding, in the canonical schema with plain strings: as the
+    /// text streams in (JSON Lines), or from the whole file (OTLP spans).
+    Decoded(Batches),
     /// The files of a partitioned directory, one after the other, each in canonical order.
     Many(Many),
 }
@@ -148,8 +156,13 @@ impl Iterator for Source {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Source::Parquet(r) => r.next().map(|b| b.map_err(TraceError::from)),
-            Source::Decoded(batches) => batches.next().map(Ok),
+            Source::Parquet(r, file) => r.next().map(|b| {
+                b.map_err(|e| match file {
+                    Some(f) if crate::checksum::is_mismatch(&e) => crate::checksum::locate(f),
+                    _ => TraceError::from(e),
+                })
+            }),
+            Source::Decoded(batches) => batches.next(),
             Source::Many(files) => files.next(),
         }
     }
@@ -169,17 +182,15 @@ impl TraceFile {
     }
 
     fn open_unguarded(path: &Path, options: &ReadOptions) -> Result<Self, TraceError> {
-        if is_stdin(path) {
-            let stdin: Stream =
-                Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin()));
-            return Self::open_decoded(open_stream(stdin, path)?, path, options);
-        }
         if path.is_dir() {
             return Self::open_dir(path, options);
         }
+        // Standard input and a FIFO are read through their spool (never opened twice).
         let opened = open(path)?;
         if opened.encoding == Encoding::Parquet {
-            return Self::open_parquet(path, options, &[]);
+            drop(opened);
+            let file = crate::spool::whole_file(path)?;
+            return Self::open_parquet_file(file, path, options, &[]);
         }
         Self::open_decoded(opened, path, options)
     }
@@ -205,37 +216,59 @@ impl TraceFile {
     ) -> Result<Self, TraceError> {
         let (encoding, compression, stream) = (opened.encoding, opened.compression, opened.stream);
         let stem = file_stem(path);
-        let decoded = match encoding {
+        let (whole, stream) = match encoding {
             Encoding::Parquet => {
                 let mut spool = tempfile::tempfile().map_err(|e| TraceError::io(path, e))?;
                 let mut stream = stream;
                 std::io::copy(&mut stream, &mut spool).map_err(|e| TraceError::io(path, e))?;
                 return Self::open_parquet_file(spool, path, options, &[]);
             }
-            Encoding::JsonLines => crate::jsonl::decode(stream)?,
-            Encoding::OtlpJsonLines => crate::otlp::decode_json_lines(stream, &stem)?,
-            Encoding::OtlpJson => crate::otlp::decode_json_document(stream, &stem)?,
+            Encoding::JsonLines => (None, Some(stream)),
+            Encoding::OtlpJsonLines => (
+                Some(crate::otlp::decode_json_lines(stream, &stem)?),
+                None,
+            ),
+            Encoding::OtlpJson => (
+                Some(crate::otlp::decode_json_document(stream, &stem)?),
+                None,
+            ),
             Encoding::OtlpProtobuf => {
                 let bytes = read_all(stream, compression)?;
-                crate::otlp::decode_protobuf(&bytes, &stem)?
+                (Some(crate::otlp::decode_protobuf(&bytes, &stem)?), None)
             }
         };
-        let batches = match &options.row_groups {
-            Some(groups) if !groups.contains(&0) => Vec::new(),
-            _ => decoded.batches,
+        let (header, tally, batches): (_, _, Batches) = match (whole, stream) {
+            (Some(decoded), _) => (
+                decoded.header,
+                Tally::known(decoded.rows, Vec::new()),
+                Box::new(decoded.batches.into_iter().map(Ok)),
+            ),
+            (None, stream) => {
+                // JSON Lines: a batch at a time as the text streams in.
+                let stream = stream.ok_or(TraceError::Empty)?;
+                let decoder = crate::jsonl::Decoder::new(stream)?;
+                (decoder.header().clone(), decoder.tally(), Box::new(decoder))
+            }
         };
+        let batches: Batches = match &options.row_groups {
+            Some(groups) if !groups.contains(&0) => Box::new(std::iter::empty()),
+            _ => batches,
+        };
+        let mut info = FileInfo {
+            path: path.to_path_buf(),
+            version_declared: header.version_declared,
+            run_json: header.run_json,
+            rows: 0,
+            extra_columns: Vec::new(),
+            row_groups: 1,
+            encoding,
+            seq_from_clocks: header.seq_from_clocks,
+        };
+        tally.fill(&mut info);
         Ok(TraceFile {
-            info: FileInfo {
-                path: path.to_path_buf(),
-                version_declared: decoded.version_declared,
-                run_json: decoded.run_json,
-                rows: decoded.rows,
-                extra_columns: decoded.extra_columns,
-                row_groups: 1,
-                encoding,
-                seq_from_clocks: decoded.seq_from_clocks,
-            },
-            reader: Source::Decoded(batches.into_iter()),
+            info,
+            tally,
+            reader: Source::Decoded(batches),
             order: (0..COLUMNS.len()).collect(),
             types: requested_types(options),
             fills: Vec::new(),
@@ -282,6 +315,7 @@ impl TraceFile {
             }
         }
         Ok(TraceFile {
+            tally: Tally::known(info.rows, info.extra_columns.clone()),
             info,
             reader: Source::Many(Many {
                 parts: queue,
@@ -358,7 +392,7 @@ impl TraceFile {
                 roots.push(index);
             }
         }
-        let extra_columns = file_schema
+        let extra_columns: Vec<String> = file_schema
             .fields()
             .iter()
             .filter(|f| !COLUMNS.iter().any(|c| c.name == f.name()))
@@ -408,6 +442,8 @@ impl TraceFile {
             }
             None => metadata,
         };
+        // A second handle, read only to tell which page a checksum failed in.
+        let pages = file.try_clone().ok();
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
         let mask = ProjectionMask::roots(builder.parquet_schema(), sorted);
         let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
@@ -416,6 +452,7 @@ impl TraceFile {
         }
         let reader = builder.build()?;
         Ok(TraceFile {
+            tally: Tally::known(rows, extra_columns.clone()),
             info: FileInfo {
                 path: path.to_path_buf(),
                 version_declared: version.is_some(),
@@ -426,7 +463,7 @@ impl TraceFile {
                 encoding: Encoding::Parquet,
                 seq_from_clocks,
             },
-            reader: Source::Parquet(reader),
+            reader: Source::Parquet(reader, pages),
             order,
             types,
             fills: filled.into_iter().map(|(_, v)| v).collect(),
@@ -437,6 +474,14 @@ impl TraceFile {
     /// What the file says about itself.
     pub fn info(&self) -> &FileInfo {
         &self.info
+    }
+
+    /// The number of rows and the extra columns, counted as the batches are read (JSON Lines
+    /// stream in, so only their end tells): [`Tally::fill`] completes a [`FileInfo`] once
+    /// [`TraceFile::batches`] has been read to its end. For any other encoding it is known at
+    /// once.
+    pub fn tally(&self) -> Tally {
+        self.tally.clone()
     }
 
     /// The rows, as batches in the canonical schema with required columns free of nulls.
@@ -483,7 +528,8 @@ impl TraceFile {
     /// Reads every row into events, skipping (and counting) kinds this contract does not define,
     /// and rejecting a `seq` repeated within a run.
     pub fn read_all(self) -> Result<Trace, TraceError> {
-        let info = self.info.clone();
+        let mut info = self.info.clone();
+        let tally = self.tally.clone();
         let mut events = Vec::with_capacity(usize::try_from(info.rows).unwrap_or(0));
         let mut unknown_kinds = BTreeMap::new();
         let mut seqs = SeqCheck::default();
@@ -495,6 +541,7 @@ impl TraceFile {
             }
         }
         seqs.finish()?;
+        tally.fill(&mut info);
         Ok(Trace {
             info,
             events,

@@ -15,7 +15,7 @@ use prost::Message;
 use super::mapping::{Mapper, Out, Pending};
 use super::spans::Request;
 use super::{json, proto};
-use crate::input::{lines, Chunker, Decoded};
+use crate::input::{lines, max_line_words, Chunker, Decoded, MAX_LINE_BYTES};
 use crate::TraceError;
 
 /// Decodes OTLP JSON Lines. `stem` is the default `run_id`.
@@ -29,9 +29,21 @@ pub(crate) fn decode_json_lines(text: impl BufRead, stem: &str) -> Result<Decode
     file.finish()
 }
 
-/// Decodes one OTLP JSON document (pretty-printed or not).
+/// Decodes one OTLP JSON document (pretty-printed or not), read whole: one longer than
+/// [`MAX_LINE_BYTES`] is bad input.
 pub(crate) fn decode_json_document(text: impl Read, stem: &str) -> Result<Decoded, TraceError> {
-    let request = json::decode_reader(text).map_err(TraceError::Otlp)?;
+    let mut capped = Read::take(text, MAX_LINE_BYTES as u64 + 1);
+    let request = json::decode_reader(&mut capped).map_err(|e| {
+        if capped.limit() == 0 {
+            TraceError::Otlp(format!(
+                "one OTLP JSON document longer than {}, the most read whole \
+                 (MAX_LINE_BYTES): write spans as OTLP JSON Lines, one TracesData per line",
+                max_line_words()
+            ))
+        } else {
+            TraceError::Otlp(e)
+        }
+    })?;
     let mut file = FileMapping::new(stem);
     file.request(&request).map_err(TraceError::Otlp)?;
     file.finish()
@@ -110,10 +122,8 @@ impl FileMapping {
         if self.pending.is_empty() {
             return Err(TraceError::Empty);
         }
-        let mut out = Decoded {
-            version_declared: true,
-            ..Decoded::default()
-        };
+        let mut out = Decoded::default();
+        out.header.version_declared = true;
         let mut runs: HashMap<String, Vec<(Pending, u64)>> = HashMap::new();
         let mut run_order = Vec::new();
         for p in self.pending {
@@ -149,7 +159,7 @@ impl FileMapping {
             if all_seq {
                 events.sort_by_key(|(p, _)| p.seq);
             } else {
-                out.seq_from_clocks = true;
+                out.header.seq_from_clocks = true;
                 events.sort_by_key(|(p, span)| (p.at, *span, p.inside));
             }
             for (i, (mut p, _)) in events.into_iter().enumerate() {
@@ -163,12 +173,14 @@ impl FileMapping {
                         "run `{run}` spans more than 292 years of span time"
                     ))
                 })?;
-                chunker.push(p.event, p.unknown_kind)?;
+                out.batches.extend(chunker.push(p.event, p.unknown_kind)?);
             }
         }
-        let (batches, rows) = chunker.finish()?;
-        out.batches = batches;
-        out.rows = rows;
+        out.batches.extend(chunker.flush()?);
+        out.rows = chunker.rows();
+        if out.rows == 0 {
+            return Err(TraceError::Empty);
+        }
         Ok(out)
     }
 }

@@ -20,7 +20,7 @@ fn events(text: &str) -> (Vec<Event>, bool) {
         .iter()
         .flat_map(|b| batch_events(b, &mut unknown))
         .collect();
-    (events, decoded.seq_from_clocks)
+    (events, decoded.header.seq_from_clocks)
 }
 
 /// A span from `start` to `end` with string attributes `attrs` (`"key=value"`; a value of

@@ -516,7 +516,8 @@ fn datafusion_gives_the_native_verdicts_on_every_trace() {
 fn spark_gives_the_native_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let all = traces(dir.path());
-    // A valid recording, a broken one, and the lossy-life, skipped-rows and no-run-end edits;
+    // A valid recording, a broken one, the lossy-life, skipped-rows and no-run-end edits, a
+    // scenario without commit rows and a broken step of a per-key counter;
     // every trace with OUTBOX_SPARK_ALL=1.
     let few = [
         "pyarrow_ack_before_commit.parquet",
@@ -524,6 +525,8 @@ fn spark_gives_the_native_verdicts() {
         "lossy-life.parquet",
         "commit-without-task-and-amount.parquet",
         "recovered-as-text.parquet",
+        "no-commit-rows.parquet",
+        "counter-per-key-step.parquet",
     ];
     let chosen: Vec<PathBuf> = if std::env::var_os("OUTBOX_SPARK_ALL").is_some_and(|v| v == "1") {
         all

@@ -7,7 +7,8 @@ Usage: run_sql.py ENGINE ANALYZER TRACE...   (ENGINE: duckdb, datafusion or spar
 
 Each trace (a Parquet file or a directory of them) is registered as the table `trace`; the
 statement itself is the same for every trace, but for a table with the optional column
-`counter_key`, which gets the statement `--counter-key` prints (not with Spark). A missing Python package is an error (exit 1).
+`counter_key`, which gets the statement `--counter-key` prints (with Spark, whose traces go into
+one table, every trace gets it, `counter_key` null where a trace lacks the column). A missing Python package is an error (exit 1).
 """
 import json
 import subprocess
@@ -57,6 +58,7 @@ def spark_session():
     from pyspark.sql import SparkSession
     return (SparkSession.builder.master("local[2]").appName("outbox-trace-sql")
             .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "4g")
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
@@ -71,10 +73,11 @@ CONTRACT = ["run_id", "scenario", "seq", "ts_ns", "backend", "actor", "incarnati
             "counter", "detail"]
 
 
-def spark_runner(sql, _keyed_sql):
+def spark_runner(_sql, keyed_sql):
     """Spark plans and schedules every stage of the statement anew for each table, which costs far
     more than the data: all traces go into one table, each run_id prefixed with its trace's
-    number, and the statement runs once."""
+    number, and the statement runs once. That table has `counter_key` (null for a trace without
+    the column), so it gets the statement that reads it."""
     from pyspark.sql import functions as F
     spark = spark_session()
     spark.sparkContext.setLogLevel("ERROR")
@@ -84,13 +87,15 @@ def spark_runner(sql, _keyed_sql):
         for i, path in enumerate(paths):
             df = spark.read.parquet(path)
             cols = [F.col(c).cast(SPARK_TYPES.get(c, "string")).alias(c) for c in CONTRACT]
+            key = "counter_key"
+            cols.append((F.col(key) if key in df.columns else F.lit(None)).cast("string").alias(key))
             df = df.select(*cols).withColumn("run_id", F.concat(F.lit(f"{i}\t"), F.col("run_id")))
             tables.append(df)
         union = tables[0]
         for t in tables[1:]:
             union = union.unionByName(t)
         union.createOrReplaceTempView("trace")
-        rows = rows_of(tuple(r) for r in spark.sql(sql).collect())
+        rows = rows_of(tuple(r) for r in spark.sql(keyed_sql).collect())
         out = {p: [] for p in paths}
         for r in rows:
             i, run_id = r["run_id"].split("\t", 1)

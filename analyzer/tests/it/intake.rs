@@ -60,7 +60,8 @@ fn verdicts(stdout: &str) -> Vec<&str> {
     stdout
         .lines()
         .filter(|l| {
-            l.starts_with("  ") && (l.contains(" pass") || l.contains(" FAIL") || l.contains(" unknown"))
+            l.starts_with("  ")
+                && (l.contains(" pass") || l.contains(" FAIL") || l.contains(" unknown"))
         })
         .collect()
 }
@@ -107,7 +108,11 @@ fn a_directory_with_two_links_to_itself_is_walked_once() {
 
     let start = Instant::now();
     let (code, stdout, stderr) = check(&[&traces]);
-    assert!(start.elapsed() < Duration::from_secs(30), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
     let (want, want_out, _) = check(&[&fixture("etcd_reference.parquet")]);
     assert_eq!(code, want, "{stderr}");
     // Read once: the same rows, not one copy per path to them.
@@ -211,7 +216,10 @@ fn a_line_longer_than_the_cap_is_bad_input_naming_the_cap() {
     let first = std::fs::read_to_string(fixture("etcd_reference.jsonl")).unwrap();
     let lines: Vec<&str> = first.lines().take(3).collect();
     // Past the first line (JSON Lines, decoded as they stream) and as the very first line.
-    for (name, before) in [("later.jsonl.zst", &lines[..]), ("first.jsonl.zst", &[][..])] {
+    for (name, before) in [
+        ("later.jsonl.zst", &lines[..]),
+        ("first.jsonl.zst", &[][..]),
+    ] {
         let path = dir.path().join(name);
         with_long_line(&path, before, cap + 1);
         let (code, stdout, stderr) = check(&[&path]);
@@ -249,7 +257,11 @@ fn a_value_that_cannot_be_read_is_bad_input_not_a_default() {
     let dir = tempfile::tempdir().unwrap();
     // The readable line is checked (no false verdict needed to tell them apart: it is not bad).
     let good = dir.path().join("good.otlp.jsonl");
-    std::fs::write(&good, otlp_line(r#""1764547200000001000""#, r#""1""#) + "\n").unwrap();
+    std::fs::write(
+        &good,
+        otlp_line(r#""1764547200000001000""#, r#""1""#) + "\n",
+    )
+    .unwrap();
     let (code, stdout, stderr) = check(&[&good]);
     assert!(code == 0 || code == 1 || code == 3, "{stdout}{stderr}");
     let cases = [
@@ -258,8 +270,14 @@ fn a_value_that_cannot_be_read_is_bad_input_not_a_default() {
             otlp_line(r#""soon""#, r#""1""#),
             "`startTimeUnixNano` is not a time",
         ),
-        (otlp_line("-5", r#""1""#), "`startTimeUnixNano` is not a time"),
-        (otlp_line("1.5e18", r#""1""#), "`startTimeUnixNano` is not a time"),
+        (
+            otlp_line("-5", r#""1""#),
+            "`startTimeUnixNano` is not a time",
+        ),
+        (
+            otlp_line("1.5e18", r#""1""#),
+            "`startTimeUnixNano` is not a time",
+        ),
         // An integer out of its column's range (`attempt` is 32 bits).
         (
             otlp_line(r#""1764547200000001000""#, r#""4294967296""#),
@@ -298,7 +316,10 @@ fn a_value_that_cannot_be_read_is_bad_input_not_a_default() {
         let (code, stdout, stderr) = check(&[&path]);
         assert_eq!(code, 2, "jsonl case {n}: {stdout}{stderr}");
         one_line(&stderr);
-        assert!(stderr.contains(&format!("`{column}`")), "jsonl case {n}: {stderr}");
+        assert!(
+            stderr.contains(&format!("`{column}`")),
+            "jsonl case {n}: {stderr}"
+        );
     }
 }
 

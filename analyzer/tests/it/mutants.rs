@@ -157,7 +157,9 @@ fn mutate_text(bytes: &[u8], rng: &mut Rng) -> Vec<u8> {
     if rng.below(4) == 0 {
         let mut m = bytes.to_vec();
         let at = rng.below(m.len());
-        m[at] = *[b'"', b'{', b'}', b',', b'\n', 0xff, b'9', b'-'].get(rng.below(8)).unwrap();
+        m[at] = *[b'"', b'{', b'}', b',', b'\n', 0xff, b'9', b'-']
+            .get(rng.below(8))
+            .unwrap();
         return m;
     }
     mutate(bytes, rng)
@@ -199,7 +201,10 @@ fn no_mutant_of_a_committed_text_trace_makes_the_analyzer_panic() {
                     std::fs::remove_file(&path).unwrap();
                 }
                 Ok(false) => rejected.push(path),
-                Err(_) => panic!("mutant {i} of {name} made the analyzer panic (kept at {})", path.display()),
+                Err(_) => panic!(
+                    "mutant {i} of {name} made the analyzer panic (kept at {})",
+                    path.display()
+                ),
             }
         }
         // A compressed mutant nearly always fails its checksum; plain text is also accepted.

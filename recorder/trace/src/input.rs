@@ -483,7 +483,9 @@ impl Tally {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tallied> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Counts `rows` more rows and the extra keys seen with them.

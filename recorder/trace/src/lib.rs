@@ -28,8 +28,8 @@ mod writer;
 pub use detail::Detail;
 pub use error::TraceError;
 pub use event::Event;
-pub use input::Tally;
 pub use figures::{FigureRow, FigureTally, Figures, KeySet, TaskKey};
+pub use input::Tally;
 pub use kind::{Field, Kind, UnknownKind};
 pub use position::{BrokerPosition, PositionError};
 pub use reader::{

@@ -224,10 +224,7 @@ impl TraceFile {
                 return Self::open_parquet_file(spool, path, options, &[]);
             }
             Encoding::JsonLines => (None, Some(stream)),
-            Encoding::OtlpJsonLines => (
-                Some(crate::otlp::decode_json_lines(stream, &stem)?),
-                None,
-            ),
+            Encoding::OtlpJsonLines => (Some(crate::otlp::decode_json_lines(stream, &stem)?), None),
             Encoding::OtlpJson => (
                 Some(crate::otlp::decode_json_document(stream, &stem)?),
                 None,

@@ -45,9 +45,6 @@ pub(crate) fn max_line_words() -> String {
     format!("{} MiB", MAX_LINE_BYTES >> 20)
 }
 
-/// The path that names standard input.
-pub const STDIN: &str = "-";
-
 /// The encodings a trace may be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Encoding {
@@ -125,10 +122,7 @@ pub(crate) fn open(path: &Path) -> Result<Opened, TraceError> {
     open_stream(Box::new(BufReader::with_capacity(1 << 20, raw)), path)
 }
 
-/// Whether `path` names standard input.
-pub fn is_stdin(path: &Path) -> bool {
-    path.as_os_str() == STDIN
-}
+pub use crate::spool::{is_stdin, STDIN};
 
 /// Tells the encoding of `raw`, the bytes of `path`.
 pub(crate) fn open_stream(mut raw: Stream, path: &Path) -> Result<Opened, TraceError> {
@@ -516,12 +510,9 @@ impl Tally {
         self.lock().complete
     }
 
-    /// Writes the rows and extra columns counted so far into `info` (once the batches are read
-    /// to their end, they are the file's).
-    pub fn fill(&self, info: &mut crate::FileInfo) {
-        let t = self.lock();
-        info.rows = t.rows;
-        info.extra_columns.clone_from(&t.extra_columns);
+    /// The extra columns counted so far.
+    pub fn extra_columns(&self) -> Vec<String> {
+        self.lock().extra_columns.clone()
     }
 }
 

@@ -17,11 +17,12 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::input::{is_stdin, open, open_stream, read_all, Encoding, Opened, Stream, Tally};
+use crate::input::{open, open_stream, read_all, Encoding, Opened, Stream, Tally};
 use crate::schema::{
     batch_events, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, META_SEQ_SOURCE,
     SCHEMA_VERSION, SEQ_FROM_SPAN_CLOCKS,
 };
+use crate::spool::is_stdin;
 use crate::{Event, TraceError};
 
 /// Rows per batch handed out by [`TraceFile::batches`].
@@ -51,6 +52,15 @@ pub struct FileInfo {
     /// file says so with the metadata key `outbox_trace.seq_source` = `span-clocks` (see
     /// [`crate::Metadata`]), so a converted trace keeps the note.
     pub seq_from_clocks: bool,
+}
+
+impl Tally {
+    /// Writes the rows and extra columns counted so far into `info` (once the batches are read
+    /// to their end, they are the file's).
+    pub fn fill(&self, info: &mut FileInfo) {
+        info.rows = self.rows();
+        info.extra_columns = self.extra_columns();
+    }
 }
 
 impl FileInfo {

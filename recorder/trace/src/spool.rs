@@ -14,8 +14,15 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::input::is_stdin;
 use crate::TraceError;
+
+/// The path that names standard input.
+pub const STDIN: &str = "-";
+
+/// Whether `path` names standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
 
 /// Which single-pass input a path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

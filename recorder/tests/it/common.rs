@@ -35,6 +35,29 @@ pub fn record_ok(dir: &Path, args: &[&str]) -> Vec<Event> {
         .events
 }
 
+/// Runs `recorder run --system FILE` with `args`, writing to `dir/run.parquet`; returns the
+/// command's output and the trace path.
+pub fn record_system(dir: &Path, system: &Path, args: &[&str]) -> (std::process::Output, PathBuf) {
+    let system = system.to_str().expect("a UTF-8 path");
+    let mut all = vec!["--system", system];
+    all.extend_from_slice(args);
+    (record(dir, &all), trace_path(dir))
+}
+
+/// A command's standard output and error, for a failure message.
+pub fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The rows of one kind.
+pub fn rows(events: &[Event], kind: Kind) -> Vec<&Event> {
+    events.iter().filter(|e| e.kind == kind).collect()
+}
+
 /// The trace path in `dir`.
 pub fn trace_path(dir: &Path) -> PathBuf {
     dir.join("run.parquet")

@@ -8,13 +8,13 @@
 //! missing one fails the test with one line saying which, never a silent skip. The example's npm
 //! packages are installed (`npm ci`) once if missing, under a lock that the test processes share.
 
-use crate::common;
+use crate::common::{self, output_text, rows};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use outbox_analyzer::check::{analyse, Report, RunVerdict, Verdict};
-use outbox_trace::{Event, Kind, Step};
+use outbox_trace::{Kind, Step};
 
 fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/node-postgres")
@@ -69,6 +69,11 @@ fn example() -> PathBuf {
     dir.join("outbox-system.toml")
 }
 
+/// Runs the example with `args`; returns the output and the trace path.
+fn run_example(dir: &Path, args: &[&str]) -> (std::process::Output, PathBuf) {
+    common::record_system(dir, &example(), args)
+}
+
 /// The lock the test processes share around `npm ci`: a directory made atomically, removed when
 /// dropped; one older than five minutes was left by a killed test and is taken over.
 struct NpmLock(PathBuf);
@@ -102,29 +107,6 @@ impl Drop for NpmLock {
     }
 }
 
-/// Runs the example with `args`; returns the output and the trace path.
-fn run_example(dir: &Path, args: &[&str]) -> (std::process::Output, PathBuf) {
-    let system = example();
-    let out = dir.join("run.parquet");
-    let output = Command::new(assert_cmd::cargo::cargo_bin("recorder"))
-        .args(["run", "--quiet", "--system"])
-        .arg(system)
-        .arg("--out")
-        .arg(&out)
-        .args(args)
-        .output()
-        .expect("recorder runs");
-    (output, out)
-}
-
-fn text(output: &std::process::Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 /// The invariants that failed, in any scenario.
 fn failed(report: &Report) -> Vec<&'static str> {
     report
@@ -136,22 +118,18 @@ fn failed(report: &Report) -> Vec<&'static str> {
         .collect()
 }
 
-fn rows(events: &[Event], kind: Kind) -> Vec<&Event> {
-    events.iter().filter(|e| e.kind == kind).collect()
-}
-
 #[test]
 fn the_node_example_is_valid_when_each_role_is_killed_and_postgres_and_nats_restart() {
     let dir = tempfile::tempdir().unwrap();
     let (output, out) = run_example(dir.path(), &["--scenario", "every-role-killed"]);
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
     assert_eq!(
         report.verdict,
         RunVerdict::Valid,
         "failed: {:?}\n{}",
         failed(&report),
-        text(&output)
+        output_text(&output)
     );
     let events = outbox_trace::read_trace(&out).unwrap().events;
     assert!(events.iter().all(|e| e.backend == "system:orders"));
@@ -214,13 +192,13 @@ fn caught(bug: &str, args: &[&str], invariant: &str, tries: u32) {
         let mut all = vec!["--scenario", "calm", "--env", &env];
         all.extend_from_slice(args);
         let (output, out) = run_example(dir.path(), &all);
-        assert!(output.status.success(), "{bug}: {}", text(&output));
+        assert!(output.status.success(), "{bug}: {}", output_text(&output));
         let report = analyse(&[out]).expect("the trace keeps the contract");
         assert_ne!(
             report.verdict,
             RunVerdict::Unknown,
             "{bug}: {}",
-            text(&output)
+            output_text(&output)
         );
         let failed = failed(&report);
         if report.verdict == RunVerdict::Invalid {

@@ -4,7 +4,7 @@
 //! is one line and exit 2; a command that does not exist is one line and exit 4; Ctrl-C and
 //! kill -9 of the recorder leave no process behind.
 
-use crate::common;
+use crate::common::{self, output_text, rows};
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -14,36 +14,19 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use outbox_analyzer::check::{analyse, Report, RunVerdict, Verdict};
-use outbox_trace::{Event, Kind, Step};
+use outbox_trace::{Kind, Step};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/otel-python/outbox-system.toml")
 }
 
-fn recorder() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("recorder"))
-}
-
 /// Runs the example with `args`; returns the output and the trace path.
 fn run_example(dir: &Path, args: &[&str]) -> (std::process::Output, PathBuf) {
-    let out = dir.join("run.parquet");
-    let output = recorder()
-        .args(["run", "--quiet", "--system"])
-        .arg(example())
-        .arg("--out")
-        .arg(&out)
-        .args(args)
-        .output()
-        .expect("recorder runs");
-    (output, out)
+    common::record_system(dir, &example(), args)
 }
 
-fn text(output: &std::process::Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+fn recorder() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("recorder"))
 }
 
 fn failed(report: &Report) -> Vec<(String, &'static str)> {
@@ -64,22 +47,18 @@ fn failed(report: &Report) -> Vec<(String, &'static str)> {
         .collect()
 }
 
-fn rows<'a>(events: &'a [Event], kind: Kind) -> Vec<&'a Event> {
-    events.iter().filter(|e| e.kind == kind).collect()
-}
-
 #[test]
 fn the_example_is_valid_under_every_scripted_fault() {
     let dir = tempfile::tempdir().unwrap();
     let (output, out) = run_example(dir.path(), &["--scenario", "all"]);
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
     assert_eq!(
         report.verdict,
         RunVerdict::Valid,
         "failed: {:?}\n{}",
         failed(&report),
-        text(&output)
+        output_text(&output)
     );
     let events = outbox_trace::read_trace(&out).unwrap().events;
     assert!(events.iter().all(|e| e.backend.starts_with("system:")));
@@ -125,7 +104,7 @@ fn the_example_is_valid_under_every_scripted_fault() {
 fn chaos_alone_is_one_scenario_with_the_seeds_plan_and_the_example_stays_valid() {
     let dir = tempfile::tempdir().unwrap();
     let (output, out) = run_example(dir.path(), &["--chaos", "3", "--chaos-window", "2s"]);
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
     assert_eq!(report.verdict, RunVerdict::Valid, "{:?}", failed(&report));
     let events = outbox_trace::read_trace(&out).unwrap().events;
@@ -145,7 +124,7 @@ fn chaos_alone_is_one_scenario_with_the_seeds_plan_and_the_example_stays_valid()
     let again = dir.path().join("again");
     std::fs::create_dir(&again).unwrap();
     let (output, out) = run_example(&again, &["--chaos", "3", "--chaos-window", "2s"]);
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let events = outbox_trace::read_trace(&out).unwrap().events;
     let Step::RunStart(start) = common::step(rows(&events, Kind::RunStart)[0]) else {
         unreachable!()
@@ -162,13 +141,13 @@ fn caught(bug: &str, scenario: &str, invariant: &str, tries: u32) {
         let dir = tempfile::tempdir().unwrap();
         let env = format!("BUG={bug}");
         let (output, out) = run_example(dir.path(), &["--scenario", scenario, "--env", &env]);
-        assert!(output.status.success(), "{}", text(&output));
+        assert!(output.status.success(), "{}", output_text(&output));
         let report = analyse(&[out]).expect("the trace keeps the contract");
         assert_ne!(
             report.verdict,
             RunVerdict::Unknown,
             "{bug} in {scenario}: {}",
-            text(&output)
+            output_text(&output)
         );
         let failed = failed(&report);
         if report.verdict == RunVerdict::Invalid {
@@ -251,7 +230,7 @@ fn a_bad_file_or_flag_is_one_line_and_exit_2() {
         "relay",
     );
     let output = run_file(&tiny, &["--backend", "sqlite-redis"]);
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert_eq!(output.status.code(), Some(2), "{}", output_text(&output));
     one_line_with_code(
         &run_file(&tiny, &["--scenario", "relay-crash"]),
         2,
@@ -342,7 +321,7 @@ fn ctrl_c_to_the_terminal_group_ends_the_run_and_leaves_no_process() {
     let started = Instant::now();
     killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+    assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "{:?}",

@@ -8,6 +8,10 @@ use super::query::Query;
 use crate::check::{Held, Invariant};
 use crate::explain::words::{held_words, LOST};
 
+/// One store figure against the trace's: what the store holds, the store's SQL expression, the
+/// trace's, and how many rows are missing (null unless the store holds more).
+type Compared = (Held, String, String, String);
+
 /// The columns of `wide` the rule reads: per shortfall, how many rows are missing (null when the
 /// store holds no more than the trace) and its reason.
 pub(super) fn columns(q: &mut Query) -> String {
@@ -35,8 +39,7 @@ pub(super) fn columns(q: &mut Query) -> String {
         field(detail_key!(Observed.outbox_published)),
         field(detail_key!(Observed.outbox_pending))
     );
-    // (held, store, trace, missing: null unless the store holds more)
-    let compared: Vec<(Held, String, String, String)> = [
+    let compared: Vec<Compared> = [
         (Held::TasksDone, tasks_done, effect_tasks),
         (Held::Results, results, effects.clone()),
         (Held::DedupKeys, dedup_keys, effects),
@@ -48,7 +51,7 @@ pub(super) fn columns(q: &mut Query) -> String {
         (h, store, trace, missing)
     })
     .collect();
-    let reason = |c: &(Held, String, String, String)| {
+    let reason = |c: &Compared| {
         let (store_words, trace_words) = held_words(c.0);
         format!(
             "'the store holds ' || {} || ' {store_words}, the trace ' || {} || ' {trace_words}: {LOST}'",
@@ -59,7 +62,7 @@ pub(super) fn columns(q: &mut Query) -> String {
     // The effects' shortfall with the most missing, the first on a tie (as the native fold).
     let [a, b, c, i] = [&compared[0], &compared[1], &compared[2], &compared[3]];
     let (ma, mb, mc) = (&a.3, &b.3, &c.3);
-    let pick = |x: &dyn Fn(&(Held, String, String, String)) -> String| {
+    let pick = |x: &dyn Fn(&Compared) -> String| {
         format!(
             "(CASE WHEN {ma} IS NOT NULL AND {ma} >= coalesce({mb}, -1) AND {ma} >= coalesce({mc}, -1) \
              THEN {} WHEN {mb} IS NOT NULL AND {mb} >= coalesce({mc}, -1) THEN {} \

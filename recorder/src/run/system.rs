@@ -100,7 +100,6 @@ pub async fn run_system(
             }
         }
     }
-    drop(env);
     drop(recorder);
     // A failed run's rows never replace a complete trace: they go beside it.
     let target = match failure {

@@ -144,6 +144,10 @@ impl Held {
     }
 }
 
+/// Where the task feeder finds the stdin role's current life: its incarnation and the sender
+/// of lines to its standard input (`None` while no life is up).
+type StdinSlot = watch::Sender<Option<(u32, mpsc::UnboundedSender<String>)>>;
+
 /// The scenario's state while it runs.
 struct Stage<'a, 'e> {
     env: &'a SystemEnv<'e>,
@@ -155,7 +159,7 @@ struct Stage<'a, 'e> {
     lives: BTreeMap<String, Life>,
     ports: BTreeMap<String, u16>,
     exits: mpsc::UnboundedSender<(String, u32, Status)>,
-    stdin_slot: Option<watch::Sender<Option<(u32, mpsc::UnboundedSender<String>)>>>,
+    stdin_slot: Option<StdinSlot>,
     answers: Option<mpsc::UnboundedSender<String>>,
     mapper: LiveMapper,
     after: Vec<(FaultSpec, u32)>,

@@ -52,7 +52,7 @@ fn the_example_is_valid_under_every_scripted_fault() {
     let dir = tempfile::tempdir().unwrap();
     let (output, out) = run_example(dir.path(), &["--scenario", "all"]);
     assert!(output.status.success(), "{}", output_text(&output));
-    let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
     assert_eq!(
         report.verdict,
         RunVerdict::Valid,
@@ -105,7 +105,7 @@ fn chaos_alone_is_one_scenario_with_the_seeds_plan_and_the_example_stays_valid()
     let dir = tempfile::tempdir().unwrap();
     let (output, out) = run_example(dir.path(), &["--chaos", "3", "--chaos-window", "2s"]);
     assert!(output.status.success(), "{}", output_text(&output));
-    let report = analyse(&[out.clone()]).expect("the trace keeps the contract");
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
     assert_eq!(report.verdict, RunVerdict::Valid, "{:?}", failed(&report));
     let events = outbox_trace::read_trace(&out).unwrap().events;
     assert!(events.iter().all(|e| e.scenario == "chaos"));

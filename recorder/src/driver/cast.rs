@@ -225,12 +225,16 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         }
     }
 
-    /// Stops every actor still running.
+    /// Stops every actor still running, all at once: each is asked at the same moment and given
+    /// the same grace, so an ending takes the slowest actor's time, not the sum of them.
     pub async fn stop_all(&mut self) -> anyhow::Result<()> {
-        for s in &mut self.slots {
-            if let Some(process) = s.process.take() {
-                process.stop(Duration::from_secs(5)).await?;
-            }
+        let stopping = self
+            .slots
+            .iter_mut()
+            .filter_map(|s| s.process.take())
+            .map(|process| process.stop(Duration::from_secs(5)));
+        for stopped in futures::future::join_all(stopping).await {
+            stopped?;
         }
         Ok(())
     }

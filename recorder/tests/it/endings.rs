@@ -102,7 +102,8 @@ fn running(pid: i32) -> bool {
 }
 
 /// Sends `signal` the way it comes in real life, waits for the recorder and checks every ending
-/// promise: the code, within 5 s of the signal; the trace joined with its run closed as
+/// promise: the code, within 15 s of the signal (the actors share one 5 s grace; a hang would be
+/// the 30 s of a retried read or no end at all); the trace joined with its run closed as
 /// interrupted; no service or actor of the run left; nothing left in the temp dir or beside
 /// `--out` but the trace.
 fn ends_cleanly(send: impl FnOnce(&Child), code: i32) {
@@ -162,7 +163,7 @@ fn ends_cleanly(send: impl FnOnce(&Child), code: i32) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(code), "{stderr}");
     assert!(
-        took < Duration::from_secs(5),
+        took < Duration::from_secs(15),
         "ended {took:?} after the signal"
     );
 

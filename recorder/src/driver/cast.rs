@@ -226,13 +226,13 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
     }
 
     /// Stops every actor still running, all at once: each is asked at the same moment and given
-    /// the same grace, so an ending takes the slowest actor's time, not the sum of them.
-    pub async fn stop_all(&mut self) -> anyhow::Result<()> {
+    /// the same `grace`, so an ending takes the slowest actor's time, not the sum of them.
+    pub async fn stop_all(&mut self, grace: Duration) -> anyhow::Result<()> {
         let stopping = self
             .slots
             .iter_mut()
             .filter_map(|s| s.process.take())
-            .map(|process| process.stop(Duration::from_secs(5)));
+            .map(|process| process.stop(grace));
         for stopped in futures::future::join_all(stopping).await {
             stopped?;
         }

@@ -31,6 +31,10 @@ use crate::protocol::model::{TaskSpec, Timing};
 
 /// How often the driver looks at its actors and the services.
 const TICK: Duration = Duration::from_millis(100);
+/// How long an actor asked to stop may take before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The same when the run was interrupted (Ctrl-C, SIGTERM, SIGHUP).
+const INTERRUPTED_GRACE: Duration = Duration::from_secs(1);
 /// Every kind the protocol's actors (and the payments receiver) report, declared in
 /// `run_start.detail.records` of a traced run.
 const PROTOCOL_KINDS: [Kind; 16] = [
@@ -233,7 +237,14 @@ async fn run_on<B: Backend>(
         eprintln!();
     }
 
-    cast.stop_all().await.map_err(drive)?;
+    // A quiet scenario lets its actors finish what they hold; an interrupted one is being waited
+    // for by someone at a terminal: what the actors wrote so far is kept either way.
+    let grace = if end_reason == "interrupted" {
+        INTERRUPTED_GRACE
+    } else {
+        STOP_GRACE
+    };
+    cast.stop_all(grace).await.map_err(drive)?;
     let elapsed_ms = started.elapsed().as_millis() as u64;
     if env.trace {
         observer::record_unreported_creates(env, &control, &stamp).await?;

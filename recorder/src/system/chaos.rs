@@ -1,12 +1,15 @@
 //! `--chaos SEED` for a user's system: a swarm draw over the faults a system file allows, made up
 //! front as data (recorded in `run_start.detail.chaos`), so the same seed gives the same plan.
 //!
-//! Each seed arms some roles and some of the kinds they report: one pass through an armed step
-//! kills the process with a probability the seed picks, within a budget of kills, always on a
-//! held export (so a chaos kill loses no span). On top, inside the first half of the chaos window
-//! (while tasks are moving), each instance of one role that has several is paused once (2 to 4 s:
-//! long enough for a broker to hand its message to another consumer), and in some seeds a service
-//! is restarted.
+//! - **Kills.** Each seed arms most roles (7 in 8) and most of the kinds they report (3 in 4): one
+//!   pass through an armed step kills the process with a probability the seed picks, at most once
+//!   or twice per armed step, always on a held export (so a chaos kill loses no span).
+//! - **Pauses.** Each instance of a role that has several is paused twice, each time a few
+//!   milliseconds after the export of one of its `delivered` spans is answered (so it stops inside
+//!   the work between a delivery and its commit, where a dedup race lives), for 3 to 5 s: long
+//!   enough for a broker to hand the message to another instance. Without `delivered` among the
+//!   kinds, the pauses come at drawn times in the first half of the chaos window instead.
+//! - **Services.** In one seed of three, a service is restarted at a drawn time.
 
 use std::time::Duration;
 
@@ -37,6 +40,8 @@ pub struct Armed {
     pub role: String,
     /// The kind whose span's end may kill it.
     pub kind: Kind,
+    /// Kills left for this step.
+    pub budget: u32,
 }
 
 /// The draw of one seed.
@@ -48,19 +53,24 @@ pub struct SystemChaos {
     pub armed: Vec<Armed>,
     /// The chance one armed step kills, per mille.
     pub chance_per_mille: u64,
-    /// Kills at most.
-    pub budget: u32,
-    /// Timed faults inside the window (pauses, service restarts), as specs.
-    pub timed: Vec<String>,
+    /// Pauses after steps, and timed faults inside the window (pauses, service restarts), as
+    /// specs.
+    pub faults: Vec<String>,
     #[serde(skip)]
-    timed_specs: Vec<FaultSpec>,
+    specs: Vec<FaultSpec>,
     #[serde(skip)]
     dice: Dice,
 }
 
+/// How long after a `delivered` span's answer a chaos pause stops its process, in ms: past the
+/// look-up that follows a delivery, inside the work before the commit.
+const PAUSE_DELAY_MS: (u64, u64) = (10, 40);
+/// How long a chaos pause holds, in ms.
+const PAUSE_HOLD_MS: (u64, u64) = (3000, 5000);
+
 impl SystemChaos {
-    /// The plan of `seed` for `system` within `window`.
-    pub fn draw(seed: u64, window: Duration, system: &System) -> SystemChaos {
+    /// The plan of `seed` for `system` running `tasks` tasks within `window`.
+    pub fn draw(seed: u64, window: Duration, tasks: u32, system: &System) -> SystemChaos {
         let mut dice = Dice::new(seed);
         let kinds: Vec<Kind> = match &system.file.records {
             Some(names) => names
@@ -73,47 +83,61 @@ impl SystemChaos {
         let roles: Vec<&String> = system.file.roles.keys().collect();
         let mut armed = Vec::new();
         for role in &roles {
-            if dice.below(4) == 0 {
+            if dice.below(8) == 0 {
                 continue; // this seed leaves the role alone
             }
             for kind in &kinds {
-                if dice.below(2) == 0 {
+                if dice.below(4) != 0 {
                     armed.push(Armed {
                         role: role.to_string(),
                         kind: *kind,
+                        budget: 1 + dice.below(2) as u32,
                     });
                 }
             }
         }
         let chance_per_mille = CHANCES_PER_MILLE[dice.below(3) as usize];
-        let budget = 1 + dice.below(4) as u32;
         let window_ms = window.as_millis().max(1) as u64;
-        let mut timed_specs = Vec::new();
-        let multi: Vec<&String> = roles
-            .iter()
-            .copied()
-            .filter(|r| system.file.roles[*r].instances > 1)
-            .collect();
-        if !multi.is_empty() {
-            // Each instance of one such role is paused once, at its own time: a pause that lands
-            // while that instance holds no message shows nothing, so one pause alone is too few.
-            let role = multi[dice.below(multi.len() as u64) as usize];
-            for instance in 1..=system.file.roles[role].instances {
+        let mut specs = Vec::new();
+        let between = |dice: &mut Dice, (low, high): (u64, u64)| {
+            Duration::from_millis(low + dice.below(high - low + 1))
+        };
+        for role in roles.iter().copied() {
+            let instances = system.file.roles[role].instances;
+            if instances < 2 {
+                continue; // nobody to take a paused process's message over
+            }
+            let spread = u64::from((tasks / instances / 2).max(1));
+            for instance in 1..=instances {
                 let target = if instance == 1 {
                     role.clone()
                 } else {
                     format!("{role}-{instance}")
                 };
-                timed_specs.push(FaultSpec::PauseAt {
-                    target,
-                    at: Duration::from_millis(dice.below(window_ms / 2 + 1)),
-                    hold: Duration::from_millis(2000 + dice.below(2000)),
-                });
+                if kinds.contains(&Kind::Delivered) {
+                    let mut nth = 0;
+                    for _ in 0..2 {
+                        nth += 1 + dice.below(spread) as u32;
+                        specs.push(FaultSpec::PauseAfter {
+                            target: target.clone(),
+                            kind: Kind::Delivered,
+                            nth,
+                            delay: between(&mut dice, PAUSE_DELAY_MS),
+                            hold: between(&mut dice, PAUSE_HOLD_MS),
+                        });
+                    }
+                } else {
+                    specs.push(FaultSpec::PauseAt {
+                        target,
+                        at: Duration::from_millis(dice.below(window_ms / 2 + 1)),
+                        hold: between(&mut dice, PAUSE_HOLD_MS),
+                    });
+                }
             }
         }
         let services: Vec<&String> = system.file.services.keys().collect();
         if !services.is_empty() && dice.below(3) == 0 {
-            timed_specs.push(FaultSpec::RestartAt {
+            specs.push(FaultSpec::RestartAt {
                 service: services[dice.below(services.len() as u64) as usize].clone(),
                 at: Duration::from_millis(dice.below(window_ms)),
             });
@@ -122,25 +146,34 @@ impl SystemChaos {
             seed,
             armed,
             chance_per_mille,
-            budget,
-            timed: timed_specs.iter().map(ToString::to_string).collect(),
-            timed_specs,
+            faults: specs.iter().map(ToString::to_string).collect(),
+            specs,
             dice,
         }
     }
 
     /// The timed faults of the draw.
-    pub fn timed(&self) -> &[FaultSpec] {
-        &self.timed_specs
+    pub fn timed(&self) -> impl Iterator<Item = &FaultSpec> {
+        self.specs.iter().filter(|f| f.at().is_some())
     }
 
-    /// Whether the end of a span of `kind` reported by `role` kills it now (spends the budget).
+    /// The faults of the draw that follow a step.
+    pub fn following(&self) -> impl Iterator<Item = &FaultSpec> {
+        self.specs.iter().filter(|f| f.follows_a_step())
+    }
+
+    /// Whether the end of a span of `kind` reported by `role` kills it now (spends that step's
+    /// budget).
     pub fn strikes(&mut self, role: &str, kind: Kind) -> bool {
-        if self.budget == 0 || !self.armed.iter().any(|a| a.role == role && a.kind == kind) {
+        let Some(armed) = self
+            .armed
+            .iter_mut()
+            .find(|a| a.role == role && a.kind == kind && a.budget > 0)
+        else {
             return false;
-        }
+        };
         if self.dice.below(1000) < self.chance_per_mille {
-            self.budget -= 1;
+            armed.budget -= 1;
             return true;
         }
         false

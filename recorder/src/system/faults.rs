@@ -3,6 +3,9 @@
 //!
 //! - `kill ROLE after KIND [N]`: SIGKILL the process whose N-th span of kind KIND ends (its export
 //!   is answered only after the process is dead);
+//! - `pause ROLE after KIND [N] [+DELAY] for DURATION`: SIGSTOP that process DELAY (default 0) after
+//!   the export carrying that span is answered, so it stops inside the work that follows the step
+//!   (a worker between its dedup look-up and its commit), and SIGCONT after DURATION;
 //! - `kill ROLE at DURATION`, `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`:
 //!   at a time counted from the first task sent.
 //!
@@ -27,6 +30,20 @@ pub enum FaultSpec {
         kind: Kind,
         /// Which such span (1-based).
         nth: u32,
+    },
+    /// SIGSTOP `delay` after the answer to the export carrying the `nth` span of `kind` that
+    /// `target` reports, SIGCONT after `hold`.
+    PauseAfter {
+        /// A role or an actor.
+        target: String,
+        /// The step.
+        kind: Kind,
+        /// Which such span (1-based).
+        nth: u32,
+        /// From the export's answer to the SIGSTOP.
+        delay: Duration,
+        /// How long the process stays stopped.
+        hold: Duration,
     },
     /// SIGKILL at a time.
     KillAt {
@@ -54,6 +71,7 @@ pub enum FaultSpec {
 }
 
 const GRAMMAR: &str = "expected `kill ROLE after KIND [N]`, `kill ROLE at DURATION`, \
+                       `pause ROLE after KIND [N] [+DELAY] for DURATION`, \
                        `pause ROLE at DURATION for DURATION` or `restart SERVICE at DURATION`";
 
 impl FaultSpec {
@@ -63,22 +81,25 @@ impl FaultSpec {
         let bad = |why: &str| format!("fault `{text}`: {why}; {GRAMMAR}");
         let duration = |w: &str| parse_duration(w).map_err(|e| bad(&e));
         match words.as_slice() {
-            ["kill", target, "after", kind, rest @ ..] if rest.len() <= 1 => {
-                let kind: Kind = kind
-                    .parse()
-                    .map_err(|_| bad(&format!("`{kind}` is no kind")))?;
-                let nth = match rest.first() {
-                    None => 1,
-                    Some(n) => n
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| *n >= 1)
-                        .ok_or_else(|| bad(&format!("`{n}` is not a count from 1")))?,
-                };
+            ["kill", target, "after", step @ ..] => {
+                let (kind, nth, delay) = after(step).map_err(|e| bad(&e))?;
+                if delay.is_some() {
+                    return Err(bad("a kill takes no delay"));
+                }
                 Ok(FaultSpec::KillAfter {
                     target: target.to_string(),
                     kind,
                     nth,
+                })
+            }
+            ["pause", target, "after", step @ .., "for", hold] => {
+                let (kind, nth, delay) = after(step).map_err(|e| bad(&e))?;
+                Ok(FaultSpec::PauseAfter {
+                    target: target.to_string(),
+                    kind,
+                    nth,
+                    delay: delay.unwrap_or_default(),
+                    hold: duration(hold)?,
                 })
             }
             ["kill", target, "at", at] => Ok(FaultSpec::KillAt {
@@ -101,11 +122,19 @@ impl FaultSpec {
     /// When a timed fault fires, from the first task sent.
     pub fn at(&self) -> Option<Duration> {
         match self {
-            FaultSpec::KillAfter { .. } => None,
+            FaultSpec::KillAfter { .. } | FaultSpec::PauseAfter { .. } => None,
             FaultSpec::KillAt { at, .. }
             | FaultSpec::PauseAt { at, .. }
             | FaultSpec::RestartAt { at, .. } => Some(*at),
         }
+    }
+
+    /// Whether the fault follows a step (`after`) rather than the clock.
+    pub fn follows_a_step(&self) -> bool {
+        matches!(
+            self,
+            FaultSpec::KillAfter { .. } | FaultSpec::PauseAfter { .. }
+        )
     }
 
     /// When a timed fault is over (a pause: when it ends).
@@ -117,6 +146,29 @@ impl FaultSpec {
     }
 }
 
+/// The words after `after`: `KIND [N] [+DELAY]`.
+fn after(words: &[&str]) -> Result<(Kind, u32, Option<Duration>), String> {
+    let Some((kind, mut rest)) = words.split_first() else {
+        return Err("a kind is missing".into());
+    };
+    let kind: Kind = kind.parse().map_err(|_| format!("`{kind}` is no kind"))?;
+    let mut nth = 1;
+    if let Some((n, tail)) = rest.split_first().filter(|(n, _)| !n.starts_with('+')) {
+        nth = n
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| format!("`{n}` is not a count from 1"))?;
+        rest = tail;
+    }
+    let delay = match rest {
+        [] => None,
+        [d] if d.starts_with('+') => Some(parse_duration(&d[1..])?),
+        [word, ..] => return Err(format!("`{word}` is not understood")),
+    };
+    Ok((kind, nth, delay))
+}
+
 impl fmt::Display for FaultSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -125,6 +177,22 @@ impl fmt::Display for FaultSpec {
             }
             FaultSpec::KillAfter { target, kind, nth } => {
                 write!(f, "kill {target} after {kind} {nth}")
+            }
+            FaultSpec::PauseAfter {
+                target,
+                kind,
+                nth,
+                delay,
+                hold,
+            } => {
+                write!(f, "pause {target} after {kind}")?;
+                if *nth != 1 {
+                    write!(f, " {nth}")?;
+                }
+                if !delay.is_zero() {
+                    write!(f, " +{}", show_duration(*delay))?;
+                }
+                write!(f, " for {}", show_duration(*hold))
             }
             FaultSpec::KillAt { target, at } => {
                 write!(f, "kill {target} at {}", show_duration(*at))
@@ -153,11 +221,23 @@ mod tests {
             "kill relay after publish_acked 3",
             "kill worker-2 at 1500ms",
             "pause worker at 1s for 3s",
+            "pause worker after delivered for 3s",
+            "pause worker-2 after delivered 4 +30ms for 2500ms",
             "restart redis at 2s",
         ] {
             let spec = FaultSpec::parse(text).unwrap();
             assert_eq!(spec.to_string(), text);
         }
+        assert_eq!(
+            FaultSpec::parse("pause worker after delivered 2 +20ms for 3s").unwrap(),
+            FaultSpec::PauseAfter {
+                target: "worker".into(),
+                kind: Kind::Delivered,
+                nth: 2,
+                delay: Duration::from_millis(20),
+                hold: Duration::from_secs(3),
+            }
+        );
         assert_eq!(
             FaultSpec::parse("kill worker after acked").unwrap(),
             FaultSpec::KillAfter {
@@ -174,6 +254,9 @@ mod tests {
             "kill worker after commited",
             "kill worker after acked 0",
             "pause worker at 1s",
+            "pause worker after delivered +30ms",
+            "pause worker after delivered 2 30ms for 1s",
+            "kill worker after delivered +30ms",
             "kill worker at soon",
             "explode worker",
         ] {

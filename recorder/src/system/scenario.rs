@@ -144,6 +144,13 @@ impl Held {
     }
 }
 
+/// A fault that follows a step (`kill`/`pause ... after KIND`), with how many of its steps passed.
+struct Following {
+    spec: FaultSpec,
+    seen: u32,
+    done: bool,
+}
+
 /// Where the task feeder finds the stdin role's current life: its incarnation and the sender
 /// of lines to its standard input (`None` while no life is up).
 type StdinSlot = watch::Sender<Option<(u32, mpsc::UnboundedSender<String>)>>;
@@ -162,8 +169,12 @@ struct Stage<'a, 'e> {
     stdin_slot: Option<StdinSlot>,
     answers: Option<mpsc::UnboundedSender<String>>,
     mapper: LiveMapper,
-    after: Vec<(FaultSpec, u32)>,
+    after: Vec<Following>,
     chaos: Option<SystemChaos>,
+    /// Pauses called for by a step, not begun yet: when, whom (which life), for how long.
+    pausing: Vec<(Instant, String, u32, Duration)>,
+    /// Processes stopped now, with when they are continued.
+    resumes: Vec<(Instant, String)>,
     last_span: Instant,
     outcome: ScenarioOutcome,
     backoff: BTreeMap<String, u32>,
@@ -420,17 +431,38 @@ impl<'a, 'e> Stage<'a, 'e> {
             let role = life.role.clone();
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
             let mut strike = false;
-            for (spec, seen) in &mut self.after {
-                if let FaultSpec::KillAfter {
-                    target,
-                    kind: k,
-                    nth,
-                } = spec
-                {
-                    if *k == kind && (*target == actor || *target == role) {
-                        *seen += 1;
-                        strike |= *seen == *nth;
+            let sibling_stopped = self.stopped_in(&role);
+            for following in &mut self.after {
+                match &following.spec {
+                    FaultSpec::KillAfter {
+                        target,
+                        kind: k,
+                        nth,
+                    } if *k == kind && (*target == actor || *target == role) => {
+                        following.seen += 1;
+                        strike |= following.seen == *nth;
                     }
+                    FaultSpec::PauseAfter {
+                        target,
+                        kind: k,
+                        nth,
+                        delay,
+                        hold,
+                    } if *k == kind && (*target == actor || *target == role) => {
+                        following.seen += 1;
+                        // With another instance of the role stopped, nobody may be left to take
+                        // over the message: the pause waits for the next such step.
+                        if following.seen >= *nth && !following.done && !sibling_stopped {
+                            following.done = true;
+                            self.pausing.push((
+                                Instant::now() + *delay,
+                                actor.clone(),
+                                incarnation,
+                                *hold,
+                            ));
+                        }
+                    }
+                    _ => {}
                 }
             }
             if !strike {
@@ -459,6 +491,69 @@ impl<'a, 'e> Stage<'a, 'e> {
             held.answer();
         }
         Ok(held)
+    }
+
+    /// Whether a process of `role` is stopped, or about to be.
+    fn stopped_in(&self, role: &str) -> bool {
+        let of_role = |actor: &String| self.lives.get(actor).is_some_and(|l| l.role == role);
+        self.resumes.iter().any(|(_, a)| of_role(a))
+            || self.pausing.iter().any(|(_, a, _, _)| of_role(a))
+    }
+
+    /// SIGSTOPs `actor`'s life `incarnation` (if it still runs) until `hold` has passed.
+    async fn pause(
+        &mut self,
+        actor: &str,
+        incarnation: Option<u32>,
+        hold: Duration,
+    ) -> Result<(), SystemError> {
+        let Some(life) = self.lives.get(actor) else {
+            return Ok(());
+        };
+        if incarnation.is_some_and(|i| i != life.incarnation) {
+            return Ok(());
+        }
+        life.child.signal(Signal::SIGSTOP);
+        self.resumes
+            .push((Instant::now() + hold, actor.to_string()));
+        self.own(
+            Author::Faults,
+            Step::Fault(detail::Fault {
+                fault: "pause".into(),
+                target: Some(actor.to_string()),
+                duration_ms: Some(hold.as_millis() as u64),
+                ..detail::Fault::default()
+            }),
+        )
+        .await
+    }
+
+    /// Begins the pauses that are due and continues the processes whose pause is over.
+    async fn pauses_due(&mut self, now: Instant) -> Result<(), SystemError> {
+        let due: Vec<_> = self
+            .pausing
+            .iter()
+            .filter(|p| p.0 <= now)
+            .cloned()
+            .collect();
+        self.pausing.retain(|p| p.0 > now);
+        for (_, actor, incarnation, hold) in due {
+            self.pause(&actor, Some(incarnation), hold).await?;
+        }
+        for (_, actor) in self.resumes.iter().filter(|(at, _)| *at <= now) {
+            if let Some(life) = self.lives.get(actor) {
+                life.child.signal(Signal::SIGCONT);
+            }
+        }
+        self.resumes.retain(|(at, _)| *at > now);
+        Ok(())
+    }
+
+    /// When the next pause begins or ends.
+    fn next_pause_event(&self) -> Option<Instant> {
+        let begins = self.pausing.iter().map(|p| p.0);
+        let ends = self.resumes.iter().map(|r| r.0);
+        begins.chain(ends).min()
     }
 
     fn skip(&mut self, reason: String) {
@@ -623,14 +718,14 @@ pub async fn run_scenario(
     all_faults.extend(env.faults.iter().cloned());
     let chaos = env
         .chaos
-        .map(|(seed, window)| SystemChaos::draw(seed, window, system));
+        .map(|(seed, window)| SystemChaos::draw(seed, window, env.tasks, system));
     let mut timed: Vec<FaultSpec> = all_faults
         .iter()
         .filter(|f| f.at().is_some())
         .cloned()
         .collect();
     if let Some(c) = &chaos {
-        timed.extend(c.timed().iter().cloned());
+        timed.extend(c.timed().cloned());
     }
     timed.sort_by_key(|f| f.at());
     let faults_over = timed
@@ -654,10 +749,17 @@ pub async fn run_scenario(
         mapper: LiveMapper::new(),
         after: all_faults
             .iter()
-            .filter(|f| matches!(f, FaultSpec::KillAfter { .. }))
-            .map(|f| (f.clone(), 0))
+            .chain(chaos.iter().flat_map(|c| c.following()))
+            .filter(|f| f.follows_a_step())
+            .map(|f| Following {
+                spec: f.clone(),
+                seen: 0,
+                done: false,
+            })
             .collect(),
         chaos,
+        pausing: Vec::new(),
+        resumes: Vec::new(),
         last_span: Instant::now(),
         outcome: ScenarioOutcome::default(),
         backoff: BTreeMap::new(),
@@ -704,7 +806,6 @@ pub async fn run_scenario(
     let mut delivery = tokio::spawn(courier.deliver(tasks));
     let mut delivered: Option<Delivered> = None;
     let mut timed: VecDeque<FaultSpec> = timed.into();
-    let mut resumes: Vec<(Instant, String)> = Vec::new();
     let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
     let mut quiet_probe: Option<Instant> = None;
     let mut probe: Option<tokio::task::JoinHandle<Result<bool, SpawnError>>> = None;
@@ -722,14 +823,9 @@ pub async fn run_scenario(
             .is_some_and(|at| first_task + at <= now)
         {
             let fault = timed.pop_front().expect("a due fault");
-            apply_timed(&mut stage, &mut services, &fault, &mut resumes, &mut intake).await?;
+            apply_timed(&mut stage, &mut services, &fault, &mut intake).await?;
         }
-        for (_, actor) in resumes.iter().filter(|(at, _)| *at <= now) {
-            if let Some(life) = stage.lives.get(actor) {
-                life.child.signal(Signal::SIGCONT);
-            }
-        }
-        resumes.retain(|(at, _)| *at > now);
+        stage.pauses_due(now).await?;
         let due: Vec<_> = restarts.iter().filter(|r| r.0 <= now).cloned().collect();
         restarts.retain(|r| r.0 > now);
         for (_, role, actor, incarnation) in due {
@@ -738,7 +834,8 @@ pub async fn run_scenario(
         // Quiet: tasks delivered, faults over, nothing waiting to restart.
         let settled = delivered.is_some()
             && timed.is_empty()
-            && resumes.is_empty()
+            && stage.resumes.is_empty()
+            && stage.pausing.is_empty()
             && restarts.is_empty()
             && now >= first_task + faults_over;
         if settled && probe.is_none() && quiet_probe.is_none_or(|at| at <= now) {
@@ -785,6 +882,7 @@ pub async fn run_scenario(
                 }
                 quiet_probe = Some(Instant::now() + QUIET_EVERY);
             }
+            _ = sleep_until_or_forever(stage.next_pause_event()) => {}
             _ = tick.tick() => {}
         }
     }
@@ -797,7 +895,7 @@ pub async fn run_scenario(
     let delivered = delivered.unwrap_or_default();
 
     // The stores read back, with every process still up.
-    for (_, actor) in &resumes {
+    for (_, actor) in &stage.resumes {
         if let Some(life) = stage.lives.get(actor) {
             life.child.signal(Signal::SIGCONT);
         }
@@ -875,13 +973,12 @@ async fn apply_timed(
     stage: &mut Stage<'_, '_>,
     services: &mut [(String, Service)],
     fault: &FaultSpec,
-    resumes: &mut Vec<(Instant, String)>,
     intake: &mut mpsc::Receiver<Intake>,
 ) -> Result<(), SystemError> {
     // A role's timed faults hit its first instance, which has the role's name.
     let actor_of = |target: &str| target.to_string();
     match fault {
-        FaultSpec::KillAfter { .. } => {}
+        FaultSpec::KillAfter { .. } | FaultSpec::PauseAfter { .. } => {}
         FaultSpec::KillAt { target, .. } => {
             let actor = actor_of(target);
             if let Some(life) = stage.lives.get(&actor) {
@@ -895,22 +992,7 @@ async fn apply_timed(
             }
         }
         FaultSpec::PauseAt { target, hold, .. } => {
-            let actor = actor_of(target);
-            if let Some(life) = stage.lives.get(&actor) {
-                life.child.signal(Signal::SIGSTOP);
-                resumes.push((Instant::now() + *hold, actor.clone()));
-                stage
-                    .own(
-                        Author::Faults,
-                        Step::Fault(detail::Fault {
-                            fault: "pause".into(),
-                            target: Some(actor),
-                            duration_ms: Some(hold.as_millis() as u64),
-                            ..detail::Fault::default()
-                        }),
-                    )
-                    .await?;
-            }
+            stage.pause(&actor_of(target), None, *hold).await?;
         }
         FaultSpec::RestartAt { service, .. } => {
             stage
@@ -930,4 +1012,12 @@ async fn apply_timed(
         }
     }
     Ok(())
+}
+
+/// Sleeps until `at`, or forever without one (a `select!` branch that never wins).
+async fn sleep_until_or_forever(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
 }

@@ -102,8 +102,9 @@ fn running(pid: i32) -> bool {
 }
 
 /// Sends `signal` the way it comes in real life, waits for the recorder and checks every ending
-/// promise: the code, within 15 s of the signal (the actors share one 5 s grace; a hang would be
-/// the 30 s of a retried read or no end at all); the trace joined with its run closed as
+/// promise: the code, soon after the signal (the actors share one 1 s grace and the run ends in
+/// well under 5 s on a quiet machine; the bound of 15 s leaves room for a loaded one and still
+/// tells a hang, which would be the 30 s of a retried read or no end at all); the trace joined with its run closed as
 /// interrupted; no service or actor of the run left; nothing left in the temp dir or beside
 /// `--out` but the trace.
 fn ends_cleanly(send: impl FnOnce(&Child), code: i32) {

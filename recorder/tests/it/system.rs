@@ -169,7 +169,7 @@ fn a_worker_without_its_dedup_check_is_caught_by_a_kill_after_its_commit() {
 
 #[test]
 fn a_dedup_check_outside_the_commit_is_caught_by_a_pause() {
-    caught("dedup-outside-tx", "worker-paused", "single-effect", 3);
+    caught("dedup-outside-tx", "worker-paused", "single-effect", 1);
 }
 
 /// A system file in `dir` with `text`; returns its path.

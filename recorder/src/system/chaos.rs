@@ -179,3 +179,105 @@ impl SystemChaos {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn system(records: &str) -> System {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("system.toml");
+        let text = format!(
+            r#"
+name = "inv"
+{records}
+[services.redis]
+command = ["redis-server", "--port", "${{port}}"]
+[roles.api]
+command = ["python3", "api.py"]
+[roles.worker]
+command = ["python3", "worker.py"]
+instances = 2
+[tasks]
+command = ["python3", "create.py", "${{task}}"]
+"#
+        );
+        std::fs::write(&path, text).unwrap();
+        System::load(&path).unwrap()
+    }
+
+    #[test]
+    fn a_seed_draws_one_plan_and_pauses_every_instance_twice_after_its_deliveries() {
+        let sys = system("");
+        let window = Duration::from_secs(2);
+        let plan = SystemChaos::draw(7, window, 40, &sys);
+        let again = SystemChaos::draw(7, window, 40, &sys);
+        assert_eq!(plan.faults, again.faults);
+        assert_eq!(plan.armed, again.armed);
+        let pauses: Vec<&FaultSpec> = plan.following().collect();
+        assert_eq!(pauses.len(), 4, "{:?}", plan.faults);
+        for target in ["worker", "worker-2"] {
+            let nths: Vec<u32> = pauses
+                .iter()
+                .filter_map(|f| match f {
+                    FaultSpec::PauseAfter {
+                        target: t,
+                        kind: Kind::Delivered,
+                        nth,
+                        delay,
+                        hold,
+                    } if t == target => {
+                        assert!((10..=40).contains(&delay.as_millis()), "{f}");
+                        assert!((3000..=5000).contains(&hold.as_millis()), "{f}");
+                        Some(*nth)
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(nths.len(), 2, "{target}: {:?}", plan.faults);
+            assert!(nths[0] < nths[1] && nths[1] <= 20, "{target}: {nths:?}");
+        }
+        // Over many seeds, most roles and most of their kinds are armed, each with a budget.
+        let armed: usize = (1..=40)
+            .map(|seed| SystemChaos::draw(seed, window, 40, &sys).armed.len())
+            .sum();
+        let possible = 40 * 2 * DEFAULT_KINDS.len();
+        assert!(armed * 2 > possible, "{armed} of {possible}");
+    }
+
+    #[test]
+    fn without_deliveries_in_the_records_the_pauses_come_at_drawn_times() {
+        let sys = system(r#"records = ["task_accepted", "effect_committed"]"#);
+        let plan = SystemChaos::draw(3, Duration::from_secs(2), 40, &sys);
+        assert_eq!(plan.following().count(), 0, "{:?}", plan.faults);
+        let paused: Vec<String> = plan
+            .timed()
+            .filter_map(|f| match f {
+                FaultSpec::PauseAt { target, at, .. } => {
+                    assert!(at.as_millis() <= 1000, "{f}");
+                    Some(target.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(paused, ["worker", "worker-2"]);
+        assert!(plan
+            .armed
+            .iter()
+            .all(|a| matches!(a.kind, Kind::TaskAccepted | Kind::EffectCommitted)));
+    }
+
+    #[test]
+    fn an_armed_step_kills_at_most_its_budget() {
+        let sys = system("");
+        let mut plan = SystemChaos::draw(11, Duration::from_secs(2), 40, &sys);
+        let Some(first) = plan.armed.first().cloned() else {
+            panic!("seed 11 arms something: {plan:?}");
+        };
+        let kills = (0..10_000)
+            .filter(|_| plan.strikes(&first.role, first.kind))
+            .count();
+        assert_eq!(kills as u32, first.budget);
+        assert!(!plan.strikes("nobody", first.kind));
+    }
+}

@@ -233,26 +233,21 @@ fn a_worker_that_acks_before_its_commit_is_caught_by_a_kill_after_the_ack() {
     );
 }
 
-/// The pause must land while the paused worker holds an order between its dedup check and its
-/// commit (most of a worker's time with `WORK_MS=200`, once orders flow). Six Node processes take
-/// seconds to start on a busy 2-core machine, and the clock starts with the first task sent, so
-/// at 3 s the workers may have nothing yet: a second pause, of another worker at 8 s, lands while
-/// the 200 orders flow.
+/// The pause follows a step: the worker is stopped 60 ms after its third `orders receive` span
+/// was exported, past its dedup look-up and inside the 200 ms of work before its commit; after the
+/// ACK wait (2 s) another worker takes the order over and commits it, then the first one wakes and
+/// commits it again.
 #[test]
 fn a_dedup_check_outside_the_commit_is_caught_by_a_pause() {
     caught(
         "racy-dedup",
         &[
-            "--tasks",
-            "200",
             "--env",
             "WORK_MS=200",
             "--fault",
-            "pause worker at 3s for 5s",
-            "--fault",
-            "pause worker-2 at 8s for 5s",
+            "pause worker after delivered 3 +60ms for 4s",
         ],
         "single-effect",
-        2,
+        1,
     );
 }

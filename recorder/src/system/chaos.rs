@@ -4,11 +4,12 @@
 //! - **Kills.** Each seed arms most roles (7 in 8) and most of the kinds they report (3 in 4): one
 //!   pass through an armed step kills the process with a probability the seed picks, at most once
 //!   or twice per armed step, always on a held export (so a chaos kill loses no span).
-//! - **Pauses.** Each instance of a role that has several is paused twice, each time a few
-//!   milliseconds after the export of one of its `delivered` spans is answered (so it stops inside
-//!   the work between a delivery and its commit, where a dedup race lives), for 3 to 5 s: long
-//!   enough for a broker to hand the message to another instance. Without `delivered` among the
-//!   kinds, the pauses come at drawn times in the first half of the chaos window instead.
+//! - **Pauses.** A role that has several instances gets two pauses per instance, each a few
+//!   milliseconds after the export of the N-th `delivered` span of one instance (`worker-2`; the
+//!   role's own name, `worker`, counts any instance's) is answered, so the process stops inside the
+//!   work between a delivery and its commit, where a dedup race lives, for 3 to 5 s: long enough
+//!   for a broker to hand the message to another instance. Without `delivered` among the kinds,
+//!   each instance is paused once at a drawn time in the first half of the chaos window instead.
 //! - **Services.** In one seed of three, a service is restarted at a drawn time.
 
 use std::time::Duration;

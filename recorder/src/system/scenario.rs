@@ -431,7 +431,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             let role = life.role.clone();
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
             let mut strike = false;
-            let sibling_stopped = self.stopped_in(&role);
+            let mut role_stopped = self.stopped_in(&role);
             for following in &mut self.after {
                 match &following.spec {
                     FaultSpec::KillAfter {
@@ -450,10 +450,11 @@ impl<'a, 'e> Stage<'a, 'e> {
                         hold,
                     } if *k == kind && (*target == actor || *target == role) => {
                         following.seen += 1;
-                        // With another instance of the role stopped, nobody may be left to take
-                        // over the message: the pause waits for the next such step.
-                        if following.seen >= *nth && !following.done && !sibling_stopped {
+                        // With an instance of the role stopped, nobody may be left to take over
+                        // the message: the pause waits for the next such step.
+                        if following.seen >= *nth && !following.done && !role_stopped {
                             following.done = true;
+                            role_stopped = true;
                             self.pausing.push((
                                 Instant::now() + *delay,
                                 actor.clone(),

@@ -15,7 +15,7 @@
  * - `orders ack` (`messaging.operation.type = settle`): read as `acked`; ERROR when JetStream did
  *   not confirm the ACK (the copy comes back).
  *
- * The work between receive and commit takes `WORK_MS` milliseconds (default 50). The consumer's
+ * The work between receive and commit takes `WORK_MS` milliseconds (default 100). The consumer's
  * ACK wait (2 s) hands a copy held unACKed that long to another worker. While PostgreSQL is down
  * the worker keeps the copy (telling JetStream it is still working on it) and tries the commit
  * again; a commit whose reply was lost is found by its key, written by this life, and reported
@@ -35,7 +35,7 @@ const traced = common.tracing('orders-worker');
 const { SpanKind, SpanStatusCode } = common.api;
 const store = new common.Store();
 const theBug = common.bug();
-const workMs = common.number('WORK_MS', 50);
+const workMs = common.number('WORK_MS', 100);
 const stop = common.stopOnSignal();
 const stopped = () => stop.stopped;
 /** Event id -> the store_rev of a commit this life sent without learning its outcome. */

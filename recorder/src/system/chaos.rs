@@ -4,8 +4,8 @@
 //! - **Kills.** Each seed arms most roles (7 in 8) and most of the kinds they report (3 in 4): one
 //!   pass through an armed step kills the process with a probability the seed picks, at most once
 //!   or twice per armed step, always on a held export (so a chaos kill loses no span).
-//! - **Pauses.** A role that has several instances gets two pauses per instance, each a few
-//!   milliseconds after the export of the N-th `delivered` span of one instance (`worker-2`; the
+//! - **Pauses.** A role that has several instances gets two pauses per instance, each 5 to 200 ms
+//!   (drawn on a log scale) after the export of the N-th `delivered` span of one instance (`worker-2`; the
 //!   role's own name, `worker`, counts any instance's) is answered, so the process stops inside the
 //!   work between a delivery and its commit, where a dedup race lives, for 3 to 5 s: long enough
 //!   for a broker to hand the message to another instance. Without `delivered` among the kinds,
@@ -64,10 +64,18 @@ pub struct SystemChaos {
 }
 
 /// How long after a `delivered` span's answer a chaos pause stops its process, in ms: past the
-/// look-up that follows a delivery, inside the work before the commit.
-const PAUSE_DELAY_MS: (u64, u64) = (10, 40);
+/// look-up that follows a delivery, inside the work before the commit. The work's length is the
+/// service's own, so the delay is drawn evenly on a log scale: as likely 5-20 ms as 50-200 ms.
+const PAUSE_DELAY_MS: (u64, u64) = (5, 200);
 /// How long a chaos pause holds, in ms.
 const PAUSE_HOLD_MS: (u64, u64) = (3000, 5000);
+
+/// A duration in `[low, high]` ms drawn evenly on a log scale.
+fn log_between(dice: &mut Dice, (low, high): (u64, u64)) -> Duration {
+    let at = dice.below(1001) as f64 / 1000.0;
+    let ms = low as f64 * (high as f64 / low as f64).powf(at);
+    Duration::from_millis(ms.round() as u64)
+}
 
 impl SystemChaos {
     /// The plan of `seed` for `system` running `tasks` tasks within `window`.
@@ -123,7 +131,7 @@ impl SystemChaos {
                             target: target.clone(),
                             kind: Kind::Delivered,
                             nth,
-                            delay: between(&mut dice, PAUSE_DELAY_MS),
+                            delay: log_between(&mut dice, PAUSE_DELAY_MS),
                             hold: between(&mut dice, PAUSE_HOLD_MS),
                         });
                     }
@@ -228,7 +236,7 @@ command = ["python3", "create.py", "${{task}}"]
                         delay,
                         hold,
                     } if t == target => {
-                        assert!((10..=40).contains(&delay.as_millis()), "{f}");
+                        assert!((5..=200).contains(&delay.as_millis()), "{f}");
                         assert!((3000..=5000).contains(&hold.as_millis()), "{f}");
                         Some(*nth)
                     }

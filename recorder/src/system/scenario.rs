@@ -431,7 +431,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             let role = life.role.clone();
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
             let mut strike = false;
-            let mut role_stopped = self.stopped_in(&role);
+            let mut may_pause = self.may_pause(&actor, &role);
             for following in &mut self.after {
                 match &following.spec {
                     FaultSpec::KillAfter {
@@ -450,11 +450,12 @@ impl<'a, 'e> Stage<'a, 'e> {
                         hold,
                     } if *k == kind && (*target == actor || *target == role) => {
                         following.seen += 1;
-                        // With an instance of the role stopped, nobody may be left to take over
-                        // the message: the pause waits for the next such step.
-                        if following.seen >= *nth && !following.done && !role_stopped {
+                        // A process already stopped, or the last one of its role still running
+                        // (nobody would take its message over): the pause waits for the next
+                        // such step.
+                        if following.seen >= *nth && !following.done && may_pause {
                             following.done = true;
-                            role_stopped = true;
+                            may_pause = false;
                             self.pausing.push((
                                 Instant::now() + *delay,
                                 actor.clone(),
@@ -494,11 +495,18 @@ impl<'a, 'e> Stage<'a, 'e> {
         Ok(held)
     }
 
-    /// Whether a process of `role` is stopped, or about to be.
-    fn stopped_in(&self, role: &str) -> bool {
-        let of_role = |actor: &String| self.lives.get(actor).is_some_and(|l| l.role == role);
-        self.resumes.iter().any(|(_, a)| of_role(a))
-            || self.pausing.iter().any(|(_, a, _, _)| of_role(a))
+    /// Whether `actor` may be paused after a step: it is not stopped (nor about to be), and
+    /// another process of its `role` runs on to take its message over.
+    fn may_pause(&self, actor: &str, role: &str) -> bool {
+        let stopped = |a: &str| {
+            self.resumes.iter().any(|(_, r)| r == a)
+                || self.pausing.iter().any(|(_, p, _, _)| p == a)
+        };
+        !stopped(actor)
+            && self
+                .lives
+                .iter()
+                .any(|(a, l)| a != actor && l.role == role && !stopped(a))
     }
 
     /// SIGSTOPs `actor`'s life `incarnation` (if it still runs) until `hold` has passed.

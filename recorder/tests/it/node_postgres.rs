@@ -233,19 +233,19 @@ fn a_worker_that_acks_before_its_commit_is_caught_by_a_kill_after_the_ack() {
     );
 }
 
-/// The pause follows a step: the worker is stopped 60 ms after its third `orders receive` span
-/// was exported, past its dedup look-up and inside the 200 ms of work before its commit; after the
-/// ACK wait (2 s) another worker takes the order over and commits it, then the first one wakes and
-/// commits it again.
+/// The pause follows a step: the worker is stopped 250 ms after its third `orders receive` span
+/// was exported, past its dedup look-up (250 ms leave it room on a loaded machine) and inside the
+/// 600 ms of work before its commit; after the ACK wait (2 s) another worker takes the order over
+/// and commits it, then the first one wakes and commits it again.
 #[test]
 fn a_dedup_check_outside_the_commit_is_caught_by_a_pause() {
     caught(
         "racy-dedup",
         &[
             "--env",
-            "WORK_MS=200",
+            "WORK_MS=600",
             "--fault",
-            "pause worker after delivered 3 +60ms for 4s",
+            "pause worker after delivered 3 +250ms for 5s",
         ],
         "single-effect",
         1,

@@ -441,16 +441,30 @@ pub(crate) struct Header {
     pub seq_from_clocks: bool,
 }
 
-/// A trace decoded whole from a text encoding (OTLP spans, mapped as a whole): canonical batches
-/// (plain Utf8 strings) plus what the file said about itself.
-#[derive(Debug, Default)]
+/// The batches of a [`Decoded`] trace, in order; an error (a spilled part that cannot be read
+/// back) ends them.
+pub(crate) type DecodedBatches = Box<dyn Iterator<Item = Result<RecordBatch, TraceError>> + Send>;
+
+/// A trace in a text encoding whose every span has been read (OTLP spans, whose run-wide numbers
+/// need the whole run; see [`crate::otlp`]): its canonical batches (plain Utf8 strings), built
+/// as they are handed out when the mapping spilled to disk, plus what the file said about
+/// itself.
 pub(crate) struct Decoded {
     /// The rows, in chunks of at most [`CHUNK_ROWS`].
-    pub batches: Vec<RecordBatch>,
+    pub batches: DecodedBatches,
     /// Number of rows.
     pub rows: u64,
     /// What the file said about itself.
     pub header: Header,
+}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoded")
+            .field("rows", &self.rows)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What is known of a trace's rows only once they have all been read (a text encoding is
@@ -559,6 +573,7 @@ impl Chunker {
     }
 
     /// Rows taken in all.
+    #[cfg(test)]
     pub fn rows(&self) -> u64 {
         self.rows
     }

@@ -248,7 +248,7 @@ impl TraceFile {
             (Some(decoded), _) => (
                 decoded.header,
                 Tally::known(decoded.rows, Vec::new()),
-                Box::new(decoded.batches.into_iter().map(Ok)),
+                decoded.batches,
             ),
             (None, stream) => {
                 // JSON Lines: a batch at a time as the text streams in.

@@ -16,6 +16,7 @@ mod live;
 mod mapping;
 pub mod proto;
 pub mod spans;
+mod spill;
 pub mod write;
 
 pub(crate) use file::{decode_json_document, decode_json_lines, decode_protobuf};
@@ -50,5 +51,7 @@ pub fn decode_request(body: &[u8], format: Body) -> Result<Request, TraceError> 
     }
 }
 
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;

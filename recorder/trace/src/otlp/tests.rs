@@ -15,12 +15,12 @@ use crate::{BrokerPosition, Event, Kind, TraceError};
 fn events(text: &str) -> (Vec<Event>, bool) {
     let decoded = super::decode_json_lines(text.as_bytes(), "spans").unwrap();
     let mut unknown = BTreeMap::new();
+    let seq_from_clocks = decoded.header.seq_from_clocks;
     let events = decoded
         .batches
-        .iter()
-        .flat_map(|b| batch_events(b, &mut unknown))
+        .flat_map(|b| batch_events(&b.unwrap(), &mut unknown))
         .collect();
-    (events, decoded.header.seq_from_clocks)
+    (events, seq_from_clocks)
 }
 
 /// A span from `start` to `end` with string attributes `attrs` (`"key=value"`; a value of
@@ -61,14 +61,14 @@ fn request(service: &str, instance: &str, spans: Vec<Span>) -> Request {
 fn file_events(requests: &[Request]) -> Result<Vec<Event>, String> {
     let mut file = super::file::FileMapping::new("t");
     for r in requests {
-        file.request(r)?;
+        file.request(r)
+            .map_err(|e| e.into_trace(TraceError::Otlp).to_string())?;
     }
     let decoded = file.finish().map_err(|e| e.to_string())?;
     let mut unknown = BTreeMap::new();
     Ok(decoded
         .batches
-        .iter()
-        .flat_map(|b| batch_events(b, &mut unknown))
+        .flat_map(|b| batch_events(&b.unwrap(), &mut unknown))
         .collect())
 }
 

@@ -104,9 +104,8 @@ fn running(pid: i32) -> bool {
 /// Sends `signal` the way it comes in real life, waits for the recorder and checks every ending
 /// promise: the code within 5 s of the signal (the actors are stopped at once and share one 1 s
 /// grace; the services are killed; the run ends in under a second on a quiet machine); the trace
-/// joined with its run closed as
-/// interrupted; no service or actor of the run left; nothing left in the temp dir or beside
-/// `--out` but the trace.
+/// joined with its run closed as interrupted; no service or actor of the run left; nothing left
+/// in the temp dir or beside `--out` but the trace.
 fn ends_cleanly(send: impl FnOnce(&Child), code: i32) {
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");

@@ -9,42 +9,39 @@
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation};
-use crate::model::intern::{FastMap, Id, IdSet, IdTable};
+use crate::model::intern::{FastMap, Id, IdSet, IdTable, IdTable64};
 use crate::model::row::Row;
 
 /// What one actor incarnation did with one event so far: its latest delivery and its latest
-/// commit or suppression (positions), in 20 bytes (packed: the table holds one per event);
-/// whether the delivery named its copy is kept aside (see [`Handlers`]).
+/// commit or suppression (positions), in 12 bytes; the copy its latest delivery delivered is
+/// kept aside (see [`Handlers`]).
 #[derive(Clone, Copy)]
-#[repr(C, packed(4))]
 struct Slot {
     /// The actor life (its number in [`Handlers::lives`] plus one; 0: none has handled the
     /// event yet).
     life: u32,
     delivery: Pos,
     settle: Pos,
-    /// The copy (`broker_seq`) the latest delivery delivered, if it named one.
-    copy: u64,
 }
 
 const EMPTY: Slot = Slot {
     life: 0,
     delivery: Pos::NONE,
     settle: Pos::NONE,
-    copy: 0,
 };
 
-/// A slot with whether its latest delivery named its copy.
+/// A slot with the copy (`broker_seq`) its latest delivery delivered, if it named one.
 #[derive(Clone, Copy)]
 struct Handled {
     slot: Slot,
+    copy: u64,
     has_copy: bool,
 }
 
 impl Handled {
     /// The copy the latest delivery delivered, if it said.
     fn copy(&self) -> Option<u64> {
-        self.has_copy.then_some(self.slot.copy)
+        self.has_copy.then_some(self.copy)
     }
 }
 
@@ -59,6 +56,8 @@ struct Handlers {
     /// The life of the previous row: rows of one life come in runs, which skip the map.
     current: Option<((Id, u32), u32)>,
     first: IdTable<Slot>,
+    /// The copy of each first slot's latest delivery, if `first_has_copy`.
+    first_copy: IdTable64,
     /// Events whose first slot's latest delivery named its copy.
     first_has_copy: IdSet,
     /// Per event, the slots of the second and later actor lives that handled it.
@@ -93,14 +92,12 @@ impl Handlers {
             return (event, 0);
         }
         let others = self.others.entry(event).or_default();
-        if let Some(i) = others.iter().position(|h| {
-            let l = h.slot.life;
-            l == life
-        }) {
+        if let Some(i) = others.iter().position(|h| h.slot.life == life) {
             return (event, i as u32 + 1);
         }
         others.push(Handled {
             slot: Slot { life, ..EMPTY },
+            copy: 0,
             has_copy: false,
         });
         (event, others.len() as u32)
@@ -109,10 +106,14 @@ impl Handlers {
     /// The slot `key` names.
     fn load(&self, (event, i): SlotKey) -> Handled {
         match i.checked_sub(1) {
-            None => Handled {
-                slot: *self.first.get(event),
-                has_copy: self.first_has_copy.contains(event),
-            },
+            None => {
+                let has_copy = self.first_has_copy.contains(event);
+                Handled {
+                    slot: *self.first.get(event),
+                    copy: if has_copy { self.first_copy.get(event) } else { 0 },
+                    has_copy,
+                }
+            }
             Some(i) => self
                 .others
                 .get(&event)
@@ -120,6 +121,7 @@ impl Handlers {
                 .copied()
                 .unwrap_or(Handled {
                     slot: EMPTY,
+                    copy: 0,
                     has_copy: false,
                 }),
         }
@@ -132,6 +134,7 @@ impl Handlers {
                 *self.first.get_mut(event) = h.slot;
                 if h.has_copy {
                     self.first_has_copy.insert(event);
+                    self.first_copy.set(event, h.copy);
                 } else {
                     self.first_has_copy.remove(event);
                 }
@@ -178,6 +181,7 @@ impl Default for Rule {
                 lives: FastMap::default(),
                 current: None,
                 first: IdTable::new(0, EMPTY),
+                first_copy: IdTable64::default(),
                 first_has_copy: IdSet::default(),
                 others: FastMap::default(),
             },
@@ -217,7 +221,7 @@ impl super::Rule for Rule {
             }
             handled.slot.delivery = Pos::at(at);
             handled.has_copy = r.broker_seq().is_some();
-            handled.slot.copy = r.broker_seq().unwrap_or(0);
+            handled.copy = r.broker_seq().unwrap_or(0);
             self.handlers.store(s, handled);
         } else if settles {
             handled.slot.settle = Pos::at(at);

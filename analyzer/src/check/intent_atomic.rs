@@ -12,7 +12,7 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
-use crate::model::intern::{FastMap, FastState, Id, IdSet, IdTable};
+use crate::model::intern::{FastMap, FastState, Id, IdSet, IdTable64};
 use crate::model::row::Row;
 
 /// An acceptance not yet matched by an intent (its event is the key it waits under).
@@ -29,7 +29,7 @@ pub struct Rule {
     intended: IdSet,
     /// Per event: the `store_rev` of its first usable intent (where that intent is, only the
     /// violations need: the second look finds it).
-    intents: IdTable<i64>,
+    intents: IdTable64,
     /// Events with an unusable intent.
     unusable: IdSet,
     /// The `(event, store_rev)` of further intents whose `store_rev` differs from the first's.
@@ -46,7 +46,7 @@ impl Default for Rule {
         Rule {
             skips: Skips::default(),
             intended: IdSet::default(),
-            intents: IdTable::new(0, 0),
+            intents: IdTable64::default(),
             unusable: IdSet::default(),
             other_revs: Default::default(),
             pending: FastMap::default(),
@@ -59,7 +59,7 @@ impl Default for Rule {
 impl Rule {
     /// Whether the intents seen so far settle an acceptance of `event` at `rev`.
     fn settled(&self, event: Id, rev: i64) -> bool {
-        (self.intended.contains(event) && *self.intents.get(event) == rev)
+        (self.intended.contains(event) && self.intents.get(event) == rev as u64)
             || self.unusable.contains(event)
             || self.other_revs.contains(&(event, rev))
     }
@@ -100,9 +100,10 @@ impl super::Rule for Rule {
             return;
         }
         if r.kind == Kind::IntentRecorded {
+            // A revision is kept as its bits (`as` is the identity on them).
             if self.intended.insert(e) {
-                *self.intents.get_mut(e) = rev;
-            } else if *self.intents.get(e) != rev {
+                self.intents.set(e, rev as u64);
+            } else if self.intents.get(e) != rev as u64 {
                 self.other_revs.insert((e, rev));
             }
             self.settle(e);

@@ -93,6 +93,52 @@ impl<T: Clone> IdTable<T> {
     }
 }
 
+/// A 64-bit value per [`Id`], in four bytes while it is below `u32::MAX` (store revisions and
+/// broker positions count up from small numbers), the others aside in a map. An id never
+/// written reads as 0.
+#[derive(Debug, Clone)]
+pub struct IdTable64 {
+    low: IdTable<u32>,
+    wide: FastMap<Id, u64>,
+}
+
+impl Default for IdTable64 {
+    fn default() -> Self {
+        IdTable64 {
+            low: IdTable::new(0, 0),
+            wide: FastMap::default(),
+        }
+    }
+}
+
+impl IdTable64 {
+    /// The value of `id`.
+    #[inline]
+    pub fn get(&self, id: Id) -> u64 {
+        match *self.low.get(id) {
+            u32::MAX => self.wide.get(&id).copied().unwrap_or(0),
+            v => u64::from(v),
+        }
+    }
+
+    /// Sets the value of `id`.
+    #[inline]
+    pub fn set(&mut self, id: Id, v: u64) {
+        match u32::try_from(v) {
+            Ok(low) if low != u32::MAX => {
+                *self.low.get_mut(id) = low;
+                if !self.wide.is_empty() {
+                    self.wide.remove(&id);
+                }
+            }
+            _ => {
+                *self.low.get_mut(id) = u32::MAX;
+                self.wide.insert(id, v);
+            }
+        }
+    }
+}
+
 /// A set of [`Id`]s as a bitmap over their indices: an eighth of a byte per id below the
 /// largest, where a hash set takes several bytes per member.
 #[derive(Debug, Clone, Default)]
@@ -393,6 +439,22 @@ mod tests {
         assert_eq!(i.len(), ids.len());
         assert_eq!(i.get("absent"), None);
         assert_eq!(i.name(Id::from_index(ids.len()).unwrap()), "");
+    }
+
+    #[test]
+    fn wide_values_read_back() {
+        let mut t = IdTable64::default();
+        let ids: Vec<Id> = (0..5).filter_map(Id::from_index).collect();
+        let values = [0, u64::from(u32::MAX) - 1, u64::from(u32::MAX), u64::MAX, 7];
+        for (&id, &v) in ids.iter().zip(&values) {
+            t.set(id, v);
+        }
+        for (&id, &v) in ids.iter().zip(&values) {
+            assert_eq!(t.get(id), v);
+        }
+        t.set(ids[3], 9);
+        assert_eq!(t.get(ids[3]), 9);
+        assert_eq!(t.get(Id::from_index(99).unwrap()), 0);
     }
 
     #[test]

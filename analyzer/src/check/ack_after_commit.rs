@@ -127,15 +127,15 @@ impl Handlers {
         }
     }
 
-    /// Writes back the slot `key` names.
-    fn store(&mut self, (event, i): SlotKey, h: Handled) {
+    /// Writes back the slot `key` names (its copy too after a `delivery`).
+    fn store(&mut self, (event, i): SlotKey, h: Handled, delivery: bool) {
         match i.checked_sub(1) {
             None => {
                 *self.first.get_mut(event) = h.slot;
-                if h.has_copy {
+                if delivery && h.has_copy {
                     self.first_has_copy.insert(event);
                     self.first_copy.set(event, h.copy);
-                } else {
+                } else if delivery {
                     self.first_has_copy.remove(event);
                 }
             }
@@ -222,10 +222,10 @@ impl super::Rule for Rule {
             handled.slot.delivery = Pos::at(at);
             handled.has_copy = r.broker_seq().is_some();
             handled.copy = r.broker_seq().unwrap_or(0);
-            self.handlers.store(s, handled);
+            self.handlers.store(s, handled, true);
         } else if settles {
             handled.slot.settle = Pos::at(at);
-            self.handlers.store(s, handled);
+            self.handlers.store(s, handled, false);
         } else {
             // The latest delivery of the copy the ack names, else the latest delivery.
             let latest = handled.slot.delivery.get();

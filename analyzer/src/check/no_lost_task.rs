@@ -12,7 +12,7 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
 };
-use crate::model::intern::{FastMap, Id, IdSet};
+use crate::model::intern::{Id, IdSet};
 use crate::model::row::Row;
 
 /// A task: its first acceptance (or first effect) and that row's event (`at` none: no such row).
@@ -30,18 +30,25 @@ pub struct Rule {
     skips: Skips,
     /// Tasks with a first row.
     seen: IdSet,
-    /// The first row of each task seen without an effect so far.
-    open: FastMap<Id, Task>,
+    /// The first row of tasks first seen without an effect, in order; those that have one
+    /// since are dropped whenever the list has doubled.
+    open: Vec<(Id, Task)>,
+    /// How long `open` may grow before it is next cleared of tasks with an effect.
+    limit: usize,
     /// Tasks with an effect.
     effects: IdSet,
 }
+
+/// The least [`Rule::limit`].
+const OPEN: usize = 4096;
 
 impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
             seen: IdSet::default(),
-            open: FastMap::default(),
+            open: Vec::new(),
+            limit: OPEN,
             effects: IdSet::default(),
         }
     }
@@ -62,13 +69,17 @@ impl super::Rule for Rule {
             let first = self.seen.insert(t);
             if effect {
                 self.effects.insert(t);
-                self.open.remove(&t);
             } else if first {
                 let task = Task {
                     at: Pos::at(at),
                     event: r.event,
                 };
-                self.open.insert(t, task);
+                if self.open.len() >= self.limit {
+                    let effects = &self.effects;
+                    self.open.retain(|(t, _)| !effects.contains(*t));
+                    self.limit = (2 * self.open.len()).max(OPEN);
+                }
+                self.open.push((t, task));
             }
         }
     }
@@ -100,7 +111,8 @@ impl super::Rule for Rule {
         let mut found: Vec<(usize, (Id, Task))> = self
             .open
             .iter()
-            .filter_map(|(&t, &task)| task.at.get().map(|at| (at, (t, task))))
+            .filter(|(t, _)| !self.effects.contains(*t))
+            .filter_map(|&(t, task)| task.at.get().map(|at| (at, (t, task))))
             .collect();
         found.sort_unstable_by_key(|&(_, (t, _))| t);
         let (kept, more): (Vec<(Id, Task)>, usize) = earliest(found);

@@ -9,61 +9,146 @@
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation};
-use crate::model::intern::{FastMap, Id, IdTable};
+use crate::model::intern::{FastMap, Id, IdSet, IdTable, IdTable64};
 use crate::model::row::Row;
 
 /// What one actor incarnation did with one event so far: its latest delivery and its latest
-/// commit or suppression (positions).
+/// commit or suppression (positions), in 12 bytes; the copy its latest delivery delivered is
+/// kept aside (see [`Handlers`]).
 #[derive(Clone, Copy)]
 struct Slot {
-    actor: Id,
-    incarnation: u32,
+    /// The actor life (its number in [`Handlers::lives`] plus one; 0: none has handled the
+    /// event yet).
+    life: u32,
     delivery: Pos,
     settle: Pos,
-    /// The copy (`broker_seq`) the latest delivery delivered, if `has_copy`.
-    copy: u64,
-    has_copy: bool,
-    /// The event's next slot.
-    next: Pos,
 }
 
-impl Slot {
+const EMPTY: Slot = Slot {
+    life: 0,
+    delivery: Pos::NONE,
+    settle: Pos::NONE,
+};
+
+/// A slot with the copy (`broker_seq`) its latest delivery delivered, if it named one.
+#[derive(Clone, Copy)]
+struct Handled {
+    slot: Slot,
+    copy: u64,
+    has_copy: bool,
+}
+
+impl Handled {
     /// The copy the latest delivery delivered, if it said.
     fn copy(&self) -> Option<u64> {
         self.has_copy.then_some(self.copy)
     }
 }
 
-/// Per event, a chain of slots, one per actor incarnation that handled it (almost always one).
+/// Which slot: an event, and which of the actor lives that handled it (0: the first).
+type SlotKey = (Id, u32);
+
+/// Per event, one slot per actor incarnation that handled it. The first is held in a table by
+/// event (almost every event has only one), the others aside.
 struct Handlers {
-    heads: IdTable<Pos>,
-    slots: Vec<Slot>,
+    /// Each actor life's number plus one, by `(actor, incarnation)`.
+    lives: FastMap<(Id, u32), u32>,
+    /// The life of the previous row: rows of one life come in runs, which skip the map.
+    current: Option<((Id, u32), u32)>,
+    first: IdTable<Slot>,
+    /// The copy of each first slot's latest delivery, if `first_has_copy`.
+    first_copy: IdTable64,
+    /// Events whose first slot's latest delivery named its copy.
+    first_has_copy: IdSet,
+    /// Per event, the slots of the second and later actor lives that handled it.
+    others: FastMap<Id, Vec<Handled>>,
 }
 
 impl Handlers {
-    /// The slot of `actor#incarnation` for `event`, opened empty the first time.
-    fn slot(&mut self, event: Id, actor: Id, incarnation: u32) -> usize {
-        let head = *self.heads.get(event);
-        let mut at = head;
-        while let Some(i) = at.get() {
-            let s = &self.slots[i];
-            if s.actor == actor && s.incarnation == incarnation {
-                return i;
+    /// The number (plus one) of the life `actor#incarnation`.
+    fn life(&mut self, actor: Id, incarnation: u32) -> u32 {
+        let key = (actor, incarnation);
+        if let Some((k, life)) = self.current {
+            if k == key {
+                return life;
             }
-            at = s.next;
         }
-        let i = self.slots.len();
-        self.slots.push(Slot {
-            actor,
-            incarnation,
-            delivery: Pos::NONE,
-            settle: Pos::NONE,
+        let next = u32::try_from(self.lives.len() + 1).unwrap_or(u32::MAX);
+        let life = *self.lives.entry(key).or_insert(next);
+        self.current = Some((key, life));
+        life
+    }
+
+    /// The slot of `actor#incarnation` for `event`, opened empty the first time.
+    fn key(&mut self, event: Id, actor: Id, incarnation: u32) -> SlotKey {
+        let life = self.life(actor, incarnation);
+        let first = self.first.get_mut(event);
+        let first_life = first.life;
+        if first_life == 0 {
+            first.life = life;
+            return (event, 0);
+        }
+        if first_life == life {
+            return (event, 0);
+        }
+        let others = self.others.entry(event).or_default();
+        if let Some(i) = others.iter().position(|h| h.slot.life == life) {
+            return (event, i as u32 + 1);
+        }
+        others.push(Handled {
+            slot: Slot { life, ..EMPTY },
             copy: 0,
             has_copy: false,
-            next: head,
         });
-        *self.heads.get_mut(event) = Pos::at(i);
-        i
+        (event, others.len() as u32)
+    }
+
+    /// The slot `key` names.
+    fn load(&self, (event, i): SlotKey) -> Handled {
+        match i.checked_sub(1) {
+            None => {
+                let has_copy = self.first_has_copy.contains(event);
+                Handled {
+                    slot: *self.first.get(event),
+                    copy: if has_copy { self.first_copy.get(event) } else { 0 },
+                    has_copy,
+                }
+            }
+            Some(i) => self
+                .others
+                .get(&event)
+                .and_then(|o| o.get(i as usize))
+                .copied()
+                .unwrap_or(Handled {
+                    slot: EMPTY,
+                    copy: 0,
+                    has_copy: false,
+                }),
+        }
+    }
+
+    /// Writes back the slot `key` names (its copy too after a `delivery`).
+    fn store(&mut self, (event, i): SlotKey, h: Handled, delivery: bool) {
+        match i.checked_sub(1) {
+            None => {
+                *self.first.get_mut(event) = h.slot;
+                if delivery && h.has_copy {
+                    self.first_has_copy.insert(event);
+                    self.first_copy.set(event, h.copy);
+                } else if delivery {
+                    self.first_has_copy.remove(event);
+                }
+            }
+            Some(i) => {
+                if let Some(slot) = self
+                    .others
+                    .get_mut(&event)
+                    .and_then(|o| o.get_mut(i as usize))
+                {
+                    *slot = h;
+                }
+            }
+        }
     }
 }
 
@@ -84,7 +169,7 @@ pub struct Rule {
     handlers: Handlers,
     /// Deliveries that a later delivery of another copy replaced in their slot: the latest one
     /// per `(slot, broker_seq)`, for an ack naming that copy.
-    replaced: FastMap<(usize, u64), usize>,
+    replaced: FastMap<(SlotKey, u64), usize>,
     found: Vec<(usize, Found)>,
 }
 
@@ -93,8 +178,12 @@ impl Default for Rule {
         Rule {
             skips: Skips::default(),
             handlers: Handlers {
-                heads: IdTable::new(0, Pos::NONE),
-                slots: Vec::new(),
+                lives: FastMap::default(),
+                current: None,
+                first: IdTable::new(0, EMPTY),
+                first_copy: IdTable64::default(),
+                first_has_copy: IdSet::default(),
+                others: FastMap::default(),
             },
             replaced: FastMap::default(),
             found: Vec::new(),
@@ -122,28 +211,30 @@ impl super::Rule for Rule {
             return;
         }
         let Some(e) = r.event else { return };
-        let s = self.handlers.slot(e, r.actor, r.incarnation);
-        let slot = &mut self.handlers.slots[s];
+        let s = self.handlers.key(e, r.actor, r.incarnation);
+        let mut handled = self.handlers.load(s);
         if r.is_delivery() {
-            if let (Some(prev), Some(b)) = (slot.delivery.get(), slot.copy()) {
+            if let (Some(prev), Some(b)) = (handled.slot.delivery.get(), handled.copy()) {
                 if r.broker_seq() != Some(b) {
                     self.replaced.insert((s, b), prev);
                 }
             }
-            slot.delivery = Pos::at(at);
-            slot.has_copy = r.broker_seq().is_some();
-            slot.copy = r.broker_seq().unwrap_or(0);
+            handled.slot.delivery = Pos::at(at);
+            handled.has_copy = r.broker_seq().is_some();
+            handled.copy = r.broker_seq().unwrap_or(0);
+            self.handlers.store(s, handled, true);
         } else if settles {
-            slot.settle = Pos::at(at);
+            handled.slot.settle = Pos::at(at);
+            self.handlers.store(s, handled, false);
         } else {
             // The latest delivery of the copy the ack names, else the latest delivery.
-            let latest = slot.delivery.get();
+            let latest = handled.slot.delivery.get();
             let delivery = match r.broker_seq() {
-                Some(b) if latest.is_some() && slot.copy() == Some(b) => latest,
+                Some(b) if latest.is_some() && handled.copy() == Some(b) => latest,
                 Some(b) => self.replaced.get(&(s, b)).copied().or(latest),
                 None => latest,
             };
-            let settled = match (slot.settle.get(), delivery) {
+            let settled = match (handled.slot.settle.get(), delivery) {
                 (Some(s), Some(d)) => s > d,
                 (Some(_), None) => true,
                 (None, _) => false,

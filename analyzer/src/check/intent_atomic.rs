@@ -9,23 +9,11 @@
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Reason, Skips, Violation};
-use crate::model::intern::{FastMap, FastState, Id, IdTable};
-use crate::model::row::Row;
-
-/// An event's first usable intent (`at` none: not seen yet), and whether one was unusable.
-#[derive(Clone, Copy)]
-struct Intent {
-    rev: i64,
-    at: Pos,
-    unusable: bool,
-}
-
-const NO_INTENT: Intent = Intent {
-    rev: 0,
-    at: Pos::NONE,
-    unusable: false,
+use super::{
+    earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
+use crate::model::intern::{FastMap, FastState, Id, IdSet, IdTable64};
+use crate::model::row::Row;
 
 /// An acceptance not yet matched by an intent (its event is the key it waits under).
 struct Pending {
@@ -37,8 +25,13 @@ struct Pending {
 /// Decides `intent-atomic`.
 pub struct Rule {
     skips: Skips,
-    /// Per event: its first usable intent, and whether one was unusable.
-    intents: IdTable<Intent>,
+    /// Events with a usable intent.
+    intended: IdSet,
+    /// Per event: the `store_rev` of its first usable intent (where that intent is, only the
+    /// violations need: the second look finds it).
+    intents: IdTable64,
+    /// Events with an unusable intent.
+    unusable: IdSet,
     /// The `(event, store_rev)` of further intents whose `store_rev` differs from the first's.
     other_revs: std::collections::HashSet<(Id, i64), FastState>,
     /// Acceptances not settled yet, by event.
@@ -52,7 +45,9 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            intents: IdTable::new(0, NO_INTENT),
+            intended: IdSet::default(),
+            intents: IdTable64::default(),
+            unusable: IdSet::default(),
             other_revs: Default::default(),
             pending: FastMap::default(),
             rows: false,
@@ -64,8 +59,9 @@ impl Default for Rule {
 impl Rule {
     /// Whether the intents seen so far settle an acceptance of `event` at `rev`.
     fn settled(&self, event: Id, rev: i64) -> bool {
-        let i = self.intents.get(event);
-        (i.at != Pos::NONE && i.rev == rev) || i.unusable || self.other_revs.contains(&(event, rev))
+        (self.intended.contains(event) && self.intents.get(event) == rev as u64)
+            || self.unusable.contains(event)
+            || self.other_revs.contains(&(event, rev))
     }
 
     /// Drops the acceptances of `event` that the intents seen so far settle (an acceptance once
@@ -95,7 +91,7 @@ impl super::Rule for Rule {
         let usable = self.skips.usable(r, &[Field::EventId, Field::StoreRev]);
         let (Some(e), Some(rev)) = (r.event, r.store_rev()) else {
             if let (Kind::IntentRecorded, Some(e)) = (r.kind, r.event) {
-                self.intents.get_mut(e).unusable = true;
+                self.unusable.insert(e);
                 self.settle(e);
             }
             return;
@@ -104,11 +100,10 @@ impl super::Rule for Rule {
             return;
         }
         if r.kind == Kind::IntentRecorded {
-            let first = self.intents.get_mut(e);
-            if first.at == Pos::NONE {
-                first.at = Pos::at(at);
-                first.rev = rev;
-            } else if first.rev != rev {
+            // A revision is kept as its bits (`as` is the identity on them).
+            if self.intended.insert(e) {
+                self.intents.set(e, rev as u64);
+            } else if self.intents.get(e) != rev as u64 {
                 self.other_revs.insert((e, rev));
             }
             self.settle(e);
@@ -145,22 +140,64 @@ impl super::Rule for Rule {
             if self.settled(event, p.rev) {
                 continue;
             }
-            let v = match self.intents.get(event).at.get() {
-                Some(intent) => {
-                    let finding = Finding::IntentOtherRev {
-                        accepted: p.at,
-                        intent,
-                    };
-                    Violation::new(Some(event), p.task, finding, vec![p.at, intent])
-                }
-                None => {
-                    let finding = Finding::IntentMissing { accepted: p.at };
-                    Violation::new(Some(event), p.task, finding, vec![p.at])
-                }
+            let v = if self.intended.contains(event) {
+                // Where the intent is, the second look finds.
+                let finding = Finding::IntentOtherRev {
+                    accepted: p.at,
+                    intent: p.at,
+                };
+                Violation::new(Some(event), p.task, finding, vec![p.at])
+            } else {
+                let finding = Finding::IntentMissing { accepted: p.at };
+                Violation::new(Some(event), p.task, finding, vec![p.at])
             };
             found.push((p.at, v));
         }
         let (kept, more) = earliest(found);
-        Outcome::judge(Invariant::IntentAtomic, kept, more, self.skips.reason()).into()
+        // Per violation kept, the event whose first usable intent it names.
+        let wanted: Vec<Option<Id>> = kept
+            .iter()
+            .map(|v: &Violation| match v.finding {
+                Finding::IntentOtherRev { .. } => v.event,
+                _ => None,
+            })
+            .collect();
+        let outcome = Outcome::judge(Invariant::IntentAtomic, kept, more, self.skips.reason());
+        let gather = wanted.iter().any(Option::is_some).then(|| {
+            let found = vec![None; wanted.len()];
+            Box::new(Witnesses { wanted, found }) as Box<dyn Gather>
+        });
+        Decision { outcome, gather }
+    }
+}
+
+/// Finds the first usable intent of each event a violation kept names.
+struct Witnesses {
+    wanted: Vec<Option<Id>>,
+    found: Vec<Option<usize>>,
+}
+
+impl Gather for Witnesses {
+    fn row(&mut self, at: usize, r: &Row) {
+        // Usable as the first pass took it: with an event and a `store_rev`.
+        if r.kind != Kind::IntentRecorded || r.store_rev().is_none() || r.event.is_none() {
+            return;
+        }
+        for (e, found) in self.wanted.iter().zip(&mut self.found) {
+            if found.is_none() && *e == r.event {
+                *found = Some(at);
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, outcome: &mut Outcome) {
+        for (v, found) in outcome.violations.iter_mut().zip(self.found) {
+            let (&Finding::IntentOtherRev { accepted, .. }, Some(intent)) = (&v.finding, found)
+            else {
+                continue;
+            };
+            let finding = Finding::IntentOtherRev { accepted, intent };
+            *v = Violation::new(v.event, v.task, finding, vec![accepted, intent]);
+        }
     }
 }

@@ -6,14 +6,16 @@
 use outbox_trace::{Field, Kind};
 
 use super::{earliest, Decision, Ends, Finding, Invariant, Outcome, Pos, Skips, Violation};
-use crate::model::intern::{Id, IdTable};
+use crate::model::intern::{FastMap, Id, IdSet};
 use crate::model::row::Row;
 
 /// Decides `mark-after-puback`.
 pub struct Rule {
     skips: Skips,
-    /// Per event: its first `publish_acked`.
-    first_puback: IdTable<Pos>,
+    /// Events with a `publish_acked`.
+    pubacked: IdSet,
+    /// Per event marked early, its first `publish_acked` (after the mark; none: not yet).
+    late_puback: FastMap<Id, Pos>,
     /// Marks with no `publish_acked` before them: `(position, event, task)`.
     early: Vec<(usize, Id, Option<Id>)>,
 }
@@ -22,7 +24,8 @@ impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            first_puback: IdTable::new(0, Pos::NONE),
+            pubacked: IdSet::default(),
+            late_puback: FastMap::default(),
             early: Vec::new(),
         }
     }
@@ -42,11 +45,13 @@ impl super::Rule for Rule {
         }
         let Some(e) = r.event else { return };
         if r.kind == Kind::PublishAcked {
-            let first = self.first_puback.get_mut(e);
-            if *first == Pos::NONE {
-                *first = Pos::at(at);
+            if self.pubacked.insert(e) {
+                if let Some(first) = self.late_puback.get_mut(&e) {
+                    *first = Pos::at(at);
+                }
             }
-        } else if *self.first_puback.get(e) == Pos::NONE {
+        } else if !self.pubacked.contains(e) {
+            self.late_puback.entry(e).or_insert(Pos::NONE);
             self.early.push((at, e, r.task));
         }
     }
@@ -75,7 +80,7 @@ impl super::Rule for Rule {
             .early
             .iter()
             .map(|&(at, e, task)| {
-                let puback = self.first_puback.get(e).get();
+                let puback = self.late_puback.get(&e).and_then(|p| p.get());
                 let mut witness = vec![at];
                 witness.extend(puback);
                 let finding = Finding::MarkBeforePuback {

@@ -12,7 +12,7 @@ use outbox_trace::{Field, Kind};
 use super::{
     earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
 };
-use crate::model::intern::{Id, IdSet, IdTable};
+use crate::model::intern::{Id, IdSet};
 use crate::model::row::Row;
 
 /// A task: its first acceptance (or first effect) and that row's event (`at` none: no such row).
@@ -22,24 +22,33 @@ struct Task {
     event: Option<Id>,
 }
 
-const NO_TASK: Task = Task {
-    at: Pos::NONE,
-    event: None,
-};
-
 /// Decides `no-lost-task`.
+///
+/// A task's first row is held only while it has no effect: once it has one, no later row can
+/// make it lost, so what is held is the tasks in flight (for a valid trace), and a bit a task.
 pub struct Rule {
     skips: Skips,
-    tasks: IdTable<Task>,
+    /// Tasks with a first row.
+    seen: IdSet,
+    /// The first row of tasks first seen without an effect, in order; those that have one
+    /// since are dropped whenever the list has doubled.
+    open: Vec<(Id, Task)>,
+    /// How long `open` may grow before it is next cleared of tasks with an effect.
+    limit: usize,
     /// Tasks with an effect.
     effects: IdSet,
 }
+
+/// The least [`Rule::limit`].
+const OPEN: usize = 4096;
 
 impl Default for Rule {
     fn default() -> Self {
         Rule {
             skips: Skips::default(),
-            tasks: IdTable::new(0, NO_TASK),
+            seen: IdSet::default(),
+            open: Vec::new(),
+            limit: OPEN,
             effects: IdSet::default(),
         }
     }
@@ -57,15 +66,20 @@ impl super::Rule for Rule {
             _ => return,
         };
         if let (true, Some(t)) = (self.skips.usable(r, &[Field::TaskId]), r.task) {
-            let task = self.tasks.get_mut(t);
-            if task.at == Pos::NONE {
-                *task = Task {
+            let first = self.seen.insert(t);
+            if effect {
+                self.effects.insert(t);
+            } else if first {
+                let task = Task {
                     at: Pos::at(at),
                     event: r.event,
                 };
-            }
-            if effect {
-                self.effects.insert(t);
+                if self.open.len() >= self.limit {
+                    let effects = &self.effects;
+                    self.open.retain(|(t, _)| !effects.contains(*t));
+                    self.limit = (2 * self.open.len()).max(OPEN);
+                }
+                self.open.push((t, task));
             }
         }
     }
@@ -93,14 +107,14 @@ impl super::Rule for Rule {
                 return Outcome::unknown(Invariant::NoLostTask, Reason::RecoveredMissing).into()
             }
         }
-        let found = self
-            .tasks
+        // In task order first, so that positions past the last a `Pos` tells apart keep it.
+        let mut found: Vec<(usize, (Id, Task))> = self
+            .open
             .iter()
-            .filter_map(|(t, &task)| match task.at.get() {
-                Some(at) if !self.effects.contains(t) => Some((at, (t, task))),
-                _ => None,
-            })
+            .filter(|(t, _)| !self.effects.contains(*t))
+            .filter_map(|&(t, task)| task.at.get().map(|at| (at, (t, task))))
             .collect();
+        found.sort_unstable_by_key(|&(_, (t, _))| t);
         let (kept, more): (Vec<(Id, Task)>, usize) = earliest(found);
         let violations = kept
             .iter()

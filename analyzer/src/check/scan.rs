@@ -35,11 +35,19 @@ impl Invariant {
         }
     }
 
-    /// Decides this invariant alone on one history (without the lost-spans rule).
+    /// Decides this invariant alone on one history (without the lost-spans rule), its
+    /// witnesses gathered.
     pub fn check(self, h: &History, names: &Interner) -> Outcome {
         let mut scan = Scan::of(&[self]);
         scan.history(h);
-        scan.finish(names).outcomes.remove(0)
+        let mut scanned = scan.finish(names);
+        if let Some(mut gathering) = scanned.gathering() {
+            for (at, r) in h.rows.iter().enumerate() {
+                gathering.row(at, r);
+            }
+            gathering.finish(&mut scanned);
+        }
+        scanned.outcomes.remove(0)
     }
 }
 

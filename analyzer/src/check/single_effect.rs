@@ -13,26 +13,35 @@ use super::{
 use crate::model::intern::{FastMap, Id, IdSet, IdTable};
 use crate::model::row::Row;
 
-/// A task's commits: how many (counted up to two), the second, and their events.
-#[derive(Clone, Copy, Default)]
-struct Tally {
-    /// The second commit: where the duplicate shows.
+/// A task with more than one commit: the second (where the duplicate shows), and whether its
+/// commits name more than one event.
+#[derive(Clone, Copy)]
+struct Twice {
     second: u32,
-    first_event: Option<Id>,
-    count: u8,
     mixed_events: bool,
 }
 
-fn tally(table: &mut IdTable<Tally>, key: Id, at: u32, event: Option<Id>) {
-    let t = table.get_mut(key);
-    match t.count {
-        0 => t.first_event = event,
-        1 => t.second = at,
-        _ => {}
-    }
-    t.count = t.count.saturating_add(1).min(2);
-    if t.first_event != event {
-        t.mixed_events = true;
+/// The commits per task, in about five bytes a task: the first commit's event, whether there
+/// was one, and aside the few tasks committed more than once.
+struct Tasks {
+    /// Tasks with a commit.
+    committed: IdSet,
+    first_event: IdTable<Option<Id>>,
+    twice: FastMap<Id, Twice>,
+}
+
+impl Tasks {
+    fn tally(&mut self, key: Id, at: u32, event: Option<Id>) {
+        if self.committed.insert(key) {
+            *self.first_event.get_mut(key) = event;
+            return;
+        }
+        let mixed = *self.first_event.get(key) != event;
+        let t = self.twice.entry(key).or_insert(Twice {
+            second: at,
+            mixed_events: false,
+        });
+        t.mixed_events |= mixed;
     }
 }
 
@@ -43,7 +52,7 @@ pub struct Rule {
     committed: IdSet,
     /// Per event, its second commit.
     second: IdTable<Pos>,
-    by_task: IdTable<Tally>,
+    by_task: Tasks,
 }
 
 impl Default for Rule {
@@ -52,7 +61,11 @@ impl Default for Rule {
             skips: Skips::default(),
             committed: IdSet::default(),
             second: IdTable::new(0, Pos::NONE),
-            by_task: IdTable::new(0, Tally::default()),
+            by_task: Tasks {
+                committed: IdSet::default(),
+                first_event: IdTable::new(0, None),
+                twice: FastMap::default(),
+            },
         }
     }
 }
@@ -76,7 +89,7 @@ impl super::Rule for Rule {
             }
         }
         if let Some(t) = r.task {
-            tally(&mut self.by_task, t, at, r.event);
+            self.by_task.tally(t, at, r.event);
         }
         self.skips.usable(r, &[Field::EventId, Field::TaskId]);
     }
@@ -95,10 +108,16 @@ impl super::Rule for Rule {
             }
         }
         // A task whose commits all share one event is already reported under that event.
-        for (task, t) in self.by_task.iter() {
-            if t.count > 1 && t.mixed_events {
-                found.push((t.second as usize, (task, true)));
-            }
+        let mut mixed: Vec<(Id, Twice)> = self
+            .by_task
+            .twice
+            .iter()
+            .filter(|(_, t)| t.mixed_events)
+            .map(|(&task, &t)| (task, t))
+            .collect();
+        mixed.sort_unstable_by_key(|&(task, _)| task);
+        for (task, t) in mixed {
+            found.push((t.second as usize, (task, true)));
         }
         let (kept, more) = earliest(found);
         let keys: Vec<(Id, bool)> = kept.clone();

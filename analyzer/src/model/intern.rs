@@ -1,8 +1,8 @@
 //! Interning: every string the checks compare (run, scenario, actor, event, task, aggregate) becomes
 //! a small integer once, so the history holds no `String` per row and the checks hash integers.
 //!
-//! Names live in one text arena; the lookup table holds only ids and hashes into the arena, so a
-//! new name costs one copy and no allocation of its own.
+//! Names live in one text arena; the lookup table holds only ids into the arena, so a new name
+//! costs one copy and no allocation of its own.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -93,6 +93,52 @@ impl<T: Clone> IdTable<T> {
     }
 }
 
+/// A 64-bit value per [`Id`], in four bytes while it is below `u32::MAX` (store revisions and
+/// broker positions count up from small numbers), the others aside in a map. An id never
+/// written reads as 0.
+#[derive(Debug, Clone)]
+pub struct IdTable64 {
+    low: IdTable<u32>,
+    wide: FastMap<Id, u64>,
+}
+
+impl Default for IdTable64 {
+    fn default() -> Self {
+        IdTable64 {
+            low: IdTable::new(0, 0),
+            wide: FastMap::default(),
+        }
+    }
+}
+
+impl IdTable64 {
+    /// The value of `id`.
+    #[inline]
+    pub fn get(&self, id: Id) -> u64 {
+        match *self.low.get(id) {
+            u32::MAX => self.wide.get(&id).copied().unwrap_or(0),
+            v => u64::from(v),
+        }
+    }
+
+    /// Sets the value of `id`.
+    #[inline]
+    pub fn set(&mut self, id: Id, v: u64) {
+        match u32::try_from(v) {
+            Ok(low) if low != u32::MAX => {
+                *self.low.get_mut(id) = low;
+                if !self.wide.is_empty() {
+                    self.wide.remove(&id);
+                }
+            }
+            _ => {
+                *self.low.get_mut(id) = u32::MAX;
+                self.wide.insert(id, v);
+            }
+        }
+    }
+}
+
 /// A set of [`Id`]s as a bitmap over their indices: an eighth of a byte per id below the
 /// largest, where a hash set takes several bytes per member.
 #[derive(Debug, Clone, Default)]
@@ -131,6 +177,21 @@ impl IdSet {
         }
         new
     }
+
+    /// Removes `id`; whether it was a member.
+    pub fn remove(&mut self, id: Id) -> bool {
+        let i = id.index();
+        let Some(word) = self.bits.get_mut(i / 64) else {
+            return false;
+        };
+        let bit = 1u64 << (i % 64);
+        let was = *word & bit != 0;
+        if was {
+            *word &= !bit;
+            self.members -= 1;
+        }
+        was
+    }
 }
 
 impl outbox_trace::KeySet<Id> for IdSet {
@@ -162,20 +223,32 @@ pub enum InternError {
 }
 
 /// Maps strings to [`Id`]s and back.
+///
+/// About eight bytes a name besides its text: the lookup table holds four-byte ids (and
+/// a control byte) at most seven eighths full; each name is preceded in the arena by its
+/// length (one byte when shorter than 128), and the table of offsets holds every 16th name's
+/// start only. The table keeps no hashes: it is rebuilt twice as large, walking the arena in
+/// order, when it fills (a walk in order costs little next to the random reads of a rehash).
 #[derive(Default)]
 pub struct Interner {
-    /// Each name's id with its hash, so growing the table never hashes a name again.
-    table: HashTable<(Id, u32)>,
+    /// Each name's id, found by the name's hash.
+    table: HashTable<Id>,
     hasher: FastState,
+    /// The names in id order, each as its length (LEB128) then its bytes.
     text: Vec<u8>,
-    /// End offset in `text` of each name; name `i` starts where name `i - 1` ends.
-    ends: Ends,
+    /// Where in `text` name `16 k` starts, for every `k`.
+    starts: Vec<usize>,
+    /// How many names.
+    len: usize,
 }
+
+/// Names per entry of [`Interner::starts`].
+const BLOCK: usize = 16;
 
 impl std::fmt::Debug for Interner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Interner")
-            .field("names", &self.ends.len())
+            .field("names", &self.len)
             .finish()
     }
 }
@@ -194,36 +267,64 @@ impl Interner {
     /// The id of `name` (known to be UTF-8 when `utf8`), assigning a new one the first time.
     #[inline]
     fn find_or_insert(&mut self, name: &[u8], utf8: bool) -> Result<Id, InternError> {
-        let short = self.hasher.hash_one(name) as u32;
-        let hash = widen(short);
-        let (text, ends) = (self.text.as_slice(), &self.ends);
-        let same = |&(id, h): &(Id, u32)| h == short && span(text, ends, id) == name;
-        if let Some(&(id, _)) = self.table.find(hash, same) {
+        let hash = self.hasher.hash_one(name);
+        let (text, starts) = (self.text.as_slice(), self.starts.as_slice());
+        if let Some(&id) = self.table.find(hash, |&id| span(text, starts, id) == name) {
             return Ok(id);
         }
         if !utf8 && std::str::from_utf8(name).is_err() {
             return Err(InternError::NotUtf8);
         }
-        let next = u32::try_from(self.ends.len() + 1).map_err(|_| InternError::TooMany)?;
+        let next = u32::try_from(self.len + 1).map_err(|_| InternError::TooMany)?;
         if u32::try_from(name.len()).is_err() {
             return Err(InternError::TooLong);
         }
         let id = Id(NonZeroU32::new(next).ok_or(InternError::TooMany)?);
+        if self.len % BLOCK == 0 {
+            self.starts.push(self.text.len());
+        }
         // Checked UTF-8 above, or a `&str` already: every name in the arena is text.
+        push_len(&mut self.text, name.len());
         self.text.extend_from_slice(name);
-        self.ends.push(self.text.len());
+        self.len += 1;
+        if self.table.len() == self.table.capacity() {
+            self.grow();
+        }
+        let (text, starts, hasher) = (self.text.as_slice(), self.starts.as_slice(), &self.hasher);
         self.table
-            .insert_unique(hash, (id, short), |&(_, h)| widen(h));
+            .insert_unique(hash, id, |&id| hasher.hash_one(span(text, starts, id)));
         Ok(id)
+    }
+
+    /// Replaces the table by one twice as large, holding every name but the newest (which the
+    /// caller inserts), hashed in id order.
+    #[cold]
+    fn grow(&mut self) {
+        let capacity = (self.table.capacity() * 2).max(1024);
+        let mut table = HashTable::with_capacity(capacity);
+        let hasher = &self.hasher;
+        let mut rest = self.text.as_slice();
+        for i in 0..self.len - 1 {
+            let Some((name, after)) = next_name(rest) else {
+                break;
+            };
+            rest = after;
+            if let Some(id) = Id::from_index(i) {
+                // Room was made for all: the hasher is never called.
+                table.insert_unique(hasher.hash_one(name), id, |_| 0);
+            }
+        }
+        self.table = table;
     }
 
     /// The id of `name`, if it was ever interned.
     pub fn get(&self, name: &str) -> Option<Id> {
         let name = name.as_bytes();
-        let short = self.hasher.hash_one(name) as u32;
-        let (text, ends) = (self.text.as_slice(), &self.ends);
-        let same = |&(id, h): &(Id, u32)| h == short && span(text, ends, id) == name;
-        self.table.find(widen(short), same).map(|&(id, _)| id)
+        let hash = self.hasher.hash_one(name);
+        let (text, starts) = (self.text.as_slice(), self.starts.as_slice());
+        self.table
+            .find(hash, |&id| span(text, starts, id) == name)
+            .copied()
     }
 
     /// The string behind `id` (empty for an id this interner never gave out).
@@ -233,7 +334,10 @@ impl Interner {
 
     /// The bytes of the name behind `id` (empty for an id this interner never gave out).
     pub fn bytes(&self, id: Id) -> &[u8] {
-        span(&self.text, &self.ends, id)
+        if id.index() >= self.len {
+            return &[];
+        }
+        span(&self.text, &self.starts, id)
     }
 
     /// The string behind an optional id, if any.
@@ -243,65 +347,55 @@ impl Interner {
 
     /// How many names are interned.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.len
     }
 
     /// Whether no name is interned.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len == 0
     }
 }
 
-/// The end offsets of the names in the arena, in four bytes each: their low 32 bits, with the
-/// names whose end passed a multiple of 4 GiB listed aside (no name is 4 GiB long, so each
-/// passes at most one).
-#[derive(Default)]
-struct Ends {
-    low: Vec<u32>,
-    /// The index of the first name ending past each multiple of 4 GiB.
-    wraps: Vec<usize>,
+/// Appends `n` as LEB128: seven bits a byte, low first, the high bit set on all but the last.
+fn push_len(text: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        text.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    text.push(n as u8);
 }
 
-impl Ends {
-    fn push(&mut self, end: usize) {
-        let high = (end as u64 >> 32) as usize;
-        if high > self.wraps.len() {
-            self.wraps.push(self.low.len());
+/// The name at the start of `text` and the text after it (none past the end).
+#[inline]
+fn next_name(text: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (mut n, mut shift, mut at) = (0usize, 0u32, 0usize);
+    loop {
+        let b = *text.get(at)?;
+        at += 1;
+        n |= usize::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            break;
         }
-        self.low.push(end as u32);
+        shift += 7;
     }
-
-    fn get(&self, i: usize) -> Option<usize> {
-        let low = u64::from(*self.low.get(i)?);
-        let high = self.wraps.partition_point(|&w| w <= i) as u64;
-        usize::try_from(high << 32 | low).ok()
-    }
-
-    fn len(&self) -> usize {
-        self.low.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.low.is_empty()
-    }
+    let end = at.checked_add(n)?;
+    Some((text.get(at..end)?, text.get(end..)?))
 }
 
-/// The table's hash from the 32 bits kept per name: the table picks buckets with the low bits
-/// and tags with the high ones, so both come from them.
-fn widen(h: u32) -> u64 {
-    u64::from(h) << 32 | u64::from(h)
-}
-
-/// The bytes of name `id` in the arena.
-fn span<'a>(text: &'a [u8], ends: &Ends, id: Id) -> &'a [u8] {
+/// The bytes of name `id` in the arena (empty past the last).
+#[inline]
+fn span<'a>(text: &'a [u8], starts: &[usize], id: Id) -> &'a [u8] {
     let i = id.index();
-    let start = if i == 0 {
-        0
-    } else {
-        ends.get(i - 1).unwrap_or(0)
+    let Some(mut rest) = starts.get(i / BLOCK).and_then(|&s| text.get(s..)) else {
+        return &[];
     };
-    let end = ends.get(i).unwrap_or(start);
-    text.get(start..end).unwrap_or(&[])
+    for _ in 0..i % BLOCK {
+        match next_name(rest) {
+            Some((_, after)) => rest = after,
+            None => return &[],
+        }
+    }
+    next_name(rest).map_or(&[], |(name, _)| name)
 }
 
 #[cfg(test)]
@@ -329,21 +423,38 @@ mod tests {
     }
 
     #[test]
-    fn ends_past_4_gib_read_back() {
-        let mut ends = Ends::default();
-        let offsets = [
-            3,
-            u32::MAX as usize,
-            (1 << 32) + 5,
-            (1 << 32) + 9,
-            (2 << 32) + 1,
-        ];
-        for &end in &offsets {
-            ends.push(end);
+    fn names_of_any_length_read_back() {
+        let mut i = Interner::default();
+        let names: Vec<String> = (0..3000).map(|n| "x".repeat(n % 300)).collect();
+        let mut ids = Vec::new();
+        for (n, name) in names.iter().enumerate() {
+            let name = format!("{name}{n}");
+            ids.push((i.intern(&name).unwrap(), name));
         }
-        let back: Vec<usize> = (0..offsets.len()).filter_map(|i| ends.get(i)).collect();
-        assert_eq!(back, offsets);
-        assert_eq!(ends.get(offsets.len()), None);
+        for (id, name) in &ids {
+            assert_eq!(i.name(*id), name);
+            assert_eq!(i.get(name), Some(*id));
+            assert_eq!(i.intern(name).unwrap(), *id);
+        }
+        assert_eq!(i.len(), ids.len());
+        assert_eq!(i.get("absent"), None);
+        assert_eq!(i.name(Id::from_index(ids.len()).unwrap()), "");
+    }
+
+    #[test]
+    fn wide_values_read_back() {
+        let mut t = IdTable64::default();
+        let ids: Vec<Id> = (0..5).filter_map(Id::from_index).collect();
+        let values = [0, u64::from(u32::MAX) - 1, u64::from(u32::MAX), u64::MAX, 7];
+        for (&id, &v) in ids.iter().zip(&values) {
+            t.set(id, v);
+        }
+        for (&id, &v) in ids.iter().zip(&values) {
+            assert_eq!(t.get(id), v);
+        }
+        t.set(ids[3], 9);
+        assert_eq!(t.get(ids[3]), 9);
+        assert_eq!(t.get(Id::from_index(99).unwrap()), 0);
     }
 
     #[test]

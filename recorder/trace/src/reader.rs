@@ -26,7 +26,7 @@ use crate::spool::is_stdin;
 use crate::{Event, TraceError};
 
 /// Rows per batch handed out by [`TraceFile::batches`].
-const BATCH_ROWS: usize = 64 * 1024;
+const BATCH_ROWS: usize = 16 * 1024;
 
 /// What the file says about itself, learned before any row is read.
 #[derive(Debug, Clone, Default)]

@@ -110,7 +110,11 @@ impl Handlers {
                 let has_copy = self.first_has_copy.contains(event);
                 Handled {
                     slot: *self.first.get(event),
-                    copy: if has_copy { self.first_copy.get(event) } else { 0 },
+                    copy: if has_copy {
+                        self.first_copy.get(event)
+                    } else {
+                        0
+                    },
                     has_copy,
                 }
             }

@@ -23,6 +23,7 @@ struct Pending {
 }
 
 /// Decides `intent-atomic`.
+#[derive(Default)]
 pub struct Rule {
     skips: Skips,
     /// Events with a usable intent.
@@ -39,21 +40,6 @@ pub struct Rule {
     /// Whether any acceptance or intent was seen, and whether any carried a `store_rev`.
     rows: bool,
     revs: bool,
-}
-
-impl Default for Rule {
-    fn default() -> Self {
-        Rule {
-            skips: Skips::default(),
-            intended: IdSet::default(),
-            intents: IdTable64::default(),
-            unusable: IdSet::default(),
-            other_revs: Default::default(),
-            pending: FastMap::default(),
-            rows: false,
-            revs: false,
-        }
-    }
 }
 
 impl Rule {

@@ -10,6 +10,7 @@ use crate::model::intern::{FastMap, Id, IdSet};
 use crate::model::row::Row;
 
 /// Decides `mark-after-puback`.
+#[derive(Default)]
 pub struct Rule {
     skips: Skips,
     /// Events with a `publish_acked`.
@@ -18,17 +19,6 @@ pub struct Rule {
     late_puback: FastMap<Id, Pos>,
     /// Marks with no `publish_acked` before them: `(position, event, task)`.
     early: Vec<(usize, Id, Option<Id>)>,
-}
-
-impl Default for Rule {
-    fn default() -> Self {
-        Rule {
-            skips: Skips::default(),
-            pubacked: IdSet::default(),
-            late_puback: FastMap::default(),
-            early: Vec::new(),
-        }
-    }
 }
 
 impl super::Rule for Rule {

@@ -43,6 +43,7 @@ fn lossy_worker(t: &mut Vec<Event>) {
 
 /// A stock per item: evt-1 (2) and evt-3 (5) move `apple` from 10, evt-2 (3) moves `pear` from
 /// 5; the observer reads both.
+#[allow(clippy::ptr_arg)] // the signature of every edit, some of which push rows
 fn per_key(t: &mut Vec<Event>) {
     t[0].detail = Some(r#"{"tasks":3,"counter_start":{"apple":10,"pear":5}}"#.into());
     for (e, key, counter) in [

@@ -366,6 +366,8 @@ fn a_page_whose_checksum_fails_is_bad_input_naming_column_and_row_group() {
 }
 
 /// Peak resident memory (MiB) and exit code of `analyzer ARGS`, from the operating system.
+// The child is reaped by `wait4`, which `std` cannot see.
+#[allow(clippy::zombie_processes)]
 fn peak_rss(args: &[&str]) -> (f64, i32, String) {
     let child = analyzer()
         .args(args)

@@ -299,7 +299,7 @@ fn half(op: &str, message: &str, start: u64) -> Span {
 fn kind(kind: &str, at: u64, seq: Option<i64>) -> Span {
     let mut attrs = vec![
         Attribute::string("outbox.kind", kind),
-        Attribute::string("outbox.task_id", &format!("t-{at}")),
+        Attribute::string("outbox.task_id", format!("t-{at}")),
     ];
     if let Some(seq) = seq {
         attrs.push(Attribute::int("outbox.seq", seq));

@@ -10,7 +10,8 @@ use arrow_array::RecordBatch;
 
 use super::file::{Bound, FileMapping};
 use super::mapping::{Mapper, Out, Pending};
-use super::spans::{Attribute, Request, ResourceSpans, Span, SpanEvent, Value};
+use super::spans::{Attribute, Request, Span, SpanEvent, Value};
+use super::tests::request;
 use crate::input::Chunker;
 use crate::TraceError;
 
@@ -269,18 +270,6 @@ fn span(name: &str, start: u64, end: u64, attrs: Vec<Attribute>) -> Span {
         error: false,
         attributes: attrs,
         events: Vec::new(),
-    }
-}
-
-fn request(service: &str, instance: &str, spans: Vec<Span>) -> Request {
-    Request {
-        resource_spans: vec![ResourceSpans {
-            resource: vec![
-                Attribute::string("service.name", service),
-                Attribute::string("service.instance.id", instance),
-            ],
-            spans,
-        }],
     }
 }
 

@@ -45,7 +45,7 @@ fn attribute(a: &str) -> Attribute {
 }
 
 /// A request of one resource (`service.name` = `service`, `service.instance.id` = `instance`).
-fn request(service: &str, instance: &str, spans: Vec<Span>) -> Request {
+pub(super) fn request(service: &str, instance: &str, spans: Vec<Span>) -> Request {
     Request {
         resource_spans: vec![ResourceSpans {
             resource: vec![

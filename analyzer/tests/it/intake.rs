@@ -471,4 +471,18 @@ fn a_large_otlp_json_lines_trace_is_checked_in_bounded_memory() {
         otlp_mib < 1.4 * parquet_mib.max(100.0),
         "OTLP JSON Lines peak {otlp_mib:.0} MiB against Parquet's {parquet_mib:.0} MiB"
     );
+
+    // With nowhere to spill, the file is refused on one line, not mapped short.
+    let output = analyzer()
+        .args(["check", otlp.to_str().unwrap()])
+        .env("TMPDIR", dir.path().join("missing"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot write the span events spilled to a temporary file"),
+        "{stderr}"
+    );
 }

@@ -103,6 +103,15 @@ pub enum TraceError {
     /// not a number, an attribute that does not fit its column).
     #[error("bad OTLP spans: {0}")]
     Otlp(String),
+    /// The span events an OTLP file spills to a temporary file (see `otlp::file`) could not be
+    /// written there (a full disk, say) or read back.
+    #[error("cannot {what} the span events spilled to a temporary file (TMPDIR): {source}")]
+    Spill {
+        /// "write" or "read back".
+        what: &'static str,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
     /// A line of a JSON Lines or OTLP JSON Lines file breaks the contract.
     #[error("line {line}: {reason}")]
     Line {

@@ -80,8 +80,11 @@ pub(super) struct Spill {
     len: u64,
 }
 
-fn io_error(e: io::Error) -> TraceError {
-    TraceError::Otlp(format!("cannot spill span events to a temporary file: {e}"))
+fn io_error(source: io::Error) -> TraceError {
+    TraceError::Spill {
+        what: "write",
+        source,
+    }
 }
 
 impl Spill {
@@ -192,7 +195,10 @@ impl SegmentReader {
         self.left -= 1;
         decode(&mut self.bytes, &self.runs)
             .map(Some)
-            .map_err(|e| TraceError::Otlp(format!("cannot read spilled span events back: {e}")))
+            .map_err(|source| TraceError::Spill {
+                what: "read back",
+                source,
+            })
     }
 }
 

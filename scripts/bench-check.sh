@@ -72,7 +72,9 @@ fi
 export SQL_ENGINES
 python3 - "$RUNS" "$BENCH_DIR" "$CHECK_ROWS" "$LARGE_ROWS" $VIEW_ROWS <<'PY'
 """Runs every command RUNS times, interleaved round by round, and prints the best of each."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -180,6 +182,7 @@ def run(argv):
 
 
 out_dir = tempfile.mkdtemp(prefix="bench-check-")
+atexit.register(shutil.rmtree, out_dir, ignore_errors=True)
 duck = lambda *sql: [sys.executable, "-c", DUCKDB, *sql]
 analyzer = os.path.join(os.environ["TARGET"], "release", "analyzer")
 big = path(check_rows)

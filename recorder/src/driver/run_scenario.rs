@@ -237,9 +237,10 @@ async fn run_on<B: Backend>(
         eprintln!();
     }
 
-    // A quiet scenario lets its actors finish what they hold; an interrupted one is being waited
-    // for by someone at a terminal: what the actors wrote so far is kept either way.
-    let grace = if end_reason == "interrupted" {
+    // A quiet scenario lets its actors finish what they hold; an interrupted run (even one
+    // interrupted as its scenario went quiet) is being waited for by someone at a terminal: what
+    // the actors wrote so far is kept either way.
+    let grace = if env.interrupted.load(Ordering::Relaxed) {
         INTERRUPTED_GRACE
     } else {
         STOP_GRACE

@@ -31,8 +31,9 @@ pub enum FaultSpec {
         /// Which such span (1-based).
         nth: u32,
     },
-    /// SIGSTOP `delay` after the answer to the export carrying the `nth` span of `kind` that
-    /// `target` reports, SIGCONT after `hold`.
+    /// SIGSTOP `delay` after the export carrying the `nth` span of `kind` that `target` reports
+    /// reaches the recorder (it is answered at once, unless a kill holds it), SIGCONT after
+    /// `hold`.
     PauseAfter {
         /// A role or an actor.
         target: String,
@@ -40,7 +41,7 @@ pub enum FaultSpec {
         kind: Kind,
         /// Which such span (1-based).
         nth: u32,
-        /// From the export's answer to the SIGSTOP.
+        /// From the export's arrival to the SIGSTOP.
         delay: Duration,
         /// How long the process stays stopped.
         hold: Duration,

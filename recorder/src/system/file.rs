@@ -547,6 +547,7 @@ fn check_fault(text: &str, file: &SystemFile) -> Result<FaultSpec, String> {
         FaultSpec::KillAfter { target, .. }
         | FaultSpec::KillAt { target, .. }
         | FaultSpec::PauseAt { target, .. }
+        | FaultSpec::PauseAfter { target, .. }
             if role_of(target, file).is_none() =>
         {
             Err(format!(

@@ -336,6 +336,8 @@ impl<'a, 'e> Stage<'a, 'e> {
         }
         life.child.kill().await;
         let role = life.role.clone();
+        // A pause of the dead life ends with it.
+        self.resumes.retain(|(_, a)| *a != kill.actor);
         // Exports already on their way from the dead life are its steps: in before its crash.
         tokio::time::sleep(DRAIN).await;
         let mut later = Vec::new();
@@ -503,10 +505,9 @@ impl<'a, 'e> Stage<'a, 'e> {
                 || self.pausing.iter().any(|(_, p, _, _)| p == a)
         };
         !stopped(actor)
-            && self
-                .lives
-                .iter()
-                .any(|(a, l)| a != actor && l.role == role && !stopped(a))
+            && self.lives.iter().any(|(a, l)| {
+                a != actor && l.role == role && !stopped(a) && l.child.exited().is_none()
+            })
     }
 
     /// SIGSTOPs `actor`'s life `incarnation` (if it still runs) until `hold` has passed.

@@ -229,6 +229,11 @@ fn a_bad_file_or_flag_is_one_line_and_exit_2() {
         2,
         "relay",
     );
+    one_line_with_code(
+        &run_file(&tiny, &["--fault", "pause wrker after delivered for 1s"]),
+        2,
+        "wrker",
+    );
     let output = run_file(&tiny, &["--backend", "sqlite-redis"]);
     assert_eq!(output.status.code(), Some(2), "{}", output_text(&output));
     one_line_with_code(

@@ -240,6 +240,8 @@ pub struct Interner {
     starts: Vec<usize>,
     /// How many names.
     len: usize,
+    /// How many names the caller expects in all (see [`Interner::expect`]).
+    expected: usize,
 }
 
 /// Names per entry of [`Interner::starts`].
@@ -296,11 +298,20 @@ impl Interner {
         Ok(id)
     }
 
-    /// Replaces the table by one twice as large, holding every name but the newest (which the
-    /// caller inserts), hashed in id order.
+    /// Says about how many names there will be in all, so the table grows once to hold them
+    /// rather than doubling (each doubling hashes every name again, a random write each). Only
+    /// the table's room follows it: an estimate too high costs memory, one too low another grow.
+    pub fn expect(&mut self, names: usize) {
+        self.expected = names;
+    }
+
+    /// Replaces the table by one at least twice as large and as large as expected, holding every
+    /// name but the newest (which the caller inserts), hashed in id order.
     #[cold]
     fn grow(&mut self) {
-        let capacity = (self.table.capacity() * 2).max(1024);
+        let capacity = (self.table.capacity() * 2)
+            .max(self.expected.saturating_add(self.expected / 8))
+            .max(1024);
         let mut table = HashTable::with_capacity(capacity);
         let hasher = &self.hasher;
         let mut rest = self.text.as_slice();

@@ -12,9 +12,11 @@ use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch};
 use arrow_buffer::NullBuffer;
+use outbox_trace::input::Encoding;
 use outbox_trace::schema::column;
-use outbox_trace::{Kind, ReadOptions, TraceError, TraceFile};
+use outbox_trace::{Field, Kind, ReadOptions, TraceError, TraceFile};
 
+use crate::model::decode::Ordered;
 use crate::model::history::{keeps_detail, History};
 use crate::model::intern::{FastMap, Id, InternError, Interner};
 use crate::model::row::{Numbers, Row};
@@ -237,6 +239,8 @@ pub(crate) fn read(
     // JSON Lines stream in: their number of rows is known once read.
     let tally = trace.tally();
     let first_history = histories.len();
+    // JSON Lines stream in: their number of rows is known only at their end.
+    let known_rows = (info.encoding != Encoding::JsonLines).then_some(info.rows);
     let mut state = FileState {
         groups: Groups {
             rows: info.rows,
@@ -248,30 +252,25 @@ pub(crate) fn read(
         },
         unknown: BTreeMap::new(),
     };
-    // Three stages, each on its own thread and a batch or two ahead of the next: decoding
-    // (decompression, normalisation), interning each dictionary's values, and here the rows
-    // being built and handed on. Each stage costs about a third, so the two cores stay busy.
+    // Three stages, each on its own threads and a few batches ahead of the next: decoding
+    // (decompression, normalisation) and building the rows, on two threads for a Parquet file
+    // of several row groups; interning each new dictionary's values and naming the rows' strings
+    // by id; and here the rows handed on in order.
+    let spent = Spent::default();
+    let build = |batch| Built::of(batch, &spent);
     std::thread::scope(|scope| -> Result<(), LoadError> {
-        let (decoded_tx, decoded_rx) = std::sync::mpsc::sync_channel(1);
-        let (tx, rx) = std::sync::mpsc::sync_channel(0);
-        // The row buffers the rows were handed on from, back for the next batch (fresh ones
-        // would cost a page fault per page each).
-        let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<Option<Row>>>();
-        scope.spawn(move || {
-            for batch in trace.batches() {
-                let failed = batch.is_err();
-                if decoded_tx.send(batch).is_err() || failed {
-                    break;
-                }
-            }
-        });
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let built = Ordered::start(scope, path, trace, options, &build);
         scope.spawn(move || {
             let mut dictionaries = Dictionaries::default();
-            for batch in decoded_rx {
-                let prepared = batch.map_err(LoadError::from).and_then(|b| {
+            let mut expect = Expect::new(names.len(), known_rows);
+            for built in built {
+                if let Ok(b) = &built {
+                    expect.batch(b.batch.num_rows(), names);
+                }
+                let prepared = built.and_then(|b| {
                     // Corrupt data that got past the decoder must not panic here either.
-                    let rows = spent_rx.try_recv().unwrap_or_default();
-                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names, rows)))?
+                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
                 });
                 let failed = prepared.is_err();
                 if tx.send(prepared).is_err() || failed {
@@ -283,9 +282,8 @@ pub(crate) fn read(
         // decoder at its own next one.
         for prepared in rx {
             let prepared = prepared?;
-            let spent = outbox_trace::guarded(|| Ok(state.batch(prepared, histories, sink)))??;
-            // The interner may have finished: then the buffer is not needed.
-            let _ = spent_tx.send(spent);
+            let rows = outbox_trace::guarded(|| Ok(state.batch(prepared, histories, sink)))??;
+            spent.give(rows);
         }
         Ok(())
     })?;
@@ -297,6 +295,37 @@ pub(crate) fn read(
         info,
         unknown: state.unknown,
     })
+}
+
+/// How many names a file will have interned by its end, told to the interner as the rows come:
+/// the names so far, scaled by the rows still to come.
+struct Expect {
+    /// Names before the file.
+    before: usize,
+    /// Rows in the file, when known before its end.
+    rows: Option<u64>,
+    /// Rows read (as of the batch before the current one).
+    read: u64,
+}
+
+impl Expect {
+    fn new(before: usize, rows: Option<u64>) -> Self {
+        Expect {
+            before,
+            rows,
+            read: 0,
+        }
+    }
+
+    /// A batch of `rows` is about to be interned: the names of the batches before it tell.
+    fn batch(&mut self, rows: usize, names: &mut Interner) {
+        if let Some(total) = self.rows.filter(|_| self.read > 0) {
+            let seen = (names.len() - self.before) as u128;
+            let expected = seen * u128::from(total) / u128::from(self.read);
+            names.expect(self.before + usize::try_from(expected).unwrap_or(usize::MAX));
+        }
+        self.read += rows as u64;
+    }
 }
 
 /// Fails if a run of one file repeats a `seq`: histories are sorted by then, so a run held by one
@@ -423,33 +452,39 @@ impl Dictionary {
 struct Dictionaries([Dictionary; 8]);
 
 impl Dictionaries {
-    /// Interns the dictionaries of `batch` that are new.
-    fn prepare(
-        &mut self,
-        batch: RecordBatch,
-        names: &mut Interner,
-        rows: Vec<Option<Row>>,
-    ) -> Result<Prepared, LoadError> {
+    /// Interns the dictionaries of `built`'s batch that are new, and names its rows' strings by
+    /// their ids.
+    fn prepare(&mut self, built: Built, names: &mut Interner) -> Result<Prepared, LoadError> {
+        let Built {
+            batch,
+            kinds,
+            mut rows,
+            incomplete,
+        } = built;
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
             ids.push(dict.ids(dictionary(&batch, name)?, names)?);
         }
-        // Kinds by dictionary value: parsed once per value, not per row.
-        let kinds: Vec<Option<Kind>> = ids[KIND]
-            .iter()
-            .map(|&id| names.name(id).parse().ok())
-            .collect();
+        let [_, _, _, actor, _, task, event, aggregate] = &ids[..] else {
+            return Err(LoadError::Canonical("kind"));
+        };
+        let id = |ids: &[Id], key: Id| ids.get(key.index()).copied();
+        for row in rows.iter_mut().flatten() {
+            row.actor = id(actor, row.actor).ok_or(LoadError::Canonical("actor"))?;
+            row.task = row.task.and_then(|k| id(task, k));
+            row.event = row.event.and_then(|k| id(event, k));
+            row.aggregate = row.aggregate.and_then(|k| id(aggregate, k));
+        }
         // `counter_key` (an optional column, plain text): interned where set, which is rare.
-        let mut counter_keys = Vec::new();
         if let Some(keys) = batch.column(column("counter_key")).as_string_opt::<i32>() {
             if keys.null_count() < keys.len() {
-                counter_keys = keys
-                    .iter()
-                    .map(|k| k.map(|k| names.intern(k)).transpose())
-                    .collect::<Result<Vec<Option<Id>>, InternError>>()?;
+                for (row, key) in rows.iter_mut().zip(keys.iter()) {
+                    if let (Some(row), Some(key)) = (row, key) {
+                        row.counter_key = Some(names.intern(key)?);
+                    }
+                }
             }
         }
-        let (rows, incomplete) = build_rows(&batch, &ids, &kinds, &counter_keys, rows)?;
         Ok(Prepared {
             batch,
             ids,
@@ -457,6 +492,76 @@ impl Dictionaries {
             rows,
             incomplete,
         })
+    }
+}
+
+/// A decoded batch with its rows built, their strings named by dictionary key (see
+/// [`build_rows`]).
+pub(crate) struct Built {
+    batch: RecordBatch,
+    /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
+    kinds: Vec<Option<Kind>>,
+    rows: Vec<Option<Row>>,
+    /// Positions of the rows lacking a field their kind requires, ascending.
+    incomplete: Vec<u32>,
+}
+
+impl Built {
+    /// Builds the rows of `batch` in a buffer from `spent`.
+    fn of(batch: RecordBatch, spent: &Spent) -> Result<Self, LoadError> {
+        let kind_names = dictionary(&batch, "kind")?
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or(LoadError::Canonical("kind"))?;
+        // Kinds by dictionary value: parsed once per value, not per row.
+        let kinds: Vec<Option<Kind>> = kind_names.iter().map(|k| k?.parse().ok()).collect();
+        let needs: Vec<u8> = kinds.iter().map(|k| k.map_or(0, needs)).collect();
+        let (rows, incomplete) = build_rows(&batch, &kinds, &needs, spent.take())?;
+        Ok(Built {
+            batch,
+            kinds,
+            rows,
+            incomplete,
+        })
+    }
+}
+
+/// A field as a bit of a set of fields.
+fn bit(field: Field) -> u8 {
+    1 << field as u8
+}
+
+/// The fields a row of `kind` must carry, as bits ([`bit`]): its required fields, `detail` only
+/// where the analyzer keeps it.
+fn needs(kind: Kind) -> u8 {
+    kind.required_fields()
+        .iter()
+        .filter(|&&f| f != Field::Detail || keeps_detail(kind))
+        .fold(0, |set, &f| set | bit(f))
+}
+
+/// Row buffers handed on and emptied, back for the next batch (fresh ones would cost a page
+/// fault per page each).
+#[derive(Default)]
+pub(crate) struct Spent(std::sync::Mutex<Vec<Vec<Option<Row>>>>);
+
+impl Spent {
+    fn take(&self) -> Vec<Option<Row>> {
+        let mut spent = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        spent.pop().unwrap_or_default()
+    }
+
+    fn give(&self, rows: Vec<Option<Row>>) {
+        let mut spent = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if spent.len() < 8 {
+            spent.push(rows);
+        }
     }
 }
 
@@ -533,9 +638,6 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
             .then(|| self.get(i))
     }
 }
-
-/// Position of `kind` in [`STRING_COLUMNS`].
-const KIND: usize = 4;
 
 /// The string columns the checks compare, read as dictionaries (each distinct value of a row
 /// group is interned once, and a row costs an array lookup).
@@ -647,18 +749,47 @@ fn columns<'a>(batch: &'a RecordBatch, ids: &'a [Arc<[Id]>]) -> Result<Vec<Ids<'
         .collect()
 }
 
+/// A string column of a batch as its dictionary keys, each standing in for an id until the
+/// dictionary is interned: key `k` as `Id::from_index(k)`.
+struct Keys<'a> {
+    keys: &'a [i32],
+    nulls: Option<&'a NullBuffer>,
+}
+
+impl<'a> Keys<'a> {
+    fn of(batch: &'a RecordBatch, name: &'static str) -> Result<Self, LoadError> {
+        let a = dictionary(batch, name)?;
+        Ok(Keys {
+            keys: a.keys().values(),
+            nulls: a.nulls(),
+        })
+    }
+
+    /// The key of row `i` as a stand-in id, absent for a null.
+    #[inline(always)]
+    fn opt(&self, i: usize) -> Option<Id> {
+        if self.nulls.is_some_and(|n| n.is_null(i)) {
+            return None;
+        }
+        Id::from_index(usize::try_from(*self.keys.get(i)?).ok()?)
+    }
+}
+
 /// The rows of a batch (`None` for a row of a kind the contract lacks, or without an actor),
 /// and the positions of the rows that lack a field their kind requires (`detail` included).
+/// Their strings (actor, task, event, aggregate) are named by dictionary key (see [`Keys`]),
+/// and `counter_key` is left unset: [`Dictionaries::prepare`] fills in the ids.
 fn build_rows(
     batch: &RecordBatch,
-    ids: &[Arc<[Id]>],
     kinds: &[Option<Kind>],
-    counter_keys: &[Option<Id>],
+    needs: &[u8],
     mut rows: Vec<Option<Row>>,
 ) -> Result<(Vec<Option<Row>>, Vec<u32>), LoadError> {
-    let [_, _, _, actor, kind, task, event, agg] = &columns(batch, ids)?[..] else {
-        return Err(LoadError::Canonical("kind"));
-    };
+    let actor = Keys::of(batch, "actor")?;
+    let kind = Keys::of(batch, "kind")?;
+    let task = Keys::of(batch, "task_id")?;
+    let event = Keys::of(batch, "event_id")?;
+    let agg = Keys::of(batch, "aggregate_id")?;
     let seq = Nums::<UInt64Type>::of(batch, "seq")?;
     let ts = Nums::<Int64Type>::of(batch, "ts_ns")?;
     let inc = Nums::<UInt32Type>::of(batch, "incarnation")?;
@@ -676,29 +807,37 @@ fn build_rows(
     rows.reserve(batch.num_rows());
     let mut incomplete = Vec::new();
     for i in 0..batch.num_rows() {
-        let k = kind.keys.get(i).and_then(|&k| kinds.get(k as usize));
-        let (Some(&Some(k)), Some(actor_id)) = (k, actor.opt(i)) else {
+        let key = kind.keys.get(i).map_or(usize::MAX, |&k| k as usize);
+        let (Some(&Some(k)), Some(actor_key)) = (kinds.get(key), actor.opt(i)) else {
             rows.push(None);
             continue;
         };
-        let mut row = Row::new(seq.get(i), k, actor_id, inc.get(i)).with_numbers(Numbers {
+        let numbers = Numbers {
             aggregate_seq: agg_seq.opt(i),
             attempt: attempt.opt(i),
             broker_seq: broker.opt(i),
             store_rev: rev.opt(i),
             amount: amount.opt(i),
             counter: counter.opt(i),
-        });
+        };
+        let mut row = Row::new(seq.get(i), k, actor_key, inc.get(i)).with_numbers(numbers);
         row.ts_ns = ts.get(i);
         row.task = task.opt(i);
         row.event = event.opt(i);
         row.aggregate = agg.opt(i);
-        row.counter_key = counter_keys.get(i).copied().flatten();
-        let complete = k.required_fields().iter().all(|field| match field {
-            outbox_trace::Field::Detail => !keeps_detail(k) || detail.is_valid(i),
-            _ => row.has(*field),
-        });
-        if !complete {
+        let has = [
+            (Field::TaskId, row.task.is_some()),
+            (Field::EventId, row.event.is_some()),
+            (Field::StoreRev, numbers.store_rev.is_some()),
+            (Field::Attempt, numbers.attempt.is_some()),
+            (Field::BrokerSeq, numbers.broker_seq.is_some()),
+            (Field::Amount, numbers.amount.is_some()),
+            (Field::Counter, numbers.counter.is_some()),
+            (Field::Detail, detail.is_valid(i)),
+        ]
+        .iter()
+        .fold(0, |set, &(f, has)| set | (u8::from(has) << f as u8));
+        if needs.get(key).is_some_and(|&needs| needs & !has != 0) {
             incomplete.push(i as u32);
         }
         rows.push(Some(row));

@@ -1,8 +1,10 @@
 //! The model every layer above reads: a recording loaded into compact per-scenario histories.
 //! Strings are interned ([`intern`]), rows are small ([`row`]), each `(run_id, scenario)` is one
-//! [`history::History`] with its [`index`]es, [`load`] reads files into them, [`figures`] counts
+//! [`history::History`] with its [`index`]es, [`load`] reads files into them (decoded ahead by
+//! [`decode`]), [`figures`] counts
 //! them, and [`synth`] writes large synthetic recordings for benchmarks and tests.
 
+mod decode;
 pub mod figures;
 pub mod history;
 pub mod index;

@@ -72,4 +72,30 @@ fn a_large_trace_with_violations_gives_the_same_outcomes_streamed_and_whole() {
     w.finish().expect("finish");
     let report = same(&path);
     assert_eq!(report.verdict.as_str(), "invalid");
+
+    // The same rows in seven row groups of unequal sizes: two decoders share them, and the
+    // outcomes are those of the single row group, word for word.
+    let grouped = dir.path().join("grouped");
+    std::fs::create_dir(&grouped).expect("mkdir");
+    let many = grouped.join("broken.parquet");
+    let mut w = outbox_trace::TraceWriter::create(&many, None).expect("create");
+    let sizes = [3_000, 9_000, 1_000, 5_000, 7_000, 2_000];
+    let mut rest = events.as_slice();
+    for size in sizes {
+        let (group, after) = rest.split_at(size);
+        w.write(group).expect("write");
+        w.checkpoint().expect("checkpoint");
+        rest = after;
+    }
+    w.write(rest).expect("write");
+    w.finish().expect("finish");
+    let info = outbox_trace::TraceFile::open(&many)
+        .expect("open")
+        .info()
+        .clone();
+    assert_eq!(info.row_groups, sizes.len() + 1);
+    let one = render(&report);
+    let (json, text) = render(&same(&many));
+    let here = |s: &str| s.replace(&many.display().to_string(), &path.display().to_string());
+    assert_eq!((here(&json), here(&text)), one);
 }

@@ -434,7 +434,9 @@ impl<'a, 'e> Stage<'a, 'e> {
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
             let mut strike = false;
             let mut may_pause = self.may_pause(&actor, &role);
-            for following in &mut self.after {
+            // The pause queued by this step, if any (which entry of `after` called for it).
+            let mut queued = None;
+            for (i, following) in self.after.iter_mut().enumerate() {
                 match &following.spec {
                     FaultSpec::KillAfter {
                         target,
@@ -458,6 +460,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                         if following.seen >= *nth && !following.done && may_pause {
                             following.done = true;
                             may_pause = false;
+                            queued = Some(i);
                             self.pausing.push((
                                 Instant::now() + *delay,
                                 actor.clone(),
@@ -473,6 +476,12 @@ impl<'a, 'e> Stage<'a, 'e> {
                 if let Some(chaos) = &mut self.chaos {
                     strike = chaos.strikes(&role, kind);
                 }
+            }
+            if let Some(i) = queued.filter(|_| strike) {
+                // The process is killed on this very step: its pause waits for the next one.
+                self.after[i].done = false;
+                self.pausing
+                    .retain(|(_, a, life, _)| !(*a == actor && *life == incarnation));
             }
             if strike && !kills.iter().any(|k: &Kill| k.actor == actor) {
                 kills.push(Kill {
@@ -523,9 +532,16 @@ impl<'a, 'e> Stage<'a, 'e> {
         if incarnation.is_some_and(|i| i != life.incarnation) {
             return Ok(());
         }
-        life.child.signal(Signal::SIGSTOP);
-        self.resumes
-            .push((Instant::now() + hold, actor.to_string()));
+        let until = Instant::now() + hold;
+        match self.resumes.iter_mut().find(|(_, a)| a == actor) {
+            // Stopped already: one pause, until the later of the two ends (a second entry
+            // would continue it at the earlier).
+            Some((end, _)) => *end = (*end).max(until),
+            None => {
+                life.child.signal(Signal::SIGSTOP);
+                self.resumes.push((until, actor.to_string()));
+            }
+        }
         self.own(
             Author::Faults,
             Step::Fault(detail::Fault {

@@ -8,8 +8,6 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::num::NonZeroU32;
 
-use hashbrown::HashTable;
-
 /// A fast, non-cryptographic hash map builder for the analyzer's maps.
 pub type FastState = foldhash::fast::RandomState;
 /// A `HashMap` with the analyzer's fast hasher.
@@ -224,15 +222,15 @@ pub enum InternError {
 
 /// Maps strings to [`Id`]s and back.
 ///
-/// About eight bytes a name besides its text: the lookup table holds four-byte ids (and
-/// a control byte) at most seven eighths full; each name is preceded in the arena by its
+/// About six bytes a name besides its text: the lookup table ([`Slots`]) holds a tag byte and a
+/// four-byte id per slot, at most four fifths full; each name is preceded in the arena by its
 /// length (one byte when shorter than 128), and the table of offsets holds every 16th name's
-/// start only. The table keeps no hashes: it is rebuilt twice as large, walking the arena in
-/// order, when it fills (a walk in order costs little next to the random reads of a rehash).
+/// start only. The table keeps no hashes: it is rebuilt larger, walking the arena in order, when
+/// it fills (a walk in order costs little next to the random reads of a rehash).
 #[derive(Default)]
 pub struct Interner {
     /// Each name's id, found by the name's hash.
-    table: HashTable<Id>,
+    slots: Slots,
     hasher: FastState,
     /// The names in id order, each as its length (LEB128) then its bytes.
     text: Vec<u8>,
@@ -247,6 +245,9 @@ pub struct Interner {
 /// Names per entry of [`Interner::starts`].
 const BLOCK: usize = 16;
 
+/// Lookups ahead whose slots a run of lookups prefetches.
+const AHEAD: usize = 8;
+
 impl std::fmt::Debug for Interner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Interner")
@@ -258,22 +259,67 @@ impl std::fmt::Debug for Interner {
 impl Interner {
     /// The id of `name`, assigning a new one the first time.
     pub fn intern(&mut self, name: &str) -> Result<Id, InternError> {
-        self.find_or_insert(name.as_bytes(), true)
+        self.make_room(1)?;
+        let hash = self.hasher.hash_one(name.as_bytes());
+        self.find_or_insert(name.as_bytes(), hash, true)
+    }
+
+    /// The ids of `names` (UTF-8 text each, or absent for the empty string), assigning new ones
+    /// to those seen for the first time, in order. The lookups overlap their waits for memory:
+    /// each prefetches the slots of the one [`AHEAD`] places after it.
+    pub fn intern_all<'a>(
+        &mut self,
+        names: impl Iterator<Item = Option<&'a str>>,
+    ) -> Result<Vec<Id>, InternError> {
+        let names: Vec<&[u8]> = names.map(|n| n.unwrap_or("").as_bytes()).collect();
+        self.make_room(names.len())?;
+        let hashes: Vec<u64> = names.iter().map(|n| self.hasher.hash_one(n)).collect();
+        for &hash in hashes.iter().take(AHEAD) {
+            self.slots.prefetch(hash);
+        }
+        let mut ids = Vec::with_capacity(names.len());
+        for (i, (name, &hash)) in names.iter().zip(&hashes).enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD) {
+                self.slots.prefetch(ahead);
+            }
+            ids.push(self.find_or_insert(name, hash, true)?);
+        }
+        Ok(ids)
     }
 
     /// The id of the UTF-8 string in `name`, assigning a new one the first time.
     pub fn intern_bytes(&mut self, name: &[u8]) -> Result<Id, InternError> {
-        self.find_or_insert(name, false)
+        self.make_room(1)?;
+        let hash = self.hasher.hash_one(name);
+        self.find_or_insert(name, hash, false)
     }
 
-    /// The id of `name` (known to be UTF-8 when `utf8`), assigning a new one the first time.
-    #[inline]
-    fn find_or_insert(&mut self, name: &[u8], utf8: bool) -> Result<Id, InternError> {
-        let hash = self.hasher.hash_one(name);
-        let (text, starts) = (self.text.as_slice(), self.starts.as_slice());
-        if let Some(&id) = self.table.find(hash, |&id| span(text, starts, id) == name) {
-            return Ok(id);
+    /// Says about how many names there will be in all, so the table grows once to hold them
+    /// rather than doubling (each doubling hashes every name again, a random write each). Only
+    /// the table's room follows it: an estimate too high costs memory, one too low another grow.
+    pub fn expect(&mut self, names: usize) {
+        self.expected = names;
+    }
+
+    /// Grows the table, if need be, so that `more` names fit without another grow.
+    fn make_room(&mut self, more: usize) -> Result<(), InternError> {
+        let needed = self.len.checked_add(more).ok_or(InternError::TooMany)?;
+        if !self.slots.fits(needed) {
+            let wanted = needed.max(self.expected).max(self.slots.capacity());
+            self.rebuild(Slots::room_for(wanted));
         }
+        Ok(())
+    }
+
+    /// The id of `name` (hashed to `hash`; known to be UTF-8 when `utf8`), assigning a new one
+    /// the first time. The table has room for it ([`Interner::make_room`]).
+    #[inline]
+    fn find_or_insert(&mut self, name: &[u8], hash: u64, utf8: bool) -> Result<Id, InternError> {
+        let (text, starts) = (self.text.as_slice(), self.starts.as_slice());
+        let slot = match self.slots.find(hash, |id| span(text, starts, id) == name) {
+            Ok(id) => return Ok(id),
+            Err(slot) => slot,
+        };
         if !utf8 && std::str::from_utf8(name).is_err() {
             return Err(InternError::NotUtf8);
         }
@@ -289,43 +335,36 @@ impl Interner {
         push_len(&mut self.text, name.len());
         self.text.extend_from_slice(name);
         self.len += 1;
-        if self.table.len() == self.table.capacity() {
-            self.grow();
-        }
-        let (text, starts, hasher) = (self.text.as_slice(), self.starts.as_slice(), &self.hasher);
-        self.table
-            .insert_unique(hash, id, |&id| hasher.hash_one(span(text, starts, id)));
+        self.slots.put(slot, hash, id);
         Ok(id)
     }
 
-    /// Says about how many names there will be in all, so the table grows once to hold them
-    /// rather than doubling (each doubling hashes every name again, a random write each). Only
-    /// the table's room follows it: an estimate too high costs memory, one too low another grow.
-    pub fn expect(&mut self, names: usize) {
-        self.expected = names;
-    }
-
-    /// Replaces the table by one at least twice as large and as large as expected, holding every
-    /// name but the newest (which the caller inserts), hashed in id order.
+    /// Replaces the table by `slots`, empty, filled with every name, hashed in id order.
     #[cold]
-    fn grow(&mut self) {
-        let capacity = (self.table.capacity() * 2)
-            .max(self.expected.saturating_add(self.expected / 8))
-            .max(1024);
-        let mut table = HashTable::with_capacity(capacity);
+    fn rebuild(&mut self, mut slots: Slots) {
         let hasher = &self.hasher;
         let mut rest = self.text.as_slice();
-        for i in 0..self.len - 1 {
+        let mut pending: std::collections::VecDeque<(u64, Id)> = Default::default();
+        for i in 0..self.len {
             let Some((name, after)) = next_name(rest) else {
                 break;
             };
             rest = after;
+            let hash = hasher.hash_one(name);
+            slots.prefetch(hash);
             if let Some(id) = Id::from_index(i) {
-                // Room was made for all: the hasher is never called.
-                table.insert_unique(hasher.hash_one(name), id, |_| 0);
+                pending.push_back((hash, id));
+            }
+            if pending.len() > AHEAD {
+                if let Some((hash, id)) = pending.pop_front() {
+                    slots.insert_new(hash, id);
+                }
             }
         }
-        self.table = table;
+        for (hash, id) in pending {
+            slots.insert_new(hash, id);
+        }
+        self.slots = slots;
     }
 
     /// The id of `name`, if it was ever interned.
@@ -333,9 +372,9 @@ impl Interner {
         let name = name.as_bytes();
         let hash = self.hasher.hash_one(name);
         let (text, starts) = (self.text.as_slice(), self.starts.as_slice());
-        self.table
-            .find(hash, |&id| span(text, starts, id) == name)
-            .copied()
+        self.slots
+            .find(hash, |id| span(text, starts, id) == name)
+            .ok()
     }
 
     /// The string behind `id` (empty for an id this interner never gave out).
@@ -365,6 +404,111 @@ impl Interner {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+}
+
+/// The interner's lookup table: open addressing with linear probing over any number of slots,
+/// each a tag byte (0: empty; else the high bit and seven bits of the name's hash) and an id. A
+/// name's probe starts at its hash scaled to the capacity (so the table can grow straight to the
+/// size expected), and the tags spare nearly every comparison of a name with another.
+#[derive(Default)]
+struct Slots {
+    tags: Vec<u8>,
+    ids: Vec<u32>,
+}
+
+impl Slots {
+    /// Slots for `names` names at most four fifths full.
+    fn room_for(names: usize) -> Self {
+        let capacity = names.saturating_add(names / 4).max(1024);
+        Slots {
+            tags: vec![0; capacity],
+            ids: vec![0; capacity],
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.tags.len()
+    }
+
+    /// Whether `names` names fit at most four fifths full.
+    fn fits(&self, names: usize) -> bool {
+        names <= self.capacity() / 5 * 4
+    }
+
+    /// Where the probe for `hash` starts.
+    #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
+        ((u128::from(hash) * self.capacity() as u128) >> 64) as usize
+    }
+
+    #[inline(always)]
+    fn tag(hash: u64) -> u8 {
+        0x80 | (hash as u8 & 0x7f)
+    }
+
+    /// The id whose name hashes to `hash` and passes `is`, or the empty slot where it would go.
+    /// The table is never full ([`Slots::fits`]), so the probe ends.
+    #[inline(always)]
+    fn find(&self, hash: u64, is: impl Fn(Id) -> bool) -> Result<Id, usize> {
+        let tag = Self::tag(hash);
+        let mut at = self.home(hash);
+        loop {
+            match self.tags.get(at) {
+                Some(0) => return Err(at),
+                Some(&t) if t == tag => {
+                    let id = self.ids.get(at).copied().and_then(NonZeroU32::new).map(Id);
+                    if let Some(id) = id.filter(|&id| is(id)) {
+                        return Ok(id);
+                    }
+                }
+                Some(_) => {}
+                // Past the last slot: wrap around (an empty table has no slot at all).
+                None if at == 0 => return Err(0),
+                None => {
+                    at = 0;
+                    continue;
+                }
+            }
+            at += 1;
+        }
+    }
+
+    /// Puts `id` (its name hashing to `hash`) in the empty slot `at` that [`Slots::find`] gave.
+    #[inline(always)]
+    fn put(&mut self, at: usize, hash: u64, id: Id) {
+        if let (Some(tag), Some(slot)) = (self.tags.get_mut(at), self.ids.get_mut(at)) {
+            *tag = Self::tag(hash);
+            *slot = id.0.get();
+        }
+    }
+
+    /// Puts `id`, whose name is in no slot yet, in the first empty slot of its probe.
+    fn insert_new(&mut self, hash: u64, id: Id) {
+        if let Err(at) = self.find(hash, |_| false) {
+            self.put(at, hash, id);
+        }
+    }
+
+    /// Asks for the first slots of the probe for `hash` to be brought into the cache.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        let at = self.home(hash);
+        prefetch(&self.tags, at);
+        prefetch(&self.ids, at);
+    }
+}
+
+/// Hints the processor to bring `slice[at]` into the cache (nothing where it cannot be hinted).
+#[inline(always)]
+fn prefetch<T>(slice: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(at) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint that reads and writes nothing; the address is in bounds.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, at);
 }
 
 /// Appends `n` as LEB128: seven bits a byte, low first, the high bit set on all but the last.
@@ -450,6 +594,52 @@ mod tests {
         assert_eq!(i.len(), ids.len());
         assert_eq!(i.get("absent"), None);
         assert_eq!(i.name(Id::from_index(ids.len()).unwrap()), "");
+    }
+
+    #[test]
+    fn a_run_of_lookups_gives_each_name_one_id() {
+        // Chunks of every size, names repeated within a chunk and across chunks, the table
+        // growing on the way: the ids agree with a plain map's first-seen numbering.
+        let mut i = Interner::default();
+        let mut seen: HashMap<String, Id> = HashMap::new();
+        let mut n = 0u64;
+        for chunk in 0..400usize {
+            let names: Vec<String> = (0..chunk % 37 * 50)
+                .map(|k| {
+                    n = n
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    format!("name-{}", (n >> 33) % 120_000 + k as u64 % 3)
+                })
+                .collect();
+            let ids = i
+                .intern_all(names.iter().map(|n| Some(n.as_str())))
+                .unwrap();
+            for (name, id) in names.iter().zip(ids) {
+                let first = *seen.entry(name.clone()).or_insert(id);
+                assert_eq!(id, first, "{name}");
+                assert_eq!(i.name(id), name);
+            }
+        }
+        assert_eq!(i.len(), seen.len());
+        assert!(seen.len() > 50_000, "{}", seen.len());
+        let absent = i.intern_all([None, Some("")].into_iter()).unwrap();
+        assert_eq!(absent[0], absent[1]);
+        assert_eq!(i.get(""), Some(absent[0]));
+    }
+
+    #[test]
+    fn an_expected_size_grows_the_table_once() {
+        let mut i = Interner::default();
+        i.expect(100_000);
+        i.intern("first").unwrap();
+        let capacity = i.slots.capacity();
+        assert!(capacity >= 100_000, "{capacity}");
+        for n in 1..100_000 {
+            i.intern(&format!("k{n}")).unwrap();
+        }
+        assert_eq!(i.slots.capacity(), capacity);
+        assert_eq!(i.get("k99999").map(|id| i.name(id)), Some("k99999"));
     }
 
     #[test]

@@ -438,9 +438,7 @@ impl Dictionary {
             let text = values
                 .as_string_opt::<i32>()
                 .ok_or(LoadError::Canonical("dictionary"))?;
-            let ids: Result<Vec<Id>, InternError> =
-                text.iter().map(|v| names.intern(v.unwrap_or(""))).collect();
-            self.ids = ids?.into();
+            self.ids = names.intern_all(text.iter())?.into();
             self.values = Some(values.clone());
         }
         Ok(self.ids.clone())
@@ -452,8 +450,8 @@ impl Dictionary {
 struct Dictionaries([Dictionary; 8]);
 
 impl Dictionaries {
-    /// Interns the dictionaries of `built`'s batch that are new, and names its rows' strings by
-    /// their ids.
+    /// Interns the dictionaries of `built`'s batch that are new (its rows' strings are named by
+    /// id as they are handed on, see [`Naming`]).
     fn prepare(&mut self, built: Built, names: &mut Interner) -> Result<Prepared, LoadError> {
         let Built {
             batch,
@@ -464,16 +462,6 @@ impl Dictionaries {
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
             ids.push(dict.ids(dictionary(&batch, name)?, names)?);
-        }
-        let [_, _, _, actor, _, task, event, aggregate] = &ids[..] else {
-            return Err(LoadError::Canonical("kind"));
-        };
-        let id = |ids: &[Id], key: Id| ids.get(key.index()).copied();
-        for row in rows.iter_mut().flatten() {
-            row.actor = id(actor, row.actor).ok_or(LoadError::Canonical("actor"))?;
-            row.task = row.task.and_then(|k| id(task, k));
-            row.event = row.event.and_then(|k| id(event, k));
-            row.aggregate = row.aggregate.and_then(|k| id(aggregate, k));
         }
         // `counter_key` (an optional column, plain text): interned where set, which is rare.
         if let Some(keys) = batch.column(column("counter_key")).as_string_opt::<i32>() {
@@ -492,6 +480,42 @@ impl Dictionaries {
             rows,
             incomplete,
         })
+    }
+}
+
+/// The ids of a batch's actors, tasks, events and aggregates by dictionary key: what turns the
+/// keys a row was built with into ids.
+struct Naming<'a> {
+    actor: &'a [Id],
+    task: &'a [Id],
+    event: &'a [Id],
+    aggregate: &'a [Id],
+}
+
+impl<'a> Naming<'a> {
+    /// The naming of a batch whose dictionaries' ids are `ids` (by position in
+    /// [`STRING_COLUMNS`]).
+    fn of(ids: &'a [Arc<[Id]>]) -> Result<Self, LoadError> {
+        let [_, _, _, actor, _, task, event, aggregate] = ids else {
+            return Err(LoadError::Canonical("kind"));
+        };
+        Ok(Naming {
+            actor,
+            task,
+            event,
+            aggregate,
+        })
+    }
+
+    /// Names `row`'s strings by id instead of dictionary key.
+    #[inline(always)]
+    fn name(&self, row: &mut Row) -> Result<(), LoadError> {
+        let id = |ids: &[Id], key: Id| ids.get(key.index()).copied();
+        row.actor = id(self.actor, row.actor).ok_or(LoadError::Canonical("actor"))?;
+        row.task = row.task.and_then(|k| id(self.task, k));
+        row.event = row.event.and_then(|k| id(self.event, k));
+        row.aggregate = row.aggregate.and_then(|k| id(self.aggregate, k));
+        Ok(())
     }
 }
 
@@ -678,9 +702,10 @@ impl FileState {
         // Rows of one scenario come together: `(run_id, scenario, backend)` keys repeat, and
         // then so does their history.
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
+        let naming = Naming::of(&p.ids)?;
         let mut rows = p.rows;
         for (i, row) in rows.drain(..).enumerate() {
-            let Some(row) = row else {
+            let Some(mut row) = row else {
                 let key = kind.keys.get(i).ok_or(required("kind"))?;
                 if p.kinds.get(*key as usize).copied().flatten().is_some() {
                     // A known kind is built unless its actor is missing.
@@ -692,6 +717,7 @@ impl FileState {
                 sink.unknown(run_id, seq.get(i))?;
                 continue;
             };
+            naming.name(&mut row)?;
             let k = row.kind;
             let group = [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
             let h = match last_group {
@@ -778,7 +804,8 @@ impl<'a> Keys<'a> {
 /// The rows of a batch (`None` for a row of a kind the contract lacks, or without an actor),
 /// and the positions of the rows that lack a field their kind requires (`detail` included).
 /// Their strings (actor, task, event, aggregate) are named by dictionary key (see [`Keys`]),
-/// and `counter_key` is left unset: [`Dictionaries::prepare`] fills in the ids.
+/// named by id as they are handed on ([`Naming`]); `counter_key` is left unset for
+/// [`Dictionaries::prepare`].
 fn build_rows(
     batch: &RecordBatch,
     kinds: &[Option<Kind>],

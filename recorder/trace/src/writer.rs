@@ -20,15 +20,22 @@ use parquet::arrow::{encode_arrow_schema, ArrowWriter, ARROW_SCHEMA_META_KEY};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::{FileMetaData, KeyValue, ParquetMetaData, ParquetMetaDataWriter};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use crate::schema::{
-    event_arrays, schema, META_RUN, META_SCHEMA_VERSION, META_SEQ_SOURCE, SCHEMA_VERSION,
-    SEQ_FROM_SPAN_CLOCKS,
+    event_arrays, schema, ColumnType, COLUMNS, META_RUN, META_SCHEMA_VERSION, META_SEQ_SOURCE,
+    SCHEMA_VERSION, SEQ_FROM_SPAN_CLOCKS,
 };
 use crate::{Event, TraceError};
 
 /// Rows per Parquet row group.
 const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// Room for a string column's dictionary in a row group: enough for a million distinct ids, so a
+/// row group's ids stay dictionary-encoded rather than falling back to plain pages part of the way
+/// (a reader then hands out one dictionary per row group, each value once). The numeric columns
+/// are written plain: most of their values are distinct, and a dictionary would only be given up.
+const DICTIONARY_PAGE_BYTES: usize = 64 << 20;
 
 /// What a written file says about itself, besides its schema version; a read file's is
 /// [`crate::FileInfo::metadata`].
@@ -94,9 +101,16 @@ impl<W: Write + Send> TraceWriter<W> {
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(3).expect("valid level"),
             ))
-            .set_dictionary_enabled(true)
+            .set_dictionary_enabled(false)
+            .set_dictionary_page_size_limit(DICTIONARY_PAGE_BYTES)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_key_value_metadata(Some(metadata.clone()))
+            .set_key_value_metadata(Some(metadata.clone()));
+        let props = COLUMNS
+            .iter()
+            .filter(|c| c.data_type == ColumnType::Utf8)
+            .fold(props, |props, c| {
+                props.set_column_dictionary_enabled(ColumnPath::from(c.name), true)
+            })
             .build();
         let created_by = props.created_by().to_string();
         let version = props.writer_version().as_num();

@@ -298,7 +298,8 @@ pub(crate) fn read(
 }
 
 /// How many names a file will have interned by its end, told to the interner as the rows come:
-/// the names so far, scaled by the rows still to come.
+/// the names so far, scaled by the rows still to come, once a sixteenth of the file is read (a
+/// first batch dense in new names would otherwise make a table for many more than come).
 struct Expect {
     /// Names before the file.
     before: usize,
@@ -319,7 +320,10 @@ impl Expect {
 
     /// A batch of `rows` is about to be interned: the names of the batches before it tell.
     fn batch(&mut self, rows: usize, names: &mut Interner) {
-        if let Some(total) = self.rows.filter(|_| self.read > 0) {
+        if let Some(total) = self
+            .rows
+            .filter(|&total| self.read > 0 && self.read >= total / 16)
+        {
             let seen = (names.len() - self.before) as u128;
             let expected = seen * u128::from(total) / u128::from(self.read);
             names.expect(self.before + usize::try_from(expected).unwrap_or(usize::MAX));

@@ -222,8 +222,9 @@ pub enum InternError {
 
 /// Maps strings to [`Id`]s and back.
 ///
-/// About six bytes a name besides its text: the lookup table ([`Slots`]) holds a tag byte and a
-/// four-byte id per slot, at most four fifths full; each name is preceded in the arena by its
+/// Six to twelve bytes a name besides its text: the lookup table ([`Slots`]) holds a tag byte and
+/// a four-byte id per slot, at most four fifths full (two fifths right after it doubles, unless
+/// it was grown to the names expected); each name is preceded in the arena by its
 /// length (one byte when shorter than 128), and the table of offsets holds every 16th name's
 /// start only. The table keeps no hashes: it is rebuilt larger, walking the arena in order, when
 /// it fills (a walk in order costs little next to the random reads of a rehash).
@@ -259,7 +260,6 @@ impl std::fmt::Debug for Interner {
 impl Interner {
     /// The id of `name`, assigning a new one the first time.
     pub fn intern(&mut self, name: &str) -> Result<Id, InternError> {
-        self.make_room(1)?;
         let hash = self.hasher.hash_one(name.as_bytes());
         self.find_or_insert(name.as_bytes(), hash, true)
     }
@@ -289,7 +289,6 @@ impl Interner {
 
     /// The id of the UTF-8 string in `name`, assigning a new one the first time.
     pub fn intern_bytes(&mut self, name: &[u8]) -> Result<Id, InternError> {
-        self.make_room(1)?;
         let hash = self.hasher.hash_one(name);
         self.find_or_insert(name, hash, false)
     }
@@ -301,22 +300,24 @@ impl Interner {
         self.expected = names;
     }
 
-    /// Grows the table, if need be, so that `more` names fit without another grow.
-    fn make_room(&mut self, more: usize) -> Result<(), InternError> {
+    /// Grows the table, if need be, so that `more` names fit without another grow: to the
+    /// names expected, or at least twice the names held.
+    fn make_room(&mut self, more: usize) -> Result<bool, InternError> {
         let needed = self.len.checked_add(more).ok_or(InternError::TooMany)?;
-        if !self.slots.fits(needed) {
-            let wanted = needed.max(self.expected).max(self.slots.capacity());
-            self.rebuild(Slots::room_for(wanted));
+        if self.slots.fits(needed) {
+            return Ok(false);
         }
-        Ok(())
+        let wanted = needed.max(self.expected).max(self.len.saturating_mul(2));
+        self.rebuild(Slots::room_for(wanted));
+        Ok(true)
     }
 
     /// The id of `name` (hashed to `hash`; known to be UTF-8 when `utf8`), assigning a new one
-    /// the first time. The table has room for it ([`Interner::make_room`]).
+    /// the first time, the table grown first if it is full.
     #[inline]
     fn find_or_insert(&mut self, name: &[u8], hash: u64, utf8: bool) -> Result<Id, InternError> {
         let (text, starts) = (self.text.as_slice(), self.starts.as_slice());
-        let slot = match self.slots.find(hash, |id| span(text, starts, id) == name) {
+        let mut slot = match self.slots.find(hash, |id| span(text, starts, id) == name) {
             Ok(id) => return Ok(id),
             Err(slot) => slot,
         };
@@ -328,6 +329,12 @@ impl Interner {
             return Err(InternError::TooLong);
         }
         let id = Id(NonZeroU32::new(next).ok_or(InternError::TooMany)?);
+        if self.make_room(1)? {
+            // A new table, without `name` (it is not in the arena yet): where it goes there.
+            if let Err(at) = self.slots.find(hash, |_| false) {
+                slot = at;
+            }
+        }
         if self.len % BLOCK == 0 {
             self.starts.push(self.text.len());
         }
@@ -419,7 +426,7 @@ struct Slots {
 impl Slots {
     /// Slots for `names` names at most four fifths full.
     fn room_for(names: usize) -> Self {
-        let capacity = names.saturating_add(names / 4).max(1024);
+        let capacity = names.saturating_add(names.div_ceil(4)).max(1024);
         Slots {
             tags: vec![0; capacity],
             ids: vec![0; capacity],
@@ -432,7 +439,7 @@ impl Slots {
 
     /// Whether `names` names fit at most four fifths full.
     fn fits(&self, names: usize) -> bool {
-        names <= self.capacity() / 5 * 4
+        names.saturating_mul(5) <= self.capacity().saturating_mul(4)
     }
 
     /// Where the probe for `hash` starts.
@@ -598,8 +605,8 @@ mod tests {
 
     #[test]
     fn a_run_of_lookups_gives_each_name_one_id() {
-        // Chunks of every size, names repeated within a chunk and across chunks, the table
-        // growing on the way: the ids agree with a plain map's first-seen numbering.
+        // Chunks of many sizes, names repeated within a chunk and across chunks, the table
+        // growing on the way: a name keeps the id it was first given, and reads back.
         let mut i = Interner::default();
         let mut seen: HashMap<String, Id> = HashMap::new();
         let mut n = 0u64;
@@ -640,6 +647,34 @@ mod tests {
         }
         assert_eq!(i.slots.capacity(), capacity);
         assert_eq!(i.get("k99999").map(|id| i.name(id)), Some("k99999"));
+    }
+
+    #[test]
+    fn a_probe_wraps_around_the_last_slot() {
+        let mut slots = Slots::room_for(8);
+        let last = slots.capacity() - 1;
+        // Hashes whose probes start at the last slot: the second and third wrap to the first.
+        let hash = u64::MAX;
+        assert_eq!(slots.home(hash), last);
+        let ids: Vec<Id> = (0..3).filter_map(Id::from_index).collect();
+        for &id in &ids {
+            slots.insert_new(hash, id);
+        }
+        for &id in &ids {
+            assert_eq!(slots.find(hash, |x| x == id), Ok(id));
+        }
+        assert_eq!(slots.ids[last], ids[0].0.get());
+        assert_eq!(slots.ids[0], ids[1].0.get());
+        assert_eq!(slots.ids[1], ids[2].0.get());
+        assert_eq!(slots.find(hash, |_| false), Err(2));
+    }
+
+    #[test]
+    fn room_for_some_names_fits_them() {
+        for names in [0, 1, 1000, 4097, 100_001, 123_457] {
+            let slots = Slots::room_for(names);
+            assert!(slots.fits(names), "{names}");
+        }
     }
 
     #[test]

@@ -266,7 +266,8 @@ pub(crate) fn read(
             let mut expect = Expect::new(names.len(), known_rows);
             for built in built {
                 if let Ok(b) = &built {
-                    expect.batch(b.batch.num_rows(), names);
+                    let fresh = dictionaries.fresh(&b.batch);
+                    expect.batch(b.batch.num_rows(), fresh, names);
                 }
                 let prepared = built.and_then(|b| {
                     // Corrupt data that got past the decoder must not panic here either.
@@ -298,8 +299,11 @@ pub(crate) fn read(
 }
 
 /// How many names a file will have interned by its end, told to the interner as the rows come:
-/// the names so far, scaled by the rows still to come, once a sixteenth of the file is read (a
-/// first batch dense in new names would otherwise make a table for many more than come).
+/// the names so far, scaled by the rows still to come. Told only as a batch with new
+/// dictionaries comes (a row group's first), when the names so far are those of the rows
+/// before it (a row group's dictionaries are interned whole with its first batch), and once a
+/// sixteenth of the file is read (a first row group dense in new names would otherwise make a
+/// table for many more than come).
 struct Expect {
     /// Names before the file.
     before: usize,
@@ -318,11 +322,11 @@ impl Expect {
         }
     }
 
-    /// A batch of `rows` is about to be interned: the names of the batches before it tell.
-    fn batch(&mut self, rows: usize, names: &mut Interner) {
+    /// A batch of `rows` is about to be interned, with new dictionaries when `fresh`.
+    fn batch(&mut self, rows: usize, fresh: bool, names: &mut Interner) {
         if let Some(total) = self
             .rows
-            .filter(|&total| self.read > 0 && self.read >= total / 16)
+            .filter(|&total| fresh && self.read > 0 && self.read >= total / 16)
         {
             let seen = (names.len() - self.before) as u128;
             let expected = seen * u128::from(total) / u128::from(self.read);
@@ -431,14 +435,20 @@ struct Dictionary {
 }
 
 impl Dictionary {
+    /// Whether `array`'s dictionary values are the ones held.
+    fn holds(&self, array: &DictionaryArray<Int32Type>) -> bool {
+        let values = array.values();
+        self.values.as_ref().is_some_and(|v| Arc::ptr_eq(v, values))
+    }
+
     /// The ids of `array`'s dictionary values, interned unless they are the ones already held.
     fn ids(
         &mut self,
         array: &DictionaryArray<Int32Type>,
         names: &mut Interner,
     ) -> Result<Arc<[Id]>, LoadError> {
-        let values = array.values();
-        if !self.values.as_ref().is_some_and(|v| Arc::ptr_eq(v, values)) {
+        if !self.holds(array) {
+            let values = array.values();
             let text = values
                 .as_string_opt::<i32>()
                 .ok_or(LoadError::Canonical("dictionary"))?;
@@ -454,6 +464,14 @@ impl Dictionary {
 struct Dictionaries([Dictionary; 8]);
 
 impl Dictionaries {
+    /// Whether `batch` brings a dictionary not held yet (it is a row group's first batch).
+    fn fresh(&self, batch: &RecordBatch) -> bool {
+        STRING_COLUMNS
+            .iter()
+            .zip(&self.0)
+            .any(|(name, dict)| dictionary(batch, name).is_ok_and(|a| !dict.holds(a)))
+    }
+
     /// Interns the dictionaries of `built`'s batch that are new (its rows' strings are named by
     /// id as they are handed on, see [`Naming`]).
     fn prepare(&mut self, built: Built, names: &mut Interner) -> Result<Prepared, LoadError> {

@@ -48,7 +48,7 @@ fn every_fixture_gives_the_same_outcomes_streamed_and_whole() {
 fn a_large_trace_with_violations_gives_the_same_outcomes_streamed_and_whole() {
     let dir = tempfile::tempdir().expect("tempdir");
     let valid = dir.path().join("valid.parquet");
-    outbox_analyzer::model::synth::write(&valid, 30_000).expect("synth");
+    outbox_analyzer::model::synth::write(&valid, 90_000).expect("synth");
     let path = dir.path().join("broken.parquet");
     let mut events = outbox_trace::read_trace(&valid).expect("read").events;
     // Break it in several ways: a second commit, an ack with no commit before it, a lost task.
@@ -73,13 +73,14 @@ fn a_large_trace_with_violations_gives_the_same_outcomes_streamed_and_whole() {
     let report = same(&path);
     assert_eq!(report.verdict.as_str(), "invalid");
 
-    // The same rows in seven row groups of unequal sizes: two decoders share them, and the
-    // outcomes are those of the single row group, word for word.
+    // The same rows in seven row groups of unequal sizes, some of several batches (a batch is
+    // 16,384 rows): two decoders share them, and the outcomes are those of the single row
+    // group, word for word.
     let grouped = dir.path().join("grouped");
     std::fs::create_dir(&grouped).expect("mkdir");
     let many = grouped.join("broken.parquet");
     let mut w = outbox_trace::TraceWriter::create(&many, None).expect("create");
-    let sizes = [3_000, 9_000, 1_000, 5_000, 7_000, 2_000];
+    let sizes = [3_000, 20_000, 1_000, 35_000, 7_000, 17_000];
     let mut rest = events.as_slice();
     for size in sizes {
         let (group, after) = rest.split_at(size);

@@ -401,6 +401,8 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.last_span = Instant::now();
         let mapped = self.mapper.map(&item.request);
         let mut kills = Vec::new();
+        // The pauses this export queues: which entry of `after` called for each, and whom.
+        let mut queued: Vec<(usize, String, u32)> = Vec::new();
         for reason in &mapped.rejected {
             self.skip(reason.clone());
         }
@@ -433,9 +435,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             let role = life.role.clone();
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
             let mut strike = false;
-            let mut may_pause = self.may_pause(&actor, &role);
-            // The pause queued by this step, if any (which entry of `after` called for it).
-            let mut queued = None;
+            let mut may_pause =
+                self.may_pause(&actor, &role) && !kills.iter().any(|k: &Kill| k.actor == actor);
             for (i, following) in self.after.iter_mut().enumerate() {
                 match &following.spec {
                     FaultSpec::KillAfter {
@@ -460,7 +461,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                         if following.seen >= *nth && !following.done && may_pause {
                             following.done = true;
                             may_pause = false;
-                            queued = Some(i);
+                            queued.push((i, actor.clone(), incarnation));
                             self.pausing.push((
                                 Instant::now() + *delay,
                                 actor.clone(),
@@ -477,12 +478,6 @@ impl<'a, 'e> Stage<'a, 'e> {
                     strike = chaos.strikes(&role, kind);
                 }
             }
-            if let Some(i) = queued.filter(|_| strike) {
-                // The process is killed on this very step: its pause waits for the next one.
-                self.after[i].done = false;
-                self.pausing
-                    .retain(|(_, a, life, _)| !(*a == actor && *life == incarnation));
-            }
             if strike && !kills.iter().any(|k: &Kill| k.actor == actor) {
                 kills.push(Kill {
                     actor,
@@ -490,6 +485,17 @@ impl<'a, 'e> Stage<'a, 'e> {
                     point: format!("{role}:after-{kind}"),
                     announced: sync,
                 });
+            }
+        }
+        // A process this export kills is not paused by it: its pauses wait for a later step.
+        for (i, actor, life) in queued {
+            if kills
+                .iter()
+                .any(|k| k.actor == actor && k.incarnation == life)
+            {
+                self.after[i].done = false;
+                self.pausing
+                    .retain(|(_, a, l, _)| !(*a == actor && *l == life));
             }
         }
         let answer = Answer {

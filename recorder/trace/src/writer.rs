@@ -34,7 +34,8 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// Room for a string column's dictionary in a row group: enough for a million distinct ids, so a
 /// row group's ids stay dictionary-encoded rather than falling back to plain pages part of the way
 /// (a reader then hands out one dictionary per row group, each value once). The numeric columns
-/// are written plain: most of their values are distinct, and a dictionary would only be given up.
+/// and `detail` are written plain: most of their values are distinct, and a dictionary would only
+/// be given up.
 const DICTIONARY_PAGE_BYTES: usize = 64 << 20;
 
 /// What a written file says about itself, besides its schema version; a read file's is
@@ -107,7 +108,7 @@ impl<W: Write + Send> TraceWriter<W> {
             .set_key_value_metadata(Some(metadata.clone()));
         let props = COLUMNS
             .iter()
-            .filter(|c| c.data_type == ColumnType::Utf8)
+            .filter(|c| c.data_type == ColumnType::Utf8 && c.name != "detail")
             .fold(props, |props, c| {
                 props.set_column_dictionary_enabled(ColumnPath::from(c.name), true)
             })

@@ -9,9 +9,7 @@ use std::thread::Scope;
 
 use arrow_array::RecordBatch;
 use outbox_trace::input::Encoding;
-use outbox_trace::{ReadOptions, TraceFile};
-
-use crate::model::load::LoadError;
+use outbox_trace::{ReadOptions, TraceError, TraceFile};
 
 /// Decoders sharing a Parquet file's row groups.
 const DECODERS: usize = 2;
@@ -20,22 +18,22 @@ const DECODERS: usize = 2;
 const AHEAD: usize = 1;
 
 /// What a decoder hands on.
-enum Decoded<T> {
+enum Decoded<T, E> {
     /// The work done on the next batch of its row group (an error ends the decoder).
-    Batch(Result<T, LoadError>),
+    Batch(Result<T, E>),
     /// Its row group is done: the next batch comes from the next decoder.
     GroupEnd,
 }
 
 /// The work done on each batch of a file, in file order, decoded and done ahead on threads of
 /// their own.
-pub(crate) struct Ordered<T> {
-    decoders: Vec<Receiver<Decoded<T>>>,
+pub(crate) struct Ordered<T, E> {
+    decoders: Vec<Receiver<Decoded<T, E>>>,
     /// The decoder whose row group comes next.
     next: usize,
 }
 
-impl<T: Send + 'static> Ordered<T> {
+impl<T: Send + 'static, E: From<TraceError> + Send + 'static> Ordered<T, E> {
     /// Starts decoding `trace` (opened from `path` with `options`) within `scope`, doing `work`
     /// on each batch.
     pub(crate) fn start<'scope, W>(
@@ -46,7 +44,7 @@ impl<T: Send + 'static> Ordered<T> {
         work: &'scope W,
     ) -> Self
     where
-        W: Fn(RecordBatch) -> Result<T, LoadError> + Sync,
+        W: Fn(RecordBatch) -> Result<T, E> + Sync,
     {
         let info = trace.info();
         let groups = info.row_groups;
@@ -54,7 +52,7 @@ impl<T: Send + 'static> Ordered<T> {
             let (tx, rx) = sync_channel(1);
             scope.spawn(move || {
                 for batch in trace.batches() {
-                    if !send(&tx, batch.map_err(LoadError::from), work) {
+                    if !send(&tx, batch.map_err(E::from), work) {
                         break;
                     }
                 }
@@ -85,9 +83,10 @@ impl<T: Send + 'static> Ordered<T> {
 
 /// Does `work` on `batch` and sends the result; whether to go on (it was no error and the
 /// receiver is still there). A panic in `work` (corrupt data past the decoder) is an error too.
-fn send<T, W>(tx: &SyncSender<Decoded<T>>, batch: Result<RecordBatch, LoadError>, work: &W) -> bool
+fn send<T, E, W>(tx: &SyncSender<Decoded<T, E>>, batch: Result<RecordBatch, E>, work: &W) -> bool
 where
-    W: Fn(RecordBatch) -> Result<T, LoadError>,
+    E: From<TraceError>,
+    W: Fn(RecordBatch) -> Result<T, E>,
 {
     let done = batch.and_then(|b| outbox_trace::guarded(|| Ok(work(b)))?);
     let failed = done.is_err();
@@ -96,15 +95,16 @@ where
 
 /// Decodes row group `group` of `path` alone, doing `work` on each batch; whether to go on with
 /// the next.
-fn decode_group<T, W>(
+fn decode_group<T, E, W>(
     path: &Path,
     group: usize,
     options: &ReadOptions,
-    tx: &SyncSender<Decoded<T>>,
+    tx: &SyncSender<Decoded<T, E>>,
     work: &W,
 ) -> bool
 where
-    W: Fn(RecordBatch) -> Result<T, LoadError>,
+    E: From<TraceError>,
+    W: Fn(RecordBatch) -> Result<T, E>,
 {
     let options = ReadOptions {
         row_groups: Some(vec![group]),
@@ -113,7 +113,7 @@ where
     match TraceFile::open_with(path, &options) {
         Ok(trace) => {
             for batch in trace.batches() {
-                if !send(tx, batch.map_err(LoadError::from), work) {
+                if !send(tx, batch.map_err(E::from), work) {
                     return false;
                 }
             }
@@ -126,8 +126,8 @@ where
     }
 }
 
-impl<T> Iterator for Ordered<T> {
-    type Item = Result<T, LoadError>;
+impl<T, E> Iterator for Ordered<T, E> {
+    type Item = Result<T, E>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {

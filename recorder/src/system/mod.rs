@@ -6,13 +6,15 @@
 //! From the bottom: [`template`] (placeholders), [`faults`] (the fault specs), [`file`] (the
 //! system file, read and checked), [`chaos`] (the seeded draw), [`child`] (one OS process),
 //! [`services`], [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
-//! [`scenario`] (one scenario from services up to `run_end`) and [`config`] (a resolved system run).
+//! [`pauses`] (the pauses called for and begun), [`scenario`] (one scenario from services up to
+//! `run_end`) and [`config`] (a resolved system run).
 
 pub mod chaos;
 pub mod child;
 pub mod config;
 pub mod faults;
 pub mod file;
+pub mod pauses;
 pub mod receiver;
 pub mod scenario;
 pub mod services;

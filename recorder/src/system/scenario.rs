@@ -24,6 +24,7 @@ use super::chaos::SystemChaos;
 use super::child::{Child, Launch, SpawnError, Status};
 use super::faults::FaultSpec;
 use super::file::{Delivery, Export, OtlpProtocol, System};
+use super::pauses::{Pauses, Pending};
 use super::receiver::{Answer, Intake, OtlpReceiver};
 use super::services::{free_port, Service, ServiceFailure};
 use super::tasks::{make_tasks, Courier, Delivered};
@@ -171,10 +172,8 @@ struct Stage<'a, 'e> {
     mapper: LiveMapper,
     after: Vec<Following>,
     chaos: Option<SystemChaos>,
-    /// Pauses called for by a step, not begun yet: when, whom (which life), for how long.
-    pausing: Vec<(Instant, String, u32, Duration)>,
-    /// Processes stopped now, with when they are continued.
-    resumes: Vec<(Instant, String)>,
+    /// Pauses called for by a step and not begun, and the processes stopped now.
+    pauses: Pauses,
     last_span: Instant,
     outcome: ScenarioOutcome,
     backoff: BTreeMap<String, u32>,
@@ -337,7 +336,7 @@ impl<'a, 'e> Stage<'a, 'e> {
         life.child.kill().await;
         let role = life.role.clone();
         // A pause of the dead life ends with it.
-        self.resumes.retain(|(_, a)| *a != kill.actor);
+        self.pauses.gone(&kill.actor);
         // Exports already on their way from the dead life are its steps: in before its crash.
         tokio::time::sleep(DRAIN).await;
         let mut later = Vec::new();
@@ -462,12 +461,12 @@ impl<'a, 'e> Stage<'a, 'e> {
                             following.done = true;
                             may_pause = false;
                             queued.push((i, actor.clone(), incarnation));
-                            self.pausing.push((
-                                Instant::now() + *delay,
-                                actor.clone(),
-                                incarnation,
-                                *hold,
-                            ));
+                            self.pauses.queue(Pending {
+                                at: Instant::now() + *delay,
+                                actor: actor.clone(),
+                                life: incarnation,
+                                hold: *hold,
+                            });
                         }
                     }
                     _ => {}
@@ -494,8 +493,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 .any(|k| k.actor == actor && k.incarnation == life)
             {
                 self.after[i].done = false;
-                self.pausing
-                    .retain(|(_, a, l, _)| !(*a == actor && *l == life));
+                self.pauses.unqueue(&actor, life);
             }
         }
         let answer = Answer {
@@ -515,13 +513,9 @@ impl<'a, 'e> Stage<'a, 'e> {
     /// Whether `actor` may be paused after a step: it is not stopped (nor about to be), and
     /// another process of its `role` runs on to take its message over.
     fn may_pause(&self, actor: &str, role: &str) -> bool {
-        let stopped = |a: &str| {
-            self.resumes.iter().any(|(_, r)| r == a)
-                || self.pausing.iter().any(|(_, p, _, _)| p == a)
-        };
-        !stopped(actor)
+        !self.pauses.holds(actor)
             && self.lives.iter().any(|(a, l)| {
-                a != actor && l.role == role && !stopped(a) && l.child.exited().is_none()
+                a != actor && l.role == role && !self.pauses.holds(a) && l.child.exited().is_none()
             })
     }
 
@@ -538,15 +532,9 @@ impl<'a, 'e> Stage<'a, 'e> {
         if incarnation.is_some_and(|i| i != life.incarnation) {
             return Ok(());
         }
-        let until = Instant::now() + hold;
-        match self.resumes.iter_mut().find(|(_, a)| a == actor) {
-            // Stopped already: one pause, until the later of the two ends (a second entry
-            // would continue it at the earlier).
-            Some((end, _)) => *end = (*end).max(until),
-            None => {
-                life.child.signal(Signal::SIGSTOP);
-                self.resumes.push((until, actor.to_string()));
-            }
+        // Stopped already: the pause lasts until the later of the two ends.
+        if self.pauses.begin(actor, Instant::now() + hold) {
+            life.child.signal(Signal::SIGSTOP);
         }
         self.own(
             Author::Faults,
@@ -562,30 +550,15 @@ impl<'a, 'e> Stage<'a, 'e> {
 
     /// Begins the pauses that are due and continues the processes whose pause is over.
     async fn pauses_due(&mut self, now: Instant) -> Result<(), SystemError> {
-        let due: Vec<_> = self
-            .pausing
-            .iter()
-            .filter(|p| p.0 <= now)
-            .cloned()
-            .collect();
-        self.pausing.retain(|p| p.0 > now);
-        for (_, actor, incarnation, hold) in due {
-            self.pause(&actor, Some(incarnation), hold).await?;
+        for due in self.pauses.due(now) {
+            self.pause(&due.actor, Some(due.life), due.hold).await?;
         }
-        for (_, actor) in self.resumes.iter().filter(|(at, _)| *at <= now) {
-            if let Some(life) = self.lives.get(actor) {
+        for actor in self.pauses.over(now) {
+            if let Some(life) = self.lives.get(&actor) {
                 life.child.signal(Signal::SIGCONT);
             }
         }
-        self.resumes.retain(|(at, _)| *at > now);
         Ok(())
-    }
-
-    /// When the next pause begins or ends.
-    fn next_pause_event(&self) -> Option<Instant> {
-        let begins = self.pausing.iter().map(|p| p.0);
-        let ends = self.resumes.iter().map(|r| r.0);
-        begins.chain(ends).min()
     }
 
     fn skip(&mut self, reason: String) {
@@ -790,8 +763,7 @@ pub async fn run_scenario(
             })
             .collect(),
         chaos,
-        pausing: Vec::new(),
-        resumes: Vec::new(),
+        pauses: Pauses::default(),
         last_span: Instant::now(),
         outcome: ScenarioOutcome::default(),
         backoff: BTreeMap::new(),
@@ -866,8 +838,7 @@ pub async fn run_scenario(
         // Quiet: tasks delivered, faults over, nothing waiting to restart.
         let settled = delivered.is_some()
             && timed.is_empty()
-            && stage.resumes.is_empty()
-            && stage.pausing.is_empty()
+            && stage.pauses.is_empty()
             && restarts.is_empty()
             && now >= first_task + faults_over;
         if settled && probe.is_none() && quiet_probe.is_none_or(|at| at <= now) {
@@ -914,7 +885,7 @@ pub async fn run_scenario(
                 }
                 quiet_probe = Some(Instant::now() + QUIET_EVERY);
             }
-            _ = sleep_until_or_forever(stage.next_pause_event()) => {}
+            _ = sleep_until_or_forever(stage.pauses.next()) => {}
             _ = tick.tick() => {}
         }
     }
@@ -927,7 +898,7 @@ pub async fn run_scenario(
     let delivered = delivered.unwrap_or_default();
 
     // The stores read back, with every process still up.
-    for (_, actor) in &stage.resumes {
+    for actor in stage.pauses.stopped() {
         if let Some(life) = stage.lives.get(actor) {
             life.child.signal(Signal::SIGCONT);
         }

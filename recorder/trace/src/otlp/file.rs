@@ -204,13 +204,10 @@ impl FileMapping {
         for rs in &request.resource_spans {
             for span in &rs.spans {
                 self.spans += 1;
-                let outs = self.mapper.span(&rs.resource, span).map_err(|reason| {
-                    Refused::Span(if span.name.is_empty() {
-                        format!("span {}: {reason}", self.spans)
-                    } else {
-                        format!("span {} `{}`: {reason}", self.spans, span.name)
-                    })
-                })?;
+                let outs = self
+                    .mapper
+                    .span(&rs.resource, span)
+                    .map_err(|reason| Refused::Span(refusal(self.spans, span, &reason)))?;
                 for out in outs {
                     match out {
                         Out::Event(p) => self.hold(*p),
@@ -564,5 +561,15 @@ impl Iterator for Handout {
         let next = self.next_batch().transpose();
         self.failed = matches!(next, Some(Err(_)));
         next
+    }
+}
+
+/// Why the `n`-th span of a file, `span`, could not be mapped: its number, its name if it has
+/// one, and `reason`.
+pub(super) fn refusal(n: u64, span: &super::spans::Span, reason: &str) -> String {
+    if span.name.is_empty() {
+        format!("span {n}: {reason}")
+    } else {
+        format!("span {n} `{}`: {reason}", span.name)
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 
-use super::file::{Bound, FileMapping};
+use super::file::{refusal, Bound, FileMapping};
 use super::mapping::{Mapper, Out, Pending};
 use super::spans::{Attribute, Request, Span, SpanEvent, Value};
 use super::tests::request;
@@ -43,13 +43,10 @@ impl Whole {
         for rs in &request.resource_spans {
             for span in &rs.spans {
                 self.spans += 1;
-                let outs = self.mapper.span(&rs.resource, span).map_err(|reason| {
-                    if span.name.is_empty() {
-                        format!("span {}: {reason}", self.spans)
-                    } else {
-                        format!("span {} `{}`: {reason}", self.spans, span.name)
-                    }
-                })?;
+                let outs = self
+                    .mapper
+                    .span(&rs.resource, span)
+                    .map_err(|reason| refusal(self.spans, span, &reason))?;
                 for out in outs {
                     match out {
                         Out::Event(p) => self.pending.push((*p, self.spans)),

@@ -43,14 +43,21 @@ pub struct Skips(BTreeMap<(Kind, &'static str), u64>);
 
 impl Skips {
     /// Whether `row` has all `fields`; counts it as skipped if not.
-    #[inline]
+    #[inline(always)]
     pub fn usable(&mut self, row: &Row, fields: &[Field]) -> bool {
-        match fields.iter().find(|f| !row.has(**f)) {
-            None => true,
-            Some(f) => {
-                *self.0.entry((row.kind, f.column())).or_default() += 1;
-                false
-            }
+        let usable = fields.iter().all(|&f| row.has(f));
+        if !usable {
+            self.skip(row, fields);
+        }
+        usable
+    }
+
+    /// Counts `row` as skipped for the first of `fields` it lacks.
+    #[cold]
+    #[inline(never)]
+    fn skip(&mut self, row: &Row, fields: &[Field]) {
+        if let Some(f) = fields.iter().find(|&&f| !row.has(f)) {
+            *self.0.entry((row.kind, f.column())).or_default() += 1;
         }
     }
 

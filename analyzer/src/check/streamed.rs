@@ -136,7 +136,7 @@ impl Sink for Feed {
         &mut self,
         histories: &mut [History],
         h: usize,
-        row: Row,
+        row: &Row,
         detail: Option<&str>,
     ) -> Result<(), LoadError> {
         self.order(histories[h].run_id, row.seq)?;
@@ -149,7 +149,7 @@ impl Sink for Feed {
         while self.scans.len() <= h {
             self.scans.push(Scan::of(Invariant::ALL));
         }
-        self.scans[h].row(at, &row, detail.as_ref());
+        self.scans[h].row(at, row, detail.as_ref());
         Ok(())
     }
 
@@ -222,7 +222,7 @@ impl Sink for Keep {
         &mut self,
         histories: &mut [History],
         h: usize,
-        mut row: Row,
+        row: &Row,
         detail: Option<&str>,
     ) -> Result<(), LoadError> {
         if self.positions.len() <= h {
@@ -234,10 +234,11 @@ impl Sink for Keep {
             return Ok(());
         };
         if let Some(g) = &mut wanted.gathering {
-            g.row(at, &row);
+            g.row(at, row);
         }
-        if wanted.wants(at, &row) {
+        if wanted.wants(at, row) {
             let history = &mut histories[h];
+            let mut row = row.clone();
             if let Some(text) = detail {
                 history.attach_detail(&mut row, text);
             }

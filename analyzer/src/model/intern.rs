@@ -70,11 +70,17 @@ impl<T: Clone> IdTable<T> {
         let i = id.index();
         let p = i / Self::PAGE;
         if p >= self.pages.len() {
-            self.pages.resize(p + 1, None);
+            self.extend(p + 1);
         }
-        let page = self.pages[p]
-            .get_or_insert_with(|| vec![self.empty.clone(); Self::PAGE].into_boxed_slice());
+        let page = self.pages[p].get_or_insert_with(|| page(&self.empty));
         &mut page[i % Self::PAGE]
+    }
+
+    /// Makes room for `pages` pages (ids come roughly in order, so this runs about once a page).
+    #[cold]
+    #[inline(never)]
+    fn extend(&mut self, pages: usize) {
+        self.pages.resize(pages, None);
     }
 
     /// Every id of an allocated page with its value, in id order.
@@ -89,6 +95,14 @@ impl<T: Clone> IdTable<T> {
                     .filter_map(move |(k, v)| Id::from_index(p * Self::PAGE + k).map(|id| (id, v)))
             })
     }
+}
+
+/// A page of an [`IdTable`], every slot `empty` (a page is opened once, so this stays out of the
+/// lookups' way).
+#[cold]
+#[inline(never)]
+fn page<T: Clone>(empty: &T) -> Box<[T]> {
+    vec![empty.clone(); IdTable::<T>::PAGE].into_boxed_slice()
 }
 
 /// A 64-bit value per [`Id`], in four bytes while it is below `u32::MAX` (store revisions and
@@ -162,10 +176,11 @@ impl IdSet {
 
 impl IdSet {
     /// Adds `id`; whether it was not a member before.
+    #[inline]
     pub fn insert(&mut self, id: Id) -> bool {
         let i = id.index();
         if self.bits.len() <= i / 64 {
-            self.bits.resize(i / 64 + 1, 0);
+            self.grow(i / 64 + 1);
         }
         let (word, bit) = (&mut self.bits[i / 64], 1u64 << (i % 64));
         let new = *word & bit == 0;
@@ -174,6 +189,14 @@ impl IdSet {
             self.members += 1;
         }
         new
+    }
+
+    /// Makes room for `words` words of bits (ids come roughly in order, so this runs once in 64
+    /// inserts at most).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, words: usize) {
+        self.bits.resize(words, 0);
     }
 
     /// Removes `id`; whether it was a member.

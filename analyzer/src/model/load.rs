@@ -139,7 +139,7 @@ pub(crate) trait Sink {
         &mut self,
         histories: &mut [History],
         h: usize,
-        row: Row,
+        row: &Row,
         detail: Option<&str>,
     ) -> Result<(), LoadError>;
 
@@ -170,10 +170,11 @@ impl Sink for Keep {
         &mut self,
         histories: &mut [History],
         h: usize,
-        mut row: Row,
+        row: &Row,
         detail: Option<&str>,
     ) -> Result<(), LoadError> {
         let history = &mut histories[h];
+        let mut row = row.clone();
         if let Some(text) = detail {
             history.attach_detail(&mut row, text);
         }
@@ -561,7 +562,7 @@ impl Built {
             .ok_or(LoadError::Canonical("kind"))?;
         // Kinds by dictionary value: parsed once per value, not per row.
         let kinds: Vec<Option<Kind>> = kind_names.iter().map(|k| k?.parse().ok()).collect();
-        let needs: Vec<u8> = kinds.iter().map(|k| k.map_or(0, needs)).collect();
+        let needs: Vec<u16> = kinds.iter().map(|k| k.map_or(0, needs)).collect();
         let (rows, incomplete) = build_rows(&batch, &kinds, &needs, spent.take())?;
         Ok(Built {
             batch,
@@ -572,18 +573,66 @@ impl Built {
     }
 }
 
-/// A field as a bit of a set of fields.
-fn bit(field: Field) -> u8 {
-    1 << field as u8
+/// Which of a row's columns are not null, a bit per column ([`Carried`]), read from the null
+/// bitmaps 64 rows at a time. The numbers come first, in the order of [`Present`]'s bits.
+///
+/// [`Present`]: crate::model::row::Present
+struct Carried;
+
+impl Carried {
+    const AGGREGATE_SEQ: u16 = 1;
+    const ATTEMPT: u16 = 1 << 1;
+    const BROKER_SEQ: u16 = 1 << 2;
+    const STORE_REV: u16 = 1 << 3;
+    const AMOUNT: u16 = 1 << 4;
+    const COUNTER: u16 = 1 << 5;
+    const TASK: u16 = 1 << 6;
+    const EVENT: u16 = 1 << 7;
+    const AGGREGATE: u16 = 1 << 8;
+    const DETAIL: u16 = 1 << 9;
+    const ACTOR: u16 = 1 << 10;
+
+    /// The bit of `field`'s column.
+    fn of(field: Field) -> u16 {
+        match field {
+            Field::TaskId => Carried::TASK,
+            Field::EventId => Carried::EVENT,
+            Field::StoreRev => Carried::STORE_REV,
+            Field::Attempt => Carried::ATTEMPT,
+            Field::BrokerSeq => Carried::BROKER_SEQ,
+            Field::Amount => Carried::AMOUNT,
+            Field::Counter => Carried::COUNTER,
+            Field::Detail => Carried::DETAIL,
+        }
+    }
+
+    /// Sets `bit` in `rows[i]` for every row `i` whose value in a column with `nulls` is set.
+    fn mark(rows: &mut [u16], nulls: Option<&NullBuffer>, bit: u16) {
+        match nulls {
+            None => rows.iter_mut().for_each(|c| *c |= bit),
+            Some(nulls) => {
+                let words = nulls.inner().bit_chunks().iter_padded();
+                for (rows, mut word) in rows.chunks_mut(64).zip(words) {
+                    // Only the rows set, lowest first.
+                    while word != 0 {
+                        if let Some(c) = rows.get_mut(word.trailing_zeros() as usize) {
+                            *c |= bit;
+                        }
+                        word &= word - 1;
+                    }
+                }
+            }
+        }
+    }
 }
 
-/// The fields a row of `kind` must carry, as bits ([`bit`]): its required fields, `detail` only
-/// where the analyzer keeps it.
-fn needs(kind: Kind) -> u8 {
+/// The columns a row of `kind` must carry, as [`Carried`] bits: its required fields, `detail`
+/// only where the analyzer keeps it.
+fn needs(kind: Kind) -> u16 {
     kind.required_fields()
         .iter()
         .filter(|&&f| f != Field::Detail || keeps_detail(kind))
-        .fold(0, |set, &f| set | bit(f))
+        .fold(0, |set, &f| set | Carried::of(f))
 }
 
 /// Row buffers handed on and emptied, back for the next batch (fresh ones would cost a page
@@ -676,13 +725,6 @@ impl<'a, T: ArrowPrimitiveType> Nums<'a, T> {
     fn get(&self, i: usize) -> T::Native {
         self.values.get(i).copied().unwrap_or_default()
     }
-
-    #[inline(always)]
-    fn opt(&self, i: usize) -> Option<T::Native> {
-        self.nulls
-            .is_none_or(|n| n.is_valid(i))
-            .then(|| self.get(i))
-    }
 }
 
 /// The string columns the checks compare, read as dictionaries (each distinct value of a row
@@ -726,8 +768,8 @@ impl FileState {
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
         let naming = Naming::of(&p.ids)?;
         let mut rows = p.rows;
-        for (i, row) in rows.drain(..).enumerate() {
-            let Some(mut row) = row else {
+        for (i, row) in rows.iter_mut().enumerate() {
+            let Some(row) = row else {
                 let key = kind.keys.get(i).ok_or(required("kind"))?;
                 if p.kinds.get(*key as usize).copied().flatten().is_some() {
                     // A known kind is built unless its actor is missing.
@@ -739,7 +781,7 @@ impl FileState {
                 sink.unknown(run_id, seq.get(i))?;
                 continue;
             };
-            naming.name(&mut row)?;
+            naming.name(row)?;
             let k = row.kind;
             let group = [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
             let h = match last_group {
@@ -777,6 +819,7 @@ impl FileState {
             }
             sink.row(histories, h, row, text)?;
         }
+        rows.clear();
         Ok(rows)
     }
 }
@@ -797,48 +840,22 @@ fn columns<'a>(batch: &'a RecordBatch, ids: &'a [Arc<[Id]>]) -> Result<Vec<Ids<'
         .collect()
 }
 
-/// A string column of a batch as its dictionary keys, each standing in for an id until the
-/// dictionary is interned: key `k` as `Id::from_index(k)`.
-struct Keys<'a> {
-    keys: &'a [i32],
-    nulls: Option<&'a NullBuffer>,
-}
-
-impl<'a> Keys<'a> {
-    fn of(batch: &'a RecordBatch, name: &'static str) -> Result<Self, LoadError> {
-        let a = dictionary(batch, name)?;
-        Ok(Keys {
-            keys: a.keys().values(),
-            nulls: a.nulls(),
-        })
-    }
-
-    /// The key of row `i` as a stand-in id, absent for a null.
-    #[inline(always)]
-    fn opt(&self, i: usize) -> Option<Id> {
-        if self.nulls.is_some_and(|n| n.is_null(i)) {
-            return None;
-        }
-        Id::from_index(usize::try_from(*self.keys.get(i)?).ok()?)
-    }
-}
-
 /// The rows of a batch (`None` for a row of a kind the contract lacks, or without an actor),
 /// and the positions of the rows that lack a field their kind requires (`detail` included).
-/// Their strings (actor, task, event, aggregate) are named by dictionary key (see [`Keys`]),
-/// named by id as they are handed on ([`Naming`]); `counter_key` is left unset for
+/// Their strings (actor, task, event, aggregate) are named by dictionary key (key `k` standing
+/// in as `Id::from_index(k)`), named by id as they are handed on ([`Naming`]); `counter_key` is left unset for
 /// [`Dictionaries::prepare`].
 fn build_rows(
     batch: &RecordBatch,
     kinds: &[Option<Kind>],
-    needs: &[u8],
+    needs: &[u16],
     mut rows: Vec<Option<Row>>,
 ) -> Result<(Vec<Option<Row>>, Vec<u32>), LoadError> {
-    let actor = Keys::of(batch, "actor")?;
-    let kind = Keys::of(batch, "kind")?;
-    let task = Keys::of(batch, "task_id")?;
-    let event = Keys::of(batch, "event_id")?;
-    let agg = Keys::of(batch, "aggregate_id")?;
+    let actor = dictionary(batch, "actor")?;
+    let kind = dictionary(batch, "kind")?;
+    let task = dictionary(batch, "task_id")?;
+    let event = dictionary(batch, "event_id")?;
+    let agg = dictionary(batch, "aggregate_id")?;
     let seq = Nums::<UInt64Type>::of(batch, "seq")?;
     let ts = Nums::<Int64Type>::of(batch, "ts_ns")?;
     let inc = Nums::<UInt32Type>::of(batch, "incarnation")?;
@@ -848,45 +865,65 @@ fn build_rows(
     let rev = Nums::<Int64Type>::of(batch, "store_rev")?;
     let amount = Nums::<Int64Type>::of(batch, "amount")?;
     let counter = Nums::<Int64Type>::of(batch, "counter")?;
-    let detail = batch
-        .column(column("detail"))
-        .as_string_opt::<i32>()
-        .ok_or(LoadError::Canonical("detail"))?;
+    let detail = batch.column(column("detail"));
+    let n = batch.num_rows();
+    let mut carried = vec![0u16; n];
+    for (nulls, bit) in [
+        (agg_seq.nulls, Carried::AGGREGATE_SEQ),
+        (attempt.nulls, Carried::ATTEMPT),
+        (broker.nulls, Carried::BROKER_SEQ),
+        (rev.nulls, Carried::STORE_REV),
+        (amount.nulls, Carried::AMOUNT),
+        (counter.nulls, Carried::COUNTER),
+        (task.nulls(), Carried::TASK),
+        (event.nulls(), Carried::EVENT),
+        (agg.nulls(), Carried::AGGREGATE),
+        (detail.nulls(), Carried::DETAIL),
+        (actor.nulls(), Carried::ACTOR),
+    ] {
+        Carried::mark(&mut carried, nulls, bit);
+    }
+    // Every column of a batch holds its number of rows (a null slot holds some value too).
+    let [actor, kind, task, event, agg] =
+        [actor, kind, task, event, agg].map(|a| &a.keys().values()[..n]);
+    let (seq, ts, inc) = (&seq.values[..n], &ts.values[..n], &inc.values[..n]);
+    let (agg_seq, attempt, broker) = (
+        &agg_seq.values[..n],
+        &attempt.values[..n],
+        &broker.values[..n],
+    );
+    let (rev, amount, counter) = (&rev.values[..n], &amount.values[..n], &counter.values[..n]);
     rows.clear();
-    rows.reserve(batch.num_rows());
+    rows.reserve(n);
     let mut incomplete = Vec::new();
-    for i in 0..batch.num_rows() {
-        let key = kind.keys.get(i).map_or(usize::MAX, |&k| k as usize);
-        let (Some(&Some(k)), Some(actor_key)) = (kinds.get(key), actor.opt(i)) else {
+    // A key as a stand-in id, when its column is set.
+    let id = |c: u16, bit: u16, key: i32| {
+        (c & bit != 0)
+            .then(|| Id::from_index(usize::try_from(key).ok()?))
+            .flatten()
+    };
+    for (i, &c) in carried.iter().enumerate() {
+        let key = usize::try_from(kind[i]).unwrap_or(usize::MAX);
+        let (Some(&Some(k)), Some(actor_key)) = (kinds.get(key), id(c, Carried::ACTOR, actor[i]))
+        else {
             rows.push(None);
             continue;
         };
+        let set = |bit: u16| c & bit != 0;
         let numbers = Numbers {
-            aggregate_seq: agg_seq.opt(i),
-            attempt: attempt.opt(i),
-            broker_seq: broker.opt(i),
-            store_rev: rev.opt(i),
-            amount: amount.opt(i),
-            counter: counter.opt(i),
+            aggregate_seq: set(Carried::AGGREGATE_SEQ).then_some(agg_seq[i]),
+            attempt: set(Carried::ATTEMPT).then_some(attempt[i]),
+            broker_seq: set(Carried::BROKER_SEQ).then_some(broker[i]),
+            store_rev: set(Carried::STORE_REV).then_some(rev[i]),
+            amount: set(Carried::AMOUNT).then_some(amount[i]),
+            counter: set(Carried::COUNTER).then_some(counter[i]),
         };
-        let mut row = Row::new(seq.get(i), k, actor_key, inc.get(i)).with_numbers(numbers);
-        row.ts_ns = ts.get(i);
-        row.task = task.opt(i);
-        row.event = event.opt(i);
-        row.aggregate = agg.opt(i);
-        let has = [
-            (Field::TaskId, row.task.is_some()),
-            (Field::EventId, row.event.is_some()),
-            (Field::StoreRev, numbers.store_rev.is_some()),
-            (Field::Attempt, numbers.attempt.is_some()),
-            (Field::BrokerSeq, numbers.broker_seq.is_some()),
-            (Field::Amount, numbers.amount.is_some()),
-            (Field::Counter, numbers.counter.is_some()),
-            (Field::Detail, detail.is_valid(i)),
-        ]
-        .iter()
-        .fold(0, |set, &(f, has)| set | (u8::from(has) << f as u8));
-        if needs.get(key).is_some_and(|&needs| needs & !has != 0) {
+        let mut row = Row::new(seq[i], k, actor_key, inc[i]).with_numbers(numbers);
+        row.ts_ns = ts[i];
+        row.task = id(c, Carried::TASK, task[i]);
+        row.event = id(c, Carried::EVENT, event[i]);
+        row.aggregate = id(c, Carried::AGGREGATE, agg[i]);
+        if needs.get(key).is_some_and(|&needs| needs & !c != 0) {
             incomplete.push(i as u32);
         }
         rows.push(Some(row));

@@ -5,7 +5,8 @@
 //!
 //! An acceptance whose intent has already been seen with its revision is settled at once; the
 //! others wait for their event's intents, which settle them as they come, so only the
-//! acceptances still unmatched are held (for a valid trace, those in flight).
+//! acceptances still unmatched are held (for a valid trace, those in flight). The latest one
+//! waits aside, out of the map: its intent is usually the next row.
 
 use outbox_trace::{Field, Kind};
 
@@ -35,7 +36,9 @@ pub struct Rule {
     unusable: IdSet,
     /// The `(event, store_rev)` of further intents whose `store_rev` differs from the first's.
     other_revs: std::collections::HashSet<(Id, i64), FastState>,
-    /// Acceptances not settled yet, by event.
+    /// The latest acceptance not settled yet, with its event.
+    latest: Option<(Id, Pending)>,
+    /// The earlier acceptances not settled yet, by event.
     pending: FastMap<Id, Vec<Pending>>,
     /// Whether any acceptance or intent was seen, and whether any carried a `store_rev`.
     rows: bool,
@@ -53,6 +56,13 @@ impl Rule {
     /// Drops the acceptances of `event` that the intents seen so far settle (an acceptance once
     /// settled stays settled: intents only add).
     fn settle(&mut self, event: Id) {
+        let latest = self.latest.as_ref();
+        if latest.is_some_and(|(e, p)| *e == event && self.settled(event, p.rev)) {
+            self.latest = None;
+        }
+        if self.pending.is_empty() {
+            return;
+        }
         let Some(mut waiting) = self.pending.remove(&event) else {
             return;
         };
@@ -94,11 +104,14 @@ impl super::Rule for Rule {
             }
             self.settle(e);
         } else if !self.settled(e, rev) {
-            self.pending.entry(e).or_default().push(Pending {
+            let p = Pending {
                 at,
                 task: r.task,
                 rev,
-            });
+            };
+            if let Some((earlier, p)) = self.latest.replace((e, p)) {
+                self.pending.entry(earlier).or_default().push(p);
+            }
         }
     }
 
@@ -121,7 +134,8 @@ impl super::Rule for Rule {
         let waiting = self
             .pending
             .iter()
-            .flat_map(|(&e, w)| w.iter().map(move |p| (e, p)));
+            .flat_map(|(&e, w)| w.iter().map(move |p| (e, p)))
+            .chain(self.latest.as_ref().map(|(e, p)| (*e, p)));
         for (event, p) in waiting {
             if self.settled(event, p.rev) {
                 continue;
@@ -185,5 +199,79 @@ impl Gather for Witnesses {
             let finding = Finding::IntentOtherRev { accepted, intent };
             *v = Violation::new(v.event, v.task, finding, vec![accepted, intent]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::outcome::Verdict;
+    use crate::model::history::History;
+    use crate::model::intern::Interner;
+    use crate::model::row::Numbers;
+
+    /// Checks rows `(kind, event, store_rev)` in order, each event its own task.
+    fn check(rows: &[(Kind, &str, i64)]) -> Outcome {
+        let mut names = Interner::default();
+        let mut id = |name: &str| names.intern(name).expect("a short name");
+        let (run, actor) = (id("run"), id("api"));
+        let mut h = History::new(0, run, id("scenario"), id("backend"));
+        for (seq, &(kind, event, rev)) in rows.iter().enumerate() {
+            let numbers = Numbers {
+                store_rev: Some(rev),
+                ..Numbers::default()
+            };
+            let mut row = Row::new(seq as u64, kind, actor, 0).with_numbers(numbers);
+            row.event = Some(id(event));
+            row.task = Some(id(&format!("task-{event}")));
+            h.push(row);
+        }
+        h.finish();
+        Invariant::IntentAtomic.check(&h, &names)
+    }
+
+    const ACCEPTED: Kind = Kind::TaskAccepted;
+    const INTENT: Kind = Kind::IntentRecorded;
+
+    #[test]
+    fn intents_settle_acceptances_in_any_order() {
+        let rows = [
+            (ACCEPTED, "e1", 1),
+            (ACCEPTED, "e2", 2),
+            (ACCEPTED, "e3", 3),
+            (INTENT, "e2", 2),
+            (INTENT, "e3", 3),
+            (ACCEPTED, "e3", 3),
+            (INTENT, "e1", 1),
+        ];
+        assert_eq!(check(&rows).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn an_acceptance_left_waiting_is_found_wherever_it_waits() {
+        // e1 waits in the map, e3 aside as the latest; e1's intent has another revision.
+        let rows = [
+            (ACCEPTED, "e1", 1),
+            (ACCEPTED, "e2", 2),
+            (INTENT, "e2", 2),
+            (INTENT, "e1", 9),
+            (ACCEPTED, "e3", 3),
+        ];
+        let outcome = check(&rows);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        let findings: Vec<&Finding> = outcome.violations.iter().map(|v| &v.finding).collect();
+        assert!(
+            matches!(
+                findings[..],
+                [
+                    Finding::IntentOtherRev {
+                        accepted: 0,
+                        intent: 3
+                    },
+                    Finding::IntentMissing { accepted: 4 }
+                ]
+            ),
+            "{findings:?}"
+        );
     }
 }

@@ -134,6 +134,7 @@ pub struct Ends {
 
 impl Ends {
     /// Takes a row and its decoded detail.
+    #[inline]
     pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
         if let Some(n) = self.rows.get_mut(r.kind as usize) {
             *n += 1;

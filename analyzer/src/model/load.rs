@@ -681,6 +681,16 @@ struct Ids<'a> {
 }
 
 impl<'a> Ids<'a> {
+    /// Whether every row holds the same value (none null).
+    fn uniform(&self) -> bool {
+        let no_nulls = self.nulls.is_none_or(|n| n.null_count() == 0);
+        no_nulls
+            && self
+                .keys
+                .first()
+                .is_none_or(|k| self.keys.iter().all(|x| x == k))
+    }
+
     /// The id of row `i`, absent for a null (or a key out of range, which Arrow rules out).
     #[inline(always)]
     fn opt(&self, i: usize) -> Option<Id> {
@@ -766,6 +776,8 @@ impl FileState {
         // Rows of one scenario come together: `(run_id, scenario, backend)` keys repeat, and
         // then so does their history.
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
+        // Most batches hold one scenario only: then its history, once found, is every row's.
+        let one_group = [run, scenario, backend].iter().all(|c| c.uniform());
         let naming = Naming::of(&p.ids)?;
         let mut rows = p.rows;
         for (i, row) in rows.iter_mut().enumerate() {
@@ -783,9 +795,10 @@ impl FileState {
             };
             naming.name(row)?;
             let k = row.kind;
-            let group = [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
+            let group = || [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
             let h = match last_group {
-                Some((keys, h)) if keys == group => h,
+                Some((_, h)) if one_group => h,
+                Some((keys, h)) if keys == group() => h,
                 _ => {
                     let run_id = run.opt(i).ok_or(required("run_id"))?;
                     let scenario_id = scenario.opt(i).ok_or(required("scenario"))?;
@@ -799,7 +812,7 @@ impl FileState {
                     {
                         history.other_backends.push(backend_id);
                     }
-                    last_group = Some((group, h));
+                    last_group = Some((group(), h));
                     h
                 }
             };

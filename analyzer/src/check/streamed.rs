@@ -145,11 +145,15 @@ impl Sink for Feed {
         }
         let at = self.positions[h];
         self.positions[h] += 1;
-        let detail = detail.map(|text| Detail::parse(row.kind, text));
         while self.scans.len() <= h {
             self.scans.push(Scan::of(Invariant::ALL));
         }
-        self.scans[h].row(at, row, detail.as_ref());
+        let scan = &mut self.scans[h];
+        // Few rows have a detail kept: only theirs is parsed (and dropped).
+        match detail {
+            Some(text) => scan.row(at, row, Some(&Detail::parse(row.kind, text))),
+            None => scan.row(at, row, None),
+        }
         Ok(())
     }
 

@@ -1,18 +1,21 @@
 //! The in-memory run: every rule over a [`History`] already loaded, on two threads when it is
 //! long.
 
+use outbox_trace::Figures;
+
 use super::invariant::Invariant;
 use super::outcome::Outcome;
 use super::scan::{Scan, Scanned};
 use crate::model::history::History;
 use crate::model::intern::Interner;
 
-/// Every invariant's outcome on one history, in the contract's order: the rules see the rows
-/// once (and a second time only to gather the witnesses of violations).
+/// Every invariant's outcome on one history, in the contract's order, and the history's
+/// figures: the rules see the rows once (and a second time only to gather the witnesses of
+/// violations), the figures counted as they pass.
 ///
 /// Violations that spans a killed process never exported could remove become unknown (see
 /// `lost_spans`).
-pub fn check_all(h: &History, names: &Interner) -> Vec<Outcome> {
+pub fn check_all(h: &History, names: &Interner) -> (Vec<Outcome>, Figures) {
     let mut scanned = scan_history(h, names);
     if let Some(mut gathering) = scanned.gathering() {
         for (at, r) in h.rows.iter().enumerate() {
@@ -20,7 +23,8 @@ pub fn check_all(h: &History, names: &Interner) -> Vec<Outcome> {
         }
         gathering.finish(&mut scanned);
     }
-    scanned.settle(h, names)
+    let figures = scanned.figures.clone();
+    (scanned.settle(h, names), figures)
 }
 
 /// Histories at least this long are scanned on two threads, each deciding half the rules.

@@ -49,11 +49,11 @@ fn check_loaded(loaded: &Loaded, first: usize) -> Vec<ScenarioReport> {
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let outcomes = check_all(h, &loaded.names);
+            let (outcomes, figures) = check_all(h, &loaded.names);
             ScenarioReport {
                 history: first + i,
                 verdict: RunVerdict::of(&outcomes),
-                figures: crate::model::figures::of(h),
+                figures,
                 outcomes,
             }
         })

@@ -205,10 +205,17 @@ pub fn compare(config: &CompareConfig, out: &mut dyn Write) -> Result<Exit, Erro
 
 /// Runs `analyzer diff`.
 pub fn diff(config: &DiffConfig, out: &mut dyn Write) -> Result<Exit, Error> {
-    let (a, b) = (
-        load(std::slice::from_ref(&config.a))?,
-        load(std::slice::from_ref(&config.b))?,
-    );
+    // The two runs load side by side (each is a model of its own).
+    let (a, b) = std::thread::scope(|scope| {
+        let b = scope.spawn(|| load(std::slice::from_ref(&config.b)));
+        let a = load(std::slice::from_ref(&config.a));
+        (
+            a,
+            b.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        )
+    });
+    let (a, b) = (a?, b?);
     let (na, nb) = (file_stem(&config.a), file_stem(&config.b));
     let mut diffs = Vec::new();
     for sa in a.select(config.scenario.as_deref()) {

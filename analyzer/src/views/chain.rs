@@ -234,15 +234,21 @@ fn one_scene<'a>(
 /// The chain of `task` in `scene`: its rows, the rows of its events that lack a `task_id` (a
 /// foreign producer's), and the lives of the actors that took part.
 pub fn task_chain(scene: Scene<'_>, task: Id) -> Chain<'_> {
-    let index = scene.history.indices();
-    let rows = drawable(scene.at(&index.task_rows(&scene.history.rows, task)));
     Chain {
         scene,
         title: format!("{} · task {}", scene.scenario, scene.names.name(task)),
-        rows: with_lives(scene, rows),
+        rows: task_rows(scene, task),
         marked: BTreeSet::new(),
         note: None,
     }
+}
+
+/// The rows of [`task_chain`]: the task's rows with the lives of the actors in them, in `seq`
+/// order.
+pub fn task_rows(scene: Scene<'_>, task: Id) -> Vec<RowRef<'_>> {
+    let index = scene.history.indices();
+    let rows = drawable(scene.at(&index.task_rows(&scene.history.rows, task)));
+    with_lives(scene, rows)
 }
 
 /// Leaves out the rows about the whole scenario rather than one task.

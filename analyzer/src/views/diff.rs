@@ -3,12 +3,11 @@
 //! API, the relay, the worker and the receiver did, in their own order), so timing between actors
 //! does not count as a difference. The first diverging step is the earliest in the second run.
 
-use std::collections::HashSet;
-
 use outbox_trace::Kind;
 use serde::Serialize;
 
-use crate::views::chain::{task_chain, Chain};
+use crate::model::intern::{FastMap, Id, IdSet};
+use crate::views::chain::task_rows;
 use crate::views::scene::{role, RowRef, Scene};
 
 /// One side of a divergence.
@@ -90,14 +89,13 @@ pub struct Diff {
     pub first: Option<Divergence>,
 }
 
-/// The scene's accepted tasks, in order of first acceptance.
-fn tasks(scene: &Scene) -> Vec<String> {
-    let mut seen = HashSet::new();
+/// The scene's accepted tasks, in order of first acceptance, by id and by name.
+fn tasks<'a>(scene: &Scene<'a>) -> Vec<(Id, &'a str)> {
+    let mut seen = IdSet::default();
     scene
         .of(Kind::TaskAccepted)
-        .filter_map(|r| r.task_id())
-        .filter(|t| seen.insert(*t))
-        .map(String::from)
+        .filter_map(|r| Some((r.row.task?, r.task_id()?)))
+        .filter(|&(t, _)| seen.insert(t))
         .collect()
 }
 
@@ -109,10 +107,11 @@ fn key<'a>(e: &RowRef<'a>) -> (Kind, Option<&'a str>) {
     }
 }
 
-fn lanes<'a>(chain: &Chain<'a>) -> Vec<(String, Vec<RowRef<'a>>)> {
-    let mut out: Vec<(String, Vec<RowRef<'a>>)> = Vec::new();
-    for e in chain.rows.iter().filter(|e| e.kind() != Kind::Restart) {
-        let r = role(e.actor()).to_string();
+/// A chain's rows by lane (actor role), lanes in order of first appearance.
+fn lanes<'a>(rows: &[RowRef<'a>]) -> Vec<(&'a str, Vec<RowRef<'a>>)> {
+    let mut out: Vec<(&'a str, Vec<RowRef<'a>>)> = Vec::new();
+    for e in rows.iter().filter(|e| e.kind() != Kind::Restart) {
+        let r = role(e.actor());
         match out.iter_mut().find(|(l, _)| *l == r) {
             Some((_, v)) => v.push(*e),
             None => out.push((r, vec![*e])),
@@ -129,12 +128,18 @@ fn side(e: Option<&RowRef>) -> Option<Side> {
     })
 }
 
-/// The first divergence between two chains, lane by lane, earliest in the second run.
-pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Option<Divergence> {
+/// The first divergence between the rows of two chains ([`task_rows`]), lane by lane, earliest
+/// in the second run.
+pub fn first_divergence(
+    a: &[RowRef],
+    b: &[RowRef],
+    task_a: &str,
+    task_b: &str,
+) -> Option<Divergence> {
     let (la, lb) = (lanes(a), lanes(b));
-    let mut names: Vec<&String> = la.iter().map(|(n, _)| n).collect();
+    let mut names: Vec<&str> = la.iter().map(|(n, _)| *n).collect();
     for (n, _) in &lb {
-        if !names.contains(&n) {
+        if !names.contains(n) {
             names.push(n);
         }
     }
@@ -143,11 +148,11 @@ pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Opt
     for name in names {
         let ra = la
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| *n == name)
             .map_or(&empty, |(_, v)| v);
         let rb = lb
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| *n == name)
             .map_or(&empty, |(_, v)| v);
         let at = (0..ra.len().max(rb.len()))
             .find(|&i| ra.get(i).map(|e| key(e)) != rb.get(i).map(|e| key(e)));
@@ -155,7 +160,7 @@ pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Opt
             found.push(Divergence {
                 task_a: task_a.to_string(),
                 task_b: task_b.to_string(),
-                lane: name.clone(),
+                lane: name.to_string(),
                 after: i.checked_sub(1).and_then(|p| ra.get(p)).map(RowRef::kind),
                 a: side(ra.get(i)),
                 b: side(rb.get(i)),
@@ -173,26 +178,20 @@ pub fn first_divergence(a: &Chain, b: &Chain, task_a: &str, task_b: &str) -> Opt
 /// Aligns the tasks of `a` and `b` and finds where each pair parts.
 pub fn diff(a: &Scene, b: &Scene) -> Diff {
     let (ta, tb) = (tasks(a), tasks(b));
-    let in_b: HashSet<&str> = tb.iter().map(String::as_str).collect();
-    let by_id = ta.iter().any(|t| in_b.contains(t.as_str()));
-    let pairs: Vec<(String, String)> = if by_id {
+    let in_b: FastMap<&str, Id> = tb.iter().map(|&(id, name)| (name, id)).collect();
+    let by_id = ta.iter().any(|(_, t)| in_b.contains_key(t));
+    let pairs: Vec<((Id, &str), (Id, &str))> = if by_id {
         ta.iter()
-            .filter(|t| in_b.contains(t.as_str()))
-            .map(|t| (t.clone(), t.clone()))
+            .filter_map(|&(ia, t)| Some(((ia, t), (*in_b.get(t)?, t))))
             .collect()
     } else {
-        ta.iter().cloned().zip(tb.iter().cloned()).collect()
+        ta.iter().copied().zip(tb.iter().copied()).collect()
     };
     let tasks: Vec<(String, String, Option<Divergence>)> = pairs
         .into_iter()
-        .map(|(x, y)| {
-            let d = match (a.id(&x), b.id(&y)) {
-                (Some(ia), Some(ib)) => {
-                    first_divergence(&task_chain(*a, ia), &task_chain(*b, ib), &x, &y)
-                }
-                _ => None,
-            };
-            (x, y, d)
+        .map(|((ia, x), (ib, y))| {
+            let d = first_divergence(&task_rows(*a, ia), &task_rows(*b, ib), x, y);
+            (x.to_string(), y.to_string(), d)
         })
         .collect();
     let first = tasks

@@ -4,7 +4,7 @@
 # Builds the release binaries and writes (unless they exist) synthetic valid traces with the
 # `synth_trace` example: CHECK_ROWS events (10 million by default) for `check`, and VIEW_ROWS
 # events (180,000 and 1,000,000 by default) for the views. Then, in one run, best of RUNS
-# (3), the commands interleaved round by round, each a fresh process:
+# (5), the commands interleaved round by round, each a fresh process:
 #   - `analyzer check` on the large trace, and on the same trace as zstd JSON Lines (written
 #     once from the Parquet file by DuckDB's COPY ... (FORMAT JSON, COMPRESSION ZSTD)), with the
 #     ratio of their peak memory (goal: at most 2);
@@ -32,7 +32,7 @@ cd "$(dirname "$0")/.."
 CHECK_ROWS="${CHECK_ROWS:-10000000}"
 VIEW_ROWS="${VIEW_ROWS:-180000 1000000}"
 LARGE_ROWS="${LARGE_ROWS:-}"
-RUNS="${RUNS:-3}"
+RUNS="${RUNS:-5}"
 SQL_ENGINES="${SQL_ENGINES-duckdb datafusion spark}"
 BENCH_DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/outbox-trace-bench}"
 

@@ -89,8 +89,11 @@ pub struct Diff {
     pub first: Option<Divergence>,
 }
 
-/// The scene's accepted tasks, in order of first acceptance, by id and by name.
-fn tasks<'a>(scene: &Scene<'a>) -> Vec<(Id, &'a str)> {
+/// A task of one run, by id and by name.
+type Task<'a> = (Id, &'a str);
+
+/// The scene's accepted tasks, in order of first acceptance.
+fn tasks<'a>(scene: &Scene<'a>) -> Vec<Task<'a>> {
     let mut seen = IdSet::default();
     scene
         .of(Kind::TaskAccepted)
@@ -180,7 +183,7 @@ pub fn diff(a: &Scene, b: &Scene) -> Diff {
     let (ta, tb) = (tasks(a), tasks(b));
     let in_b: FastMap<&str, Id> = tb.iter().map(|&(id, name)| (name, id)).collect();
     let by_id = ta.iter().any(|(_, t)| in_b.contains_key(t));
-    let pairs: Vec<((Id, &str), (Id, &str))> = if by_id {
+    let pairs: Vec<(Task, Task)> = if by_id {
         ta.iter()
             .filter_map(|&(ia, t)| Some(((ia, t), (*in_b.get(t)?, t))))
             .collect()

@@ -856,8 +856,8 @@ fn columns<'a>(batch: &'a RecordBatch, ids: &'a [Arc<[Id]>]) -> Result<Vec<Ids<'
 /// The rows of a batch (`None` for a row of a kind the contract lacks, or without an actor),
 /// and the positions of the rows that lack a field their kind requires (`detail` included).
 /// Their strings (actor, task, event, aggregate) are named by dictionary key (key `k` standing
-/// in as `Id::from_index(k)`), named by id as they are handed on ([`Naming`]); `counter_key` is left unset for
-/// [`Dictionaries::prepare`].
+/// in as `Id::from_index(k)`), named by id as they are handed on ([`Naming`]); `counter_key` is
+/// left unset for [`Dictionaries::prepare`].
 fn build_rows(
     batch: &RecordBatch,
     kinds: &[Option<Kind>],

@@ -1,7 +1,14 @@
-//! Decoding a file's batches on threads of their own, each batch taken on there by a piece of
-//! work of the caller's, and the results handed on in file order: a Parquet file of several row
-//! groups is shared by two decoders, one taking the even row groups and one the odd (row groups
-//! decode independently, each with its own dictionaries); any other file is decoded by one.
+//! Decoding a file's batches on threads of their own, in two stages of the caller's: a first
+//! stage that reads some of the columns (the names, say) and keeps state from batch to batch,
+//! and a second that takes the whole batch with what the first made of it. The results come
+//! out in file order.
+//!
+//! A Parquet file's columns are shared by two decoders (column chunks decode independently): a
+//! helper reads the first stage's columns and does that stage, up to [`HELPER_AHEAD`] batches
+//! ahead; the lead reads the other columns, joins the helper's to its own and does the second
+//! stage. Work that comes in bursts in the first stage (a row group's new dictionaries, all in
+//! its first batch) is then done while the lead and those after it go on with the batches
+//! before. Any other file is decoded by one thread doing both stages.
 
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -9,134 +16,211 @@ use std::thread::Scope;
 
 use arrow_array::RecordBatch;
 use outbox_trace::input::Encoding;
+use outbox_trace::schema::COLUMNS;
 use outbox_trace::{ReadOptions, TraceError, TraceFile};
 
-/// Decoders sharing a Parquet file's row groups.
-const DECODERS: usize = 2;
+/// Batches the helper may read ahead of the lead: enough for the lead and the stages after it
+/// to go on while the helper does a row group's first batch, a small part of the memory of
+/// the rows.
+const HELPER_AHEAD: usize = 32;
 
-/// Batches a decoder may run ahead of the one handing them on.
-const AHEAD: usize = 1;
+/// Batches the lead may finish ahead of the caller.
+const AHEAD: usize = 4;
 
-/// What a decoder hands on.
-enum Decoded<T, E> {
-    /// The work done on the next batch of its row group (an error ends the decoder).
-    Batch(Result<T, E>),
-    /// Its row group is done: the next batch comes from the next decoder.
-    GroupEnd,
-}
-
-/// The work done on each batch of a file, in file order, decoded and done ahead on threads of
-/// their own.
+/// The second stage's results for each batch of a file, in file order, decoded and done
+/// ahead on threads of their own.
 pub(crate) struct Ordered<T, E> {
-    decoders: Vec<Receiver<Decoded<T, E>>>,
-    /// The decoder whose row group comes next.
-    next: usize,
+    done: Receiver<Result<T, E>>,
 }
 
-impl<T: Send + 'static, E: From<TraceError> + Send + 'static> Ordered<T, E> {
-    /// Starts decoding `trace` (opened from `path` with `options`) within `scope`, doing `work`
-    /// on each batch.
-    pub(crate) fn start<'scope, W>(
+/// The two stages done on each batch.
+pub(crate) struct Stages<F, S> {
+    /// The columns the first stage reads (any other column of its batch may be all null).
+    pub(crate) first_columns: &'static [&'static str],
+    /// Done on each batch in file order, on one thread.
+    pub(crate) first: F,
+    /// Done on each whole batch with the first stage's result for it.
+    pub(crate) second: S,
+}
+
+impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
+    /// Starts decoding `trace` (opened from `path` with `options`) within `scope`, doing the
+    /// `stages` on each batch.
+    pub(crate) fn start<'scope, N, F, S>(
         scope: &'scope Scope<'scope, '_>,
         path: &'scope Path,
         trace: TraceFile,
         options: ReadOptions,
-        work: &'scope W,
+        stages: Stages<F, S>,
     ) -> Self
     where
-        W: Fn(RecordBatch) -> Result<T, E> + Sync,
+        T: 'scope,
+        E: 'scope,
+        N: Send + 'scope,
+        F: FnMut(&RecordBatch) -> Result<N, E> + Send + 'scope,
+        S: Fn(RecordBatch, N) -> Result<T, E> + Send + 'scope,
     {
-        let info = trace.info();
-        let groups = info.row_groups;
-        if info.encoding != Encoding::Parquet || groups < 2 || path.is_dir() {
-            let (tx, rx) = sync_channel(1);
+        let (tx, done) = sync_channel(AHEAD);
+        let Stages {
+            first_columns,
+            mut first,
+            second,
+        } = stages;
+        let shares = (trace.info().encoding == Encoding::Parquet && !path.is_dir())
+            .then(|| Shares::of(&options, first_columns))
+            .flatten();
+        let Some(shares) = shares else {
             scope.spawn(move || {
                 for batch in trace.batches() {
-                    if !send(&tx, batch.map_err(E::from), work) {
+                    let done = batch.map_err(E::from).and_then(|batch| {
+                        guarded(|| {
+                            let n = first(&batch)?;
+                            second(batch, n)
+                        })
+                    });
+                    if !send(&tx, done) {
                         break;
                     }
                 }
             });
-            return Ordered {
-                decoders: vec![rx],
-                next: 0,
-            };
-        }
+            return Ordered { done };
+        };
+        let schema = trace.schema();
         drop(trace);
-        let decoders = (0..DECODERS)
-            .map(|first| {
-                let (tx, rx) = sync_channel(AHEAD);
-                let options = options.clone();
-                scope.spawn(move || {
-                    for group in (first..groups).step_by(DECODERS) {
-                        if !decode_group(path, group, &options, &tx, work) {
-                            break;
-                        }
-                    }
-                });
-                rx
-            })
-            .collect();
-        Ordered { decoders, next: 0 }
-    }
-}
-
-/// Does `work` on `batch` and sends the result; whether to go on (it was no error and the
-/// receiver is still there). A panic in `work` (corrupt data past the decoder) is an error too.
-fn send<T, E, W>(tx: &SyncSender<Decoded<T, E>>, batch: Result<RecordBatch, E>, work: &W) -> bool
-where
-    E: From<TraceError>,
-    W: Fn(RecordBatch) -> Result<T, E>,
-{
-    let done = batch.and_then(|b| outbox_trace::guarded(|| Ok(work(b)))?);
-    let failed = done.is_err();
-    tx.send(Decoded::Batch(done)).is_ok() && !failed
-}
-
-/// Decodes row group `group` of `path` alone, doing `work` on each batch; whether to go on with
-/// the next.
-fn decode_group<T, E, W>(
-    path: &Path,
-    group: usize,
-    options: &ReadOptions,
-    tx: &SyncSender<Decoded<T, E>>,
-    work: &W,
-) -> bool
-where
-    E: From<TraceError>,
-    W: Fn(RecordBatch) -> Result<T, E>,
-{
-    let options = ReadOptions {
-        row_groups: Some(vec![group]),
-        ..options.clone()
-    };
-    match TraceFile::open_with(path, &options) {
-        Ok(trace) => {
-            for batch in trace.batches() {
-                if !send(tx, batch.map_err(E::from), work) {
-                    return false;
+        let (helper_tx, helper_rx) = sync_channel(HELPER_AHEAD);
+        let helper = shares.options(&options, Share::Helper);
+        scope.spawn(move || {
+            let batches = match TraceFile::open_with(path, &helper) {
+                Ok(trace) => trace.batches(),
+                Err(e) => {
+                    let _ = helper_tx.send(Err(e.into()));
+                    return;
+                }
+            };
+            for batch in batches {
+                let done = batch
+                    .map_err(E::from)
+                    .and_then(|batch| Ok((guarded(|| first(&batch))?, batch)));
+                if !send(&helper_tx, done) {
+                    break;
                 }
             }
-            tx.send(Decoded::GroupEnd).is_ok()
-        }
-        Err(e) => {
-            let _ = tx.send(Decoded::Batch(Err(e.into())));
-            false
+        });
+        let lead = shares.options(&options, Share::Lead);
+        scope.spawn(move || {
+            let batches = match TraceFile::open_with(path, &lead) {
+                Ok(trace) => trace.batches(),
+                Err(e) => {
+                    let _ = tx.send(Err(e.into()));
+                    return;
+                }
+            };
+            let mut helper = helper_rx.into_iter();
+            for batch in batches {
+                let done = batch.map_err(E::from).and_then(|lead| {
+                    let (n, helper) = helper.next().unwrap_or_else(|| Err(uneven().into()))?;
+                    let batch = shares.join(&schema, lead, &helper)?;
+                    guarded(|| second(batch, n))
+                });
+                if !send(&tx, done) {
+                    return;
+                }
+            }
+            if let Some(more) = helper.next() {
+                // The helper read rows past the lead's last: the file changed between the reads.
+                let _ = send(&tx, more.and(Err(uneven().into())));
+            }
+        });
+        Ordered { done }
+    }
+}
+
+/// Which decoder reads a column.
+#[derive(Clone, Copy, PartialEq)]
+enum Share {
+    Lead,
+    Helper,
+}
+
+/// Each canonical column's decoder (none for a column neither reads).
+struct Shares(Vec<Option<Share>>);
+
+impl Shares {
+    /// The columns `options` leaves to read, the helper's those of `helper`; `None` unless
+    /// each decoder has one.
+    fn of(options: &ReadOptions, helper: &[&str]) -> Option<Self> {
+        let shares: Vec<Option<Share>> = COLUMNS
+            .iter()
+            .map(|c| {
+                let share = match helper.contains(&c.name) {
+                    true => Share::Helper,
+                    false => Share::Lead,
+                };
+                (!options.skip.contains(&c.name)).then_some(share)
+            })
+            .collect();
+        let both = [Share::Lead, Share::Helper]
+            .iter()
+            .all(|s| shares.contains(&Some(*s)));
+        both.then_some(Shares(shares))
+    }
+
+    /// `options` for the decoder of `share`: the other share's columns skipped too.
+    fn options(&self, options: &ReadOptions, share: Share) -> ReadOptions {
+        let others = COLUMNS
+            .iter()
+            .zip(&self.0)
+            .filter(|(_, s)| s.is_some_and(|s| s != share))
+            .map(|(c, _)| c.name);
+        ReadOptions {
+            skip: options.skip.iter().copied().chain(others).collect(),
+            ..options.clone()
         }
     }
+
+    /// The lead's batch with the helper's columns of the same rows in place of its nulls.
+    fn join(
+        &self,
+        schema: &arrow_schema::SchemaRef,
+        lead: RecordBatch,
+        helper: &RecordBatch,
+    ) -> Result<RecordBatch, TraceError> {
+        if helper.num_rows() != lead.num_rows() {
+            return Err(uneven());
+        }
+        let columns = self
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, share)| match share {
+                Some(Share::Helper) => helper.column(i).clone(),
+                _ => lead.column(i).clone(),
+            })
+            .collect();
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    }
+}
+
+/// The two decoders of a file found different numbers of rows in it.
+fn uneven() -> TraceError {
+    TraceError::Corrupt("its columns hold different numbers of rows".into())
+}
+
+/// `work`, a panic in it (corrupt data past the decoder) an error too.
+fn guarded<T, E: From<TraceError>>(work: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    outbox_trace::guarded(|| Ok(work()))?
+}
+
+/// Sends `done`; whether to go on (it was no error and the receiver is still there).
+fn send<T, E>(tx: &SyncSender<Result<T, E>>, done: Result<T, E>) -> bool {
+    let failed = done.is_err();
+    tx.send(done).is_ok() && !failed
 }
 
 impl<T, E> Iterator for Ordered<T, E> {
     type Item = Result<T, E>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            match self.decoders.get(self.next)?.recv() {
-                Ok(Decoded::Batch(batch)) => return Some(batch),
-                Ok(Decoded::GroupEnd) => self.next = (self.next + 1) % self.decoders.len(),
-                // The decoder whose turn it is has no row group left: every one is read.
-                Err(_) => return None,
-            }
-        }
+        self.done.recv().ok()
     }
 }

@@ -16,7 +16,7 @@ use outbox_trace::input::Encoding;
 use outbox_trace::schema::column;
 use outbox_trace::{Field, Kind, ReadOptions, TraceError, TraceFile};
 
-use crate::model::decode::Ordered;
+use crate::model::decode::{Ordered, Stages};
 use crate::model::history::{keeps_detail, History};
 use crate::model::intern::{FastMap, Id, InternError, Interner};
 use crate::model::row::{Numbers, Row};
@@ -253,38 +253,26 @@ pub(crate) fn read(
         },
         unknown: BTreeMap::new(),
     };
-    // Three stages, each on its own threads and a few batches ahead of the next: decoding
-    // (decompression, normalisation) and building the rows, on two threads for a Parquet file
-    // of several row groups; interning each new dictionary's values and naming the rows' strings
-    // by id; and here the rows handed on in order.
+    // Three stages, each on its own threads and a few batches ahead of the next: reading the
+    // string columns and interning each new dictionary's values (up to a row group ahead);
+    // reading the other columns and building the rows, their strings named by id; and here the
+    // rows handed on in order.
     let spent = Spent::default();
-    let build = |batch| Built::of(batch, &spent);
+    let mut dictionaries = Dictionaries::default();
+    let mut expect = Expect::new(names.len(), known_rows);
+    let stages = Stages {
+        first_columns: &NAMED_COLUMNS,
+        first: |batch: &RecordBatch| {
+            expect.batch(batch.num_rows(), dictionaries.fresh(batch), names);
+            dictionaries.name(batch, names)
+        },
+        second: |batch, named| Built::of(batch, named, &spent),
+    };
     std::thread::scope(|scope| -> Result<(), LoadError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        let built = Ordered::start(scope, path, trace, options, &build);
-        scope.spawn(move || {
-            let mut dictionaries = Dictionaries::default();
-            let mut expect = Expect::new(names.len(), known_rows);
-            for built in built {
-                if let Ok(b) = &built {
-                    let fresh = dictionaries.fresh(&b.batch);
-                    expect.batch(b.batch.num_rows(), fresh, names);
-                }
-                let prepared = built.and_then(|b| {
-                    // Corrupt data that got past the decoder must not panic here either.
-                    outbox_trace::guarded(|| Ok(dictionaries.prepare(b, names)))?
-                });
-                let failed = prepared.is_err();
-                if tx.send(prepared).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        // On an early return `rx` is dropped, so the interner stops at its next send, and the
-        // decoder at its own next one.
-        for prepared in rx {
-            let prepared = prepared?;
-            let rows = outbox_trace::guarded(|| Ok(state.batch(prepared, histories, sink)))??;
+        // On an early return the decoders stop at their next send.
+        for built in Ordered::start(scope, path, trace, options, stages) {
+            let built = built?;
+            let rows = outbox_trace::guarded(|| Ok(state.batch(built, histories, sink)))??;
             spent.give(rows);
         }
         Ok(())
@@ -473,79 +461,39 @@ impl Dictionaries {
             .any(|(name, dict)| dictionary(batch, name).is_ok_and(|a| !dict.holds(a)))
     }
 
-    /// Interns the dictionaries of `built`'s batch that are new (its rows' strings are named by
-    /// id as they are handed on, see [`Naming`]).
-    fn prepare(&mut self, built: Built, names: &mut Interner) -> Result<Prepared, LoadError> {
-        let Built {
-            batch,
-            kinds,
-            mut rows,
-            incomplete,
-        } = built;
+    /// The ids of `batch`'s string columns, its dictionaries interned where new.
+    fn name(&mut self, batch: &RecordBatch, names: &mut Interner) -> Result<Named, LoadError> {
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
-            ids.push(dict.ids(dictionary(&batch, name)?, names)?);
+            ids.push(dict.ids(dictionary(batch, name)?, names)?);
         }
         // `counter_key` (an optional column, plain text): interned where set, which is rare.
-        if let Some(keys) = batch.column(column("counter_key")).as_string_opt::<i32>() {
-            if keys.null_count() < keys.len() {
-                for (row, key) in rows.iter_mut().zip(keys.iter()) {
-                    if let (Some(row), Some(key)) = (row, key) {
-                        row.counter_key = Some(names.intern(key)?);
-                    }
-                }
-            }
-        }
-        Ok(Prepared {
-            batch,
-            ids,
-            kinds,
-            rows,
-            incomplete,
-        })
-    }
-}
-
-/// The ids of a batch's actors, tasks, events and aggregates by dictionary key: what turns the
-/// keys a row was built with into ids.
-struct Naming<'a> {
-    actor: &'a [Id],
-    task: &'a [Id],
-    event: &'a [Id],
-    aggregate: &'a [Id],
-}
-
-impl<'a> Naming<'a> {
-    /// The naming of a batch whose dictionaries' ids are `ids` (by position in
-    /// [`STRING_COLUMNS`]).
-    fn of(ids: &'a [Arc<[Id]>]) -> Result<Self, LoadError> {
-        let [_, _, _, actor, _, task, event, aggregate] = ids else {
-            return Err(LoadError::Canonical("kind"));
+        let keys = batch.column(column("counter_key")).as_string_opt::<i32>();
+        let counter_keys = match keys {
+            Some(keys) if keys.null_count() < keys.len() => Some(
+                keys.iter()
+                    .map(|key| key.map(|key| names.intern(key)).transpose())
+                    .collect::<Result<_, _>>()?,
+            ),
+            _ => None,
         };
-        Ok(Naming {
-            actor,
-            task,
-            event,
-            aggregate,
-        })
-    }
-
-    /// Names `row`'s strings by id instead of dictionary key.
-    #[inline(always)]
-    fn name(&self, row: &mut Row) -> Result<(), LoadError> {
-        let id = |ids: &[Id], key: Id| ids.get(key.index()).copied();
-        row.actor = id(self.actor, row.actor).ok_or(LoadError::Canonical("actor"))?;
-        row.task = row.task.and_then(|k| id(self.task, k));
-        row.event = row.event.and_then(|k| id(self.event, k));
-        row.aggregate = row.aggregate.and_then(|k| id(self.aggregate, k));
-        Ok(())
+        Ok(Named { ids, counter_keys })
     }
 }
 
-/// A decoded batch with its rows built, their strings named by dictionary key (see
-/// [`build_rows`]).
+/// What the names of a batch are as ids.
+pub(crate) struct Named {
+    /// The ids of each string column's dictionary values, by position in [`STRING_COLUMNS`].
+    ids: Vec<Arc<[Id]>>,
+    /// Each row's `counter_key`, unless none is set.
+    counter_keys: Option<Vec<Option<Id>>>,
+}
+
+/// A decoded batch with its rows built.
 pub(crate) struct Built {
     batch: RecordBatch,
+    /// The ids of each string column's dictionary values, by position in [`STRING_COLUMNS`].
+    ids: Vec<Arc<[Id]>>,
     /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
     kinds: Vec<Option<Kind>>,
     rows: Vec<Option<Row>>,
@@ -554,8 +502,8 @@ pub(crate) struct Built {
 }
 
 impl Built {
-    /// Builds the rows of `batch` in a buffer from `spent`.
-    fn of(batch: RecordBatch, spent: &Spent) -> Result<Self, LoadError> {
+    /// Builds the rows of `batch`, whose names are `named`, in a buffer from `spent`.
+    fn of(batch: RecordBatch, named: Named, spent: &Spent) -> Result<Self, LoadError> {
         let kind_names = dictionary(&batch, "kind")?
             .values()
             .as_string_opt::<i32>()
@@ -563,9 +511,18 @@ impl Built {
         // Kinds by dictionary value: parsed once per value, not per row.
         let kinds: Vec<Option<Kind>> = kind_names.iter().map(|k| k?.parse().ok()).collect();
         let needs: Vec<u16> = kinds.iter().map(|k| k.map_or(0, needs)).collect();
-        let (rows, incomplete) = build_rows(&batch, &kinds, &needs, spent.take())?;
+        let Named { ids, counter_keys } = named;
+        let (mut rows, incomplete) = build_rows(&batch, &ids, &kinds, &needs, spent.take())?;
+        if let Some(keys) = counter_keys {
+            for (row, key) in rows.iter_mut().zip(keys) {
+                if let Some(row) = row {
+                    row.counter_key = key;
+                }
+            }
+        }
         Ok(Built {
             batch,
+            ids,
             kinds,
             rows,
             incomplete,
@@ -660,19 +617,6 @@ impl Spent {
     }
 }
 
-/// A decoded batch with the ids of its string columns' dictionary values.
-struct Prepared {
-    batch: RecordBatch,
-    /// By position in [`STRING_COLUMNS`].
-    ids: Vec<Arc<[Id]>>,
-    /// The kind of each value of the `kind` dictionary (`None`: a kind the contract lacks).
-    kinds: Vec<Option<Kind>>,
-    /// The rows, built (`None`: a kind the contract lacks); the buffer goes back emptied.
-    rows: Vec<Option<Row>>,
-    /// Positions of the rows lacking a field their kind requires, ascending.
-    incomplete: Vec<u32>,
-}
-
 /// A string column of a batch, as ids.
 struct Ids<'a> {
     keys: &'a [i32],
@@ -750,11 +694,24 @@ const STRING_COLUMNS: [&str; 8] = [
     "aggregate_id",
 ];
 
+/// The columns the names are read from: the string columns and `counter_key`.
+const NAMED_COLUMNS: [&str; 9] = [
+    "run_id",
+    "scenario",
+    "backend",
+    "actor",
+    "kind",
+    "task_id",
+    "event_id",
+    "aggregate_id",
+    "counter_key",
+];
+
 impl FileState {
     /// Hands every row of `p` to `sink`; gives back the emptied row buffer.
     fn batch(
         &mut self,
-        p: Prepared,
+        p: Built,
         histories: &mut Vec<History>,
         sink: &mut impl Sink,
     ) -> Result<Vec<Option<Row>>, LoadError> {
@@ -778,7 +735,6 @@ impl FileState {
         let mut last_group: Option<([Option<&i32>; 3], usize)> = None;
         // Most batches hold one scenario only: then its history, once found, is every row's.
         let one_group = [run, scenario, backend].iter().all(|c| c.uniform());
-        let naming = Naming::of(&p.ids)?;
         let mut rows = p.rows;
         for (i, row) in rows.iter_mut().enumerate() {
             let Some(row) = row else {
@@ -793,7 +749,6 @@ impl FileState {
                 sink.unknown(run_id, seq.get(i))?;
                 continue;
             };
-            naming.name(row)?;
             let k = row.kind;
             let group = || [run.keys.get(i), scenario.keys.get(i), backend.keys.get(i)];
             let h = match last_group {
@@ -855,11 +810,11 @@ fn columns<'a>(batch: &'a RecordBatch, ids: &'a [Arc<[Id]>]) -> Result<Vec<Ids<'
 
 /// The rows of a batch (`None` for a row of a kind the contract lacks, or without an actor),
 /// and the positions of the rows that lack a field their kind requires (`detail` included).
-/// Their strings (actor, task, event, aggregate) are named by dictionary key (key `k` standing
-/// in as `Id::from_index(k)`), named by id as they are handed on ([`Naming`]); `counter_key` is
-/// left unset for [`Dictionaries::prepare`].
+/// Their strings are named by `ids` (by position in [`STRING_COLUMNS`]); `counter_key` is left
+/// unset.
 fn build_rows(
     batch: &RecordBatch,
+    ids: &[Arc<[Id]>],
     kinds: &[Option<Kind>],
     needs: &[u16],
     mut rows: Vec<Option<Row>>,
@@ -909,15 +864,20 @@ fn build_rows(
     rows.clear();
     rows.reserve(n);
     let mut incomplete = Vec::new();
-    // A key as a stand-in id, when its column is set.
-    let id = |c: u16, bit: u16, key: i32| {
+    let [_, _, _, actor_ids, _, task_ids, event_ids, agg_ids] = ids else {
+        return Err(LoadError::Canonical("kind"));
+    };
+    // The id of a key of a column named by `ids`, when the column is set (a key is in range:
+    // Arrow checks dictionary keys).
+    let id = |c: u16, bit: u16, ids: &[Id], key: i32| {
         (c & bit != 0)
-            .then(|| Id::from_index(usize::try_from(key).ok()?))
+            .then(|| ids.get(usize::try_from(key).ok()?).copied())
             .flatten()
     };
     for (i, &c) in carried.iter().enumerate() {
         let key = usize::try_from(kind[i]).unwrap_or(usize::MAX);
-        let (Some(&Some(k)), Some(actor_key)) = (kinds.get(key), id(c, Carried::ACTOR, actor[i]))
+        let (Some(&Some(k)), Some(actor_key)) =
+            (kinds.get(key), id(c, Carried::ACTOR, actor_ids, actor[i]))
         else {
             rows.push(None);
             continue;
@@ -933,9 +893,9 @@ fn build_rows(
         };
         let mut row = Row::new(seq[i], k, actor_key, inc[i]).with_numbers(numbers);
         row.ts_ns = ts[i];
-        row.task = id(c, Carried::TASK, task[i]);
-        row.event = id(c, Carried::EVENT, event[i]);
-        row.aggregate = id(c, Carried::AGGREGATE, agg[i]);
+        row.task = id(c, Carried::TASK, task_ids, task[i]);
+        row.event = id(c, Carried::EVENT, event_ids, event[i]);
+        row.aggregate = id(c, Carried::AGGREGATE, agg_ids, agg[i]);
         if needs.get(key).is_some_and(|&needs| needs & !c != 0) {
             incomplete.push(i as u32);
         }

@@ -98,7 +98,13 @@ fn put(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Takes one LEB128 number off the front of `bytes`.
+#[inline]
 fn take(bytes: &mut &[u8]) -> u64 {
+    // Most differences fit one byte.
+    if let [b @ 0..0x80, rest @ ..] = *bytes {
+        *bytes = rest;
+        return u64::from(*b);
+    }
     let mut v = 0u64;
     for (i, &b) in bytes.iter().enumerate() {
         v |= u64::from(b & 0x7f) << (7 * i).min(63);
@@ -179,27 +185,29 @@ impl super::Rule for Rule {
         let mut late = self.late;
         late.sort_unstable_by_key(Commit::key);
         let commits = merge(self.in_order.iter(), late.into_iter());
-        // Per counter, in the order of its first commit: its value, its sum, its last commit.
-        let mut order: Vec<Option<Id>> = Vec::new();
-        let mut chains: FastMap<Option<Id>, Chain> = FastMap::default();
+        // Per counter, in the order of its first commit: its key and chain. Commits of one
+        // counter mostly follow one another, so the last one's chain is tried first.
+        let mut chains: Vec<(Option<Id>, Chain)> = Vec::new();
+        let mut index: FastMap<u32, usize> = FastMap::default();
+        let mut last: Option<(u32, usize)> = None;
         let mut found = Vec::new();
         for c in commits {
             let at = c.at as usize;
-            let key = c.key_id();
-            let chain = chains.entry(key).or_insert_with(|| {
-                order.push(key);
-                let start = ends.counter_start(key);
-                Chain {
-                    value: start,
-                    sum: start,
-                    prev: None,
-                }
-            });
+            let i = match last {
+                Some((ckey, i)) if ckey == c.ckey => i,
+                _ => *index.entry(c.ckey).or_insert_with(|| {
+                    let key = c.key_id();
+                    chains.push((key, Chain::from(ends.counter_start(key))));
+                    chains.len() - 1
+                }),
+            };
+            last = Some((c.ckey, i));
+            let (key, chain) = &mut chains[i];
             let expected = chain.value.saturating_add(c.amount);
             chain.sum = chain.sum.saturating_add(c.amount);
             if c.counter != expected {
                 let finding = Finding::CounterStep {
-                    key,
+                    key: *key,
                     commit: at,
                     prev: chain.prev,
                     expected,
@@ -213,21 +221,11 @@ impl super::Rule for Rule {
             chain.value = c.counter;
             chain.prev = Some(at);
         }
-        if order.is_empty() {
-            let start = ends.counter_start(None);
-            order.push(None);
-            chains.insert(
-                None,
-                Chain {
-                    value: start,
-                    sum: start,
-                    prev: None,
-                },
-            );
+        if chains.is_empty() {
+            chains.push((None, Chain::from(ends.counter_start(None))));
         }
         let mut incomplete = None;
-        for key in order {
-            let sum = chains.get(&key).map_or(0, |c| c.sum);
+        for (key, Chain { sum, .. }) in chains {
             match (ends.observed.as_ref(), ends.counter_final(key)) {
                 (Some((at, _)), Some(counter)) if counter != sum => {
                     let finding = Finding::CounterFinal {
@@ -266,6 +264,17 @@ struct Chain {
     value: i64,
     sum: i64,
     prev: Option<usize>,
+}
+
+impl From<i64> for Chain {
+    /// A chain with no commit yet, at `start`.
+    fn from(start: i64) -> Self {
+        Chain {
+            value: start,
+            sum: start,
+            prev: None,
+        }
+    }
 }
 
 /// Two sequences ascending by [`Commit::key`], merged into one.

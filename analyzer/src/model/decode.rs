@@ -8,7 +8,8 @@
 //! ahead; the lead reads the other columns, joins the helper's to its own and does the second
 //! stage. Work that comes in bursts in the first stage (a row group's new dictionaries, all in
 //! its first batch) is then done while the lead and those after it go on with the batches
-//! before. Any other file is decoded by one thread doing both stages.
+//! before. Any other input (JSON Lines, a directory, a pipe) is decoded by one thread doing
+//! both stages.
 
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -66,7 +67,10 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
             mut first,
             second,
         } = stages;
-        let shares = (trace.info().encoding == Encoding::Parquet && !path.is_dir())
+        // Each decoder opens the file anew: only a regular file reads the same twice (a pipe
+        // is read once, into memory, and a directory holds several files).
+        let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        let shares = (trace.info().encoding == Encoding::Parquet && regular)
             .then(|| Shares::of(&options, first_columns))
             .flatten();
         let Some(shares) = shares else {
@@ -222,5 +226,53 @@ impl<T, E> Iterator for Ordered<T, E> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.done.recv().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outbox_trace::schema::column;
+
+    #[test]
+    fn shared_columns_come_out_as_one_decoder_reads_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("trace.parquet");
+        // Three batches of one row group.
+        crate::model::synth::write(&path, 40_000).expect("write");
+        let options = ReadOptions {
+            dictionary: vec!["actor", "task_id"],
+            ..ReadOptions::default()
+        };
+        let one: Vec<RecordBatch> = TraceFile::open_with(&path, &options)
+            .expect("open")
+            .batches()
+            .collect::<Result<_, _>>()
+            .expect("read");
+        let trace = TraceFile::open_with(&path, &options).expect("open");
+        let (mut rows, mut shared) = (0, true);
+        let stages = Stages {
+            first_columns: &["actor", "task_id"],
+            first: |batch: &RecordBatch| {
+                // The helper reads its columns only.
+                shared &= batch.column(column("seq")).null_count() == batch.num_rows();
+                rows += batch.num_rows();
+                Ok::<_, TraceError>(rows)
+            },
+            second: |batch, rows| Ok((rows, batch)),
+        };
+        let two: Vec<(usize, RecordBatch)> = std::thread::scope(|scope| {
+            Ordered::start(scope, &path, trace, options.clone(), stages)
+                .collect::<Result<Vec<_>, TraceError>>()
+        })
+        .expect("read");
+        assert!(shared, "the columns were not shared");
+        assert_eq!(two.len(), one.len());
+        let mut before = 0;
+        for ((rows, two), one) in two.iter().zip(&one) {
+            before += one.num_rows();
+            assert_eq!(*rows, before, "the first stage runs in file order");
+            assert_eq!(two, one);
+        }
     }
 }

@@ -74,7 +74,7 @@ fn a_large_trace_with_violations_gives_the_same_outcomes_streamed_and_whole() {
     assert_eq!(report.verdict.as_str(), "invalid");
 
     // The same rows in seven row groups of unequal sizes, some of several batches (a batch is
-    // 16,384 rows): two decoders share them, and the outcomes are those of the single row
+    // 16,384 rows): two decoders share their columns, and the outcomes are those of the single row
     // group, word for word.
     let grouped = dir.path().join("grouped");
     std::fs::create_dir(&grouped).expect("mkdir");

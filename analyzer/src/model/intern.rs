@@ -316,6 +316,12 @@ impl Interner {
         self.find_or_insert(name, hash, false)
     }
 
+    /// Makes room for `more` names at once, so that interning several sets of names in turn
+    /// (a row group's dictionaries) grows the table once rather than once a set.
+    pub fn reserve(&mut self, more: usize) -> Result<(), InternError> {
+        self.make_room(more).map(|_| ())
+    }
+
     /// Says about how many names there will be in all, so the table grows once to hold them
     /// rather than doubling (each doubling hashes every name again, a random write each). Only
     /// the table's room follows it: an estimate too high costs memory, one too low another grow.

@@ -19,7 +19,7 @@ use outbox_trace::{Field, Kind, ReadOptions, TraceError, TraceFile};
 use crate::model::decode::{Ordered, Stages};
 use crate::model::history::{keeps_detail, History};
 use crate::model::intern::{FastMap, Id, InternError, Interner};
-use crate::model::row::{Numbers, Row};
+use crate::model::row::{Columns, Present, Row};
 
 /// Why a file could not be loaded. Displays as one line.
 #[derive(Debug, thiserror::Error)]
@@ -463,6 +463,14 @@ impl Dictionaries {
 
     /// The ids of `batch`'s string columns, its dictionaries interned where new.
     fn name(&mut self, batch: &RecordBatch, names: &mut Interner) -> Result<Named, LoadError> {
+        let mut new = 0;
+        for (name, dict) in STRING_COLUMNS.iter().zip(&self.0) {
+            let array = dictionary(batch, name)?;
+            if !dict.holds(array) {
+                new += array.values().len();
+            }
+        }
+        names.reserve(new)?;
         let mut ids = Vec::with_capacity(STRING_COLUMNS.len());
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
             ids.push(dict.ids(dictionary(batch, name)?, names)?);
@@ -537,12 +545,12 @@ impl Built {
 struct Carried;
 
 impl Carried {
-    const AGGREGATE_SEQ: u16 = 1;
-    const ATTEMPT: u16 = 1 << 1;
-    const BROKER_SEQ: u16 = 1 << 2;
-    const STORE_REV: u16 = 1 << 3;
-    const AMOUNT: u16 = 1 << 4;
-    const COUNTER: u16 = 1 << 5;
+    const AGGREGATE_SEQ: u16 = Present::AGGREGATE_SEQ as u16;
+    const ATTEMPT: u16 = Present::ATTEMPT as u16;
+    const BROKER_SEQ: u16 = Present::BROKER_SEQ as u16;
+    const STORE_REV: u16 = Present::STORE_REV as u16;
+    const AMOUNT: u16 = Present::AMOUNT as u16;
+    const COUNTER: u16 = Present::COUNTER as u16;
     const TASK: u16 = 1 << 6;
     const EVENT: u16 = 1 << 7;
     const AGGREGATE: u16 = 1 << 8;
@@ -882,16 +890,16 @@ fn build_rows(
             rows.push(None);
             continue;
         };
-        let set = |bit: u16| c & bit != 0;
-        let numbers = Numbers {
-            aggregate_seq: set(Carried::AGGREGATE_SEQ).then_some(agg_seq[i]),
-            attempt: set(Carried::ATTEMPT).then_some(attempt[i]),
-            broker_seq: set(Carried::BROKER_SEQ).then_some(broker[i]),
-            store_rev: set(Carried::STORE_REV).then_some(rev[i]),
-            amount: set(Carried::AMOUNT).then_some(amount[i]),
-            counter: set(Carried::COUNTER).then_some(counter[i]),
+        let numbers = Columns {
+            aggregate_seq: agg_seq[i],
+            attempt: attempt[i],
+            broker_seq: broker[i],
+            store_rev: rev[i],
+            amount: amount[i],
+            counter: counter[i],
         };
-        let mut row = Row::new(seq[i], k, actor_key, inc[i]).with_numbers(numbers);
+        // The low bits of `c` are the numbers' `Present` bits.
+        let mut row = Row::new(seq[i], k, actor_key, inc[i]).with_columns(c as u8, numbers);
         row.ts_ns = ts[i];
         row.task = id(c, Carried::TASK, task_ids, task[i]);
         row.event = id(c, Carried::EVENT, event_ids, event[i]);

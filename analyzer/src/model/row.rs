@@ -22,6 +22,8 @@ impl Present {
     pub const AMOUNT: u8 = 1 << 4;
     /// `counter` is set.
     pub const COUNTER: u8 = 1 << 5;
+    /// Every bit.
+    const ALL: u8 = (1 << 6) - 1;
 
     /// Marks `bit` present when `yes`.
     #[inline]
@@ -87,6 +89,24 @@ pub struct Numbers {
     pub counter: Option<i64>,
 }
 
+/// The optional numeric columns of a row as read, each meaningful only where its column is set
+/// (see [`Row::with_columns`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Columns {
+    /// The `aggregate_seq` column's value.
+    pub aggregate_seq: u64,
+    /// The `attempt` column's value.
+    pub attempt: u32,
+    /// The `broker_seq` column's value.
+    pub broker_seq: u64,
+    /// The `store_rev` column's value.
+    pub store_rev: i64,
+    /// The `amount` column's value.
+    pub amount: i64,
+    /// The `counter` column's value.
+    pub counter: i64,
+}
+
 impl Row {
     /// A row of `kind` by `actor#incarnation` at `seq`, with no optional field set.
     #[inline(always)]
@@ -128,6 +148,21 @@ impl Row {
         self.store_rev = n.store_rev.unwrap_or(0);
         self.amount = n.amount.unwrap_or(0);
         self.counter = n.counter.unwrap_or(0);
+        self
+    }
+
+    /// Sets the optional numeric fields from their columns' values, set where `present` has
+    /// their [`Present`] bit; a value whose bit is clear reads as absent (it is kept as it came,
+    /// whatever a null slot of its column held, and never read).
+    #[inline(always)]
+    pub fn with_columns(mut self, present: u8, values: Columns) -> Self {
+        self.present = Present(present & Present::ALL);
+        self.aggregate_seq = values.aggregate_seq;
+        self.attempt = values.attempt;
+        self.broker_seq = values.broker_seq;
+        self.store_rev = values.store_rev;
+        self.amount = values.amount;
+        self.counter = values.counter;
         self
     }
 
@@ -198,6 +233,29 @@ mod tests {
             "{}",
             std::mem::size_of::<Row>()
         );
+    }
+
+    #[test]
+    fn columns_whose_bit_is_clear_read_as_none() {
+        let mut names = crate::model::intern::Interner::default();
+        let actor = names.intern("worker").unwrap();
+        let values = Columns {
+            aggregate_seq: 3,
+            attempt: 4,
+            broker_seq: 5,
+            store_rev: 6,
+            amount: 7,
+            counter: 8,
+        };
+        let row = Row::new(7, Kind::Acked, actor, 0)
+            .with_columns(Present::BROKER_SEQ | Present::COUNTER | 1 << 7, values);
+        assert_eq!(row.broker_seq(), Some(5));
+        assert_eq!(row.counter(), Some(8));
+        assert_eq!(row.aggregate_seq(), None);
+        assert_eq!(row.attempt(), None);
+        assert_eq!(row.store_rev(), None);
+        assert_eq!(row.amount(), None);
+        assert_eq!(row.present, Present(Present::BROKER_SEQ | Present::COUNTER));
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! before. Any other input (JSON Lines, a directory, a pipe) is decoded by one thread doing
 //! both stages.
 
+use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::thread::Scope;
 
 use arrow_array::RecordBatch;
@@ -24,6 +25,10 @@ use outbox_trace::{ReadOptions, TraceError, TraceFile};
 /// to go on while the helper does a row group's first batch, a small part of the memory of
 /// the rows.
 const HELPER_AHEAD: usize = 32;
+
+/// Batches the lead may decode ahead of the helper, waiting for the helper's halves: while the
+/// helper interns a row group's dictionaries, the lead decodes on.
+const LEAD_AHEAD: usize = 16;
 
 /// Batches the lead may finish ahead of the caller.
 const AHEAD: usize = 4;
@@ -119,18 +124,44 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
                     return;
                 }
             };
-            let mut helper = helper_rx.into_iter();
-            for batch in batches {
-                let done = batch.map_err(E::from).and_then(|lead| {
-                    let (n, helper) = helper.next().unwrap_or_else(|| Err(uneven().into()))?;
+            // Joins a batch of the lead's to the helper's half of it (`None`: the helper ended)
+            // and does the second stage; whether to go on.
+            let finish = |lead: Result<RecordBatch, TraceError>,
+                          half: Option<Result<(N, _), E>>| {
+                let done = lead.map_err(E::from).and_then(|lead| {
+                    let (n, helper) = half.unwrap_or_else(|| Err(uneven().into()))?;
                     let batch = shares.join(&schema, lead, &helper)?;
                     guarded(|| second(batch, n))
                 });
-                if !send(&tx, done) {
+                send(&tx, done)
+            };
+            // The lead's batches decoded while the helper is behind (its first batch of a row
+            // group brings the dictionaries to intern), waiting for the helper's halves.
+            let mut waiting = VecDeque::new();
+            for batch in batches {
+                waiting.push_back(batch);
+                while !waiting.is_empty() {
+                    let half = if waiting.len() > LEAD_AHEAD {
+                        helper_rx.recv().ok()
+                    } else {
+                        match helper_rx.try_recv() {
+                            Ok(half) => Some(half),
+                            Err(TryRecvError::Empty) => break,
+                            Err(TryRecvError::Disconnected) => None,
+                        }
+                    };
+                    let lead = waiting.pop_front().expect("a batch waits");
+                    if !finish(lead, half) {
+                        return;
+                    }
+                }
+            }
+            for lead in waiting {
+                if !finish(lead, helper_rx.recv().ok()) {
                     return;
                 }
             }
-            if let Some(more) = helper.next() {
+            if let Ok(more) = helper_rx.recv() {
                 // The helper read rows past the lead's last: the file changed between the reads.
                 let _ = send(&tx, more.and(Err(uneven().into())));
             }

@@ -99,12 +99,8 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
         let (helper_tx, helper_rx) = sync_channel(HELPER_AHEAD);
         let helper = shares.options(&options, Share::Helper);
         scope.spawn(move || {
-            let batches = match TraceFile::open_with(path, &helper) {
-                Ok(trace) => trace.batches(),
-                Err(e) => {
-                    let _ = helper_tx.send(Err(e.into()));
-                    return;
-                }
+            let Some(batches) = open(path, &helper, &helper_tx) else {
+                return;
             };
             for batch in batches {
                 let done = batch
@@ -117,12 +113,8 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
         });
         let lead = shares.options(&options, Share::Lead);
         scope.spawn(move || {
-            let batches = match TraceFile::open_with(path, &lead) {
-                Ok(trace) => trace.batches(),
-                Err(e) => {
-                    let _ = tx.send(Err(e.into()));
-                    return;
-                }
+            let Some(batches) = open(path, &lead, &tx) else {
+                return;
             };
             // Joins a batch of the lead's to the helper's half of it (`None`: the helper ended)
             // and does the second stage; whether to go on.
@@ -233,6 +225,21 @@ impl Shares {
             })
             .collect();
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    }
+}
+
+/// The batches of `path` read with `options`; `None` once the error opening it is sent on `tx`.
+fn open<T, E: From<TraceError>>(
+    path: &Path,
+    options: &ReadOptions,
+    tx: &SyncSender<Result<T, E>>,
+) -> Option<impl Iterator<Item = Result<RecordBatch, TraceError>>> {
+    match TraceFile::open_with(path, options) {
+        Ok(trace) => Some(trace.batches()),
+        Err(e) => {
+            let _ = tx.send(Err(e.into()));
+            None
+        }
     }
 }
 

@@ -703,17 +703,16 @@ const STRING_COLUMNS: [&str; 8] = [
 ];
 
 /// The columns the names are read from: the string columns and `counter_key`.
-const NAMED_COLUMNS: [&str; 9] = [
-    "run_id",
-    "scenario",
-    "backend",
-    "actor",
-    "kind",
-    "task_id",
-    "event_id",
-    "aggregate_id",
-    "counter_key",
-];
+const NAMED_COLUMNS: [&str; STRING_COLUMNS.len() + 1] = {
+    let mut named = [""; STRING_COLUMNS.len() + 1];
+    let mut i = 0;
+    while i < STRING_COLUMNS.len() {
+        named[i] = STRING_COLUMNS[i];
+        i += 1;
+    }
+    named[i] = "counter_key";
+    named
+};
 
 impl FileState {
     /// Hands every row of `p` to `sink`; gives back the emptied row buffer.

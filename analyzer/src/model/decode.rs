@@ -133,7 +133,7 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
             for batch in batches {
                 waiting.push_back(batch);
                 while !waiting.is_empty() {
-                    let half = if waiting.len() > LEAD_AHEAD {
+                    let half = if waiting.len() >= LEAD_AHEAD {
                         helper_rx.recv().ok()
                     } else {
                         match helper_rx.try_recv() {

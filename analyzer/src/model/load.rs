@@ -253,10 +253,10 @@ pub(crate) fn read(
         },
         unknown: BTreeMap::new(),
     };
-    // Three stages, each on its own threads and a few batches ahead of the next: reading the
-    // string columns and interning each new dictionary's values (up to a row group ahead);
-    // reading the other columns and building the rows, their strings named by id; and here the
-    // rows handed on in order.
+    // Three stages, each a few batches ahead of the next: reading the string columns and
+    // interning each new dictionary's values; reading the other columns and building the rows,
+    // their strings named by id; and here the rows handed on in order. For a Parquet file each
+    // is a thread of its own (see `decode`); any other input is read on one thread.
     let spent = Spent::default();
     let mut dictionaries = Dictionaries::default();
     let mut expect = Expect::new(names.len(), known_rows);
@@ -475,14 +475,30 @@ impl Dictionaries {
         for (name, dict) in STRING_COLUMNS.iter().zip(&mut self.0) {
             ids.push(dict.ids(dictionary(batch, name)?, names)?);
         }
-        // `counter_key` (an optional column, plain text): interned where set, which is rare.
+        // `counter_key` (an optional column, plain text): interned where set, which is rare, on
+        // the rows that are built (of a known kind, with an actor) only.
         let keys = batch.column(column("counter_key")).as_string_opt::<i32>();
         let counter_keys = match keys {
-            Some(keys) if keys.null_count() < keys.len() => Some(
-                keys.iter()
-                    .map(|key| key.map(|key| names.intern(key)).transpose())
-                    .collect::<Result<_, _>>()?,
-            ),
+            Some(keys) if keys.null_count() < keys.len() => {
+                let (kind, actor) = (dictionary(batch, "kind")?, dictionary(batch, "actor")?);
+                let known: Vec<bool> = kind
+                    .values()
+                    .as_string_opt::<i32>()
+                    .ok_or(LoadError::Canonical("kind"))?
+                    .iter()
+                    .map(|k| k.is_some_and(|k| k.parse::<Kind>().is_ok()))
+                    .collect();
+                let built = |i: usize| {
+                    let key = usize::try_from(kind.keys().value(i)).unwrap_or(usize::MAX);
+                    known.get(key).copied().unwrap_or(false) && actor.is_valid(i)
+                };
+                let ids = keys.iter().enumerate().map(|(i, key)| {
+                    key.filter(|_| built(i))
+                        .map(|key| names.intern(key))
+                        .transpose()
+                });
+                Some(ids.collect::<Result<_, _>>()?)
+            }
             _ => None,
         };
         Ok(Named { ids, counter_keys })

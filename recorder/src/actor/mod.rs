@@ -4,3 +4,4 @@
 
 pub mod process;
 pub mod wire;
+pub mod hold;

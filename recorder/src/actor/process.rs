@@ -23,6 +23,7 @@ use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::protocol::{api, relay, worker};
 
+use super::hold;
 use super::wire::ActorSpec;
 use crate::journal::author::Role;
 use crate::protocol::ctx::ActorCtx;
@@ -35,7 +36,7 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
         Protocol::Reference,
         Timing::default(),
         None,
-        stop_on_stdin_eof(),
+        stop_on_stdin_eof(Vec::new()),
         true,
     );
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -51,13 +52,19 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
     }
 }
 
-/// A flag that turns true when standard input reaches its end.
-fn stop_on_stdin_eof() -> Arc<AtomicBool> {
+/// A flag that turns true when standard input reaches its end; the lines before it are the
+/// recorder's answers to held reports (see [`hold`]).
+fn stop_on_stdin_eof(held: Vec<outbox_trace::Kind>) -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let answers = hold::install(held);
     std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
+        let mut line = String::new();
+        let mut stdin = std::io::stdin().lock();
+        while matches!(stdin.read_line(&mut line), Ok(n) if n > 0) {
+            let _ = answers.send(());
+            line.clear();
+        }
         flag.store(true, Ordering::Relaxed);
     });
     stop
@@ -78,7 +85,7 @@ pub fn main() -> i32 {
             return 2;
         }
     };
-    let stop = stop_on_stdin_eof();
+    let stop = stop_on_stdin_eof(spec.hold.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -32,6 +32,10 @@ pub struct ActorSpec {
     pub api_rate: u32,
     /// The external receiver (the receiver serves it; workers call it).
     pub external: Option<ExternalSpec>,
+    /// Kinds whose report waits for the recorder's answer on standard input (a fault follows
+    /// them: the recorder may kill the process instead of answering).
+    #[serde(default)]
+    pub hold: Vec<outbox_trace::Kind>,
     /// Report every step; when false, only crashes (to measure what tracing costs).
     #[serde(default = "yes")]
     pub trace: bool,

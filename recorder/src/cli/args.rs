@@ -199,9 +199,11 @@ pub struct RunArgs {
     /// OTLP and injecting the faults.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["backend", "protocol", "etcd", "nats", "nats_creds", "redis", "db", "cluster", "replicas", "workers", "rate", "no_trace"])]
     pub system: Option<PathBuf>,
-    /// With --system: a fault (repeatable): `kill ROLE after KIND [N]`, `kill ROLE at DURATION`,
-    /// `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`.
-    #[arg(long = "fault", value_name = "SPEC", requires = "system")]
+    /// A fault injected in every scenario (repeatable): `kill ROLE after KIND [N]`,
+    /// `kill ROLE at DURATION`, `pause ROLE after KIND [N] [+DELAY] for DURATION [unless alone]`,
+    /// `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION` (the lab's services:
+    /// `etcd`, `nats`, `redis`).
+    #[arg(long = "fault", value_name = "SPEC")]
     pub faults: Vec<String>,
     /// With --system: KEY=VALUE added to every process's environment (repeatable), over the
     /// file's [env].

@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::args::{parse_scenario_arg, RunArgs, ScenarioArg};
 use crate::backend::connection::BackendKind;
 use crate::backend::endpoints::{BadEndpoint, Endpoint};
+use crate::driver::inject::{parse_service, service_name};
 use crate::driver::scenario::{LoadSpec, ScenarioName};
+use crate::fault::spec::Nemesis;
 use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::system::config::SystemConfig;
@@ -178,6 +180,8 @@ pub struct RunConfig {
     pub progress: bool,
     /// Record the actors' steps (false: only the recorder's own rows and crashes).
     pub trace: bool,
+    /// `--fault`: injected in every scenario.
+    pub faults: Vec<Nemesis>,
 }
 
 impl RunConfig {
@@ -245,7 +249,18 @@ impl RunConfig {
             .as_deref()
             .map(|u| Endpoint::parse("redis", u, &["redis", "rediss"]))
             .transpose()?;
+        let own_services = match args.backend {
+            BackendKind::EtcdJetstream => etcd.is_none() && nats.is_none(),
+            BackendKind::SqliteRedis => redis.is_none(),
+        };
+        let faults = args
+            .faults
+            .iter()
+            .map(|f| lab_fault(f, args.backend, own_services, args.cluster))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ConfigError::Fault)?;
         Ok(RunConfig {
+            faults,
             backend: args.backend,
             scenarios,
             protocol: args.protocol,
@@ -276,6 +291,61 @@ impl RunConfig {
             progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
     }
+}
+
+/// Parses one `--fault` of a lab run and checks its names against the lab: the roles `api`,
+/// `relay`, `worker` (an instance: `worker-N`) and `receiver`; the services the recorder runs for
+/// `backend` (`etcd`, `nats`, with `-N` for a cluster's member; `redis`).
+fn lab_fault(
+    text: &str,
+    backend: BackendKind,
+    own_services: bool,
+    cluster: usize,
+) -> Result<Nemesis, String> {
+    let spec = Nemesis::parse(text)?;
+    if let Some(target) = spec.target() {
+        let role = target
+            .rsplit_once('-')
+            .filter(|(_, n)| n.parse::<u32>().is_ok_and(|n| n >= 1))
+            .map_or(target, |(role, _)| role);
+        let known = ["api", "relay", "worker", "receiver"];
+        let instance_of_one = role != target && role != "worker";
+        if !known.contains(&role) || instance_of_one {
+            return Err(format!(
+                "fault `{text}`: no role or instance `{target}` in the lab (roles: api, relay, \
+                 worker, receiver; workers as worker-1, worker-2, ...)"
+            ));
+        }
+    }
+    if let Some(service) = spec.service() {
+        let services: &[&str] = match backend {
+            BackendKind::EtcdJetstream => &["etcd", "nats"],
+            BackendKind::SqliteRedis => &["redis"],
+        };
+        let member = parse_service(service).filter(|(kind, member)| {
+            services.contains(&service_name(*kind)) && (*member < cluster || *member == 0)
+        });
+        if service == "sqlite" {
+            return Err(format!(
+                "fault `{text}`: the SQLite file is opened by the actors, not served by a \
+                 process: there is nothing to restart"
+            ));
+        }
+        if member.is_none() {
+            return Err(format!(
+                "fault `{text}`: no service `{service}` on --backend {} (services: {})",
+                backend.name(),
+                services.join(", ")
+            ));
+        }
+        if !own_services {
+            return Err(format!(
+                "fault `{text}`: the recorder restarts only services it started itself \
+                 (this run uses your own)"
+            ));
+        }
+    }
+    Ok(spec)
 }
 
 /// Refuses a flag the chosen backend does not use (`--redis` on `etcd-jetstream`, `--etcd` on

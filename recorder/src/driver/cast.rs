@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use outbox_trace::{detail, Step};
 
 use super::env::Stamp;
+use super::held::Aim;
 use super::scenario::Scenario;
 use super::supervisor::ActorProcess;
 use crate::actor::wire::ActorSpec;
@@ -54,6 +55,8 @@ pub struct Cast<'a, F: Fn(&Slot) -> ActorSpec> {
     swarm: Option<Swarm<'a>>,
     scenario: &'a str,
     recorder: &'a Recorder,
+    /// The scenario's step-following faults, if it has any.
+    aim: Option<Aim>,
 }
 
 impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
@@ -63,6 +66,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         spec: F,
         recorder: &'a Recorder,
         chaos: Option<&'a ChaosPlan>,
+        aim: Option<Aim>,
     ) -> anyhow::Result<Self> {
         let mut slots = Vec::new();
         if scenario.external {
@@ -83,6 +87,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
             swarm: chaos.map(Swarm::new),
             scenario: scenario.name.as_str(),
             recorder,
+            aim,
         };
         for i in 0..cast.slots.len() {
             cast.spawn(i).await?;
@@ -103,7 +108,14 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         let spec = (self.spec)(&self.slots[i]);
         let slot = &mut self.slots[i];
         let process =
-            ActorProcess::spawn(&spec, slot.id, self.scenario, self.recorder.clone()).await?;
+            ActorProcess::spawn(
+            &spec,
+            slot.id,
+            self.scenario,
+            self.recorder.clone(),
+            self.aim.clone(),
+        )
+        .await?;
         slot.process = Some(process);
         Ok(())
     }
@@ -153,12 +165,26 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 // kill goes to the next life instead of being lost.
                 s.kill_at = Some(Instant::now() + KILL_CARRIED_AFTER);
             }
-            if !report.crash_reported {
+            let killed_after = report.killed_after.is_some();
+            if let Some(point) = report.killed_after {
+                // Killed on a held report: nothing of the life can be missing.
+                let crash = Step::Crash {
+                    about: None,
+                    crash: detail::Crash {
+                        point: point.into(),
+                        announced: Some(true),
+                        ..detail::Crash::default()
+                    },
+                };
+                let mut entry = stamp.entry(s.id.into(), crash);
+                entry.incarnation = s.incarnation;
+                self.recorder.record(entry).await?;
+            } else if !report.crash_reported {
                 let point = if killed { "chaos:sigkill" } else { "exit" };
                 let crash = Step::Crash {
                     about: None,
                     crash: detail::Crash {
-                        point: point.to_string(),
+                        point: point.into(),
                         status: status.code(),
                         ..detail::Crash::default()
                     },
@@ -168,6 +194,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 self.recorder.record(entry).await?;
             }
             let planned = killed
+                || killed_after
                 || (status.code() == Some(CRASH_EXIT_CODE)
                     && report.crash_reported
                     && !report.fired.is_empty());
@@ -207,22 +234,39 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         self.spawn(i).await
     }
 
-    /// SIGKILLs the current life of the `index`-th actor of `role` (counted modulo their number),
-    /// or, between lives, the next one as soon as it runs.
-    pub fn kill(&mut self, role: Role, index: usize) {
-        let mut of_role: Vec<&mut Slot> =
-            self.slots.iter_mut().filter(|s| s.role == role).collect();
-        let count = of_role.len().max(1);
-        if let Some(slot) = of_role.get_mut(index % count) {
-            match slot.process.as_mut() {
-                Some(process) => {
-                    slot.killed = true;
-                    process.kill_now();
-                }
-                None if !slot.finished => slot.kill_at = Some(Instant::now()),
-                None => {}
+    /// The slot a fault's target names: an actor (`worker-2`), else a role's first actor.
+    fn slot_of(&self, target: &str) -> Option<usize> {
+        let by_actor = self.slots.iter().position(|s| s.id.to_string() == target);
+        by_actor.or_else(|| self.slots.iter().position(|s| s.role.name() == target))
+    }
+
+    /// SIGKILLs the current life of the actor `target` names (a role: its first actor), or,
+    /// between lives, the next one as soon as it runs.
+    pub fn kill_target(&mut self, target: &str) {
+        let Some(i) = self.slot_of(target) else {
+            return;
+        };
+        let slot = &mut self.slots[i];
+        match slot.process.as_mut() {
+            Some(process) => {
+                slot.killed = true;
+                process.kill_now();
             }
+            None if !slot.finished => slot.kill_at = Some(Instant::now()),
+            None => {}
         }
+    }
+
+    /// Pauses the current life of the actor `target` names for `hold` (none between lives).
+    pub fn pause_target(&mut self, target: &str, hold: Duration) {
+        if let Some(process) = self.slot_of(target).and_then(|i| self.slots[i].process.as_ref()) {
+            process.pause(hold);
+        }
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.slots.iter().filter(|s| s.role == Role::Worker).count()
     }
 
     /// Stops every actor still running, all at once: each is asked at the same moment and given

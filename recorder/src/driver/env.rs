@@ -9,6 +9,7 @@ use outbox_trace::Step;
 
 use crate::backend::services::{LocalService, ServiceError};
 use crate::fault::chaos::ChaosPlan;
+use crate::fault::spec::Nemesis;
 use crate::journal::author::Author;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder, Tallies};
@@ -38,6 +39,8 @@ pub struct ScenarioEnv<'a> {
     pub progress: bool,
     /// Random faults to inject, if any.
     pub chaos: Option<&'a ChaosPlan>,
+    /// `--fault`: the faults every scenario injects.
+    pub faults: &'a [Nemesis],
     /// Record the actors' steps (false: only the recorder's own rows and crashes).
     pub trace: bool,
     /// The services the recorder started (restarted by the chaos plan).

@@ -1,6 +1,10 @@
-//! Carrying out one action of a chaos plan and recording it: a SIGKILL of an actor (its `crash`
-//! row comes when the cast sees the life end) or a SIGKILL and restart of a service member (a
-//! `fault` row naming the member and how long it was down), a broker's right after consumer ACKs.
+//! Carrying out a timed fault of the lab, a `--fault` spec or a chaos plan's action alike, and
+//! recording it: a SIGKILL of an actor (its `crash` row comes when the cast sees the life end), a
+//! pause of an actor (a `fault` row), or a SIGKILL and restart of a service member (a `fault` row
+//! naming the member and how long it was down), a broker's right after consumer ACKs.
+//!
+//! The lab's services are named as specs name them: `etcd`, `nats`, `redis`, with `-N` for the
+//! N-th member of a cluster (`nats-2`); the SQLite file is no process and cannot be restarted.
 
 use std::time::{Duration, Instant};
 
@@ -9,54 +13,103 @@ use outbox_trace::{detail, Step};
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::actor::wire::ActorSpec;
-use crate::backend::services::LocalService;
+use crate::backend::services::{LocalService, ServiceKind};
 use crate::fault::chaos::Action;
-use crate::journal::author::{Author, Role};
+use crate::fault::spec::{Nemesis, What, When};
+use crate::journal::author::Author;
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
 const ACK_BURST_WAIT: Duration = Duration::from_secs(1);
 
-/// Whether `action`, due `overdue` ago, goes now. A broker restart waits (up to
+/// The lab's name of a service kind, as fault specs write it.
+pub fn service_name(kind: ServiceKind) -> &'static str {
+    match kind {
+        ServiceKind::Etcd => "etcd",
+        ServiceKind::Nats => "nats",
+        ServiceKind::Redis => "redis",
+    }
+}
+
+/// Which service kind and member (0-based) a spec's service name means: `nats`, `nats-2`.
+pub fn parse_service(name: &str) -> Option<(ServiceKind, usize)> {
+    let (base, member) = match name.rsplit_once('-') {
+        Some((base, n)) => (base, n.parse::<usize>().ok().filter(|n| *n >= 1)? - 1),
+        None => (name, 0),
+    };
+    let kind = [ServiceKind::Etcd, ServiceKind::Nats, ServiceKind::Redis]
+        .into_iter()
+        .find(|k| service_name(*k) == base)?;
+    Some((kind, member))
+}
+
+/// A chaos plan's action as a fault spec at `at`, for a scenario with `workers` workers whose
+/// broker is `broker`.
+pub fn nemesis_of(action: Action, at: Duration, workers: usize, broker: ServiceKind) -> Nemesis {
+    let kill = |target: String| What::Kill { target };
+    let what = match action {
+        Action::KillApi => kill("api".into()),
+        Action::KillRelay => kill("relay".into()),
+        Action::KillWorker { index } if workers > 1 => {
+            kill(format!("worker-{}", index % workers + 1))
+        }
+        Action::KillWorker { .. } => kill("worker".into()),
+        Action::RestartBroker { member } => What::Restart {
+            service: format!("{}-{}", service_name(broker), member + 1),
+        },
+        Action::RestartStore { member } => What::Restart {
+            service: format!("etcd-{}", member + 1),
+        },
+    };
+    Nemesis {
+        what,
+        when: When::At(at),
+    }
+}
+
+/// Whether `fault`, due `overdue` ago, goes now. A broker restart waits (up to
 /// [`ACK_BURST_WAIT`]) until consumer ACKs came since the last tick (`acks_moved`): an ACK the
 /// broker confirmed a moment before a SIGKILL is the one it may not have made durable.
-pub fn ready(action: Action, overdue: Duration, acks_moved: bool) -> bool {
-    match action {
-        Action::RestartBroker { .. } => acks_moved || overdue >= ACK_BURST_WAIT,
+pub fn ready(fault: &Nemesis, overdue: Duration, acks_moved: bool) -> bool {
+    match fault.service().and_then(parse_service) {
+        Some((kind, _)) if kind.is_broker() => acks_moved || overdue >= ACK_BURST_WAIT,
         _ => true,
     }
 }
 
-/// Carries out `action`.
+/// Carries out the timed fault `fault`.
 pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
     env: &ScenarioEnv<'_>,
-    action: Action,
+    fault: &Nemesis,
     cast: &mut Cast<'_, F>,
     stamp: &Stamp,
 ) -> Result<(), ScenarioError> {
-    match action {
-        Action::KillApi => cast.kill(Role::Api, 0),
-        Action::KillRelay => cast.kill(Role::Relay, 0),
-        Action::KillWorker { index } => cast.kill(Role::Worker, index),
-        Action::RestartBroker { member } => restart(env, true, member, stamp).await?,
-        Action::RestartStore { member } => restart(env, false, member, stamp).await?,
+    match &fault.what {
+        What::Kill { target } => cast.kill_target(target),
+        What::Pause { target, hold, .. } => cast.pause_target(target, *hold),
+        What::Restart { service } => {
+            if let Some((kind, member)) = parse_service(service) {
+                restart(env, kind, member, stamp).await?;
+            }
+        }
     }
     Ok(())
 }
 
-/// SIGKILLs member `member` (modulo their number) of the local brokers (or stores) and starts it
+/// SIGKILLs member `member` (modulo their number) of the local services of `kind` and starts it
 /// again on its data, if the recorder runs such a service.
 async fn restart(
     env: &ScenarioEnv<'_>,
-    broker: bool,
+    kind: ServiceKind,
     member: usize,
     stamp: &Stamp,
 ) -> Result<(), ScenarioError> {
+    let broker = kind.is_broker();
     let began = Instant::now();
     let restarted = tokio::task::block_in_place(|| {
         let mut services = env.services.lock().expect("services lock");
         let mut members: Vec<&mut LocalService> = services
             .iter_mut()
-            .filter(|s| s.kind().is_broker() == broker)
+            .filter(|s| s.kind() == kind)
             .collect();
         let count = members.len().max(1);
         members
@@ -71,7 +124,7 @@ async fn restart(
             } else {
                 "store-restart"
             }
-            .to_string(),
+            .into(),
             service: Some(kind.program().to_string()),
             member: Some(name),
             signal: Some("SIGKILL".to_string()),
@@ -90,14 +143,39 @@ async fn restart(
 mod tests {
     use super::*;
 
+    fn at(spec: &str) -> Nemesis {
+        Nemesis::parse(spec).unwrap()
+    }
+
     #[test]
-    fn a_broker_restart_waits_for_acks_up_to_a_second_and_other_actions_never_wait() {
-        let broker = Action::RestartBroker { member: 0 };
+    fn a_broker_restart_waits_for_acks_up_to_a_second_and_other_faults_never_wait() {
         let now = Duration::ZERO;
-        assert!(!ready(broker, now, false));
-        assert!(ready(broker, now, true));
-        assert!(ready(broker, ACK_BURST_WAIT, false));
-        assert!(ready(Action::KillRelay, now, false));
-        assert!(ready(Action::RestartStore { member: 0 }, now, false));
+        for broker in ["restart nats at 1s", "restart redis at 1s", "restart nats-3 at 1s"] {
+            assert!(!ready(&at(broker), now, false), "{broker}");
+            assert!(ready(&at(broker), now, true));
+            assert!(ready(&at(broker), ACK_BURST_WAIT, false));
+        }
+        assert!(ready(&at("kill relay at 1s"), now, false));
+        assert!(ready(&at("restart etcd at 1s"), now, false));
+    }
+
+    #[test]
+    fn service_names_read_as_kinds_and_members() {
+        assert_eq!(parse_service("nats"), Some((ServiceKind::Nats, 0)));
+        assert_eq!(parse_service("etcd-3"), Some((ServiceKind::Etcd, 2)));
+        assert_eq!(parse_service("redis"), Some((ServiceKind::Redis, 0)));
+        assert_eq!(parse_service("sqlite"), None);
+        assert_eq!(parse_service("nats-0"), None);
+    }
+
+    #[test]
+    fn a_chaos_action_reads_as_a_spec() {
+        let second = Duration::from_secs(1);
+        let show = |a, w| nemesis_of(a, second, w, ServiceKind::Nats).to_string();
+        assert_eq!(show(Action::KillApi, 2), "kill api at 1s");
+        assert_eq!(show(Action::KillWorker { index: 3 }, 2), "kill worker-2 at 1s");
+        assert_eq!(show(Action::KillWorker { index: 3 }, 1), "kill worker at 1s");
+        assert_eq!(show(Action::RestartBroker { member: 0 }, 1), "restart nats-1 at 1s");
+        assert_eq!(show(Action::RestartStore { member: 2 }, 1), "restart etcd-3 at 1s");
     }
 }

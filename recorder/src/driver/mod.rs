@@ -4,6 +4,7 @@
 
 pub mod cast;
 pub mod env;
+pub mod held;
 pub mod inject;
 pub mod observer;
 pub mod run_scenario;

@@ -14,7 +14,13 @@ use std::time::{Duration, Instant};
 use outbox_trace::detail::{RunEnd, RunStart};
 use outbox_trace::{Kind, Step};
 
+use std::sync::{Arc, Mutex};
+
 use super::cast::{Cast, Slot};
+use super::held::Aim;
+use crate::backend::services::ServiceKind;
+use crate::fault::spec::Nemesis;
+use crate::fault::trigger::Trigger;
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use super::scenario::Scenario;
 use super::{inject, observer};
@@ -83,13 +89,19 @@ async fn run_on<B: Backend>(
         clock: env.clock,
         scenario: name.to_string(),
     };
-    // The scripted faults of every role, each as its JSON text (`run_start.detail.faults`).
-    let faults = [&scenario.api, &scenario.relay, &scenario.worker]
+    // The scripted in-actor faults of every role, each as its JSON text, then the `--fault`
+    // specs (`run_start.detail.faults`).
+    let mut faults = [&scenario.api, &scenario.relay, &scenario.worker]
         .into_iter()
         .flatten()
         .map(serde_json::to_string)
         .collect::<Result<Vec<String>, _>>()
         .map_err(|e| drive(e.into()))?;
+    faults.extend(env.faults.iter().map(ToString::to_string));
+    let trigger = Trigger::new(env.faults);
+    let aim = (!trigger.is_empty()).then(|| Aim {
+        trigger: Arc::new(Mutex::new(trigger)),
+    });
     let start = RunStart {
         protocol: Some(env.protocol.name().to_string()),
         ack_wait_ms: Some(env.timing.ack_wait.as_millis() as i64),
@@ -145,22 +157,29 @@ async fn run_on<B: Backend>(
             api_mode: scenario.api_mode,
             api_rate: scenario.api_rate,
             external: external.clone(),
+            hold: held_kinds(aim.as_ref(), s),
             trace: env.trace,
         }
     };
-    let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos)
+    let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos, aim.clone())
         .await
         .map_err(drive)?;
 
     let started = Instant::now();
     let mut relay_runs_left = scenario.relay_runs.saturating_sub(1);
     let mut last_progress = Instant::now();
-    let mut chaos = env
-        .chaos
-        .map(|c| c.actions.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .peekable();
+    // The timed faults, `--fault` specs and the chaos plan's actions alike, in time order.
+    let broker = match connection.endpoints.kind() {
+        BackendKind::EtcdJetstream => ServiceKind::Nats,
+        BackendKind::SqliteRedis => ServiceKind::Redis,
+    };
+    let mut timed: Vec<Nemesis> = env.faults.iter().filter(|f| f.at().is_some()).cloned().collect();
+    timed.extend(env.chaos.iter().flat_map(|c| &c.actions).map(|(ms, action)| {
+        inject::nemesis_of(*action, Duration::from_millis(*ms), cast.workers(), broker)
+    }));
+    timed.sort_by_key(|f| f.at());
+    let faults_over = timed.iter().filter_map(Nemesis::over_at).max().unwrap_or_default();
+    let mut chaos = timed.iter().peekable();
     let mut acks_before = 0;
     let mut quiet = 0;
     let mut end_reason = "quiet";
@@ -174,16 +193,16 @@ async fn run_on<B: Backend>(
             break false;
         }
         let acks_now = acks(&env.tallies, name);
-        while let Some((at, action)) = chaos.peek() {
-            let Some(overdue) = started.elapsed().checked_sub(Duration::from_millis(*at)) else {
+        while let Some(fault) = chaos.peek() {
+            let at = fault.at().unwrap_or_default();
+            let Some(overdue) = started.elapsed().checked_sub(at) else {
                 break;
             };
-            if !inject::ready(*action, overdue, acks_now > acks_before) {
+            if !inject::ready(fault, overdue, acks_now > acks_before) {
                 break;
             }
-            let action = *action;
             chaos.next();
-            inject::inject(env, action, &mut cast, &stamp).await?;
+            inject::inject(env, fault, &mut cast, &stamp).await?;
         }
         acks_before = acks_now;
         let all_alive = cast.tend(&stamp).await.map_err(drive)?;
@@ -198,7 +217,7 @@ async fn run_on<B: Backend>(
                 }
             }
         };
-        let chaos_done = chaos.peek().is_none();
+        let chaos_done = chaos.peek().is_none() && started.elapsed() >= faults_over;
         if all_alive
             && cast.api_done()
             && chaos_done
@@ -278,6 +297,12 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
         .filter(|t| !tally.accepted.contains(&t.task_id))
         .cloned()
         .collect()
+}
+
+/// The kinds whose reports a slot's next life holds: those its step-following faults follow.
+fn held_kinds(aim: Option<&Aim>, slot: &Slot) -> Vec<Kind> {
+    aim.and_then(|aim| aim.trigger.lock().ok().map(|t| t.held_kinds(&slot.id.to_string(), slot.role.name())))
+        .unwrap_or_default()
 }
 
 /// One line, rewritten in place: how far the scenario has got.

@@ -6,6 +6,8 @@
 //! actor cannot misreport who it is.
 
 use std::process::Stdio;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -20,6 +22,8 @@ use crate::journal::author::{ActorId, Author};
 use crate::journal::writer::{Entry, Recorder};
 use crate::protocol::ctx::Line;
 
+use super::held::{Aim, Held};
+
 /// What an actor life reported besides its events.
 #[derive(Debug, Default)]
 pub struct LifeReport {
@@ -27,12 +31,15 @@ pub struct LifeReport {
     pub fired: Vec<Fault>,
     /// The life reported its own crash.
     pub crash_reported: bool,
+    /// A step-following kill ended the life on a held report: `<role>:after-<kind>`.
+    pub killed_after: Option<String>,
 }
 
 /// One running actor life.
 pub struct ActorProcess {
     child: Child,
-    stdin: Option<ChildStdin>,
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    held: Arc<Held>,
     pump: JoinHandle<anyhow::Result<LifeReport>>,
 }
 
@@ -43,6 +50,7 @@ impl ActorProcess {
         actor: ActorId,
         scenario: &str,
         recorder: Recorder,
+        aim: Option<Aim>,
     ) -> anyhow::Result<Self> {
         // `/proc/self/exe` is this very binary even if the file on disk was replaced meanwhile.
         let proc_exe = std::path::Path::new("/proc/self/exe");
@@ -86,7 +94,19 @@ impl ActorProcess {
             .await
             .context("sending the actor its spec")?;
         stdin.flush().await?;
+        let stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
         let stdout = child.stdout.take().context("actor stdout")?;
+        let life = Arc::new(Held {
+            pid: child.id().map_or(0, |p| p as i32),
+            actor,
+            held: spec.hold.clone(),
+            stdin: stdin.clone(),
+            scenario: scenario.to_string(),
+            recorder: recorder.clone(),
+            clock: spec.clock,
+            paused: Arc::new(AtomicBool::new(false)),
+        });
+        let held = life.clone();
         let scenario = scenario.to_string();
         let incarnation = spec.incarnation;
         let pump = tokio::spawn(async move {
@@ -98,7 +118,8 @@ impl ActorProcess {
                 })?;
                 match parsed {
                     Line::Step { ts_ns, step } => {
-                        if step.kind() == outbox_trace::Kind::Crash {
+                        let kind = step.kind();
+                        if kind == outbox_trace::Kind::Crash {
                             report.crash_reported = true;
                         }
                         recorder
@@ -110,6 +131,11 @@ impl ActorProcess {
                                 step: *step,
                             })
                             .await?;
+                        if life.held.contains(&kind) {
+                            if let Some(point) = life.answer(aim.as_ref(), kind).await {
+                                report.killed_after = Some(point);
+                            }
+                        }
                     }
                     Line::Fired(fault) => report.fired.push(fault),
                 }
@@ -118,9 +144,14 @@ impl ActorProcess {
         });
         Ok(ActorProcess {
             child,
-            stdin: Some(stdin),
+            stdin,
             pump,
         })
+    }
+
+    /// SIGSTOPs the life now and SIGCONTs it after `hold`, with a `fault` row.
+    pub fn pause(&self, hold: Duration) {
+        self.held.pause(Duration::ZERO, hold);
     }
 
     /// Sends SIGKILL (the exit is then seen by [`ActorProcess::try_exit`]).
@@ -141,7 +172,7 @@ impl ActorProcess {
     /// Asks the process to stop (closes its standard input), kills it if it does not within
     /// `grace`, and waits until all its output is recorded.
     pub async fn stop(mut self, grace: Duration) -> anyhow::Result<LifeReport> {
-        drop(self.stdin.take());
+        self.stdin.lock().await.take();
         if tokio::time::timeout(grace, self.child.wait())
             .await
             .is_err()

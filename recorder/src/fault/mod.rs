@@ -1,8 +1,18 @@
-//! Faults: [`plan`] names the crash points between protocol steps and arms them in an actor's life,
-//! [`chaos`] draws a seeded plan of crashes, SIGKILLs and service restarts (`--chaos`), and [`dice`]
-//! is the seeded randomness both roll.
+//! The one fault layer, for the built-in lab and a team's own system alike.
+//!
+//! - [`spec`]: the vocabulary, a [`spec::Nemesis`] (what: kill, pause, restart a service; when: at
+//!   a time or after the N-th step of a kind), parsed from and shown in its one-line form;
+//! - [`trigger`]: which step-following faults a reported step sets off (pure);
+//! - [`pauses`]: the pauses called for and begun, as data;
+//! - [`plan`]: the lab's in-actor failpoints (crash at a named point, lose a publish ACK, stall
+//!   before a commit), points inside a cooperating process;
+//! - [`chaos`]: the lab's seeded swarm draw; [`dice`] is the seeded randomness it rolls;
+//! - [`duration`]: durations as specs write them.
 
 pub mod chaos;
 pub mod dice;
 pub mod duration;
+pub mod pauses;
 pub mod plan;
+pub mod spec;
+pub mod trigger;

@@ -44,10 +44,12 @@ impl Reporter {
         if !self.trace && step.kind() != Kind::Crash {
             return;
         }
+        let kind = step.kind();
         write_line(&Line::Step {
             ts_ns: self.clock.now(),
             step: Box::new(step),
         });
+        crate::actor::hold::after_report(kind);
     }
 }
 

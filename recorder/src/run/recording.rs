@@ -154,6 +154,7 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
         tallies: tallies.clone(),
         progress: config.progress,
         chaos: chaos.as_ref(),
+        faults: &config.faults,
         trace: config.trace,
         services: &services,
     };

@@ -17,9 +17,9 @@ use std::time::Duration;
 use outbox_trace::Kind;
 use serde::Serialize;
 
-use super::faults::FaultSpec;
 use super::file::System;
 use crate::fault::dice::Dice;
+use crate::fault::spec::{Nemesis, What, When};
 
 /// Kinds a kill may follow when the file declares none: the steps of the protocol whose
 /// aftermath a crash tests.
@@ -58,7 +58,7 @@ pub struct SystemChaos {
     /// specs.
     pub faults: Vec<String>,
     #[serde(skip)]
-    specs: Vec<FaultSpec>,
+    specs: Vec<Nemesis>,
     #[serde(skip)]
     dice: Dice,
 }
@@ -127,28 +127,39 @@ impl SystemChaos {
                     let mut nth = 0;
                     for _ in 0..2 {
                         nth += 1 + dice.below(spread) as u32;
-                        specs.push(FaultSpec::PauseAfter {
-                            target: target.clone(),
-                            kind: Kind::Delivered,
-                            nth,
-                            delay: log_between(&mut dice, PAUSE_DELAY_MS),
-                            hold: between(&mut dice, PAUSE_HOLD_MS),
+                        let delay = log_between(&mut dice, PAUSE_DELAY_MS);
+                        specs.push(Nemesis {
+                            what: What::Pause {
+                                target: target.clone(),
+                                hold: between(&mut dice, PAUSE_HOLD_MS),
+                                unless_alone: true,
+                            },
+                            when: When::After {
+                                kind: Kind::Delivered,
+                                nth,
+                                delay,
+                            },
                         });
                     }
                 } else {
-                    specs.push(FaultSpec::PauseAt {
-                        target,
-                        at: Duration::from_millis(dice.below(window_ms / 2 + 1)),
-                        hold: between(&mut dice, PAUSE_HOLD_MS),
+                    let at = Duration::from_millis(dice.below(window_ms / 2 + 1));
+                    specs.push(Nemesis {
+                        what: What::Pause {
+                            target,
+                            hold: between(&mut dice, PAUSE_HOLD_MS),
+                            unless_alone: true,
+                        },
+                        when: When::At(at),
                     });
                 }
             }
         }
         let services: Vec<&String> = system.file.services.keys().collect();
         if !services.is_empty() && dice.below(3) == 0 {
-            specs.push(FaultSpec::RestartAt {
-                service: services[dice.below(services.len() as u64) as usize].clone(),
-                at: Duration::from_millis(dice.below(window_ms)),
+            let service = services[dice.below(services.len() as u64) as usize].clone();
+            specs.push(Nemesis {
+                what: What::Restart { service },
+                when: When::At(Duration::from_millis(dice.below(window_ms))),
             });
         }
         SystemChaos {
@@ -162,12 +173,12 @@ impl SystemChaos {
     }
 
     /// The timed faults of the draw.
-    pub fn timed(&self) -> impl Iterator<Item = &FaultSpec> {
+    pub fn timed(&self) -> impl Iterator<Item = &Nemesis> {
         self.specs.iter().filter(|f| f.at().is_some())
     }
 
     /// The faults of the draw that follow a step.
-    pub fn following(&self) -> impl Iterator<Item = &FaultSpec> {
+    pub fn following(&self) -> impl Iterator<Item = &Nemesis> {
         self.specs.iter().filter(|f| f.follows_a_step())
     }
 
@@ -223,22 +234,25 @@ command = ["python3", "create.py", "${{task}}"]
         let again = SystemChaos::draw(7, window, 40, &sys);
         assert_eq!(plan.faults, again.faults);
         assert_eq!(plan.armed, again.armed);
-        let pauses: Vec<&FaultSpec> = plan.following().collect();
+        let pauses: Vec<&Nemesis> = plan.following().collect();
         assert_eq!(pauses.len(), 4, "{:?}", plan.faults);
         for target in ["worker", "worker-2"] {
             let nths: Vec<u32> = pauses
                 .iter()
-                .filter_map(|f| match f {
-                    FaultSpec::PauseAfter {
-                        target: t,
-                        kind: Kind::Delivered,
-                        nth,
-                        delay,
-                        hold,
-                    } if t == target => {
+                .filter_map(|f| match (&f.what, f.when) {
+                    (
+                        What::Pause {
+                            target: t, hold, ..
+                        },
+                        When::After {
+                            kind: Kind::Delivered,
+                            nth,
+                            delay,
+                        },
+                    ) if t == target => {
                         assert!((5..=200).contains(&delay.as_millis()), "{f}");
                         assert!((3000..=5000).contains(&hold.as_millis()), "{f}");
-                        Some(*nth)
+                        Some(nth)
                     }
                     _ => None,
                 })
@@ -261,8 +275,8 @@ command = ["python3", "create.py", "${{task}}"]
         assert_eq!(plan.following().count(), 0, "{:?}", plan.faults);
         let paused: Vec<String> = plan
             .timed()
-            .filter_map(|f| match f {
-                FaultSpec::PauseAt { target, at, .. } => {
+            .filter_map(|f| match (&f.what, f.when) {
+                (What::Pause { target, .. }, When::At(at)) => {
                     assert!(at.as_millis() <= 1000, "{f}");
                     Some(target.clone())
                 }

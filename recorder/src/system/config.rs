@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::faults::FaultSpec;
+use crate::fault::spec::Nemesis;
 use super::file::System;
 
 /// Everything `recorder run --system` needs.
@@ -14,9 +14,9 @@ pub struct SystemConfig {
     /// The system file, read and checked.
     pub system: System,
     /// The scenarios to run, in order, with their own faults.
-    pub scenarios: Vec<(String, Vec<FaultSpec>)>,
+    pub scenarios: Vec<(String, Vec<Nemesis>)>,
     /// `--fault`: added to every scenario.
-    pub faults: Vec<FaultSpec>,
+    pub faults: Vec<Nemesis>,
     /// `--env`: added to every process's environment.
     pub env: Vec<(String, String)>,
     /// Tasks per scenario (`--tasks`, else the file's `tasks.count`).

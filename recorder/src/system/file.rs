@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::faults::FaultSpec;
+use crate::fault::spec::Nemesis;
 use super::template::Template;
 use crate::fault::duration::{parse_duration, show_duration};
 
@@ -296,7 +296,7 @@ pub struct System {
     /// How tasks are sent.
     pub delivery: Delivery,
     /// The named scenarios with their faults parsed (one `default` without faults if none).
-    pub scenarios: Vec<(String, Vec<FaultSpec>)>,
+    pub scenarios: Vec<(String, Vec<Nemesis>)>,
 }
 
 /// Placeholder names every command and the environment may use.
@@ -506,7 +506,7 @@ impl System {
     }
 
     /// Parses one fault spec and checks its role or service against the file.
-    pub fn fault(&self, text: &str) -> Result<FaultSpec, String> {
+    pub fn fault(&self, text: &str) -> Result<Nemesis, String> {
         check_fault(text, &self.file)
     }
 
@@ -535,26 +535,21 @@ impl System {
 }
 
 /// Parses one fault spec and checks its role or service against `file`.
-fn check_fault(text: &str, file: &SystemFile) -> Result<FaultSpec, String> {
-    let spec = FaultSpec::parse(text)?;
-    match &spec {
-        FaultSpec::RestartAt { service, .. } if !file.services.contains_key(service) => {
-            Err(format!(
+fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
+    let spec = Nemesis::parse(text)?;
+    if let Some(service) = spec.service() {
+        if !file.services.contains_key(service) {
+            return Err(format!(
                 "fault `{text}`: no service `{service}` (services: {})",
                 names(file.services.keys())
-            ))
+            ));
         }
-        FaultSpec::KillAfter { target, .. }
-        | FaultSpec::KillAt { target, .. }
-        | FaultSpec::PauseAt { target, .. }
-        | FaultSpec::PauseAfter { target, .. }
-            if role_of(target, file).is_none() =>
-        {
-            Err(format!(
-                "fault `{text}`: no role or instance `{target}` (roles: {})",
-                names(file.roles.keys())
-            ))
-        }
+    }
+    match spec.target() {
+        Some(target) if role_of(target, file).is_none() => Err(format!(
+            "fault `{text}`: no role or instance `{target}` (roles: {})",
+            names(file.roles.keys())
+        )),
         _ => Ok(spec),
     }
 }

@@ -3,18 +3,16 @@
 //! describes. Their OpenTelemetry spans, taken in over OTLP, are the history; the recorder adds
 //! the faults and its own rows, and writes the same `outbox-trace/1` file the analyzer reads.
 //!
-//! From the bottom: [`template`] (placeholders), [`faults`] (the fault specs), [`file`] (the
+//! From the bottom: [`template`] (placeholders), [`file`] (the
 //! system file, read and checked), [`chaos`] (the seeded draw), [`child`] (one OS process),
 //! [`services`], [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
-//! [`pauses`] (the pauses called for and begun), [`scenario`] (one scenario from services up to
+//! [`scenario`] (one scenario from services up to
 //! `run_end`) and [`config`] (a resolved system run).
 
 pub mod chaos;
 pub mod child;
 pub mod config;
-pub mod faults;
 pub mod file;
-pub mod pauses;
 pub mod receiver;
 pub mod scenario;
 pub mod services;

@@ -10,6 +10,7 @@ mod errors;
 mod external;
 mod interop;
 mod lab;
+mod lab_faults;
 mod layers;
 mod lifecycle;
 mod load;

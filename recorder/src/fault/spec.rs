@@ -1,0 +1,311 @@
+//! The one fault vocabulary: a [`Nemesis`] is *what* to do to the system under test and *when*,
+//! parsed from and shown back in its one-line form. The same specs drive the built-in lab and a
+//! team's own system (`--fault SPEC`, `[[scenarios]].faults`), and both subjects' seeded chaos
+//! draws produce them.
+//!
+//! - `kill ROLE after KIND [N]`: SIGKILL the process that reports the N-th step of kind KIND, while
+//!   the report of that step is held (so it dies right after that step, before its next);
+//! - `pause ROLE after KIND [N] [+DELAY] for DURATION [unless alone]`: SIGSTOP that process DELAY
+//!   (default 0) after the report is answered, so it stops inside the work that follows the step
+//!   (a worker between its dedup look-up and its commit), and SIGCONT after DURATION; with
+//!   `unless alone`, only while another process of its role runs on to take its work over;
+//! - `kill ROLE at DURATION`, `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`:
+//!   at a time counted from the scenario's first task.
+//!
+//! ROLE is a role (for `after`: whichever instance reported the step; for a timed fault: its first
+//! instance) or one instance's actor name (`worker-2`). Adding a fault kind is one variant of
+//! [`What`] with its words here, and one arm where the fault layer carries it out.
+
+use std::fmt;
+use std::time::Duration;
+
+use outbox_trace::Kind;
+
+use super::duration::{parse_duration, show_duration};
+
+/// One fault: what, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nemesis {
+    /// What is done.
+    pub what: What,
+    /// When it is done.
+    pub when: When,
+}
+
+/// What a fault does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// SIGKILL a process (its next life starts at once).
+    Kill {
+        /// A role or an actor.
+        target: String,
+    },
+    /// SIGSTOP a process, SIGCONT after `hold`.
+    Pause {
+        /// A role or an actor.
+        target: String,
+        /// How long the process stays stopped.
+        hold: Duration,
+        /// Only while another process of the role runs on (a step-following pause waits for
+        /// the next such step otherwise).
+        unless_alone: bool,
+    },
+    /// SIGKILL a service and start it again on its data.
+    Restart {
+        /// The service's name.
+        service: String,
+    },
+}
+
+/// When a fault fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// At a time from the scenario's first task.
+    At(Duration),
+    /// After the `nth` step of `kind` its target reports (a pause: `delay` after that step's
+    /// report is answered).
+    After {
+        /// The step.
+        kind: Kind,
+        /// Which such step (1-based).
+        nth: u32,
+        /// From the answer to the fault (pauses only).
+        delay: Duration,
+    },
+}
+
+const GRAMMAR: &str = "expected `kill ROLE after KIND [N]`, `kill ROLE at DURATION`, \
+                       `pause ROLE after KIND [N] [+DELAY] for DURATION [unless alone]`, \
+                       `pause ROLE at DURATION for DURATION` or `restart SERVICE at DURATION`";
+
+impl Nemesis {
+    /// A kill of `target` after its `nth` step of `kind`.
+    pub fn kill_after(target: impl Into<String>, kind: Kind, nth: u32) -> Nemesis {
+        Nemesis {
+            what: What::Kill {
+                target: target.into(),
+            },
+            when: When::After {
+                kind,
+                nth,
+                delay: Duration::ZERO,
+            },
+        }
+    }
+
+    /// Parses one spec, without checking names against a subject.
+    pub fn parse(text: &str) -> Result<Nemesis, String> {
+        let mut words: Vec<&str> = text.split_whitespace().collect();
+        let bad = |why: &str| format!("fault `{text}`: {why}; {GRAMMAR}");
+        let duration = |w: &str| parse_duration(w).map_err(|e| bad(&e));
+        let unless_alone = words.ends_with(&["unless", "alone"]);
+        if unless_alone {
+            words.truncate(words.len() - 2);
+            if words.first() != Some(&"pause") {
+                return Err(bad("only a pause takes `unless alone`"));
+            }
+        }
+        let (what, when) = match words.as_slice() {
+            ["kill", target, "after", step @ ..] => {
+                let when = after(step).map_err(|e| bad(&e))?;
+                if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
+                    return Err(bad("a kill takes no delay"));
+                }
+                (What::Kill { target: target.to_string() }, when)
+            }
+            ["pause", target, "after", step @ .., "for", hold] => (
+                What::Pause {
+                    target: target.to_string(),
+                    hold: duration(hold)?,
+                    unless_alone,
+                },
+                after(step).map_err(|e| bad(&e))?,
+            ),
+            ["kill", target, "at", at] => (
+                What::Kill { target: target.to_string() },
+                When::At(duration(at)?),
+            ),
+            ["pause", target, "at", at, "for", hold] => (
+                What::Pause {
+                    target: target.to_string(),
+                    hold: duration(hold)?,
+                    unless_alone,
+                },
+                When::At(duration(at)?),
+            ),
+            ["restart", service, "at", at] => (
+                What::Restart {
+                    service: service.to_string(),
+                },
+                When::At(duration(at)?),
+            ),
+            _ => return Err(bad("not understood")),
+        };
+        Ok(Nemesis { what, when })
+    }
+
+    /// When a timed fault fires, from the first task.
+    pub fn at(&self) -> Option<Duration> {
+        match self.when {
+            When::At(at) => Some(at),
+            When::After { .. } => None,
+        }
+    }
+
+    /// Whether the fault follows a step (`after`) rather than the clock.
+    pub fn follows_a_step(&self) -> bool {
+        matches!(self.when, When::After { .. })
+    }
+
+    /// When a timed fault is over (a pause: when it ends).
+    pub fn over_at(&self) -> Option<Duration> {
+        let at = self.at()?;
+        Some(match self.what {
+            What::Pause { hold, .. } => at + hold,
+            _ => at,
+        })
+    }
+
+    /// The process a fault hits (a role or an actor), or `None` for a service's fault.
+    pub fn target(&self) -> Option<&str> {
+        match &self.what {
+            What::Kill { target } | What::Pause { target, .. } => Some(target),
+            What::Restart { .. } => None,
+        }
+    }
+
+    /// The service a fault hits, if it hits one.
+    pub fn service(&self) -> Option<&str> {
+        match &self.what {
+            What::Restart { service } => Some(service),
+            _ => None,
+        }
+    }
+}
+
+/// The words after `after`: `KIND [N] [+DELAY]`.
+fn after(words: &[&str]) -> Result<When, String> {
+    let Some((kind, mut rest)) = words.split_first() else {
+        return Err("a kind is missing".into());
+    };
+    let kind: Kind = kind.parse().map_err(|_| format!("`{kind}` is no kind"))?;
+    let mut nth = 1;
+    if let Some((n, tail)) = rest.split_first().filter(|(n, _)| !n.starts_with('+')) {
+        nth = n
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| format!("`{n}` is not a count from 1"))?;
+        rest = tail;
+    }
+    let delay = match rest {
+        [] => Duration::ZERO,
+        [d] if d.starts_with('+') => parse_duration(&d[1..])?,
+        [word, ..] => return Err(format!("`{word}` is not understood")),
+    };
+    Ok(When::After { kind, nth, delay })
+}
+
+impl fmt::Display for Nemesis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.what {
+            What::Kill { target } => write!(f, "kill {target}")?,
+            What::Pause { target, .. } => write!(f, "pause {target}")?,
+            What::Restart { service } => write!(f, "restart {service}")?,
+        }
+        match self.when {
+            When::At(at) => write!(f, " at {}", show_duration(at))?,
+            When::After { kind, nth, delay } => {
+                write!(f, " after {kind}")?;
+                if nth != 1 {
+                    write!(f, " {nth}")?;
+                }
+                if !delay.is_zero() {
+                    write!(f, " +{}", show_duration(delay))?;
+                }
+            }
+        }
+        if let What::Pause {
+            hold, unless_alone, ..
+        } = &self.what
+        {
+            write!(f, " for {}", show_duration(*hold))?;
+            if *unless_alone {
+                f.write_str(" unless alone")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_form_parses_and_shows_back_the_same() {
+        for text in [
+            "kill worker after effect_committed",
+            "kill relay after publish_acked 3",
+            "kill worker-2 at 1500ms",
+            "pause worker at 1s for 3s",
+            "pause worker after delivered for 3s",
+            "pause worker-2 after delivered 4 +30ms for 2500ms",
+            "pause worker after delivered +5ms for 3s unless alone",
+            "restart redis at 2s",
+        ] {
+            let spec = Nemesis::parse(text).unwrap();
+            assert_eq!(spec.to_string(), text);
+        }
+        assert_eq!(
+            Nemesis::parse("pause worker after delivered 2 +20ms for 3s").unwrap(),
+            Nemesis {
+                what: What::Pause {
+                    target: "worker".into(),
+                    hold: Duration::from_secs(3),
+                    unless_alone: false,
+                },
+                when: When::After {
+                    kind: Kind::Delivered,
+                    nth: 2,
+                    delay: Duration::from_millis(20),
+                },
+            }
+        );
+        assert_eq!(
+            Nemesis::parse("kill worker after acked").unwrap(),
+            Nemesis::kill_after("worker", Kind::Acked, 1)
+        );
+    }
+
+    #[test]
+    fn malformed_specs_say_what_is_expected() {
+        for text in [
+            "kill worker after commited",
+            "kill worker after acked 0",
+            "pause worker at 1s",
+            "pause worker after delivered +30ms",
+            "pause worker after delivered 2 30ms for 1s",
+            "kill worker after delivered +30ms",
+            "kill worker after delivered unless alone",
+            "kill worker at soon",
+            "explode worker",
+        ] {
+            let e = Nemesis::parse(text).unwrap_err();
+            assert!(e.contains(text) && e.contains("expected"), "{e}");
+        }
+    }
+
+    #[test]
+    fn timed_faults_say_when_they_are_over() {
+        let pause = Nemesis::parse("pause api at 1s for 2s").unwrap();
+        assert_eq!(pause.at(), Some(Duration::from_secs(1)));
+        assert_eq!(pause.over_at(), Some(Duration::from_secs(3)));
+        let after = Nemesis::parse("kill api after task_accepted").unwrap();
+        assert_eq!((after.at(), after.over_at()), (None, None));
+        assert!(after.follows_a_step());
+        assert_eq!(after.target(), Some("api"));
+        let restart = Nemesis::parse("restart nats at 2s").unwrap();
+        assert_eq!((restart.target(), restart.service()), (None, Some("nats")));
+    }
+}

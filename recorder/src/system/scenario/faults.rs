@@ -1,0 +1,138 @@
+//! Carrying out a scenario's faults on its processes and services: pauses (SIGSTOP, then SIGCONT
+//! when they are over, each with a `fault` row) and the timed faults (a kill, a pause, a service
+//! restart at a time from the first task).
+
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use outbox_trace::detail::{self, CounterValue};
+use outbox_trace::otlp::LiveMapper;
+use outbox_trace::Step;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+
+use crate::system::chaos::SystemChaos;
+use crate::system::child::{Child, Launch, SpawnError, Status};
+use crate::system::file::{Delivery, Export, OtlpProtocol, System};
+use crate::fault::pauses::{Pauses, Pending};
+use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::services::{free_port, Service, ServiceFailure};
+use crate::system::tasks::{make_tasks, Courier, Delivered};
+use crate::system::template::Values;
+use crate::fault::spec::{Nemesis, What};
+use crate::fault::trigger::{Reporter, Trigger};
+use crate::journal::author::Author;
+use crate::journal::clock::RunClock;
+use crate::journal::writer::{Entry, Recorder};
+use super::commands::{base_env, run_command};
+use super::ending::{end, Ending};
+use super::faults::apply_timed;
+use super::stage::{Held, Kill, Life, Stage, StdinSlot};
+use super::{
+    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
+    QUIET_EVERY, SPAN_SILENCE,
+};
+
+impl<'a, 'e> Stage<'a, 'e> {
+    /// Whether another process of `role` than `actor` runs on (not stopped, not exited) to take
+    /// its message over.
+    pub(super) fn has_running_sibling(&self, actor: &str, role: &str) -> bool {
+        self.lives.iter().any(|(a, l)| {
+            a != actor && l.role == role && !self.pauses.holds(a) && l.child.exited().is_none()
+        })
+    }
+
+    /// SIGSTOPs `actor`'s life `incarnation` (if it still runs) until `hold` has passed.
+    pub(super) async fn pause(
+        &mut self,
+        actor: &str,
+        incarnation: Option<u32>,
+        hold: Duration,
+    ) -> Result<(), SystemError> {
+        let Some(life) = self.lives.get(actor) else {
+            return Ok(());
+        };
+        if incarnation.is_some_and(|i| i != life.incarnation) {
+            return Ok(());
+        }
+        // Stopped already: the pause lasts until the later of the two ends.
+        if self.pauses.begin(actor, Instant::now() + hold) {
+            life.child.signal(Signal::SIGSTOP);
+        }
+        self.own(
+            Author::Faults,
+            Step::Fault(detail::Fault {
+                fault: "pause".into(),
+                target: Some(actor.to_string()),
+                duration_ms: Some(hold.as_millis() as u64),
+                ..detail::Fault::default()
+            }),
+        )
+        .await
+    }
+
+    /// Begins the pauses that are due and continues the processes whose pause is over.
+    pub(super) async fn pauses_due(&mut self, now: Instant) -> Result<(), SystemError> {
+        for due in self.pauses.due(now) {
+            self.pause(&due.actor, Some(due.life), due.hold).await?;
+        }
+        for actor in self.pauses.over(now) {
+            if let Some(life) = self.lives.get(&actor) {
+                life.child.signal(Signal::SIGCONT);
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(super) async fn apply_timed(
+    stage: &mut Stage<'_, '_>,
+    services: &mut [(String, Service)],
+    fault: &Nemesis,
+    intake: &mut mpsc::Receiver<Intake>,
+) -> Result<(), SystemError> {
+    // A role's timed faults hit its first instance, which has the role's name.
+    let actor_of = |target: &str| target.to_string();
+    if fault.follows_a_step() {
+        return Ok(());
+    }
+    match &fault.what {
+        What::Kill { target } => {
+            let actor = actor_of(target);
+            if let Some(life) = stage.lives.get(&actor) {
+                let kill = Kill {
+                    actor: actor.clone(),
+                    incarnation: life.incarnation,
+                    point: "kill".into(),
+                    announced: false,
+                };
+                stage.kill(kill, intake).await?;
+            }
+        }
+        What::Pause { target, hold, .. } => {
+            stage.pause(&actor_of(target), None, *hold).await?;
+        }
+        What::Restart { service } => {
+            stage
+                .own(
+                    Author::Faults,
+                    Step::Fault(detail::Fault {
+                        fault: "service-restart".into(),
+                        target: Some(service.clone()),
+                        service: Some(service.clone()),
+                        ..detail::Fault::default()
+                    }),
+                )
+                .await?;
+            if let Some((_, s)) = services.iter_mut().find(|(n, _)| n == service) {
+                s.restart().await?;
+            }
+        }
+    }
+    Ok(())
+}

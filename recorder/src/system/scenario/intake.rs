@@ -1,0 +1,142 @@
+//! Taking one export request in: its spans become rows on the run's clock, each step is shown to
+//! the scenario's [`Trigger`](crate::fault::trigger::Trigger) and the chaos draw, and the export
+//! is answered at once unless a kill holds it until the process is dead.
+
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use outbox_trace::detail::{self, CounterValue};
+use outbox_trace::otlp::LiveMapper;
+use outbox_trace::Step;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+
+use crate::system::chaos::SystemChaos;
+use crate::system::child::{Child, Launch, SpawnError, Status};
+use crate::system::file::{Delivery, Export, OtlpProtocol, System};
+use crate::fault::pauses::{Pauses, Pending};
+use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::services::{free_port, Service, ServiceFailure};
+use crate::system::tasks::{make_tasks, Courier, Delivered};
+use crate::system::template::Values;
+use crate::fault::spec::{Nemesis, What};
+use crate::fault::trigger::{Reporter, Trigger};
+use crate::journal::author::Author;
+use crate::journal::clock::RunClock;
+use crate::journal::writer::{Entry, Recorder};
+use super::commands::{base_env, run_command};
+use super::ending::{end, Ending};
+use super::faults::apply_timed;
+use super::stage::{Held, Kill, Life, Stage, StdinSlot};
+use super::{
+    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
+    QUIET_EVERY, SPAN_SILENCE,
+};
+
+impl<'a, 'e> Stage<'a, 'e> {
+    /// Records the rows of one export request and answers it, unless it calls for kills: then
+    /// they are returned with the answer, which waits until they are done (see [`Stage::kill`]).
+    pub(super) async fn take(&mut self, item: Intake) -> Result<Held, SystemError> {
+        self.last_span = Instant::now();
+        let mapped = self.mapper.map(&item.request);
+        let mut kills = Vec::new();
+        // The pauses this export queues: which entry of `after` called for each, and whom.
+        let mut queued: Vec<(usize, String, u32)> = Vec::new();
+        for reason in &mapped.rejected {
+            self.skip(reason.clone());
+        }
+        for live in mapped.events {
+            if let Some(kind) = &live.unknown_kind {
+                self.skip(format!("a span of unknown kind `{kind}`"));
+                continue;
+            }
+            let event = live.event;
+            let actor = event.actor.clone();
+            let incarnation = event.incarnation;
+            let step = match Step::try_from(&event) {
+                Ok(step) => step,
+                Err(missing) => {
+                    self.skip(missing.to_string());
+                    continue;
+                }
+            };
+            let kind = step.kind();
+            let ts_ns = i64::try_from(live.at_unix_ns.saturating_sub(self.env.epoch_unix_ns))
+                .unwrap_or(i64::MAX);
+            self.record(Self::author(&actor), incarnation, ts_ns, step)
+                .await?;
+            let Some(life) = self.lives.get(&actor) else {
+                continue;
+            };
+            if life.incarnation != incarnation {
+                continue;
+            }
+            let role = life.role.clone();
+            let sync = self.env.system.file.roles[&role].export == Export::Sync;
+            let who = Reporter {
+                actor: &actor,
+                role: &role,
+                running: !self.pauses.holds(&actor) && !kills.iter().any(|k: &Kill| k.actor == actor),
+                has_sibling: self.has_running_sibling(&actor, &role),
+            };
+            let struck = self.trigger.on_step(who, kind);
+            let mut strike = struck.kill.is_some();
+            for (i, delay, hold) in struck.pauses {
+                queued.push((i, actor.clone(), incarnation));
+                self.pauses.queue(Pending {
+                    at: Instant::now() + delay,
+                    actor: actor.clone(),
+                    life: incarnation,
+                    hold,
+                });
+            }
+            if !strike {
+                if let Some(chaos) = &mut self.chaos {
+                    strike = chaos.strikes(&role, kind);
+                }
+            }
+            if strike && !kills.iter().any(|k: &Kill| k.actor == actor) {
+                kills.push(Kill {
+                    actor,
+                    incarnation,
+                    point: format!("{role}:after-{kind}"),
+                    announced: sync,
+                });
+            }
+        }
+        // A process this export kills is not paused by it: its pauses wait for a later step.
+        for (i, actor, life) in queued {
+            if kills
+                .iter()
+                .any(|k| k.actor == actor && k.incarnation == life)
+            {
+                self.trigger.rearm(i);
+                self.pauses.unqueue(&actor, life);
+            }
+        }
+        let answer = Answer {
+            rejected_spans: mapped.rejected.len() as u64,
+            error: mapped.rejected.first().cloned(),
+        };
+        let mut held = Held {
+            kills,
+            reply: Some((item.reply, answer)),
+        };
+        if held.kills.is_empty() {
+            held.answer();
+        }
+        Ok(held)
+    }
+
+    pub(super) fn skip(&mut self, reason: String) {
+        self.outcome.skipped_count += 1;
+        if self.outcome.skipped.len() < 3 {
+            self.outcome.skipped.push(reason);
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! One scenario from fresh services to its end: ports and placeholders, services and setup, the
+//! roles' first lives, the tasks, and the loop that takes spans in, carries out the faults,
+//! restarts what exited and asks `quiet` until the system is quiet or the deadline passes.
+
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use outbox_trace::detail::{self, CounterValue};
+use outbox_trace::otlp::LiveMapper;
+use outbox_trace::Step;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+
+use crate::system::chaos::SystemChaos;
+use crate::system::child::{Child, Launch, SpawnError, Status};
+use crate::system::file::{Delivery, Export, OtlpProtocol, System};
+use crate::fault::pauses::{Pauses, Pending};
+use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::services::{free_port, Service, ServiceFailure};
+use crate::system::tasks::{make_tasks, Courier, Delivered};
+use crate::system::template::Values;
+use crate::fault::spec::{Nemesis, What};
+use crate::fault::trigger::{Reporter, Trigger};
+use crate::journal::author::Author;
+use crate::journal::clock::RunClock;
+use crate::journal::writer::{Entry, Recorder};
+use super::commands::{base_env, run_command};
+use super::ending::{end, Ending};
+use super::faults::apply_timed;
+use super::stage::{Held, Kill, Life, Stage, StdinSlot};
+use super::{
+    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
+    QUIET_EVERY, SPAN_SILENCE,
+};
+
+/// Runs one scenario.
+pub async fn run_scenario(
+    env: &SystemEnv<'_>,
+    name: &str,
+    faults: &[Nemesis],
+) -> Result<ScenarioOutcome, SystemError> {
+    let system = env.system;
+    let started = Instant::now();
+    let deadline = started + env.deadline;
+    let dir = env.workdir.join(name);
+    std::fs::create_dir_all(dir.join("logs")).map_err(run_err)?;
+
+    // Ports and placeholder values.
+    let mut services: Vec<(String, Service)> = Vec::new();
+    for (sname, spec) in &system.file.services {
+        services.push((
+            sname.clone(),
+            Service::plan(sname, spec, &dir).map_err(run_err)?,
+        ));
+    }
+    let mut values = Values::from([("dir".to_string(), dir.display().to_string())]);
+    for (sname, s) in &services {
+        values.insert(format!("services.{sname}.port"), s.port.to_string());
+        values.insert(format!("services.{sname}.dir"), s.dir.display().to_string());
+    }
+    let mut ports = BTreeMap::new();
+    for (role, actor) in system.all_actors() {
+        if system.file.roles[&role].port {
+            let port = free_port().map_err(run_err)?;
+            if actor == role {
+                values.insert(format!("roles.{role}.port"), port.to_string());
+            }
+            ports.insert(actor, port);
+        }
+    }
+    let base = base_env(system, &values, env.extra_env);
+
+    // Services, then setup.
+    for (_, service) in &mut services {
+        service.start(&values, &base, &system.root).await?;
+    }
+    if let Some(setup) = &system.file.setup {
+        let argv: Vec<String> = setup.command.iter().map(|t| t.expand(&values)).collect();
+        let (status, _, last) = run_command(
+            "setup",
+            &argv,
+            &base,
+            &system.root,
+            dir.join("logs/setup.log"),
+        )
+        .await?;
+        if status != 0 {
+            return Err(SystemError::Unavailable(format!(
+                "setup exited with status {status}; {last}"
+            )));
+        }
+    }
+
+    let (intake_tx, mut intake) = mpsc::channel::<Intake>(256);
+    let receiver = OtlpReceiver::start(intake_tx).map_err(run_err)?;
+    let (exits_tx, mut exits) = mpsc::unbounded_channel();
+    let stdin_role = matches!(system.delivery, Delivery::Stdin { .. });
+    let (slot_tx, slot_rx) = watch::channel(None);
+    let (answers_tx, answers_rx) = mpsc::unbounded_channel();
+    let mut all_faults: Vec<Nemesis> = faults.to_vec();
+    all_faults.extend(env.faults.iter().cloned());
+    let chaos = env
+        .chaos
+        .map(|(seed, window)| SystemChaos::draw(seed, window, env.tasks, system));
+    let mut timed: Vec<Nemesis> = all_faults
+        .iter()
+        .filter(|f| f.at().is_some())
+        .cloned()
+        .collect();
+    if let Some(c) = &chaos {
+        timed.extend(c.timed().cloned());
+    }
+    timed.sort_by_key(|f| f.at());
+    let faults_over = timed
+        .iter()
+        .filter_map(Nemesis::over_at)
+        .max()
+        .unwrap_or_default();
+
+    let mut stage = Stage {
+        env,
+        name: name.to_string(),
+        dir: dir.clone(),
+        values: values.clone(),
+        base_env: base.clone(),
+        receiver,
+        lives: BTreeMap::new(),
+        ports,
+        exits: exits_tx,
+        stdin_slot: stdin_role.then_some(slot_tx),
+        answers: stdin_role.then_some(answers_tx),
+        mapper: LiveMapper::new(),
+        trigger: Trigger::new(
+            all_faults
+                .iter()
+                .chain(chaos.iter().flat_map(|c| c.following())),
+        ),
+        chaos,
+        pauses: Pauses::default(),
+        last_span: Instant::now(),
+        outcome: ScenarioOutcome::default(),
+        backoff: BTreeMap::new(),
+    };
+
+    let tasks = make_tasks(
+        env.tasks,
+        system.file.tasks.aggregates,
+        env.chaos.map_or(0, |c| c.0),
+    );
+    let start = detail::RunStart {
+        tasks: Some(i64::from(env.tasks)),
+        records: system.file.records.clone(),
+        counter_start: system
+            .file
+            .counter_start
+            .as_ref()
+            .and_then(CounterValue::from_json),
+        system: Some(env.shown.clone()),
+        faults: all_faults.iter().map(ToString::to_string).collect(),
+        chaos: stage
+            .chaos
+            .as_ref()
+            .and_then(|c| serde_json::to_value(c).ok()),
+        ..detail::RunStart::default()
+    };
+    stage.own(Author::Recorder, Step::RunStart(start)).await?;
+
+    for (role, actor) in system.all_actors() {
+        stage.spawn(&role, &actor, 0)?;
+    }
+
+    let courier = Courier {
+        delivery: system.delivery.clone(),
+        values: values.clone(),
+        env: base.clone(),
+        cwd: system.root.clone(),
+        logs: dir.join("logs"),
+        stdin: stdin_role.then_some(slot_rx),
+        answers: stdin_role.then_some(answers_rx),
+        deadline,
+    };
+    let first_task = Instant::now();
+    let mut delivery = tokio::spawn(courier.deliver(tasks));
+    let mut delivered: Option<Delivered> = None;
+    let mut timed: VecDeque<Nemesis> = timed.into();
+    let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
+    let mut quiet_probe: Option<Instant> = None;
+    let mut probe: Option<tokio::task::JoinHandle<Result<bool, SpawnError>>> = None;
+    let mut recovered = false;
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        if env.interrupted.load(Ordering::Relaxed) || Instant::now() > deadline {
+            break;
+        }
+        let now = Instant::now();
+        // Timed faults that are due.
+        while timed
+            .front()
+            .and_then(Nemesis::at)
+            .is_some_and(|at| first_task + at <= now)
+        {
+            let fault = timed.pop_front().expect("a due fault");
+            apply_timed(&mut stage, &mut services, &fault, &mut intake).await?;
+        }
+        stage.pauses_due(now).await?;
+        let due: Vec<_> = restarts.iter().filter(|r| r.0 <= now).cloned().collect();
+        restarts.retain(|r| r.0 > now);
+        for (_, role, actor, incarnation) in due {
+            stage.restart(&role, &actor, incarnation).await?;
+        }
+        // Quiet: tasks delivered, faults over, nothing waiting to restart.
+        let settled = delivered.is_some()
+            && timed.is_empty()
+            && stage.pauses.is_empty()
+            && restarts.is_empty()
+            && now >= first_task + faults_over;
+        if settled && probe.is_none() && quiet_probe.is_none_or(|at| at <= now) {
+            match &system.file.quiet {
+                Some(q) => {
+                    // Asked in a task of its own: exports keep being answered meanwhile.
+                    let argv: Vec<String> = q.command.iter().map(|t| t.expand(&values)).collect();
+                    let (env_vars, root, log) = (
+                        base.clone(),
+                        system.root.clone(),
+                        dir.join("logs/quiet.log"),
+                    );
+                    probe = Some(tokio::spawn(async move {
+                        run_command("quiet", &argv, &env_vars, &root, log)
+                            .await
+                            .map(|(status, _, _)| status == 0)
+                    }));
+                }
+                None if stage.last_span.elapsed() >= SPAN_SILENCE => {
+                    recovered = true;
+                    break;
+                }
+                None => {}
+            }
+        }
+        tokio::select! {
+            Some(item) = intake.recv() => {
+                let held = stage.take(item).await?;
+                stage.carry_out(held, &mut intake).await?;
+            }
+            Some((actor, incarnation, status)) = exits.recv() => {
+                if let Some(r) = stage.exited(actor, incarnation, status).await? {
+                    restarts.push(r);
+                }
+            }
+            done = &mut delivery, if delivered.is_none() => {
+                delivered = Some(done.map_err(run_err)?);
+            }
+            answer = async { probe.as_mut().expect("a probe").await }, if probe.is_some() => {
+                probe = None;
+                if answer.map_err(run_err)?? {
+                    recovered = true;
+                    break;
+                }
+                quiet_probe = Some(Instant::now() + QUIET_EVERY);
+            }
+            _ = sleep_until_or_forever(stage.pauses.next()) => {}
+            _ = tick.tick() => {}
+        }
+    }
+    if delivered.is_none() {
+        delivery.abort();
+    }
+    if let Some(p) = probe {
+        p.abort();
+    }
+    let delivered = delivered.unwrap_or_default();
+
+    ending::end(Ending {
+        stage,
+        services,
+        intake,
+        exits,
+        started,
+        recovered,
+        delivered,
+    })
+    .await
+}
+
+/// Sleeps until `at`, or forever without one (a `select!` branch that never wins).
+async fn sleep_until_or_forever(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,358 @@
+//! The lives of a scenario's processes: the stage every part of a scenario works on, starting a
+//! role's life with its environment, killing one (its crash row after the exports already on
+//! their way), starting the next, and a life that ended on its own (its crash row, its next life
+//! after a back-off).
+
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use outbox_trace::detail::{self, CounterValue};
+use outbox_trace::otlp::LiveMapper;
+use outbox_trace::Step;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+
+use crate::system::chaos::SystemChaos;
+use crate::system::child::{Child, Launch, SpawnError, Status};
+use crate::system::file::{Delivery, Export, OtlpProtocol, System};
+use crate::fault::pauses::{Pauses, Pending};
+use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::services::{free_port, Service, ServiceFailure};
+use crate::system::tasks::{make_tasks, Courier, Delivered};
+use crate::system::template::Values;
+use crate::fault::spec::{Nemesis, What};
+use crate::fault::trigger::{Reporter, Trigger};
+use crate::journal::author::Author;
+use crate::journal::clock::RunClock;
+use crate::journal::writer::{Entry, Recorder};
+use super::commands::{base_env, run_command};
+use super::ending::{end, Ending};
+use super::faults::apply_timed;
+use super::stage::{Held, Kill, Life, Stage, StdinSlot};
+use super::{
+    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
+    QUIET_EVERY, SPAN_SILENCE,
+};
+
+/// One life of one actor.
+pub(super) struct Life {
+    pub(super) role: String,
+    pub(super) incarnation: u32,
+    pub(super) child: Child,
+}
+
+/// A kill to carry out.
+pub(super) struct Kill {
+    pub(super) actor: String,
+    pub(super) incarnation: u32,
+    pub(super) point: String,
+    pub(super) announced: bool,
+}
+
+/// An export request taken in, whose answer waits for the kills it called for.
+pub(super) struct Held {
+    pub(super) kills: Vec<Kill>,
+    pub(super) reply: Option<(tokio::sync::oneshot::Sender<Answer>, Answer)>,
+}
+
+impl Held {
+    pub(super) fn answer(&mut self) {
+        if let Some((reply, answer)) = self.reply.take() {
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+/// Where the task feeder finds the stdin role's current life: its incarnation and the sender
+/// of lines to its standard input (`None` while no life is up).
+pub(super) type StdinSlot = watch::Sender<Option<(u32, mpsc::UnboundedSender<String>)>>;
+
+/// The scenario's state while it runs.
+pub(super) struct Stage<'a, 'e> {
+    pub(super) env: &'a SystemEnv<'e>,
+    pub(super) name: String,
+    pub(super) dir: PathBuf,
+    pub(super) values: Values,
+    pub(super) base_env: Vec<(String, String)>,
+    pub(super) receiver: OtlpReceiver,
+    pub(super) lives: BTreeMap<String, Life>,
+    pub(super) ports: BTreeMap<String, u16>,
+    pub(super) exits: mpsc::UnboundedSender<(String, u32, Status)>,
+    pub(super) stdin_slot: Option<StdinSlot>,
+    pub(super) answers: Option<mpsc::UnboundedSender<String>>,
+    pub(super) mapper: LiveMapper,
+    pub(super) trigger: Trigger,
+    pub(super) chaos: Option<SystemChaos>,
+    /// Pauses called for by a step and not begun, and the processes stopped now.
+    pub(super) pauses: Pauses,
+    pub(super) last_span: Instant,
+    pub(super) outcome: ScenarioOutcome,
+    pub(super) backoff: BTreeMap<String, u32>,
+}
+
+impl<'a, 'e> Stage<'a, 'e> {
+    pub(super) async fn record(
+        &self,
+        author: Author,
+        incarnation: u32,
+        ts_ns: i64,
+        step: Step,
+    ) -> Result<(), SystemError> {
+        self.env
+            .recorder
+            .record(Entry {
+                scenario: self.name.clone(),
+                author,
+                incarnation,
+                ts_ns,
+                step,
+            })
+            .await
+            .map_err(SystemError::Run)
+    }
+
+    pub(super) async fn own(&self, author: Author, step: Step) -> Result<(), SystemError> {
+        self.record(author, 0, self.env.clock.now(), step).await
+    }
+
+    pub(super) fn role_env(
+        &self,
+        role: &str,
+        actor: &str,
+        instance: u32,
+        incarnation: u32,
+    ) -> Vec<(String, String)> {
+        let spec = &self.env.system.file.roles[role];
+        let endpoint = match spec.protocol {
+            OtlpProtocol::Grpc => self.receiver.grpc_endpoint(),
+            _ => self.receiver.http_endpoint(),
+        };
+        let attrs = format!(
+            "outbox.actor={actor},outbox.incarnation={incarnation},outbox.run_id={},outbox.scenario={}",
+            self.env.run_id, self.name
+        );
+        let mut env = self.base_env.clone();
+        env.extend([
+            ("OTEL_EXPORTER_OTLP_ENDPOINT".to_string(), endpoint),
+            (
+                "OTEL_EXPORTER_OTLP_PROTOCOL".to_string(),
+                spec.protocol.env_value().to_string(),
+            ),
+            ("OTEL_SERVICE_NAME".to_string(), actor.to_string()),
+            ("OTEL_RESOURCE_ATTRIBUTES".to_string(), attrs),
+            ("OTEL_TRACES_SAMPLER".to_string(), "always_on".to_string()),
+            ("OUTBOX_ROLE".to_string(), role.to_string()),
+            ("OUTBOX_INSTANCE".to_string(), instance.to_string()),
+            ("OUTBOX_INCARNATION".to_string(), incarnation.to_string()),
+        ]);
+        if let Some(port) = self.ports.get(actor) {
+            env.push(("PORT".to_string(), port.to_string()));
+        }
+        env
+    }
+
+    /// Starts one life of `actor`.
+    pub(super) fn spawn(&mut self, role: &str, actor: &str, incarnation: u32) -> Result<(), SystemError> {
+        let spec = &self.env.system.file.roles[role];
+        let instance = actor
+            .rsplit_once('-')
+            .and_then(|(r, n)| (r == role).then(|| n.parse().ok()).flatten())
+            .unwrap_or(1);
+        let mut values = self.values.clone();
+        if let Some(port) = self.ports.get(actor) {
+            values.insert("port".into(), port.to_string());
+        }
+        let argv: Vec<String> = spec.command.iter().map(|t| t.expand(&values)).collect();
+        let env = self.role_env(role, actor, instance, incarnation);
+        let takes_tasks =
+            matches!(&self.env.system.delivery, Delivery::Stdin { role: r, .. } if r == role);
+        let mut child = Child::spawn(Launch {
+            what: format!("role {role}"),
+            argv: &argv,
+            env: &env,
+            cwd: &self.env.system.root,
+            log: self
+                .dir
+                .join("logs")
+                .join(format!("{actor}-{incarnation}.log")),
+            stdin: takes_tasks,
+            watch_stdout: if takes_tasks {
+                self.answers.clone()
+            } else {
+                None
+            },
+        })?;
+        if takes_tasks {
+            if let (Some(mut stdin), Some(slot)) = (child.take_stdin(), &self.stdin_slot) {
+                let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+                tokio::spawn(async move {
+                    while let Some(line) = rx.recv().await {
+                        let mut bytes = line.into_bytes();
+                        bytes.push(b'\n');
+                        if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                let _ = slot.send(Some((incarnation, tx)));
+            }
+        }
+        let mut watch = child.exit_watch();
+        let exits = self.exits.clone();
+        let who = actor.to_string();
+        tokio::spawn(async move {
+            loop {
+                if let Some(status) = *watch.borrow_and_update() {
+                    let _ = exits.send((who, incarnation, status));
+                    return;
+                }
+                if watch.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        self.lives.insert(
+            actor.to_string(),
+            Life {
+                role: role.to_string(),
+                incarnation,
+                child,
+            },
+        );
+        Ok(())
+    }
+
+    pub(super) fn author(actor: &str) -> Author {
+        Author::Process(Arc::from(actor))
+    }
+
+    /// Kills a life, records its crash, starts its next life.
+    pub(super) async fn kill(
+        &mut self,
+        kill: Kill,
+        intake: &mut mpsc::Receiver<Intake>,
+    ) -> Result<(), SystemError> {
+        let Some(life) = self.lives.get_mut(&kill.actor) else {
+            return Ok(());
+        };
+        if life.incarnation != kill.incarnation {
+            return Ok(());
+        }
+        if let Some(slot) = &self.stdin_slot {
+            if matches!(&self.env.system.delivery, Delivery::Stdin { role, .. } if *role == life.role)
+            {
+                let _ = slot.send(None);
+            }
+        }
+        life.child.kill().await;
+        let role = life.role.clone();
+        // A pause of the dead life ends with it.
+        self.pauses.gone(&kill.actor);
+        // Exports already on their way from the dead life are its steps: in before its crash.
+        tokio::time::sleep(DRAIN).await;
+        let mut later = Vec::new();
+        while let Ok(item) = intake.try_recv() {
+            later.push(self.take(item).await?);
+        }
+        self.record(
+            Self::author(&kill.actor),
+            kill.incarnation,
+            self.env.clock.now(),
+            Step::Crash {
+                about: None,
+                crash: detail::Crash {
+                    point: kill.point,
+                    announced: Some(kill.announced),
+                    ..detail::Crash::default()
+                },
+            },
+        )
+        .await?;
+        self.restart(&role, &kill.actor, kill.incarnation + 1)
+            .await?;
+        for held in later {
+            Box::pin(self.carry_out(held, intake)).await?;
+        }
+        Ok(())
+    }
+
+    /// Carries out the kills an export called for, then answers it.
+    pub(super) async fn carry_out(
+        &mut self,
+        mut held: Held,
+        intake: &mut mpsc::Receiver<Intake>,
+    ) -> Result<(), SystemError> {
+        for kill in std::mem::take(&mut held.kills) {
+            self.kill(kill, intake).await?;
+        }
+        held.answer();
+        Ok(())
+    }
+
+    pub(super) async fn restart(
+        &mut self,
+        role: &str,
+        actor: &str,
+        incarnation: u32,
+    ) -> Result<(), SystemError> {
+        self.spawn(role, actor, incarnation)?;
+        self.record(
+            Self::author(actor),
+            incarnation,
+            self.env.clock.now(),
+            Step::Restart,
+        )
+        .await
+    }
+
+    /// A life that ended on its own: its crash, and its next life after a back-off.
+    pub(super) async fn exited(
+        &mut self,
+        actor: String,
+        incarnation: u32,
+        status: Status,
+    ) -> Result<Option<(Instant, String, String, u32)>, SystemError> {
+        let Some(life) = self.lives.get(&actor) else {
+            return Ok(None);
+        };
+        if life.incarnation != incarnation {
+            return Ok(None);
+        }
+        let role = life.role.clone();
+        self.record(
+            Self::author(&actor),
+            incarnation,
+            self.env.clock.now(),
+            Step::Crash {
+                about: None,
+                crash: detail::Crash {
+                    point: "exit".into(),
+                    status: Some(status),
+                    announced: Some(false),
+                    ..detail::Crash::default()
+                },
+            },
+        )
+        .await?;
+        eprintln!(
+            "recorder: {actor} (life {incarnation}) exited with status {status}; {}",
+            self.lives[&actor].child.last_lines()
+        );
+        let left = self.env.restarts_left.load(Ordering::Relaxed);
+        if left == 0 {
+            eprintln!("recorder: {actor} is not restarted: {OWN_EXIT_RESTARTS} restarts of processes that exited on their own were used");
+            return Ok(None);
+        }
+        self.env.restarts_left.store(left - 1, Ordering::Relaxed);
+        let n = self.backoff.entry(actor.clone()).or_default();
+        *n += 1;
+        let delay = Duration::from_millis(100u64 << (*n).min(6)).min(Duration::from_secs(5));
+        Ok(Some((Instant::now() + delay, role, actor, incarnation + 1)))
+    }
+}
+

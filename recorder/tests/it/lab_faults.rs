@@ -1,0 +1,169 @@
+//! `--fault` on the built-in lab: the same specs as a team's system takes, carried out on the
+//! lab's actor processes (a kill on a held report, a pause of the only worker) and its services,
+//! against real etcd + JetStream and SQLite + Redis.
+
+use crate::common;
+
+use common::*;
+use outbox_analyzer::check::{analyse, Verdict};
+use outbox_trace::{Event, Kind};
+
+/// The invariants that failed in a recorded trace.
+fn failed(dir: &std::path::Path) -> Vec<&'static str> {
+    let checked = analyse(&[trace_path(dir)]).unwrap();
+    checked
+        .scenarios
+        .iter()
+        .flat_map(|s| &s.outcomes)
+        .filter(|o| o.verdict == Verdict::Fail)
+        .map(|o| o.invariant.id())
+        .collect()
+}
+
+fn crashes(events: &[Event]) -> Vec<&Event> {
+    events.iter().filter(|e| e.kind == Kind::Crash).collect()
+}
+
+#[test]
+fn a_kill_after_a_step_lands_right_after_that_step_and_the_reference_stays_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = record_ok(
+        dir.path(),
+        &[
+            "--backend",
+            "etcd-jetstream",
+            "--scenario",
+            "place-order",
+            "--fault",
+            "kill worker after effect_committed",
+        ],
+    );
+    let crashes = crashes(&events);
+    assert_eq!(crashes.len(), 1, "{crashes:?}");
+    let crash = crashes[0];
+    assert_eq!(crash_point(crash), "worker:after-effect_committed");
+    assert_eq!(crash.actor, "worker");
+    // The life's last step is the commit: it died before its ACK.
+    let last = events
+        .iter()
+        .filter(|e| e.actor == "worker" && e.incarnation == crash.incarnation && e.seq < crash.seq)
+        .max_by_key(|e| e.seq)
+        .unwrap();
+    assert_eq!(last.kind, Kind::EffectCommitted);
+    // The next life takes the redelivery and suppresses it.
+    assert!(events
+        .iter()
+        .any(|e| e.kind == Kind::Restart && e.actor == "worker"));
+    assert!(events.iter().any(|e| e.kind == Kind::DuplicateSuppressed));
+    let start = run_start(events.iter().find(|e| e.kind == Kind::RunStart).unwrap());
+    assert!(start
+        .faults
+        .contains(&"kill worker after effect_committed".to_string()));
+    assert_eq!(failed(dir.path()), Vec::<&str>::new());
+}
+
+#[test]
+fn a_kill_after_a_commit_finds_a_worker_without_dedup() {
+    let dir = tempfile::tempdir().unwrap();
+    record_ok(
+        dir.path(),
+        &[
+            "--backend",
+            "etcd-jetstream",
+            "--scenario",
+            "place-order",
+            "--protocol",
+            "no-dedup",
+            "--fault",
+            "kill worker after effect_committed 2",
+        ],
+    );
+    assert!(failed(dir.path()).contains(&"single-effect"));
+}
+
+#[test]
+fn a_pause_of_the_only_worker_after_a_delivery_fires_and_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = record_ok(
+        dir.path(),
+        &[
+            "--backend",
+            "sqlite-redis",
+            "--scenario",
+            "place-order",
+            "--fault",
+            "pause worker after delivered for 3s",
+        ],
+    );
+    let pauses: Vec<_> = events.iter().filter(|e| e.kind == Kind::Fault).collect();
+    assert_eq!(pauses.len(), 1, "{pauses:?}");
+    let pause = fault(pauses[0]);
+    assert_eq!(pause.fault, "pause");
+    assert_eq!(pause.target.as_deref(), Some("worker"));
+    assert_eq!(pause.duration_ms, Some(3000));
+    // The pause came after the worker's first delivery, and the work waited for it.
+    let delivered = events
+        .iter()
+        .find(|e| e.kind == Kind::Delivered)
+        .unwrap();
+    assert!(pauses[0].seq > delivered.seq);
+    let last_effect = events
+        .iter()
+        .filter(|e| e.kind == Kind::EffectCommitted)
+        .map(|e| e.ts_ns)
+        .max()
+        .unwrap();
+    assert!(last_effect - delivered.ts_ns >= 3_000_000_000);
+    assert_eq!(failed(dir.path()), Vec::<&str>::new());
+}
+
+#[test]
+fn timed_faults_hit_the_lab_s_actors_and_services() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = record_ok(
+        dir.path(),
+        &[
+            "--backend",
+            "sqlite-redis",
+            "--scenario",
+            "place-order",
+            "--fault",
+            "kill relay at 10ms",
+            "--fault",
+            "restart redis at 20ms",
+        ],
+    );
+    assert!(crashes(&events).iter().any(|e| e.actor == "relay"));
+    let restarts: Vec<_> = events.iter().filter(|e| e.kind == Kind::Fault).collect();
+    assert_eq!(restarts.len(), 1);
+    assert_eq!(fault(restarts[0]).fault, "broker-restart");
+    assert_eq!(failed(dir.path()), Vec::<&str>::new());
+}
+
+#[test]
+fn a_fault_naming_what_the_lab_has_not_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            ["--backend", "sqlite-redis", "--fault", "restart sqlite at 1s"],
+            "nothing to restart",
+        ),
+        (
+            ["--backend", "sqlite-redis", "--fault", "restart nats at 1s"],
+            "no service `nats`",
+        ),
+        (
+            ["--backend", "etcd-jetstream", "--fault", "kill wrker after acked"],
+            "no role or instance `wrker`",
+        ),
+        (
+            ["--backend", "etcd-jetstream", "--fault", "kill worker after comitted"],
+            "is no kind",
+        ),
+    ] {
+        let output = record(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let text = output_text(&output);
+        assert!(text.contains(says), "{args:?}: {text}");
+    }
+}

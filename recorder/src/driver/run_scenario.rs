@@ -193,7 +193,7 @@ async fn run_on<B: Backend>(
             break false;
         }
         let acks_now = acks(&env.tallies, name);
-        while let Some(fault) = chaos.peek() {
+        while let Some(&fault) = chaos.peek() {
             let at = fault.at().unwrap_or_default();
             let Some(overdue) = started.elapsed().checked_sub(at) else {
                 break;

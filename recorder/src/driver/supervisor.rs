@@ -145,6 +145,7 @@ impl ActorProcess {
         Ok(ActorProcess {
             child,
             stdin,
+            held,
             pump,
         })
     }

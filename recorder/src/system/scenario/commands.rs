@@ -28,7 +28,6 @@ use crate::fault::trigger::{Reporter, Trigger};
 use crate::journal::author::Author;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder};
-use super::commands::{base_env, run_command};
 use super::ending::{end, Ending};
 use super::faults::apply_timed;
 use super::stage::{Held, Kill, Life, Stage, StdinSlot};

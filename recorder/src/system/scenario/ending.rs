@@ -29,7 +29,6 @@ use crate::journal::author::Author;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder};
 use super::commands::{base_env, run_command};
-use super::ending::{end, Ending};
 use super::faults::apply_timed;
 use super::stage::{Held, Kill, Life, Stage, StdinSlot};
 use super::{
@@ -138,59 +137,3 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     stage.outcome.recovered = recovered;
     Ok(stage.outcome)
 }
-
-async fn apply_timed(
-    stage: &mut Stage<'_, '_>,
-    services: &mut [(String, Service)],
-    fault: &Nemesis,
-    intake: &mut mpsc::Receiver<Intake>,
-) -> Result<(), SystemError> {
-    // A role's timed faults hit its first instance, which has the role's name.
-    let actor_of = |target: &str| target.to_string();
-    if fault.follows_a_step() {
-        return Ok(());
-    }
-    match &fault.what {
-        What::Kill { target } => {
-            let actor = actor_of(target);
-            if let Some(life) = stage.lives.get(&actor) {
-                let kill = Kill {
-                    actor: actor.clone(),
-                    incarnation: life.incarnation,
-                    point: "kill".into(),
-                    announced: false,
-                };
-                stage.kill(kill, intake).await?;
-            }
-        }
-        What::Pause { target, hold, .. } => {
-            stage.pause(&actor_of(target), None, *hold).await?;
-        }
-        What::Restart { service } => {
-            stage
-                .own(
-                    Author::Faults,
-                    Step::Fault(detail::Fault {
-                        fault: "service-restart".into(),
-                        target: Some(service.clone()),
-                        service: Some(service.clone()),
-                        ..detail::Fault::default()
-                    }),
-                )
-                .await?;
-            if let Some((_, s)) = services.iter_mut().find(|(n, _)| n == service) {
-                s.restart().await?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Sleeps until `at`, or forever without one (a `select!` branch that never wins).
-async fn sleep_until_or_forever(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-

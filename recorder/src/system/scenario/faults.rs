@@ -31,7 +31,6 @@ use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder};
 use super::commands::{base_env, run_command};
 use super::ending::{end, Ending};
-use super::faults::apply_timed;
 use super::stage::{Held, Kill, Life, Stage, StdinSlot};
 use super::{
     run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,

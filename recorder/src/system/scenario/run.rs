@@ -275,7 +275,7 @@ pub async fn run_scenario(
     }
     let delivered = delivered.unwrap_or_default();
 
-    ending::end(Ending {
+    end(Ending {
         stage,
         services,
         intake,

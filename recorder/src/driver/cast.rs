@@ -107,8 +107,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         }
         let spec = (self.spec)(&self.slots[i]);
         let slot = &mut self.slots[i];
-        let process =
-            ActorProcess::spawn(
+        let process = ActorProcess::spawn(
             &spec,
             slot.id,
             self.scenario,
@@ -259,7 +258,10 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
 
     /// Pauses the current life of the actor `target` names for `hold` (none between lives).
     pub fn pause_target(&mut self, target: &str, hold: Duration) {
-        if let Some(process) = self.slot_of(target).and_then(|i| self.slots[i].process.as_ref()) {
+        if let Some(process) = self
+            .slot_of(target)
+            .and_then(|i| self.slots[i].process.as_ref())
+        {
             process.pause(hold);
         }
     }

@@ -107,10 +107,8 @@ async fn restart(
     let began = Instant::now();
     let restarted = tokio::task::block_in_place(|| {
         let mut services = env.services.lock().expect("services lock");
-        let mut members: Vec<&mut LocalService> = services
-            .iter_mut()
-            .filter(|s| s.kind() == kind)
-            .collect();
+        let mut members: Vec<&mut LocalService> =
+            services.iter_mut().filter(|s| s.kind() == kind).collect();
         let count = members.len().max(1);
         members
             .get_mut(member % count)
@@ -150,7 +148,11 @@ mod tests {
     #[test]
     fn a_broker_restart_waits_for_acks_up_to_a_second_and_other_faults_never_wait() {
         let now = Duration::ZERO;
-        for broker in ["restart nats at 1s", "restart redis at 1s", "restart nats-3 at 1s"] {
+        for broker in [
+            "restart nats at 1s",
+            "restart redis at 1s",
+            "restart nats-3 at 1s",
+        ] {
             assert!(!ready(&at(broker), now, false), "{broker}");
             assert!(ready(&at(broker), now, true));
             assert!(ready(&at(broker), ACK_BURST_WAIT, false));
@@ -173,9 +175,21 @@ mod tests {
         let second = Duration::from_secs(1);
         let show = |a, w| nemesis_of(a, second, w, ServiceKind::Nats).to_string();
         assert_eq!(show(Action::KillApi, 2), "kill api at 1s");
-        assert_eq!(show(Action::KillWorker { index: 3 }, 2), "kill worker-2 at 1s");
-        assert_eq!(show(Action::KillWorker { index: 3 }, 1), "kill worker at 1s");
-        assert_eq!(show(Action::RestartBroker { member: 0 }, 1), "restart nats-1 at 1s");
-        assert_eq!(show(Action::RestartStore { member: 2 }, 1), "restart etcd-3 at 1s");
+        assert_eq!(
+            show(Action::KillWorker { index: 3 }, 2),
+            "kill worker-2 at 1s"
+        );
+        assert_eq!(
+            show(Action::KillWorker { index: 3 }, 1),
+            "kill worker at 1s"
+        );
+        assert_eq!(
+            show(Action::RestartBroker { member: 0 }, 1),
+            "restart nats-1 at 1s"
+        );
+        assert_eq!(
+            show(Action::RestartStore { member: 2 }, 1),
+            "restart etcd-3 at 1s"
+        );
     }
 }

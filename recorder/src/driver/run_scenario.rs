@@ -17,11 +17,8 @@ use outbox_trace::{Kind, Step};
 use std::sync::{Arc, Mutex};
 
 use super::cast::{Cast, Slot};
-use super::held::Aim;
-use crate::backend::services::ServiceKind;
-use crate::fault::spec::Nemesis;
-use crate::fault::trigger::Trigger;
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
+use super::held::Aim;
 use super::scenario::Scenario;
 use super::{inject, observer};
 use crate::actor::wire::ActorSpec;
@@ -29,7 +26,10 @@ use crate::backend::connection::{BackendKind, Connection, Endpoints};
 use crate::backend::control::{Backend, Progress};
 use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
+use crate::backend::services::ServiceKind;
 use crate::backend::sqlite_redis::SqliteRedis;
+use crate::fault::spec::Nemesis;
+use crate::fault::trigger::Trigger;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
 use crate::protocol::external::spec::ExternalSpec;
@@ -173,12 +173,26 @@ async fn run_on<B: Backend>(
         BackendKind::EtcdJetstream => ServiceKind::Nats,
         BackendKind::SqliteRedis => ServiceKind::Redis,
     };
-    let mut timed: Vec<Nemesis> = env.faults.iter().filter(|f| f.at().is_some()).cloned().collect();
-    timed.extend(env.chaos.iter().flat_map(|c| &c.actions).map(|(ms, action)| {
-        inject::nemesis_of(*action, Duration::from_millis(*ms), cast.workers(), broker)
-    }));
+    let mut timed: Vec<Nemesis> = env
+        .faults
+        .iter()
+        .filter(|f| f.at().is_some())
+        .cloned()
+        .collect();
+    timed.extend(
+        env.chaos
+            .iter()
+            .flat_map(|c| &c.actions)
+            .map(|(ms, action)| {
+                inject::nemesis_of(*action, Duration::from_millis(*ms), cast.workers(), broker)
+            }),
+    );
     timed.sort_by_key(|f| f.at());
-    let faults_over = timed.iter().filter_map(Nemesis::over_at).max().unwrap_or_default();
+    let faults_over = timed
+        .iter()
+        .filter_map(Nemesis::over_at)
+        .max()
+        .unwrap_or_default();
     let mut chaos = timed.iter().peekable();
     let mut acks_before = 0;
     let mut quiet = 0;
@@ -301,8 +315,13 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
 
 /// The kinds whose reports a slot's next life holds: those its step-following faults follow.
 fn held_kinds(aim: Option<&Aim>, slot: &Slot) -> Vec<Kind> {
-    aim.and_then(|aim| aim.trigger.lock().ok().map(|t| t.held_kinds(&slot.id.to_string(), slot.role.name())))
-        .unwrap_or_default()
+    aim.and_then(|aim| {
+        aim.trigger
+            .lock()
+            .ok()
+            .map(|t| t.held_kinds(&slot.id.to_string(), slot.role.name()))
+    })
+    .unwrap_or_default()
 }
 
 /// One line, rewritten in place: how far the scenario has got.

@@ -111,7 +111,12 @@ impl Nemesis {
                 if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
                     return Err(bad("a kill takes no delay"));
                 }
-                (What::Kill { target: target.to_string() }, when)
+                (
+                    What::Kill {
+                        target: target.to_string(),
+                    },
+                    when,
+                )
             }
             ["pause", target, "after", step @ .., "for", hold] => (
                 What::Pause {
@@ -122,7 +127,9 @@ impl Nemesis {
                 after(step).map_err(|e| bad(&e))?,
             ),
             ["kill", target, "at", at] => (
-                What::Kill { target: target.to_string() },
+                What::Kill {
+                    target: target.to_string(),
+                },
                 When::At(duration(at)?),
             ),
             ["pause", target, "at", at, "for", hold] => (

@@ -77,18 +77,17 @@ impl Trigger {
     /// The kinds whose report must be held for `actor` of `role`: the kinds some kill of it
     /// follows.
     pub fn held_kinds(&self, actor: &str, role: &str) -> Vec<Kind> {
-        let mut kinds: Vec<Kind> = self
-            .armed
-            .iter()
-            .filter_map(|a| match (&a.nemesis.what, a.nemesis.when) {
-                (What::Kill { target } | What::Pause { target, .. }, When::After { kind, .. })
-                    if target == actor || target == role =>
-                {
-                    Some(kind)
-                }
-                _ => None,
-            })
-            .collect();
+        let mut kinds: Vec<Kind> =
+            self.armed
+                .iter()
+                .filter_map(|a| match (&a.nemesis.what, a.nemesis.when) {
+                    (
+                        What::Kill { target } | What::Pause { target, .. },
+                        When::After { kind, .. },
+                    ) if target == actor || target == role => Some(kind),
+                    _ => None,
+                })
+                .collect();
         kinds.sort_by_key(|k| k.as_str());
         kinds.dedup();
         kinds
@@ -100,7 +99,12 @@ impl Trigger {
         let mut struck = Struck::default();
         let mut may_pause = who.running;
         for (i, armed) in self.armed.iter_mut().enumerate() {
-            let When::After { kind: k, nth, delay } = armed.nemesis.when else {
+            let When::After {
+                kind: k,
+                nth,
+                delay,
+            } = armed.nemesis.when
+            else {
                 continue;
             };
             let hits = |target: &str| k == kind && (target == who.actor || target == who.role);
@@ -175,11 +179,15 @@ mod tests {
         let mut t = trigger(&["kill worker after effect_committed 2", "kill relay at 1s"]);
         assert_eq!(t.armed().len(), 1, "timed faults are not step-following");
         let w = who("worker-2", "worker");
-        assert_eq!(t.on_step(who("relay", "relay"), Kind::EffectCommitted), Struck::default());
+        assert_eq!(
+            t.on_step(who("relay", "relay"), Kind::EffectCommitted),
+            Struck::default()
+        );
         assert_eq!(t.on_step(w, Kind::Acked), Struck::default());
         assert_eq!(t.on_step(w, Kind::EffectCommitted).kill, None);
         assert_eq!(
-            t.on_step(who("worker", "worker"), Kind::EffectCommitted).kill,
+            t.on_step(who("worker", "worker"), Kind::EffectCommitted)
+                .kill,
             Some("worker:after-effect_committed".into())
         );
         assert_eq!(t.on_step(w, Kind::EffectCommitted).kill, None, "once");
@@ -189,20 +197,32 @@ mod tests {
     #[test]
     fn an_actor_target_counts_only_its_own_steps() {
         let mut t = trigger(&["kill worker-2 after delivered"]);
-        assert_eq!(t.on_step(who("worker", "worker"), Kind::Delivered).kill, None);
-        assert!(t.on_step(who("worker-2", "worker"), Kind::Delivered).kill.is_some());
+        assert_eq!(
+            t.on_step(who("worker", "worker"), Kind::Delivered).kill,
+            None
+        );
+        assert!(t
+            .on_step(who("worker-2", "worker"), Kind::Delivered)
+            .kill
+            .is_some());
     }
 
     #[test]
     fn a_pause_waits_for_a_step_on_which_it_may_pause() {
         let mut t = trigger(&["pause worker after delivered 2 +30ms for 3s unless alone"]);
         let mut w = who("worker", "worker");
-        assert!(t.on_step(w, Kind::Delivered).pauses.is_empty(), "before the 2nd");
+        assert!(
+            t.on_step(w, Kind::Delivered).pauses.is_empty(),
+            "before the 2nd"
+        );
         w.has_sibling = false;
         assert!(t.on_step(w, Kind::Delivered).pauses.is_empty(), "alone");
         w.has_sibling = true;
         w.running = false;
-        assert!(t.on_step(w, Kind::Delivered).pauses.is_empty(), "stopped already");
+        assert!(
+            t.on_step(w, Kind::Delivered).pauses.is_empty(),
+            "stopped already"
+        );
         w.running = true;
         let struck = t.on_step(w, Kind::Delivered);
         assert_eq!(
@@ -240,7 +260,10 @@ mod tests {
             t.held_kinds("worker-2", "worker"),
             vec![Kind::Delivered, Kind::EffectCommitted]
         );
-        assert_eq!(t.held_kinds("worker", "worker"), vec![Kind::EffectCommitted]);
+        assert_eq!(
+            t.held_kinds("worker", "worker"),
+            vec![Kind::EffectCommitted]
+        );
         assert!(t.held_kinds("api", "api").is_empty());
     }
 }

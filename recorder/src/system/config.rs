@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fault::spec::Nemesis;
 use super::file::System;
+use crate::fault::spec::Nemesis;
 
 /// Everything `recorder run --system` needs.
 #[derive(Debug, Clone)]

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::spec::Nemesis;
 use super::template::Template;
 use crate::fault::duration::{parse_duration, show_duration};
+use crate::fault::spec::Nemesis;
 
 /// Names the recorder writes rows under, which a role cannot take.
 const RESERVED: [&str; 3] = ["recorder", "observer", "faults"];

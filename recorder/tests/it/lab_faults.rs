@@ -102,10 +102,7 @@ fn a_pause_of_the_only_worker_after_a_delivery_fires_and_is_recorded() {
     assert_eq!(pause.target.as_deref(), Some("worker"));
     assert_eq!(pause.duration_ms, Some(3000));
     // The pause came after the worker's first delivery, and the work waited for it.
-    let delivered = events
-        .iter()
-        .find(|e| e.kind == Kind::Delivered)
-        .unwrap();
+    let delivered = events.iter().find(|e| e.kind == Kind::Delivered).unwrap();
     assert!(pauses[0].seq > delivered.seq);
     let last_effect = events
         .iter()
@@ -145,7 +142,12 @@ fn a_fault_naming_what_the_lab_has_not_is_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     for (args, says) in [
         (
-            ["--backend", "sqlite-redis", "--fault", "restart sqlite at 1s"],
+            [
+                "--backend",
+                "sqlite-redis",
+                "--fault",
+                "restart sqlite at 1s",
+            ],
             "nothing to restart",
         ),
         (
@@ -153,11 +155,21 @@ fn a_fault_naming_what_the_lab_has_not_is_refused_before_anything_starts() {
             "no service `nats`",
         ),
         (
-            ["--backend", "etcd-jetstream", "--fault", "kill wrker after acked"],
+            [
+                "--backend",
+                "etcd-jetstream",
+                "--fault",
+                "kill wrker after acked",
+            ],
             "no role or instance `wrker`",
         ),
         (
-            ["--backend", "etcd-jetstream", "--fault", "kill worker after comitted"],
+            [
+                "--backend",
+                "etcd-jetstream",
+                "--fault",
+                "kill worker after comitted",
+            ],
             "is no kind",
         ),
     ] {

@@ -1,40 +1,22 @@
 //! The end of a scenario: the stores read back with every process still up (`observe`), every
 //! process stopped while its last exports are taken in, the services stopped, and `run_end`.
 
-
-use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use outbox_trace::detail::{self, CounterValue};
-use outbox_trace::otlp::LiveMapper;
+use outbox_trace::detail::{self};
 use outbox_trace::Step;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
-use crate::system::chaos::SystemChaos;
-use crate::system::child::{Child, Launch, SpawnError, Status};
-use crate::system::file::{Delivery, Export, OtlpProtocol, System};
-use crate::fault::pauses::{Pauses, Pending};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
-use crate::system::services::{free_port, Service, ServiceFailure};
-use crate::system::tasks::{make_tasks, Courier, Delivered};
-use crate::system::template::Values;
-use crate::fault::spec::{Nemesis, What};
-use crate::fault::trigger::{Reporter, Trigger};
+use super::commands::run_command;
+use super::stage::Stage;
+use super::{run_err, ScenarioOutcome, SystemError, GRACE};
 use crate::journal::author::Author;
-use crate::journal::clock::RunClock;
-use crate::journal::writer::{Entry, Recorder};
-use super::commands::{base_env, run_command};
-use super::faults::apply_timed;
-use super::stage::{Held, Kill, Life, Stage, StdinSlot};
-use super::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
-    QUIET_EVERY, SPAN_SILENCE,
-};
+use crate::system::child::Status;
+use crate::system::receiver::Intake;
+use crate::system::services::Service;
+use crate::system::tasks::Delivered;
 
 /// What the end of a scenario takes over from its run.
 pub(super) struct Ending<'a, 'e> {

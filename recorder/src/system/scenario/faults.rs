@@ -2,40 +2,19 @@
 //! when they are over, each with a `fault` row) and the timed faults (a kill, a pause, a service
 //! restart at a time from the first task).
 
-
-use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use outbox_trace::detail::{self, CounterValue};
-use outbox_trace::otlp::LiveMapper;
+use outbox_trace::detail::{self};
 use outbox_trace::Step;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
-use crate::system::chaos::SystemChaos;
-use crate::system::child::{Child, Launch, SpawnError, Status};
-use crate::system::file::{Delivery, Export, OtlpProtocol, System};
-use crate::fault::pauses::{Pauses, Pending};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
-use crate::system::services::{free_port, Service, ServiceFailure};
-use crate::system::tasks::{make_tasks, Courier, Delivered};
-use crate::system::template::Values;
+use super::stage::{Kill, Stage};
+use super::SystemError;
 use crate::fault::spec::{Nemesis, What};
-use crate::fault::trigger::{Reporter, Trigger};
 use crate::journal::author::Author;
-use crate::journal::clock::RunClock;
-use crate::journal::writer::{Entry, Recorder};
-use super::commands::{base_env, run_command};
-use super::ending::{end, Ending};
-use super::stage::{Held, Kill, Life, Stage, StdinSlot};
-use super::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
-    QUIET_EVERY, SPAN_SILENCE,
-};
+use crate::system::receiver::Intake;
+use crate::system::services::Service;
 
 impl<'a, 'e> Stage<'a, 'e> {
     /// Whether another process of `role` than `actor` runs on (not stopped, not exited) to take

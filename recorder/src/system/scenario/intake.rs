@@ -2,41 +2,16 @@
 //! the scenario's [`Trigger`](crate::fault::trigger::Trigger) and the chaos draw, and the export
 //! is answered at once unless a kill holds it until the process is dead.
 
+use std::time::Instant;
 
-use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use nix::sys::signal::Signal;
-use outbox_trace::detail::{self, CounterValue};
-use outbox_trace::otlp::LiveMapper;
 use outbox_trace::Step;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, watch};
 
-use crate::system::chaos::SystemChaos;
-use crate::system::child::{Child, Launch, SpawnError, Status};
-use crate::system::file::{Delivery, Export, OtlpProtocol, System};
-use crate::fault::pauses::{Pauses, Pending};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
-use crate::system::services::{free_port, Service, ServiceFailure};
-use crate::system::tasks::{make_tasks, Courier, Delivered};
-use crate::system::template::Values;
-use crate::fault::spec::{Nemesis, What};
-use crate::fault::trigger::{Reporter, Trigger};
-use crate::journal::author::Author;
-use crate::journal::clock::RunClock;
-use crate::journal::writer::{Entry, Recorder};
-use super::commands::{base_env, run_command};
-use super::ending::{end, Ending};
-use super::faults::apply_timed;
-use super::stage::{Held, Kill, Life, Stage, StdinSlot};
-use super::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
-    QUIET_EVERY, SPAN_SILENCE,
-};
+use super::stage::{Held, Kill, Stage};
+use super::SystemError;
+use crate::fault::pauses::Pending;
+use crate::fault::trigger::Reporter;
+use crate::system::file::Export;
+use crate::system::receiver::{Answer, Intake};
 
 impl<'a, 'e> Stage<'a, 'e> {
     /// Records the rows of one export request and answers it, unless it calls for kills: then
@@ -81,7 +56,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             let who = Reporter {
                 actor: &actor,
                 role: &role,
-                running: !self.pauses.holds(&actor) && !kills.iter().any(|k: &Kill| k.actor == actor),
+                running: !self.pauses.holds(&actor)
+                    && !kills.iter().any(|k: &Kill| k.actor == actor),
                 has_sibling: self.has_running_sibling(&actor, &role),
             };
             let struck = self.trigger.on_step(who, kind);

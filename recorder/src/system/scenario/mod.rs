@@ -114,4 +114,3 @@ pub struct ScenarioOutcome {
     /// Why there is no `observed` row, if there is none.
     pub no_observed: Option<String>,
 }
-

@@ -2,41 +2,31 @@
 //! roles' first lives, the tasks, and the loop that takes spans in, carries out the faults,
 //! restarts what exited and asks `quiet` until the system is quiet or the deadline passes.
 
-
 use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
 use outbox_trace::detail::{self, CounterValue};
 use outbox_trace::otlp::LiveMapper;
 use outbox_trace::Step;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::system::chaos::SystemChaos;
-use crate::system::child::{Child, Launch, SpawnError, Status};
-use crate::system::file::{Delivery, Export, OtlpProtocol, System};
-use crate::fault::pauses::{Pauses, Pending};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
-use crate::system::services::{free_port, Service, ServiceFailure};
-use crate::system::tasks::{make_tasks, Courier, Delivered};
-use crate::system::template::Values;
-use crate::fault::spec::{Nemesis, What};
-use crate::fault::trigger::{Reporter, Trigger};
-use crate::journal::author::Author;
-use crate::journal::clock::RunClock;
-use crate::journal::writer::{Entry, Recorder};
 use super::commands::{base_env, run_command};
 use super::ending::{end, Ending};
 use super::faults::apply_timed;
-use super::stage::{Held, Kill, Life, Stage, StdinSlot};
-use super::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
-    QUIET_EVERY, SPAN_SILENCE,
-};
+use super::stage::Stage;
+use super::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
+use crate::fault::pauses::Pauses;
+use crate::fault::spec::Nemesis;
+use crate::fault::trigger::Trigger;
+use crate::journal::author::Author;
+use crate::system::chaos::SystemChaos;
+use crate::system::child::SpawnError;
+use crate::system::file::Delivery;
+use crate::system::receiver::{Intake, OtlpReceiver};
+use crate::system::services::{free_port, Service};
+use crate::system::tasks::{make_tasks, Courier, Delivered};
+use crate::system::template::Values;
 
 /// Runs one scenario.
 pub async fn run_scenario(

@@ -3,40 +3,28 @@
 //! their way), starting the next, and a life that ended on its own (its crash row, its next life
 //! after a back-off).
 
-
-use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
-use outbox_trace::detail::{self, CounterValue};
+use outbox_trace::detail::{self};
 use outbox_trace::otlp::LiveMapper;
 use outbox_trace::Step;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::system::chaos::SystemChaos;
-use crate::system::child::{Child, Launch, SpawnError, Status};
-use crate::system::file::{Delivery, Export, OtlpProtocol, System};
-use crate::fault::pauses::{Pauses, Pending};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
-use crate::system::services::{free_port, Service, ServiceFailure};
-use crate::system::tasks::{make_tasks, Courier, Delivered};
-use crate::system::template::Values;
-use crate::fault::spec::{Nemesis, What};
-use crate::fault::trigger::{Reporter, Trigger};
+use super::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
+use crate::fault::pauses::Pauses;
+use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
-use crate::journal::clock::RunClock;
-use crate::journal::writer::{Entry, Recorder};
-use super::commands::{base_env, run_command};
-use super::ending::{end, Ending};
-use super::faults::apply_timed;
-use super::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, DRAIN, GRACE, OWN_EXIT_RESTARTS,
-    QUIET_EVERY, SPAN_SILENCE,
-};
+use crate::journal::writer::Entry;
+use crate::system::chaos::SystemChaos;
+use crate::system::child::{Child, Launch, Status};
+use crate::system::file::{Delivery, OtlpProtocol};
+use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::template::Values;
 
 /// One life of one actor.
 pub(super) struct Life {
@@ -156,7 +144,12 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 
     /// Starts one life of `actor`.
-    pub(super) fn spawn(&mut self, role: &str, actor: &str, incarnation: u32) -> Result<(), SystemError> {
+    pub(super) fn spawn(
+        &mut self,
+        role: &str,
+        actor: &str,
+        incarnation: u32,
+    ) -> Result<(), SystemError> {
         let spec = &self.env.system.file.roles[role];
         let instance = actor
             .rsplit_once('-')
@@ -354,4 +347,3 @@ impl<'a, 'e> Stage<'a, 'e> {
         Ok(Some((Instant::now() + delay, role, actor, incarnation + 1)))
     }
 }
-

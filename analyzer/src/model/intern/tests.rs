@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use super::slots::Slots;
 use super::*;
 

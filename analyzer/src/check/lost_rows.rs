@@ -2,7 +2,8 @@
 //! store holding more than the trace reports (`tasks_done` above the tasks with an effect,
 //! `results` or `dedup_keys` above the `effect_committed` rows, outbox rows above the distinct
 //! intents), rows never reached the trace (spans a process never exported, steps never given a
-//! span). A violation such rows could remove is then `unknown`, the reason naming the counts:
+//! span). A violation such rows could remove is then `unknown`, the reason naming the counts
+//! (the `lost_rows` column of the invariant table, [`LostRows`]):
 //!
 //! - `ack-after-commit` and `counter-exact`, when effects are missing: a missing commit (or a
 //!   missing suppression, which the store does not count) could answer any ACK, and any missing
@@ -23,7 +24,7 @@ use outbox_trace::detail::Observed;
 use outbox_trace::Kind;
 
 use super::outcome::{Held, Shortfall};
-use super::{Finding, Invariant, Outcome, Reason, Verdict, Violation, EXAMPLES};
+use super::{Finding, LostRows, Outcome, Reason, Stored, Verdict, Violation, EXAMPLES};
 use crate::model::intern::{Id, IdSet, Interner};
 use crate::model::row::Row;
 
@@ -97,6 +98,16 @@ pub struct Shortfalls {
     pub intents: Option<Shortfall>,
 }
 
+impl Shortfalls {
+    /// The shortfall of `stored`.
+    pub fn of(self, stored: Stored) -> Option<Shortfall> {
+        match stored {
+            Stored::Effects => self.effects,
+            Stored::Intents => self.intents,
+        }
+    }
+}
+
 /// Whether an `observed-agrees` violation says the store holds more than the trace (what rows
 /// missing from the trace explain), rather than less.
 pub fn store_holds_more(v: &Violation) -> bool {
@@ -121,15 +132,14 @@ pub fn apply(
 ) {
     for o in outcomes.iter_mut().filter(|o| o.verdict == Verdict::Fail) {
         let found = (o.violations.len() + o.more) as i64;
-        let lost = match o.invariant {
-            Invariant::AckAfterCommit | Invariant::CounterExact => short.effects,
-            Invariant::NoLostTask => short.effects.filter(|s| found <= s.missing()),
-            Invariant::IntentAtomic => short.intents.filter(|s| found <= s.missing()),
-            Invariant::ObservedAgrees => {
+        let lost = match o.invariant.lost_rows() {
+            LostRows::Any(stored) => short.of(stored),
+            LostRows::Covers(stored) => short.of(stored).filter(|s| found <= s.missing()),
+            LostRows::Totals => {
                 observed_agrees(o, lossy, names);
                 continue;
             }
-            _ => None,
+            LostRows::Never => None,
         };
         if let Some(s) = lost {
             *o = Outcome::unknown(o.invariant, Reason::StoreHoldsMore(s));

@@ -4,24 +4,31 @@
 //! `crash` row says `announced: false`. A violation that such
 //! missing rows could remove is `unknown` with that reason, never a failure.
 //!
-//! Which violations missing rows could remove:
-//! - `ack-after-commit`, `mark-after-puback`, `intent-atomic`, `aggregate-order`: a missing row
-//!   (a commit, a publish ACK, an intent, an earlier publication) would sit in the life of a
-//!   witness row, so those whose witness touches a possibly incomplete life;
-//! - `no-lost-task`, `counter-exact`: the missing row (an effect, a step of the counter) could
-//!   come from any life, so every violation when the scenario has a possibly incomplete life;
-//! - `observed-agrees`: only a total the store holds more of than the trace (see `lost_rows`).
+//! Which violations missing rows could remove (the `lost_spans` column of the invariant table,
+//! [`LostSpans`]):
+//! - `ack-after-commit`, `mark-after-puback`, `intent-atomic`, `aggregate-order` ([`Touched`]):
+//!   a missing row (a commit, a publish ACK, an intent, an earlier publication) would sit in the
+//!   life of a witness row, so those whose witness touches a possibly incomplete life;
+//! - `no-lost-task`, `counter-exact` ([`Any`]): the missing row (an effect, a step of the
+//!   counter) could come from any life, so every violation when the scenario has a possibly
+//!   incomplete life;
+//! - `observed-agrees` ([`Never`] here): only a total the store holds more of than the trace
+//!   (see `lost_rows`).
 //!
-//! `single-effect` and `external-single-effect` count rows that are there: missing rows only
-//! hide violations, so they stay as found. When some violations stay, the verdict stays FAIL
-//! with those; it becomes unknown only when every violation found could go away. The rule holds
-//! for every source; the recorder writes a `crash` row for every life it ends.
+//! `single-effect` and `external-single-effect` ([`Never`]) count rows that are there: missing
+//! rows only hide violations, so they stay as found. When some violations stay, the verdict stays
+//! FAIL with those; it becomes unknown only when every violation found could go away. The rule
+//! holds for every source; the recorder writes a `crash` row for every life it ends.
+//!
+//! [`Touched`]: LostSpans::Touched
+//! [`Any`]: LostSpans::Any
+//! [`Never`]: LostSpans::Never
 
 use std::collections::BTreeSet;
 
 use outbox_trace::{Detail, Kind};
 
-use super::{Invariant, Outcome, Reason, Verdict, Violation};
+use super::{LostSpans, Outcome, Reason, Verdict, Violation};
 use crate::model::history::History;
 use crate::model::intern::{FastMap, Id, IdTable, Interner};
 use crate::model::row::Row;
@@ -43,11 +50,8 @@ pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcome
             })
         };
         let mut life = None;
-        let keep: Vec<Violation> = match o.invariant {
-            Invariant::AckAfterCommit
-            | Invariant::MarkAfterPuback
-            | Invariant::IntentAtomic
-            | Invariant::AggregateOrder => o
+        let keep: Vec<Violation> = match o.invariant.lost_spans() {
+            LostSpans::Touched => o
                 .violations
                 .iter()
                 .filter(|v| match touched(v) {
@@ -59,13 +63,13 @@ pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcome
                 })
                 .cloned()
                 .collect(),
-            Invariant::NoLostTask | Invariant::CounterExact => {
+            LostSpans::Any => {
                 life = Some(o.violations.iter().find_map(touched).unwrap_or(first));
                 Vec::new()
             }
-            // `lost_rows` decides which of its totals a lost row explains.
-            Invariant::ObservedAgrees => continue,
-            Invariant::SingleEffect | Invariant::ExternalSingleEffect => continue,
+            // Missing rows only hide violations; for totals, `lost_rows` decides which of them a
+            // lost row explains.
+            LostSpans::Never => continue,
         };
         let Some((actor, incarnation)) = life else {
             continue;

@@ -37,7 +37,7 @@ pub mod scan;
 mod single_effect;
 pub mod streamed;
 
-pub use invariant::{Class, Invariant};
+pub use invariant::{Class, Invariant, LostRows, LostSpans, Stored};
 pub use lost_rows::Shortfalls;
 pub use lost_spans::Lives;
 pub use memory::check_all;

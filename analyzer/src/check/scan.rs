@@ -19,22 +19,23 @@ use crate::model::history::History;
 use crate::model::intern::{Id, Interner};
 use crate::model::row::Row;
 
-impl Invariant {
-    /// A fresh rule deciding this invariant (the invariant's own file).
-    pub fn rule(self) -> Box<dyn Rule> {
-        match self {
-            Invariant::SingleEffect => Box::<single_effect::Rule>::default(),
-            Invariant::IntentAtomic => Box::<intent_atomic::Rule>::default(),
-            Invariant::MarkAfterPuback => Box::<mark_after_puback::Rule>::default(),
-            Invariant::AckAfterCommit => Box::<ack_after_commit::Rule>::default(),
-            Invariant::AggregateOrder => Box::<aggregate_order::Rule>::default(),
-            Invariant::CounterExact => Box::<counter_exact::Rule>::default(),
-            Invariant::ObservedAgrees => Box::<observed_agrees::Rule>::default(),
-            Invariant::ExternalSingleEffect => Box::<external_single_effect::Rule>::default(),
-            Invariant::NoLostTask => Box::<no_lost_task::Rule>::default(),
+/// [`Invariant::rule`], from the `files` column of the table.
+macro_rules! rules {
+    ($($variant:ident $files:ident)+) => {
+        impl Invariant {
+            /// A fresh rule deciding this invariant (the invariant's own file).
+            pub fn rule(self) -> Box<dyn Rule> {
+                match self {
+                    $(Invariant::$variant => Box::<$files::Rule>::default(),)+
+                }
+            }
         }
-    }
+    };
+}
 
+super::invariant::invariants!(files rules);
+
+impl Invariant {
     /// Decides this invariant alone on one history (without the lost-spans rule), its
     /// witnesses gathered.
     pub fn check(self, h: &History, names: &Interner) -> Outcome {

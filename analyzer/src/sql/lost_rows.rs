@@ -5,7 +5,7 @@
 use outbox_trace::{detail_key, Kind};
 
 use super::query::Query;
-use crate::check::{Held, Invariant};
+use crate::check::{Held, Invariant, LostRows, Stored};
 use crate::explain::words::{held_words, LOST};
 
 /// One store figure against the trace's: what the store holds, the store's SQL expression, the
@@ -87,14 +87,17 @@ pub(super) fn columns(q: &mut Query) -> String {
 /// turns its failure unknown, `Some(false)` when only one at least as large as its violations
 /// does, with the columns (missing, reason) it reads.
 pub(super) fn rule(inv: Invariant) -> Option<(bool, &'static str, &'static str)> {
-    match inv {
-        Invariant::AckAfterCommit | Invariant::CounterExact => {
-            Some((true, "w.lr_eff_missing", "w.lr_eff_reason"))
-        }
-        Invariant::NoLostTask => Some((false, "w.lr_eff_missing", "w.lr_eff_reason")),
-        Invariant::IntentAtomic => Some((false, "w.lr_int_missing", "w.lr_int_reason")),
-        _ => None,
-    }
+    let (any, stored) = match inv.lost_rows() {
+        LostRows::Any(stored) => (true, stored),
+        LostRows::Covers(stored) => (false, stored),
+        // `observed-agrees` states the totals itself (see `statement`).
+        LostRows::Totals | LostRows::Never => return None,
+    };
+    let (missing, reason) = match stored {
+        Stored::Effects => ("w.lr_eff_missing", "w.lr_eff_reason"),
+        Stored::Intents => ("w.lr_int_missing", "w.lr_int_reason"),
+    };
+    Some((any, missing, reason))
 }
 
 /// The final verdict, count and reason of `inv` with the rule applied, over `(v, n, r)` (its

@@ -11,62 +11,22 @@ use super::{
     ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
     lost_rows, mark_after_puback, no_lost_task, observed_agrees, single_effect, Dialect,
 };
-use crate::check::Invariant;
+use crate::check::{Invariant, LostSpans};
 
-/// How the lost-span rule treats an invariant's violations (see `crate::check::lost_spans`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum LostSpans {
-    /// A violation goes when one of its witness rows is in a life that may have lost rows.
-    Touched,
-    /// Every violation goes when the scenario has such a life.
-    Any,
-    /// Missing rows only hide violations: they stay.
-    Never,
-}
-
-fn lost_spans(inv: Invariant) -> LostSpans {
-    match inv {
-        Invariant::AckAfterCommit
-        | Invariant::MarkAfterPuback
-        | Invariant::IntentAtomic
-        | Invariant::AggregateOrder => LostSpans::Touched,
-        Invariant::NoLostTask | Invariant::CounterExact => LostSpans::Any,
-        // Its totals are the lost-rows rule's business.
-        Invariant::ObservedAgrees | Invariant::SingleEffect | Invariant::ExternalSingleEffect => {
-            LostSpans::Never
+/// `part`, from the `files` column of the invariant table.
+macro_rules! parts {
+    ($($variant:ident $files:ident)+) => {
+        /// An invariant's [`Part`] (its own file), its tables named with its prefix.
+        fn part(inv: Invariant, q: &mut Query) -> Part {
+            let p = inv.sql_prefix();
+            match inv {
+                $(Invariant::$variant => $files::part(q, p),)+
+            }
         }
-    }
+    };
 }
 
-/// A short prefix for an invariant's table names.
-fn prefix(inv: Invariant) -> &'static str {
-    match inv {
-        Invariant::SingleEffect => "se",
-        Invariant::IntentAtomic => "ia",
-        Invariant::MarkAfterPuback => "mp",
-        Invariant::AckAfterCommit => "ac",
-        Invariant::AggregateOrder => "ao",
-        Invariant::CounterExact => "ce",
-        Invariant::ObservedAgrees => "oa",
-        Invariant::ExternalSingleEffect => "es",
-        Invariant::NoLostTask => "nl",
-    }
-}
-
-fn part(inv: Invariant, q: &mut Query) -> Part {
-    let p = prefix(inv);
-    match inv {
-        Invariant::SingleEffect => single_effect::part(q, p),
-        Invariant::IntentAtomic => intent_atomic::part(q, p),
-        Invariant::MarkAfterPuback => mark_after_puback::part(q, p),
-        Invariant::AckAfterCommit => ack_after_commit::part(q, p),
-        Invariant::AggregateOrder => aggregate_order::part(q, p),
-        Invariant::CounterExact => counter_exact::part(q, p),
-        Invariant::ObservedAgrees => observed_agrees::part(q, p),
-        Invariant::ExternalSingleEffect => external_single_effect::part(q, p),
-        Invariant::NoLostTask => no_lost_task::part(q, p),
-    }
-}
+crate::check::invariant::invariants!(files parts);
 
 /// The contract's columns the checks compare (`detail` is read by `det` alone).
 const COLUMNS: &str = "run_id, scenario, seq, actor, incarnation, kind, task_id, event_id, \
@@ -176,13 +136,13 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut finals = Vec::new();
     let mut witnessed = Vec::new();
     for &inv in &invariants {
-        let p = prefix(inv);
+        let p = inv.sql_prefix();
         let parts = part(inv, &mut q);
         let (c, j, f) = verdict(&mut q, inv, p, &parts);
         cols.push(c);
         joins.push_str(&j);
         finals.push(f);
-        if parts.count.is_none() && lost_spans(inv) == LostSpans::Touched {
+        if parts.count.is_none() && inv.lost_spans() == LostSpans::Touched {
             witnessed.push((p, parts.witness));
         }
     }
@@ -245,7 +205,7 @@ fn verdict(
     for x in &part.extra {
         joins.push_str(&format!(" LEFT JOIN {x}{}", on(x)));
     }
-    let lost = lost_spans(inv);
+    let lost = inv.lost_spans();
     let count = match (&part.count, lost) {
         (Some(expr), _) => expr.clone(),
         (None, LostSpans::Touched) => format!("coalesce(touched.{p}_total, 0)"),
@@ -438,7 +398,7 @@ pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
     let rows: Vec<String> = invariants
         .iter()
         .map(|inv| {
-            let p = prefix(*inv);
+            let p = inv.sql_prefix();
             format!(
                 "SELECT run_id, scenario, '{id}' AS invariant, min(vat) AS vat, wseq \
                  FROM {p}_w GROUP BY run_id, scenario, wseq",

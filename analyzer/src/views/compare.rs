@@ -153,19 +153,19 @@ fn verdict_pairs<S: serde::Serializer>(
     s.collect_seq(v.iter().map(|(i, v)| (i.id(), v.as_str())))
 }
 
-/// The measures a failing invariant puts in doubt.
-fn tied(inv: Invariant) -> &'static [Measure] {
-    match inv {
-        Invariant::SingleEffect => &[Measure::Effects, Measure::Counter],
-        Invariant::IntentAtomic => &[Measure::Tasks],
-        Invariant::MarkAfterPuback => &[Measure::PublishAttempts],
-        Invariant::AckAfterCommit => &[Measure::Acks],
-        Invariant::CounterExact => &[Measure::Counter],
-        Invariant::ObservedAgrees => &[Measure::StreamCopies, Measure::Effects],
-        Invariant::NoLostTask => &[Measure::Effects, Measure::Counter],
-        Invariant::AggregateOrder | Invariant::ExternalSingleEffect => &[],
-    }
+/// `tied`, from the `tied` column of the invariant table.
+macro_rules! tied_measures {
+    ($($variant:ident [$($measure:ident),*])+) => {
+        /// The measures a failing invariant puts in doubt.
+        fn tied(inv: Invariant) -> &'static [Measure] {
+            match inv {
+                $(Invariant::$variant => &[$(Measure::$measure),*],)+
+            }
+        }
+    };
 }
+
+crate::check::invariant::invariants!(tied tied_measures);
 
 /// Nearest-rank percentile of sorted values.
 fn percentile(sorted: &[i64], p: usize) -> Option<i64> {

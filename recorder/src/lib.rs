@@ -34,5 +34,5 @@ pub mod system;
 
 pub use cli::config::RunConfig;
 pub use cli::exit::Failure;
-pub use run::recording::{run, RunOutcome};
-pub use run::system::run_system;
+pub use run::recording::RunOutcome;
+pub use run::{run, run_system};

@@ -2,7 +2,7 @@
 //! [`outbox_recorder::run`].
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
@@ -14,6 +14,7 @@ use outbox_recorder::cli::list::list;
 use outbox_recorder::protocol::external::spec::ExternalSpec;
 use outbox_recorder::{bench, Failure};
 use outbox_trace::{detail_key, Kind};
+use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -60,7 +61,7 @@ fn main() -> ExitCode {
                 Err(e) => return fail("recorder", &Failure::from(e)),
             };
             let runtime = runtime();
-            let shutdown = Arc::new(AtomicBool::new(false));
+            let shutdown = CancellationToken::new();
             let ended_by = Arc::new(AtomicU8::new(Exit::Interrupted as u8));
             runtime.spawn(stop_on_signals(shutdown.clone(), ended_by.clone()));
             let outcome = match &plan {
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP end the run the same way: actors and services stopped,
 /// the trace joined, `run_end` written; the exit code says which signal (130, 143, 129).
-async fn stop_on_signals(shutdown: Arc<AtomicBool>, ended_by: Arc<AtomicU8>) {
+async fn stop_on_signals(shutdown: CancellationToken, ended_by: Arc<AtomicU8>) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::interrupt()),
@@ -109,7 +110,7 @@ async fn stop_on_signals(shutdown: Arc<AtomicBool>, ended_by: Arc<AtomicU8>) {
     };
     eprintln!("recorder: {name}; stopping actors and keeping what was recorded");
     ended_by.store(code as u8, Ordering::Relaxed);
-    shutdown.store(true, Ordering::Relaxed);
+    shutdown.cancel();
 }
 
 /// Prints the failure as one line and ends with its exit code.

@@ -6,10 +6,10 @@
 //! output. Closing standard input asks it to stop (so a dying recorder takes its actors with it).
 
 use std::io::BufRead;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use outbox_trace::{detail, Step};
+use tokio_util::sync::CancellationToken;
 
 use crate::backend::connection::BackendKind;
 use crate::backend::control::Backend;
@@ -52,10 +52,10 @@ pub fn receiver_main(spec: ExternalSpec) -> i32 {
     }
 }
 
-/// A flag that turns true when standard input reaches its end; the lines before it are the
+/// A token cancelled when standard input reaches its end; the lines before it are the
 /// recorder's answers to held reports (see [`hold`]).
-fn stop_on_stdin_eof(held: Vec<outbox_trace::Kind>) -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
+fn stop_on_stdin_eof(held: Vec<outbox_trace::Kind>) -> CancellationToken {
+    let stop = CancellationToken::new();
     let flag = stop.clone();
     let answers = hold::install(held);
     std::thread::spawn(move || {
@@ -65,7 +65,7 @@ fn stop_on_stdin_eof(held: Vec<outbox_trace::Kind>) -> Arc<AtomicBool> {
             let _ = answers.send(());
             line.clear();
         }
-        flag.store(true, Ordering::Relaxed);
+        flag.cancel();
     });
     stop
 }

@@ -1,11 +1,10 @@
 //! What one scenario's run shares with the rest of the run, and the stamp on the rows the recorder
 //! writes itself.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use outbox_trace::Step;
+use tokio_util::sync::CancellationToken;
 
 use crate::backend::services::{LocalService, ServiceError};
 use crate::fault::chaos::ChaosPlan;
@@ -29,8 +28,8 @@ pub struct ScenarioEnv<'a> {
     pub timing: Timing,
     /// How long a scenario may take to become quiet.
     pub deadline: Duration,
-    /// Set by Ctrl-C.
-    pub interrupted: &'a Arc<AtomicBool>,
+    /// Cancelled by Ctrl-C, SIGTERM or SIGHUP.
+    pub shutdown: &'a CancellationToken,
     /// The run's own temporary directory (the external receiver keeps its database there).
     pub workdir: &'a std::path::Path,
     /// Live counts, for the progress line.

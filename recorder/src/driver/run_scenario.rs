@@ -8,7 +8,6 @@
 //! [`cast`](super::cast) keeps the actor processes alive, [`inject`] carries out the chaos plan
 //! and [`observer`] reads the ground truth back at the end.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{RunEnd, RunStart};
@@ -198,7 +197,7 @@ async fn run_on<B: Backend>(
     let mut quiet = 0;
     let mut end_reason = "quiet";
     let recovered = loop {
-        if env.interrupted.load(Ordering::Relaxed) {
+        if env.shutdown.is_cancelled() {
             end_reason = "interrupted";
             break false;
         }
@@ -263,7 +262,10 @@ async fn run_on<B: Backend>(
             last_progress = Instant::now();
             show_progress(name, &env.tallies, started.elapsed());
         }
-        tokio::time::sleep(TICK).await;
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = env.shutdown.cancelled() => {}
+        }
     };
     if env.progress {
         show_progress(name, &env.tallies, started.elapsed());
@@ -273,7 +275,7 @@ async fn run_on<B: Backend>(
     // A quiet scenario lets its actors finish what they hold; an interrupted run (even one
     // interrupted as its scenario went quiet) is being waited for by someone at a terminal: what
     // the actors wrote so far is kept either way.
-    let grace = if env.interrupted.load(Ordering::Relaxed) {
+    let grace = if env.shutdown.is_cancelled() {
         INTERRUPTED_GRACE
     } else {
         STOP_GRACE

@@ -3,11 +3,10 @@
 //! line is flushed) and notices when the recorder asks it to stop (standard input closed).
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use outbox_trace::{Kind, Step};
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use super::model::{Intent, Timing};
 use super::variant::Protocol;
@@ -67,7 +66,7 @@ pub struct ActorCtx {
     /// The external receiver to call, if the scenario has one.
     pub external: Option<ExternalSpec>,
     /// Set once the recorder closed the process's standard input.
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     /// Whether steps are reported (crashes always are).
     trace: bool,
 }
@@ -81,7 +80,7 @@ impl ActorCtx {
         protocol: Protocol,
         timing: Timing,
         external: Option<ExternalSpec>,
-        stop: Arc<AtomicBool>,
+        stop: CancellationToken,
         trace: bool,
     ) -> Self {
         ActorCtx {
@@ -147,17 +146,12 @@ impl ActorCtx {
 
     /// True once the recorder closed our standard input.
     pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.is_cancelled()
     }
 
     /// Resolves once the recorder says stop.
     pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let stop = self.stop.clone();
-        async move {
-            while !stop.load(Ordering::Relaxed) {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        }
+        self.stop.clone().cancelled_owned()
     }
 }
 

@@ -1,44 +1,107 @@
-//! A whole recording: `--out` checked and locked, services up (ours or the user's), every scenario
-//! in turn, the trace joined, the summary and the lab's JSON written, services down.
+//! One recording, for either subject (the built-in lab, or a team's own system): `--out` checked
+//! and locked (an interrupted run's segments joined first), the run's temporary directory, what
+//! the subject shares across its scenarios started in it, one journal, every scenario in turn
+//! (up to the first failure or the shutdown), the trace joined (a failed run's rows beside
+//! `--out`, never over it), `--otlp`, the summary and `--report`.
+//!
+//! What differs between the subjects is a [`Subject`]: [`super::lab`] and [`super::system`].
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::path::Path;
 
 use anyhow::Context as _;
 use outbox_trace::detail;
+use tokio_util::sync::CancellationToken;
 
-use super::summary::{lab_json, print_summary, write_lab_lines, Heading};
-use crate::backend::connection::{BackendKind, Connection, Endpoints, Namespace};
-use crate::backend::endpoints::Endpoint;
-use crate::backend::services::{LocalService, ServiceKind};
-use crate::cli::config::RunConfig;
+use super::summary::{lab_json, print_summary, Heading};
 use crate::cli::exit::Failure;
-use crate::driver::env::ScenarioEnv;
-use crate::driver::run_scenario::run_scenario;
-use crate::fault::chaos::ChaosPlan;
 use crate::journal::clock::RunClock;
 use crate::journal::output::{self, OutLock};
-use crate::journal::writer::{salvage, Journal, Target};
-use crate::protocol::model::Timing;
+use crate::journal::writer::{salvage, Journal, Recorder, Tallies, Target};
 
 /// What a run produced.
 #[derive(Debug)]
 pub struct RunOutcome {
     /// Scenarios that did not recover.
     pub unrecovered: Vec<String>,
-    /// True if Ctrl-C cut the run short.
+    /// True if the shutdown (Ctrl-C, SIGTERM, SIGHUP) cut the run short.
     pub interrupted: bool,
 }
 
-/// Runs every scenario of `config`. `interrupted` is set by a Ctrl-C handler.
-pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<RunOutcome, Failure> {
+/// Where a recording goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Output<'a> {
+    /// The Parquet trace.
+    pub out: &'a Path,
+    /// The same trace as OTLP JSON Lines.
+    pub otlp: Option<&'a Path>,
+    /// The lab's JSON.
+    pub report: Option<&'a Path>,
+    /// Print a line as each scenario begins.
+    pub progress: bool,
+}
+
+/// What a subject tells the recording once its shared parts are up.
+pub struct Opened {
+    /// The trace's `backend` (`etcd-jetstream`, `system:NAME`).
+    pub backend: String,
+    /// The protocol variant, for the summary (the lab only).
+    pub protocol: Option<&'static str>,
+    /// The run's metadata, stored in the file.
+    pub metadata: detail::RunConfig,
+    /// The scenarios, in order.
+    pub scenarios: Vec<String>,
+}
+
+/// What every scenario of a recording shares.
+pub struct Run<'a> {
+    /// The run's id.
+    pub run_id: &'a str,
+    /// The journal's sender.
+    pub recorder: &'a Recorder,
+    /// The live counts per scenario.
+    pub tallies: Tallies,
+    /// The run's clock.
+    pub clock: RunClock,
+    /// Unix nanoseconds at the clock's zero.
+    pub epoch_unix_ns: u64,
+    /// The run's temporary directory.
+    pub workdir: &'a Path,
+    /// Cancelled by Ctrl-C, SIGTERM or SIGHUP: every loop awaits it.
+    pub shutdown: &'a CancellationToken,
+}
+
+/// What differs between the lab and a team's system.
+pub trait Subject {
+    /// Starts what the whole run shares (the lab's own services) in the run's directory.
+    fn open(
+        &mut self,
+        workdir: &Path,
+    ) -> impl std::future::Future<Output = Result<Opened, Failure>>;
+
+    /// Runs scenario number `index`; returns whether it recovered.
+    fn scenario(
+        &mut self,
+        run: &Run<'_>,
+        index: usize,
+    ) -> impl std::future::Future<Output = Result<bool, Failure>>;
+
+    /// After a complete trace is written: files of the subject's own (the lab's lines).
+    fn finish(&mut self, _tallies: &Tallies) -> Result<(), Failure> {
+        Ok(())
+    }
+}
+
+/// Records every scenario of `subject` to `output`.
+pub async fn record(
+    output: Output<'_>,
+    mut subject: impl Subject,
+    shutdown: CancellationToken,
+) -> Result<RunOutcome, Failure> {
     // `--out` is checked, then locked for the whole run, before anything else: the salvage below
     // must never take the segments of a recorder still writing them.
-    output::check(&config.out)?;
-    let _lock = OutLock::take(&config.out)?;
-    if let Some(saved) = salvage(&config.out)? {
+    output::check(output.out)?;
+    let _lock = OutLock::take(output.out)?;
+    if let Some(saved) = salvage(output.out)? {
         eprintln!(
             "recorder: joined the segments of an interrupted run into {}",
             saved.display()
@@ -47,182 +110,72 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
     let workdir = super::workdir::create()
         .context("creating the run's temporary directory")
         .map_err(Failure::run)?;
-    // Our own services live as long as this function: dropped on return, error or panic.
-    let mut own = Vec::new();
-    let mut service = |given: &Option<Endpoint>, kind: ServiceKind| -> Result<Endpoint, Failure> {
-        Ok(match given {
-            Some(e) => e.clone(),
-            None => {
-                let members = LocalService::start_cluster(kind, workdir.path(), config.cluster)?;
-                let urls: Vec<String> = members.iter().map(LocalService::url).collect();
-                own.extend(members);
-                Endpoint::local(urls.join(","))
-            }
-        })
-    };
-    let shown = |given: &Option<Endpoint>, used: &Endpoint| match given {
-        Some(_) => used.redacted(),
-        None => "local".to_string(),
-    };
-    let (endpoints, shown_endpoints) = match config.backend {
-        BackendKind::EtcdJetstream => {
-            let etcd = service(&config.etcd, ServiceKind::Etcd)?;
-            let nats = service(&config.nats, ServiceKind::Nats)?;
-            let shown = BTreeMap::from([
-                ("etcd".to_string(), shown(&config.etcd, &etcd)),
-                ("nats".to_string(), shown(&config.nats, &nats)),
-            ]);
-            let nats_creds = config.nats_creds.clone();
-            (
-                Endpoints::EtcdJetstream {
-                    etcd,
-                    nats,
-                    nats_creds,
-                    replicas: config.replicas,
-                },
-                shown,
-            )
-        }
-        BackendKind::SqliteRedis => {
-            let redis = service(&config.redis, ServiceKind::Redis)?;
-            let db_dir = config
-                .db_dir
-                .clone()
-                .unwrap_or_else(|| lab_dir(&config.out));
-            std::fs::create_dir_all(&db_dir)
-                .with_context(|| format!("creating {}", db_dir.display()))
-                .map_err(Failure::run)?;
-            let shown = BTreeMap::from([
-                ("redis".to_string(), shown(&config.redis, &redis)),
-                ("db".to_string(), db_dir.display().to_string()),
-            ]);
-            (Endpoints::SqliteRedis { db_dir, redis }, shown)
-        }
-    };
-
+    let opened = subject.open(workdir.path()).await?;
     let run_id = new_run_id();
-    let ack_wait = config.timing.ack_wait.max(config.protocol.min_ack_wait());
-    let timing = Timing {
-        ack_wait,
-        ..config.timing
-    };
-    let metadata = detail::RunConfig {
-        backend: Some(config.backend.name().to_string()),
-        protocol: Some(config.protocol.name().to_string()),
-        recorder: Some(env!("CARGO_PKG_VERSION").to_string()),
-        scenarios: config
-            .scenarios
-            .iter()
-            .map(|s| s.as_str().to_string())
-            .collect(),
-        endpoints: shown_endpoints,
-        ack_wait_ms: Some(ack_wait.as_millis() as i64),
-        publish_timeout_ms: Some(timing.publish_timeout.as_millis() as i64),
-        cluster: Some(config.cluster as i64),
-        replicas: Some(config.replicas as i64),
-        ..detail::RunConfig::default()
-    };
-    let run_json = serde_json::to_string(&metadata).map_err(|e| Failure::run(e.into()))?;
-    let own_services = match config.backend {
-        BackendKind::EtcdJetstream => config.etcd.is_none() && config.nats.is_none(),
-        BackendKind::SqliteRedis => config.redis.is_none(),
-    };
-    let chaos = config.chaos.map(|(seed, window)| {
-        let workers = config.load.workers.max(2);
-        let targets = config
-            .backend
-            .chaos_targets(workers, own_services, config.cluster);
-        ChaosPlan::new(seed, window, targets)
-    });
-    let services = std::sync::Mutex::new(own);
-    let (journal, recorder) = Journal::start(&config.out, &run_id, config.backend.name(), run_json)
-        .map_err(Failure::run)?;
+    let run_json = serde_json::to_string(&opened.metadata).map_err(|e| Failure::run(e.into()))?;
+    let (journal, recorder) =
+        Journal::start(output.out, &run_id, &opened.backend, run_json).map_err(Failure::run)?;
     let tallies = journal.tallies();
     let clock = RunClock::start();
-    // The wall-clock time of ts_ns = 0, for the spans of --otlp.
-    let epoch = std::time::SystemTime::now()
+    // The wall-clock time of ts_ns = 0, for the spans of --otlp and those a system exports.
+    let epoch_unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    let env = ScenarioEnv {
-        clock,
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .saturating_sub(u64::try_from(clock.now()).unwrap_or(0));
+    let run = Run {
+        run_id: &run_id,
         recorder: &recorder,
-        protocol: config.protocol,
-        timing,
-        deadline: config.deadline,
-        interrupted: &interrupted,
-        workdir: workdir.path(),
         tallies: tallies.clone(),
-        progress: config.progress,
-        chaos: chaos.as_ref(),
-        faults: &config.faults,
-        trace: config.trace,
-        services: &services,
+        clock,
+        epoch_unix_ns,
+        workdir: workdir.path(),
+        shutdown: &shutdown,
     };
     let mut unrecovered = Vec::new();
     let mut failure = None;
-    for (i, name) in config.scenarios.iter().enumerate() {
-        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+    for (i, name) in opened.scenarios.iter().enumerate() {
+        if shutdown.is_cancelled() {
             break;
         }
-        if config.progress {
-            eprintln!(
-                "[{}/{}] {} ...",
-                i + 1,
-                config.scenarios.len(),
-                name.as_str()
-            );
+        if output.progress {
+            eprintln!("[{}/{}] {name} ...", i + 1, opened.scenarios.len());
         }
-        let connection = Connection {
-            endpoints: endpoints.clone(),
-            namespace: Namespace::new(&run_id, name.as_str()),
-            ack_wait,
-            member: String::new(),
-        };
-        match run_scenario(&env, &name.scenario(&config.load), &connection).await {
+        match subject.scenario(&run, i).await {
             Ok(true) => {}
-            Ok(false) => unrecovered.push(name.as_str().to_string()),
+            Ok(false) => unrecovered.push(name.clone()),
             Err(e) => {
-                failure = Some(Failure::from(e).context(format!("scenario {}", name.as_str())));
+                failure = Some(e.context(format!("scenario {name}")));
                 break;
             }
         }
     }
-    drop(env);
+    drop(run);
     drop(recorder);
-    // A failed run's rows never replace a complete trace: they go beside it.
+    // A failed run's rows never replace a complete trace: they go beside it, in
+    // `<out-stem>.failed.parquet` (the error stays one line).
     let target = match failure {
         Some(_) => Target::Series("failed"),
         None => Target::Out,
     };
-    let (events, written) = journal.finish(target).await?;
-    drop(services);
+    let (events, _) = journal.finish(target).await?;
     if let Some(e) = failure {
-        if let Some(path) = written {
-            eprintln!(
-                "recorder: the failed run's {events} rows are in {}",
-                path.display()
-            );
-        }
         return Err(e);
     }
-    if let Some(path) = &config.otlp {
-        write_otlp(&config.out, path, epoch).map_err(Failure::run)?;
+    if let Some(path) = output.otlp {
+        write_otlp(output.out, path, epoch_unix_ns).map_err(Failure::run)?;
     }
-    let tallies = tallies.lock().expect("tally lock").clone();
     let heading = Heading {
-        backend: config.backend.name(),
-        protocol: Some(config.protocol.name()),
-        out: &config.out,
+        backend: &opened.backend,
+        protocol: opened.protocol,
+        out: output.out,
     };
-    print_summary(&run_id, &heading, &tallies, events);
-    if config.backend == BackendKind::SqliteRedis {
-        for path in
-            write_lab_lines(&lab_dir(&config.out), &tallies).map_err(|e| Failure::run(e.into()))?
-        {
-            println!("wrote {}", path.display());
-        }
+    {
+        let tallies = tallies.lock().expect("tally lock").clone();
+        print_summary(&run_id, &heading, &tallies, events);
     }
-    if let Some(path) = &config.report {
+    subject.finish(&tallies)?;
+    if let Some(path) = output.report {
+        let tallies = tallies.lock().expect("tally lock").clone();
         let body = serde_json::to_string_pretty(&lab_json(&run_id, &heading, &tallies))
             .map_err(|e| Failure::run(e.into()))?;
         std::fs::write(path, body + "\n")
@@ -231,17 +184,13 @@ pub async fn run(config: &RunConfig, interrupted: Arc<AtomicBool>) -> Result<Run
     }
     Ok(RunOutcome {
         unrecovered,
-        interrupted: interrupted.load(std::sync::atomic::Ordering::Relaxed),
+        interrupted: shutdown.is_cancelled(),
     })
 }
 
 /// Writes the finished trace `parquet` again as OTLP JSON Lines at `path`: the rows read back
 /// from the file the run wrote, so both files hold the same rows.
-pub fn write_otlp(
-    parquet: &std::path::Path,
-    path: &std::path::Path,
-    epoch: u64,
-) -> anyhow::Result<()> {
+pub fn write_otlp(parquet: &Path, path: &Path, epoch: u64) -> anyhow::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -260,12 +209,7 @@ pub fn write_otlp(
     Ok(())
 }
 
-/// The run's output directory: `<out-dir>/<out-stem>/` (the lab files and the SQLite databases).
-pub fn lab_dir(out: &std::path::Path) -> PathBuf {
-    let stem = out.file_stem().unwrap_or_default();
-    out.with_file_name(stem)
-}
-
+/// A run id: the time and a salt from this process.
 pub fn new_run_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

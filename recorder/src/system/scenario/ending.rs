@@ -1,7 +1,6 @@
 //! The end of a scenario: the stores read back with every process still up (`observe`), every
 //! process stopped while its last exports are taken in, the services stopped, and `run_end`.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -98,7 +97,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     for (_, service) in &mut services {
         service.stop(GRACE).await;
     }
-    let interrupted = env.interrupted.load(Ordering::Relaxed);
+    let interrupted = env.shutdown.is_cancelled();
     let end = detail::RunEnd {
         recovered: Some(recovered),
         elapsed_ms: Some(started.elapsed().as_millis() as u64),

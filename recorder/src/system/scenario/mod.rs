@@ -22,8 +22,10 @@ mod stage;
 pub use run::run_scenario;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::AtomicU32;
+
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use super::child::SpawnError;
 use super::file::System;
@@ -94,8 +96,8 @@ pub struct SystemEnv<'a> {
     pub run_id: &'a str,
     /// Scenario directories go here.
     pub workdir: &'a Path,
-    /// Set by Ctrl-C, SIGTERM or SIGHUP.
-    pub interrupted: &'a AtomicBool,
+    /// Cancelled by Ctrl-C, SIGTERM or SIGHUP.
+    pub shutdown: &'a CancellationToken,
     /// Restarts left for processes that exit on their own.
     pub restarts_left: &'a AtomicU32,
     /// The system's configuration for `run_start` (secrets masked).

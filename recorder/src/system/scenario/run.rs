@@ -3,7 +3,6 @@
 //! restarts what exited and asks `quiet` until the system is quiet or the deadline passes.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{self, CounterValue};
@@ -184,7 +183,7 @@ pub async fn run_scenario(
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
-        if env.interrupted.load(Ordering::Relaxed) || Instant::now() > deadline {
+        if env.shutdown.is_cancelled() || Instant::now() > deadline {
             break;
         }
         let now = Instant::now();
@@ -255,6 +254,7 @@ pub async fn run_scenario(
             }
             _ = sleep_until_or_forever(stage.pauses.next()) => {}
             _ = tick.tick() => {}
+            _ = env.shutdown.cancelled() => {}
         }
     }
     if delivered.is_none() {

@@ -2,6 +2,5 @@
 //! recorder writes its [`wire::ActorSpec`] to the process's standard input; [`process`] connects
 //! to the services and plays the role.
 
-pub mod hold;
 pub mod process;
 pub mod wire;

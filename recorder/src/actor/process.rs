@@ -23,10 +23,10 @@ use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::protocol::{api, relay, worker};
 
-use super::hold;
 use super::wire::ActorSpec;
 use crate::journal::author::Role;
 use crate::protocol::ctx::ActorCtx;
+use crate::protocol::hold;
 
 /// Runs the external receiver on its own (`recorder receiver`) until standard input closes.
 pub fn receiver_main(spec: ExternalSpec) -> i32 {

@@ -1,5 +1,5 @@
 //! The recorder's side of a held report in the lab: an actor that reported a step of a held kind
-//! waits (see [`crate::actor::hold`]); the scenario's [`Trigger`] decides what the step sets off.
+//! waits (see [`crate::protocol::hold`]); the scenario's [`Trigger`] decides what the step sets off.
 //! A kill SIGKILLs the life's process group before it is answered, so it dies right after that
 //! step; a pause answers, then SIGSTOPs the process `delay` later and SIGCONTs it after `hold`,
 //! with a `fault` row; anything else is just answered.

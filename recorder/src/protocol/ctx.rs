@@ -48,7 +48,7 @@ impl Reporter {
             ts_ns: self.clock.now(),
             step: Box::new(step),
         });
-        crate::actor::hold::after_report(kind);
+        super::hold::after_report(kind);
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod api;
 pub mod ctx;
 pub mod external;
+pub mod hold;
 pub mod model;
 pub mod ports;
 pub mod relay;

@@ -9,8 +9,8 @@ use outbox_trace::Step;
 use tokio::sync::mpsc;
 
 use super::commands::run_command;
+use super::shared::{run_err, ScenarioOutcome, SystemError, GRACE};
 use super::stage::Stage;
-use super::{run_err, ScenarioOutcome, SystemError, GRACE};
 use crate::journal::author::Author;
 use crate::system::child::Status;
 use crate::system::receiver::Intake;

@@ -9,8 +9,8 @@ use outbox_trace::detail::{self};
 use outbox_trace::Step;
 use tokio::sync::mpsc;
 
+use super::shared::SystemError;
 use super::stage::{Kill, Stage};
-use super::SystemError;
 use crate::fault::spec::{Nemesis, What};
 use crate::journal::author::Author;
 use crate::system::receiver::Intake;

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use outbox_trace::Step;
 
+use super::shared::SystemError;
 use super::stage::{Held, Kill, Stage};
-use super::SystemError;
 use crate::fault::pauses::Pending;
 use crate::fault::trigger::Reporter;
 use crate::system::file::Export;

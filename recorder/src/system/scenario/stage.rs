@@ -15,7 +15,7 @@ use outbox_trace::Step;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
-use super::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
+use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
 use crate::fault::pauses::Pauses;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;

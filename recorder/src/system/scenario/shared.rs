@@ -1,0 +1,98 @@
+//! What every part of a scenario shares: the run's environment, how a scenario ended, why it
+//! could not run, and the timings of its stops and restarts.
+
+use std::path::Path;
+use std::sync::atomic::AtomicU32;
+
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use crate::fault::spec::Nemesis;
+use crate::journal::clock::RunClock;
+use crate::journal::writer::Recorder;
+use crate::system::child::SpawnError;
+use crate::system::file::System;
+use crate::system::services::ServiceFailure;
+
+/// How long a process may take to stop after SIGTERM.
+pub(crate) const GRACE: Duration = Duration::from_secs(5);
+/// Without a `quiet` command: quiet once no span arrived for this long.
+pub(crate) const SPAN_SILENCE: Duration = Duration::from_secs(2);
+/// How often `quiet` is asked.
+pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(250);
+/// Restarts of processes that exit on their own, per run.
+pub const OWN_EXIT_RESTARTS: u32 = 20;
+/// After a kill, how long exports already on their way may take to arrive before the crash row.
+pub(crate) const DRAIN: Duration = Duration::from_millis(30);
+
+/// Why a scenario could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SystemError {
+    /// A process that could not start, a service never ready, a failed setup: exit 4.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Anything else: exit 1.
+    #[error("{0:#}")]
+    Run(anyhow::Error),
+}
+
+impl From<SpawnError> for SystemError {
+    fn from(e: SpawnError) -> Self {
+        SystemError::Unavailable(e.to_string())
+    }
+}
+
+impl From<ServiceFailure> for SystemError {
+    fn from(e: ServiceFailure) -> Self {
+        SystemError::Unavailable(e.to_string())
+    }
+}
+
+pub(crate) fn run_err(e: impl Into<anyhow::Error>) -> SystemError {
+    SystemError::Run(e.into())
+}
+
+/// What every scenario of a system run shares.
+pub struct SystemEnv<'a> {
+    /// The system file.
+    pub system: &'a System,
+    /// `--env`: added to every process's environment, over `[env]`.
+    pub extra_env: &'a [(String, String)],
+    /// `--fault`: added to every scenario's faults.
+    pub faults: &'a [Nemesis],
+    /// Tasks per scenario.
+    pub tasks: u32,
+    /// `--chaos`: seed and window.
+    pub chaos: Option<(u64, Duration)>,
+    /// How long a scenario may take to become quiet.
+    pub deadline: Duration,
+    /// The journal.
+    pub recorder: &'a Recorder,
+    /// The run's clock.
+    pub clock: RunClock,
+    /// Unix nanoseconds at the clock's zero: a span's time minus this is its `ts_ns`.
+    pub epoch_unix_ns: u64,
+    /// The run.
+    pub run_id: &'a str,
+    /// Scenario directories go here.
+    pub workdir: &'a Path,
+    /// Cancelled by Ctrl-C, SIGTERM or SIGHUP.
+    pub shutdown: &'a CancellationToken,
+    /// Restarts left for processes that exit on their own.
+    pub restarts_left: &'a AtomicU32,
+    /// The system's configuration for `run_start` (secrets masked).
+    pub shown: &'a serde_json::Value,
+}
+
+/// How a scenario ended.
+#[derive(Debug, Clone, Default)]
+pub struct ScenarioOutcome {
+    /// `run_end.recovered`.
+    pub recovered: bool,
+    /// Spans that gave no row, with why (first few).
+    pub skipped: Vec<String>,
+    /// How many spans gave no row.
+    pub skipped_count: u64,
+    /// Why there is no `observed` row, if there is none.
+    pub no_observed: Option<String>,
+}

@@ -26,7 +26,7 @@ use super::faults::FaultSpec;
 use super::file::{Delivery, Export, OtlpProtocol, System};
 use super::pauses::{Pauses, Pending};
 use super::receiver::{Answer, Intake, OtlpReceiver};
-use super::services::{free_port, Service, ServiceFailure};
+use super::services::{Service, ServiceFailure};
 use super::tasks::{make_tasks, Courier, Delivered};
 use super::template::Values;
 use crate::journal::author::Author;
@@ -683,7 +683,7 @@ pub async fn run_scenario(
     let mut ports = BTreeMap::new();
     for (role, actor) in system.all_actors() {
         if system.file.roles[&role].port {
-            let port = free_port().map_err(run_err)?;
+            let port = crate::process::port::free_port().map_err(run_err)?;
             if actor == role {
                 values.insert(format!("roles.{role}.port"), port.to_string());
             }

@@ -114,7 +114,10 @@ async fn run_on<B: Backend>(
         .map_err(drive)?;
 
     let external = scenario.external.then(|| ExternalSpec {
-        addr: format!("127.0.0.1:{}", crate::process::port::free_port().unwrap_or(9)),
+        addr: format!(
+            "127.0.0.1:{}",
+            crate::process::port::free_port().unwrap_or(9)
+        ),
         db: env.workdir.join(format!("receiver-{name}.db")),
         slow_ms: 0,
     });

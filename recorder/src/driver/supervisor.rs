@@ -62,8 +62,7 @@ impl ActorProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
-        let mut child =
-            spawn::spawn(command).with_context(|| format!("starting actor {actor}"))?;
+        let mut child = spawn::spawn(command).with_context(|| format!("starting actor {actor}"))?;
         let mut stdin = child.stdin.take().context("actor stdin")?;
         let mut line = serde_json::to_string(spec)?;
         line.push('\n');

@@ -138,7 +138,10 @@ mod tests {
         let mut lines = text.lines();
         let ids = lines.next().unwrap();
         let (pgid, pid) = ids.split_once(' ').unwrap();
-        assert_eq!(pgid.trim_start_matches("pgid="), pid.trim_start_matches("pid="));
+        assert_eq!(
+            pgid.trim_start_matches("pgid="),
+            pid.trim_start_matches("pid=")
+        );
         assert_eq!(lines.next().unwrap(), "secret=none mine=kept");
     }
 

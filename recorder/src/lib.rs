@@ -3,6 +3,8 @@
 //!
 //! The layers, from the bottom; each folder uses only those before it:
 //!
+//! - [`process`]: starting a child process (its own process group, `PDEATHSIG`, none of the
+//!   recorder's secret variables) and picking a free loopback port;
 //! - [`journal`]: who writes a row, the run's clock, the trace's one writer, and the guards on
 //!   the trace's place on disk (checked, locked, never overwritten by what is not complete);
 //! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
@@ -28,6 +30,7 @@ pub mod cli;
 pub mod driver;
 pub mod fault;
 pub mod journal;
+pub mod process;
 pub mod protocol;
 pub mod run;
 pub mod system;

@@ -5,25 +5,13 @@
 //! An endpoint may name the members of a cluster, comma-separated
 //! (`http://10.0.0.1:2379,http://10.0.0.2:2379`): the clients connect to any of them.
 //!
-//! The recorder's own `OUTBOX_TRACE_*` variables may hold such credentials; [`secret_vars`] names
-//! them so that no child process inherits them (an actor gets its endpoints through its spec, on a
-//! pipe).
+//! The recorder's own `OUTBOX_TRACE_*` variables may hold such credentials:
+//! [`crate::process::spawn`] keeps them out of every child process (an actor gets its endpoints
+//! through its spec, on a pipe).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-
-/// The prefix of the recorder's own environment variables (`OUTBOX_TRACE_ETCD`, ...).
-pub const VAR_PREFIX: &str = "OUTBOX_TRACE_";
-
-/// The names of this process's `OUTBOX_TRACE_*` variables: what a child's environment must not
-/// carry, since they may hold a password or a token.
-pub fn secret_vars() -> Vec<std::ffi::OsString> {
-    std::env::vars_os()
-        .map(|(name, _)| name)
-        .filter(|name| name.as_encoded_bytes().starts_with(VAR_PREFIX.as_bytes()))
-        .collect()
-}
 
 /// A service URL, or a comma-separated list of them, possibly with `user:password@` or `token@`
 /// in it.

@@ -1,21 +1,21 @@
 //! Local etcd, nats-server and redis-server, started on free loopback ports inside the run's temp
 //! dir and stopped when dropped: at the end of a run, on error, on Ctrl-C (the run returns and drops
-//! them) and on panic (unwinding drops them). Each child also gets `PDEATHSIG`, so a killed recorder
-//! takes its services with it. Each runs in a process group of its own, so a terminal's Ctrl-C
-//! (SIGINT to the whole foreground group) reaches only the recorder, which then stops them after
-//! the trace has what it needs; and none inherits the recorder's `OUTBOX_TRACE_*` variables.
+//! them) and on panic (unwinding drops them). Each is started by [`crate::process::spawn`]: with
+//! `PDEATHSIG`, so a killed recorder takes its services with it; in a process group of its own, so
+//! a terminal's Ctrl-C (SIGINT to the whole foreground group) reaches only the recorder, which then
+//! stops them after the trace has what it needs; and without the recorder's `OUTBOX_TRACE_*`
+//! variables.
 //!
 //! [`LocalService::start_cluster`] starts several members of one etcd cluster or one NATS cluster
 //! (JetStream clustered, so streams can be replicated), each with its own ports, data dir and log.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::endpoints::secret_vars;
+use crate::process::{port, spawn};
 
 /// Why a local service could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +81,14 @@ impl ServiceKind {
     pub fn is_broker(self) -> bool {
         self != ServiceKind::Etcd
     }
+
+    /// What the operating system refused while starting this service.
+    fn io(self) -> impl Fn(std::io::Error) -> ServiceError {
+        move |source| ServiceError::Io {
+            program: self.program(),
+            source,
+        }
+    }
 }
 
 /// One running local service. Dropping it kills the process.
@@ -111,8 +119,8 @@ impl LocalService {
         let mut service = LocalService {
             kind,
             dir: dir.to_path_buf(),
-            client_port: free_port(kind)?,
-            aux_port: free_port(kind)?,
+            client_port: port::free_port().map_err(kind.io())?,
+            aux_port: port::free_port().map_err(kind.io())?,
             member: None,
             child: None,
         };
@@ -131,18 +139,18 @@ impl LocalService {
             return Ok(vec![Self::start(kind, dir)?]);
         }
         let peer_ports = (0..size)
-            .map(|_| free_port(kind))
+            .map(|_| port::free_port().map_err(kind.io()))
             .collect::<Result<Vec<_>, _>>()?;
         let mut members = Vec::with_capacity(size);
         for index in 1..=size {
             let aux_port = match kind {
                 ServiceKind::Etcd => peer_ports[index - 1],
-                _ => free_port(kind)?,
+                _ => port::free_port().map_err(kind.io())?,
             };
             members.push(LocalService {
                 kind,
                 dir: dir.to_path_buf(),
-                client_port: free_port(kind)?,
+                client_port: port::free_port().map_err(kind.io())?,
                 aux_port,
                 member: Some(Member {
                     index,
@@ -219,25 +227,14 @@ impl LocalService {
         let log_err = log
             .try_clone()
             .map_err(|source| ServiceError::Io { program, source })?;
-        let mut command = Command::new(program);
+        let mut command = spawn::std_command(program);
         command
             .args(self.args(&data))
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(log_err)
-            .process_group(0);
-        for var in secret_vars() {
-            command.env_remove(var);
-        }
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let child = command.spawn().map_err(|source| match source.kind() {
+            .stderr(log_err);
+        let child = spawn::spawn_std(command).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => ServiceError::MissingBinary { program },
             _ => ServiceError::Io { program, source },
         })?;
@@ -378,20 +375,6 @@ impl Drop for LocalService {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-fn free_port(kind: ServiceKind) -> Result<u16, ServiceError> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| ServiceError::Io {
-        program: kind.program(),
-        source,
-    })?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|source| ServiceError::Io {
-            program: kind.program(),
-            source,
-        })
 }
 
 fn connect(port: u16) -> Option<TcpStream> {

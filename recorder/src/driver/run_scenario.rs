@@ -125,7 +125,10 @@ async fn run_on<B: Backend>(
         .map_err(drive)?;
 
     let external = scenario.external.then(|| ExternalSpec {
-        addr: format!("127.0.0.1:{}", free_port()),
+        addr: format!(
+            "127.0.0.1:{}",
+            crate::process::port::free_port().unwrap_or(9)
+        ),
         db: env.workdir.join(format!("receiver-{name}.db")),
         slow_ms: 0,
     });
@@ -353,17 +356,9 @@ fn show_progress(name: &str, tallies: &Tallies, elapsed: Duration) {
     );
 }
 
-/// A loopback port that was free a moment ago.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(9)
-}
-
 /// The same endpoints with the broker moved to a loopback port nobody listens on.
 fn with_dead_broker(endpoints: Endpoints) -> Endpoints {
-    let port = free_port();
+    let port = crate::process::port::free_port().unwrap_or(9);
     match endpoints {
         Endpoints::EtcdJetstream {
             etcd,

@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::task::JoinHandle;
 
 use crate::actor::wire::ActorSpec;
-use crate::backend::endpoints::secret_vars;
 use crate::fault::plan::Fault;
 use crate::journal::author::{ActorId, Author};
 use crate::journal::writer::{Entry, Recorder};
+use crate::process::spawn;
 use crate::protocol::ctx::Line;
 
 use super::held::{Aim, Held};
@@ -59,33 +59,18 @@ impl ActorProcess {
         } else {
             std::env::current_exe().context("locating the recorder binary")?
         };
-        let mut command = Command::new(exe);
+        // Its own process group: a terminal's Ctrl-C reaches only the recorder, which stops the
+        // actors itself and records how they ended. A recorder killed outright takes its actors
+        // with it. The endpoints, credentials included, come in the spec on standard input; the
+        // recorder's own variables, which may hold a password, stay out of the environment.
+        let mut command = spawn::command(exe);
         command
             .arg("actor")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            // Its own process group: a terminal's Ctrl-C reaches only the recorder, which stops
-            // the actors itself and records how they ended.
-            .process_group(0);
-        // The endpoints, credentials included, come in the spec on standard input; the
-        // recorder's own variables, which may hold a password, stay out of the environment.
-        for var in secret_vars() {
-            command.env_remove(var);
-        }
-        // A recorder killed outright takes its actors with it. (The signal follows the spawning
-        // thread; tokio's worker threads live as long as the runtime, which is the whole run.)
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("starting actor {actor}"))?;
+            .kill_on_drop(true);
+        let mut child = spawn::spawn(command).with_context(|| format!("starting actor {actor}"))?;
         let mut stdin = child.stdin.take().context("actor stdin")?;
         let mut line = serde_json::to_string(spec)?;
         line.push('\n');

@@ -13,8 +13,10 @@ use std::time::Duration;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, Command};
+use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, watch};
+
+use crate::process::spawn;
 
 /// Output lines kept for error messages.
 const TAIL: usize = 12;
@@ -72,16 +74,13 @@ pub struct Child {
     tail: Arc<Mutex<VecDeque<String>>>,
 }
 
-/// Recorder variables that may hold credentials: never passed on.
-fn secret(key: &str) -> bool {
-    key.starts_with("OUTBOX_TRACE_")
-}
-
 impl Child {
     /// Starts the process.
     pub fn spawn(launch: Launch<'_>) -> Result<Child, SpawnError> {
         let program = launch.argv.first().cloned().unwrap_or_default();
-        let mut command = Command::new(&program);
+        // Its own process group and `PDEATHSIG`; the recorder's `OUTBOX_TRACE_*` variables are
+        // removed before the system's environment is added.
+        let mut command = spawn::command(&program);
         command
             .args(&launch.argv[1..])
             .current_dir(launch.cwd)
@@ -92,21 +91,8 @@ impl Child {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0);
-        for (key, _) in std::env::vars_os() {
-            if key.to_str().is_some_and(secret) {
-                command.env_remove(key);
-            }
-        }
-        command.envs(launch.env.iter().map(|(k, v)| (k, v)));
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The signal
-        // follows the spawning thread: tokio's worker threads live as long as the runtime.
-        unsafe {
-            command.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
-            });
-        }
-        let mut child = command.spawn().map_err(|source| match source.kind() {
+            .envs(launch.env.iter().map(|(k, v)| (k, v)));
+        let mut child = spawn::spawn(command).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => SpawnError::NotFound {
                 what: launch.what.clone(),
                 program: program.clone(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::child::{Child, Launch, SpawnError};
 use super::file::{Ready, ServiceSpec};
 use super::template::Values;
+use crate::process::port::free_port;
 
 /// A service that did not come up.
 #[derive(Debug, thiserror::Error)]
@@ -25,13 +26,6 @@ pub enum ServiceFailure {
         /// Its last output lines.
         last: String,
     },
-}
-
-/// A free TCP port on 127.0.0.1 (bound once and released).
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
-        .local_addr()?
-        .port())
 }
 
 /// One running service.

@@ -19,11 +19,12 @@ use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
+use crate::process::port::free_port;
 use crate::system::chaos::SystemChaos;
 use crate::system::child::SpawnError;
 use crate::system::file::Delivery;
 use crate::system::receiver::{Intake, OtlpReceiver};
-use crate::system::services::{free_port, Service};
+use crate::system::services::Service;
 use crate::system::tasks::{make_tasks, Courier, Delivered};
 use crate::system::template::Values;
 

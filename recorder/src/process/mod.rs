@@ -1,0 +1,8 @@
+//! Child processes and loopback ports: [`spawn`] is the one way the recorder starts a process
+//! (in a process group of its own, with `PDEATHSIG`, without the recorder's secret variables),
+//! [`port`] the one way it picks a free loopback port for something it starts.
+//!
+//! It uses nothing else of the crate: every layer above may start processes through it.
+
+pub mod port;
+pub mod spawn;

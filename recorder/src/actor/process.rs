@@ -98,7 +98,7 @@ pub fn main() -> i32 {
             ctx.emit(Step::Crash {
                 about: None,
                 crash: detail::Crash {
-                    point: "error".to_string(),
+                    point: "error".into(),
                     error: Some(format!("{e:#}")),
                     ..detail::Crash::default()
                 },

@@ -158,7 +158,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 let crash = Step::Crash {
                     about: None,
                     crash: detail::Crash {
-                        point: point.to_string(),
+                        point: point.into(),
                         status: status.code(),
                         ..detail::Crash::default()
                     },

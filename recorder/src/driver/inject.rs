@@ -71,7 +71,7 @@ async fn restart(
             } else {
                 "store-restart"
             }
-            .to_string(),
+            .into(),
             service: Some(kind.program().to_string()),
             member: Some(name),
             signal: Some("SIGKILL".to_string()),

@@ -350,7 +350,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             Step::Crash {
                 about: None,
                 crash: detail::Crash {
-                    point: kill.point,
+                    point: kill.point.into(),
                     announced: Some(kill.announced),
                     ..detail::Crash::default()
                 },

@@ -1,13 +1,14 @@
 //! The details of what ended a life or hit a dependency: `crash.detail` and `fault.detail`.
 
 use super::lenient::detail_struct;
+use crate::fault::{CrashSite, FaultKind};
 
 detail_struct! {
     /// `crash.detail`: where the actor died.
     pub struct Crash {
         /// The named crash point (`exit`, `kill`, `error`, `worker:after-effect_committed`,
         /// `relay:before-publish`, ...).
-        pub point: String,
+        pub point: CrashSite,
         /// The error that ended the life, for point `error`.
         pub error: Option<String>,
         /// The exit status of a process that exited on its own (point `exit`).
@@ -27,7 +28,7 @@ detail_struct! {
     /// `fault.detail`: what was done to a dependency.
     pub struct Fault {
         /// The fault's kind (`broker-restart`, `store-restart`, ...).
-        pub fault: String,
+        pub fault: FaultKind,
         /// The program of the service hit (`etcd`, `nats-server`, `redis-server`).
         pub service: Option<String>,
         /// The member hit, by the name its producer gave it (`nats-server-1`, say).

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::CounterValue;
+use crate::fault::{CrashSite, FaultKind};
 
 /// A type a detail field holds, read from any JSON value.
 pub trait Lenient: Sized {
@@ -88,6 +89,18 @@ impl Lenient for Value {
 impl Lenient for CounterValue {
     fn from_json(v: Value) -> Option<Self> {
         CounterValue::from_json(&v)
+    }
+}
+
+impl Lenient for FaultKind {
+    fn from_json(v: Value) -> Option<Self> {
+        String::from_json(v).map(FaultKind::from)
+    }
+}
+
+impl Lenient for CrashSite {
+    fn from_json(v: Value) -> Option<Self> {
+        String::from_json(v).map(CrashSite::from)
     }
 }
 

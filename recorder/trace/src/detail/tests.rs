@@ -202,3 +202,46 @@ fn the_keys_of_a_system_run_read_back_typed() {
         "duration_ms"
     );
 }
+
+#[test]
+fn crash_points_and_fault_kinds_read_typed_and_leniently() {
+    use crate::fault::{CrashSite, FaultKind};
+    let crash = |t| Detail::parse(Kind::Crash, t).crash().unwrap().clone();
+    let killed = crash(r#"{"point": "worker:after-effect_committed", "announced": true}"#);
+    assert!(matches!(killed.point, CrashSite::AfterStep(_)));
+    assert_eq!(killed.point, "worker:after-effect_committed");
+    assert_eq!(crash(r#"{"point": "exit"}"#).point, CrashSite::Exit);
+    let lab = crash(r#"{"point": "relay:before-publish"}"#);
+    assert_eq!(lab.point, CrashSite::Other("relay:before-publish".into()));
+    assert!(Detail::Crash(lab)
+        .to_json()
+        .contains(r#""point":"relay:before-publish""#));
+    // No point, or one that is not a string: the empty name, written back as it read.
+    for text in [
+        r#"{}"#,
+        r#"{"point": 3}"#,
+        r#"{"point": null}"#,
+        r#"{"point": ""}"#,
+    ] {
+        let c = crash(text);
+        assert_eq!(c.point, CrashSite::default(), "{text}");
+        assert_eq!(c.point.as_str(), "");
+        assert_eq!(Detail::Crash(c).to_json(), r#"{"point":""}"#);
+    }
+    let fault = |t| Detail::parse(Kind::Fault, t).fault().unwrap().clone();
+    assert_eq!(
+        fault(r#"{"fault": "broker-restart"}"#).fault,
+        FaultKind::BrokerRestart
+    );
+    let odd = fault(r#"{"fault": "flood", "target": "db"}"#);
+    assert_eq!(odd.fault, FaultKind::Other("flood".into()));
+    assert_eq!(
+        Detail::Fault(odd).to_json(),
+        r#"{"fault":"flood","target":"db"}"#
+    );
+    for text in [r#"{}"#, r#"{"fault": ["pause"]}"#] {
+        let f = fault(text);
+        assert_eq!(f.fault, FaultKind::default(), "{text}");
+        assert_eq!(Detail::Fault(f).to_json(), r#"{"fault":""}"#);
+    }
+}

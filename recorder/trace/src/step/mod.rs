@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::detail::{self, Note};
+use crate::CrashSite;
 
 mod about;
 mod row;
@@ -270,7 +271,7 @@ impl Step {
         Step::Crash {
             about,
             crash: detail::Crash {
-                point: point.into(),
+                point: CrashSite::from(point.into()),
                 ..detail::Crash::default()
             },
         }

@@ -64,14 +64,14 @@ impl<'a> RowRef<'a> {
     /// The crash point of a `crash` row (`?` when it names none).
     pub fn crash_point(&self) -> &'a str {
         match self.detail().and_then(Detail::crash) {
-            Some(c) if !c.point.is_empty() => &c.point,
+            Some(c) if !c.point.as_str().is_empty() => c.point.as_str(),
             _ => "?",
         }
     }
     /// The fault of a `fault` row (`?` when it names none).
     pub fn fault_name(&self) -> &'a str {
         match self.detail().and_then(Detail::fault) {
-            Some(f) if !f.fault.is_empty() => &f.fault,
+            Some(f) if !f.fault.as_str().is_empty() => f.fault.as_str(),
             _ => "?",
         }
     }

@@ -105,7 +105,7 @@ pub fn main() -> i32 {
             ctx.emit(Step::Crash {
                 about: None,
                 crash: detail::Crash {
-                    point: "error".to_string(),
+                    point: outbox_trace::CrashSite::Error,
                     error: Some(format!("{e:#}")),
                     ..detail::Crash::default()
                 },

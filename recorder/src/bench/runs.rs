@@ -165,11 +165,11 @@ impl Read {
             }
             match Step::try_from(e) {
                 Ok(Step::Crash { crash, .. }) => {
-                    fired.insert(crash.point);
+                    fired.insert(crash.point.into());
                 }
                 Ok(Step::Fault(fault)) => {
                     service_restarts += 1;
-                    fired.insert(fault.fault);
+                    fired.insert(fault.fault.into());
                 }
                 Ok(Step::Observed(observed)) => {
                     tasks_done = observed.tasks_done.or(tasks_done);

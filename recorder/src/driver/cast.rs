@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use outbox_trace::{detail, Step};
+use outbox_trace::{detail, CrashSite, Step};
 
 use super::env::Stamp;
 use super::held::Aim;
@@ -170,7 +170,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 let crash = Step::Crash {
                     about: None,
                     crash: detail::Crash {
-                        point: point.into(),
+                        point,
                         announced: Some(true),
                         ..detail::Crash::default()
                     },
@@ -179,7 +179,11 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 entry.incarnation = s.incarnation;
                 self.recorder.record(entry).await?;
             } else if !report.crash_reported {
-                let point = if killed { "chaos:sigkill" } else { "exit" };
+                let point = if killed {
+                    CrashSite::ChaosSigkill
+                } else {
+                    CrashSite::Exit
+                };
                 let crash = Step::Crash {
                     about: None,
                     crash: detail::Crash {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use outbox_trace::{detail, Kind, Step};
+use outbox_trace::{detail, CrashSite, FaultKind, Kind, Step};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
@@ -49,7 +49,7 @@ pub struct Held {
 impl Held {
     /// A step of `kind` was reported and is held: carries out what it sets off and answers,
     /// unless it kills the life (then returns the crash point).
-    pub async fn answer(&self, aim: Option<&Aim>, kind: Kind) -> Option<String> {
+    pub async fn answer(&self, aim: Option<&Aim>, kind: Kind) -> Option<CrashSite> {
         let struck = aim.and_then(|aim| {
             let mut trigger = aim.trigger.lock().ok()?;
             let actor = self.actor.to_string();
@@ -94,7 +94,7 @@ impl Held {
                         incarnation: 0,
                         ts_ns: clock.now(),
                         step: Step::Fault(detail::Fault {
-                            fault: "pause".into(),
+                            fault: FaultKind::Pause,
                             target: Some(actor),
                             duration_ms: Some(hold.as_millis() as u64),
                             ..detail::Fault::default()

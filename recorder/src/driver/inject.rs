@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use outbox_trace::{detail, Step};
+use outbox_trace::{detail, FaultKind, Step};
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
@@ -118,11 +118,10 @@ async fn restart(
         let (kind, name) = result?;
         let fault = detail::Fault {
             fault: if broker {
-                "broker-restart"
+                FaultKind::BrokerRestart
             } else {
-                "store-restart"
-            }
-            .into(),
+                FaultKind::StoreRestart
+            },
             service: Some(kind.program().to_string()),
             member: Some(name),
             signal: Some("SIGKILL".to_string()),

@@ -32,7 +32,7 @@ pub struct LifeReport {
     /// The life reported its own crash.
     pub crash_reported: bool,
     /// A step-following kill ended the life on a held report: `<role>:after-<kind>`.
-    pub killed_after: Option<String>,
+    pub killed_after: Option<outbox_trace::CrashSite>,
 }
 
 /// One running actor life.

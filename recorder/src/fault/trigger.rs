@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use outbox_trace::Kind;
+use outbox_trace::{CrashSite, Kind};
 
 use super::spec::{Nemesis, What, When};
 
@@ -29,7 +29,7 @@ pub struct Armed {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Struck {
     /// The process dies on this step: `<role>:after-<kind>`.
-    pub kill: Option<String>,
+    pub kill: Option<CrashSite>,
     /// Pauses to begin, `(fault index, delay, hold)`.
     pub pauses: Vec<(usize, Duration, Duration)>,
 }
@@ -115,7 +115,7 @@ impl Trigger {
                         armed.fired += 1;
                         struck
                             .kill
-                            .get_or_insert_with(|| format!("{}:after-{kind}", who.role));
+                            .get_or_insert_with(|| CrashSite::after_step(who.role, kind));
                     }
                 }
                 What::Pause {
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(
             t.on_step(who("worker", "worker"), Kind::EffectCommitted)
                 .kill,
-            Some("worker:after-effect_committed".into())
+            Some(CrashSite::after_step("worker", Kind::EffectCommitted))
         );
         assert_eq!(t.on_step(w, Kind::EffectCommitted).kill, None, "once");
         assert_eq!(t.armed()[0].fired, 1);

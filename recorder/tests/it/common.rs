@@ -89,7 +89,7 @@ pub fn detail(e: &Event) -> Detail {
 /// The crash point of a `crash` row.
 pub fn crash_point(e: &Event) -> String {
     match step(e) {
-        Step::Crash { crash, .. } => crash.point,
+        Step::Crash { crash, .. } => crash.point.into(),
         other => panic!("not a crash: {other:?}"),
     }
 }

@@ -137,7 +137,7 @@ fn the_node_example_is_valid_when_each_role_is_killed_and_postgres_and_nats_rest
     let points: Vec<(String, Option<bool>)> = rows(&events, Kind::Crash)
         .iter()
         .map(|e| match common::step(e) {
-            Step::Crash { crash, .. } => (crash.point, crash.announced),
+            Step::Crash { crash, .. } => (crash.point.into(), crash.announced),
             _ => unreachable!(),
         })
         .collect();

@@ -68,7 +68,7 @@ fn the_example_is_valid_under_every_scripted_fault() {
     let points: Vec<(String, Option<bool>)> = crashes
         .iter()
         .map(|e| match common::step(e) {
-            Step::Crash { crash, .. } => (crash.point, crash.announced),
+            Step::Crash { crash, .. } => (crash.point.into(), crash.announced),
             _ => unreachable!(),
         })
         .collect();

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use outbox_trace::detail::{self};
 use outbox_trace::Step;
+use outbox_trace::{CrashSite, FaultKind};
 use tokio::sync::mpsc;
 
 use super::shared::SystemError;
@@ -45,7 +46,7 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.own(
             Author::Faults,
             Step::Fault(detail::Fault {
-                fault: "pause".into(),
+                fault: FaultKind::Pause,
                 target: Some(actor.to_string()),
                 duration_ms: Some(hold.as_millis() as u64),
                 ..detail::Fault::default()
@@ -86,7 +87,7 @@ pub(super) async fn apply_timed(
                 let kill = Kill {
                     actor: actor.clone(),
                     incarnation: life.incarnation,
-                    point: "kill".into(),
+                    point: CrashSite::Kill,
                     announced: false,
                 };
                 stage.kill(kill, intake).await?;
@@ -100,7 +101,7 @@ pub(super) async fn apply_timed(
                 .own(
                     Author::Faults,
                     Step::Fault(detail::Fault {
-                        fault: "service-restart".into(),
+                        fault: FaultKind::ServiceRestart,
                         target: Some(service.clone()),
                         service: Some(service.clone()),
                         ..detail::Fault::default()

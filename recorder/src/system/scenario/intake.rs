@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use outbox_trace::CrashSite;
 use outbox_trace::Step;
 
 use super::shared::SystemError;
@@ -80,7 +81,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 kills.push(Kill {
                     actor,
                     incarnation,
-                    point: format!("{role}:after-{kind}"),
+                    point: CrashSite::after_step(&role, kind),
                     announced: sync,
                 });
             }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{self};
 use outbox_trace::otlp::LiveMapper;
+use outbox_trace::CrashSite;
 use outbox_trace::Step;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
@@ -37,7 +38,7 @@ pub(super) struct Life {
 pub(super) struct Kill {
     pub(super) actor: String,
     pub(super) incarnation: u32,
-    pub(super) point: String,
+    pub(super) point: CrashSite,
     pub(super) announced: bool,
 }
 
@@ -323,7 +324,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             Step::Crash {
                 about: None,
                 crash: detail::Crash {
-                    point: "exit".into(),
+                    point: CrashSite::Exit,
                     status: Some(status),
                     announced: Some(false),
                     ..detail::Crash::default()

@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use super::runs::{seed_blocks, Job, Outcome};
 use super::table::Table;
-use crate::backend::connection::BackendKind;
-use crate::cli::args::Seeds;
-use crate::fault::chaos::{Action, ChaosPlan, SWARM_WINDOWS};
-use crate::protocol::variant::Protocol;
+use outbox_recorder::backend::connection::BackendKind;
+use crate::args::Seeds;
+use outbox_recorder::fault::chaos::{Action, ChaosPlan, SWARM_WINDOWS};
+use outbox_recorder::protocol::variant::Protocol;
 
 /// The detection setup: `--tasks 300 --rate 100 --workers 4 --chaos-window 4s`.
 const TASKS: u64 = 300;

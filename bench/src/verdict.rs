@@ -31,3 +31,32 @@ pub fn check(trace: &Path) -> anyhow::Result<Verdict> {
         failed,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::check;
+
+    fn example(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/examples").join(name)
+    }
+
+    /// The same verdict and failing ids as `analyzer check --json` gives for these traces.
+    #[test]
+    fn the_verdict_and_the_failing_invariants_are_the_analyzers() {
+        let broken = check(&example("ack-before-commit.parquet")).unwrap();
+        assert_eq!(broken.verdict, "invalid");
+        let mut failed = broken.failed;
+        failed.sort();
+        failed.dedup();
+        assert_eq!(failed, ["ack-after-commit", "no-lost-task"]);
+
+        let reference = check(&example("reference.parquet")).unwrap();
+        assert_eq!(reference.verdict, "valid");
+        assert!(reference.failed.is_empty(), "{:?}", reference.failed);
+
+        let missing = check(&example("no-such.parquet")).err().unwrap();
+        assert!(format!("{missing:#}").contains("no-such.parquet"), "{missing:#}");
+    }
+}

@@ -12,9 +12,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use hyper::header;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
+use hyper::header;
+use outbox_recorder::journal::author::{ActorId, Author, Role};
+use outbox_recorder::journal::writer::{Entry, Journal, Recorder, Target};
+use outbox_recorder::system::receiver::{Answer, Intake, OtlpReceiver};
 use outbox_trace::detail::RunConfig;
 use outbox_trace::otlp::proto::{
     any_value, AnyValue, ExportTraceServiceRequest, KeyValue, Resource, ResourceSpans, ScopeSpans,
@@ -25,10 +28,6 @@ use outbox_trace::{Kind, Step, TraceFile};
 use prost::Message as _;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-
-use outbox_recorder::journal::author::{ActorId, Author, Role};
-use outbox_recorder::journal::writer::{Entry, Journal, Recorder};
-use outbox_recorder::system::receiver::{Answer, Intake, OtlpReceiver};
 
 /// Spans per request.
 pub const BATCH: usize = 512;
@@ -73,7 +72,7 @@ pub async fn measure(out: &Path) -> anyhow::Result<Value> {
     let stats = receiver.stats();
     receiver.stop().await;
     let rows_sent = consumer.await.context("the consumer task")??;
-    let (rows, _) = journal.finish(outbox_recorder::journal::writer::Target::Out).await?;
+    let (rows, _) = journal.finish(Target::Out).await?;
     let elapsed = started.elapsed();
 
     let spans = (REQUESTS * BATCH) as u64;

@@ -39,7 +39,9 @@ mod tests {
     use super::check;
 
     fn example(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/examples").join(name)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../traces/examples")
+            .join(name)
     }
 
     /// The same verdict and failing ids as `analyzer check --json` gives for these traces.
@@ -57,6 +59,9 @@ mod tests {
         assert!(reference.failed.is_empty(), "{:?}", reference.failed);
 
         let missing = check(&example("no-such.parquet")).err().unwrap();
-        assert!(format!("{missing:#}").contains("no-such.parquet"), "{missing:#}");
+        assert!(
+            format!("{missing:#}").contains("no-such.parquet"),
+            "{missing:#}"
+        );
     }
 }

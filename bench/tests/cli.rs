@@ -40,15 +40,28 @@ fn help_lists_the_flags_with_their_defaults() {
         assert!(help.contains(default), "{default} missing from:\n{help}");
     }
     for part in [
-        "pipeline", "overhead", "memory", "chaos", "detection", "system", "intake",
+        "pipeline",
+        "overhead",
+        "memory",
+        "chaos",
+        "detection",
+        "system",
+        "intake",
     ] {
-        assert!(help.contains(&format!("- {part}:")), "{part} missing from:\n{help}");
+        assert!(
+            help.contains(&format!("- {part}:")),
+            "{part} missing from:\n{help}"
+        );
     }
 }
 
 #[test]
 fn a_bad_command_line_exits_2() {
-    for args in [&["--seeds", "0"][..], &["--parts", "nope"], &["--jobs", "17"]] {
+    for args in [
+        &["--seeds", "0"][..],
+        &["--parts", "nope"],
+        &["--jobs", "17"],
+    ] {
         let output = bench().args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");
     }

@@ -18,7 +18,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-CRATES = ["analyzer/src", "recorder/src", "recorder/trace/src"]
+CRATES = ["analyzer/src", "recorder/src", "recorder/trace/src", "bench/src"]
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 KEYWORDS = {"crate", "super", "self", "Self"}
 

@@ -12,7 +12,7 @@ use outbox_recorder::cli::config::RunPlan;
 use outbox_recorder::cli::exit::Exit;
 use outbox_recorder::cli::list::list;
 use outbox_recorder::protocol::external::spec::ExternalSpec;
-use outbox_recorder::{bench, Failure};
+use outbox_recorder::Failure;
 use outbox_trace::{detail_key, Kind};
 use tokio_util::sync::CancellationToken;
 
@@ -47,10 +47,6 @@ fn main() -> ExitCode {
             db: args.db,
             slow_ms: args.slow_ms,
         }) as u8),
-        Command::Bench(args) => match runtime().block_on(bench::run(&args)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail("recorder bench", &e),
-        },
         Command::List => {
             list();
             ExitCode::SUCCESS

@@ -26,7 +26,7 @@ pub fn create() -> std::io::Result<TempDir> {
 pub enum Purpose {
     /// A recording (`outbox-trace-*`).
     Run,
-    /// `recorder bench`'s own services (`outbox-bench-*`).
+    /// `outbox-bench`'s own services (`outbox-bench-*`).
     Bench,
 }
 

@@ -111,6 +111,17 @@ fn bad_flags_exit_2() {
 }
 
 #[test]
+fn the_bench_is_no_recorder_command() {
+    let help = recorder().arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("  run "), "{text}");
+    assert!(!text.contains("bench"), "{text}");
+    let output = recorder().arg("bench").output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+#[test]
 fn the_actor_command_refuses_to_run_without_a_spec() {
     let output = recorder().arg("actor").write_stdin("").output().unwrap();
     assert_eq!(output.status.code(), Some(2));

@@ -1,7 +1,7 @@
-//! Running the recorder and the analyzer as child processes, as a user would, and reading back
-//! what a benchmark needs: exit status, wall time and the child's peak memory.
+//! Running the recorder as a child process, as a user would, and reading back what a benchmark
+//! needs: exit status, wall time and the child's peak memory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,24 +56,5 @@ pub fn run(program: &Path, args: &[String], log: &Path) -> anyhow::Result<Finish
         code,
         wall: started.elapsed(),
         peak_rss_kib: usage.ru_maxrss.max(0) as u64,
-    })
-}
-
-/// The `analyzer` binary: next to this one (the same `cargo build`), else on `PATH`.
-pub fn analyzer() -> anyhow::Result<PathBuf> {
-    let here = std::env::current_exe()?;
-    let beside = here.with_file_name("analyzer");
-    if beside.is_file() {
-        return Ok(beside);
-    }
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join("analyzer"))
-        .find(|p| p.is_file());
-    on_path.ok_or_else(|| {
-        anyhow::anyhow!(
-            "the `analyzer` binary is needed to check runs: cargo build --release -p outbox-analyzer"
-        )
     })
 }

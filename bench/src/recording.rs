@@ -6,7 +6,7 @@ use super::child::{self, Finished};
 
 /// Where the benchmark's recordings go, and the recorder binary that makes them.
 pub struct Bench {
-    /// This binary, run as `recorder run`.
+    /// The `recorder` binary, run as `recorder run`.
     pub recorder: PathBuf,
     /// The results' directory.
     pub out: PathBuf,

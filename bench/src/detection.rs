@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use outbox_recorder::backend::connection::BackendKind;
+use outbox_recorder::fault::chaos::{Action, ChaosPlan, SWARM_WINDOWS};
+use outbox_recorder::protocol::variant::Protocol;
 use serde_json::{json, Value};
 
 use super::runs::{seed_blocks, Job, Outcome};
 use super::table::Table;
-use crate::backend::connection::BackendKind;
-use crate::cli::args::Seeds;
-use crate::fault::chaos::{Action, ChaosPlan, SWARM_WINDOWS};
-use crate::protocol::variant::Protocol;
+use crate::args::Seeds;
 
 /// The detection setup: `--tasks 300 --rate 100 --workers 4 --chaos-window 4s`.
 const TASKS: u64 = 300;

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::runs::{Job, Outcome};
 use super::table::Table;
-use crate::cli::args::Seeds;
+use crate::args::Seeds;
 
 /// The setups: a label and the flags that make it.
 const SETUPS: [(&str, &[&str]); 3] = [

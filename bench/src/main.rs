@@ -1,4 +1,4 @@
-//! `recorder bench`: every figure the README quotes about the recorder, measured on this machine in
+//! `outbox-bench`: every figure the README quotes about the recorder, measured on this machine in
 //! one run, each next to what bounds it.
 //!
 //! - `pipeline`: tasks accepted -> effect committed per second, against the raw etcd guarded
@@ -6,10 +6,10 @@
 //! - `overhead`: the same load with tracing on and off (`--no-trace`), alternated, medians compared.
 //! - `memory`: the recording's peak memory and the trace's bytes per event for a large run.
 //! - `chaos`: a campaign of chaos seeds with the reference protocol on etcd + JetStream, SQLite +
-//!   Redis and the three-node cluster, each checked by `analyzer check` and against the ground
-//!   truth ([`campaign`]).
+//!   Redis and the three-node cluster, each checked by the analyzer's `check` and against the
+//!   ground truth ([`campaign`]).
 //! - `detection`: each broken protocol variant under each chaos seed on both backends: how often
-//!   `analyzer check` catches it, with which invariants, and which windows the seeds hit
+//!   the analyzer's `check` catches it, with which invariants, and which windows the seeds hit
 //!   ([`detection`]).
 //! - `system`: the example services (`examples/otel-python`, `examples/node-postgres`) under
 //!   `recorder run --system --chaos`, reference and planted bugs, seed by seed, and their
@@ -17,9 +17,13 @@
 //! - `intake`: spans per second from the OTLP receiver's socket into a Parquet trace
 //!   ([`intake`]).
 //!
-//! Recordings are child processes (`recorder run`), as a user would start them; results go to
-//! `<out>/results.json` and a Markdown summary to standard output.
+//! Recordings are child processes of the `recorder` binary (`recorder run`), as a user would start
+//! them, so their time and memory are the recorder's own ([`args::BenchArgs::recorder`] finds
+//! it); their traces are checked and read in this process, through the `outbox-analyzer` and
+//! `outbox-trace` libraries. Results go to `<out>/results.json` and a Markdown summary to
+//! standard output.
 
+mod args;
 mod campaign;
 mod child;
 mod detection;
@@ -32,16 +36,53 @@ mod table;
 mod verdict;
 
 use std::path::Path;
+use std::process::ExitCode;
 
 use anyhow::Context as _;
+use clap::Parser as _;
+use outbox_recorder::backend::services::{LocalService, ServiceKind};
+use outbox_recorder::cli::exit::Exit;
+use outbox_recorder::run::workdir::{self, Purpose};
+use outbox_recorder::Failure;
 use outbox_trace::{FigureRow, FigureTally, Kind, Step};
 use serde_json::{json, Value};
 
-use crate::backend::services::{LocalService, ServiceKind};
-use crate::cli::args::{BenchArgs, BenchPart};
-use crate::cli::exit::Failure;
+use args::{BenchArgs, BenchPart};
 use recording::Bench;
 use table::{cell, Table};
+
+fn main() -> ExitCode {
+    let args = match BenchArgs::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                Exit::Usage as u8
+            } else {
+                Exit::Success as u8
+            });
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
+        .init();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    match runtime.block_on(run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("outbox-bench: {e}");
+            ExitCode::from(e.exit() as u8)
+        }
+    }
+}
 
 /// Write transactions each task needs without batching: create (task + outbox record), mark,
 /// commit (dedup key + result + counter).
@@ -49,7 +90,7 @@ const TXNS_PER_TASK: f64 = 3.0;
 
 /// Runs the parts asked for and reports them. The services are started first, so a missing one
 /// ends the bench with exit 4 before any part runs.
-pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
+async fn run(args: &BenchArgs) -> Result<(), Failure> {
     let parts = if args.parts.is_empty() {
         BenchPart::ALL.to_vec()
     } else {
@@ -61,8 +102,13 @@ pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
             BenchPart::Pipeline | BenchPart::Overhead | BenchPart::Memory | BenchPart::System
         )
     });
-    let workdir = crate::run::workdir::create_with(crate::run::workdir::Purpose::Bench)
-        .map_err(|e| Failure::run(e.into()))?;
+    // The recorder binary is looked for first, so a missing one ends the bench before any part.
+    let recorder = if parts.iter().any(|p| p.records()) {
+        Some(args.recorder().map_err(Failure::run)?)
+    } else {
+        None
+    };
+    let workdir = workdir::create_with(Purpose::Bench).map_err(|e| Failure::run(e.into()))?;
     let services = if needs_services {
         Some((
             LocalService::start(ServiceKind::Etcd, workdir.path())?,
@@ -71,7 +117,7 @@ pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
     } else {
         None
     };
-    measure(args, parts, services.as_ref())
+    measure(args, parts, recorder, services.as_ref())
         .await
         .map_err(Failure::run)
 }
@@ -79,12 +125,14 @@ pub async fn run(args: &BenchArgs) -> Result<(), Failure> {
 async fn measure(
     args: &BenchArgs,
     parts: Vec<BenchPart>,
+    recorder: Option<std::path::PathBuf>,
     services: Option<&(LocalService, LocalService)>,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let bench = Bench {
-        recorder: std::env::current_exe()?,
+        // Only `intake` runs without the recorder binary, and it records nothing.
+        recorder: recorder.unwrap_or_default(),
         out: args.out.clone(),
         log: args.out.join("bench.log"),
     };
@@ -223,7 +271,7 @@ impl Bench {
         endpoints: &[String],
     ) -> anyhow::Result<Value> {
         std::fs::create_dir_all(self.out.join("system"))?;
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = args.root()?;
         let examples: Vec<system::Example> = if args.examples.is_empty() {
             system::EXAMPLES.to_vec()
         } else {

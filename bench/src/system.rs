@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::runs::{seed_blocks, Job, Outcome};
 use super::table::Table;
-use crate::cli::args::Seeds;
+use crate::args::Seeds;
 
 /// One example service the part runs.
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,4 @@
-//! `recorder bench --parts intake`: how many spans a second the OTLP receiver takes from the
+//! The `intake` part (`outbox-bench --parts intake`): how many spans a second the OTLP receiver takes from the
 //! socket into a Parquet trace: OTLP/HTTP protobuf requests from a few concurrent connections,
 //! decoded by the receiver, mapped to rows by the contract's live mapping, and written by the
 //! run's one trace writer, the file joined at the end. The clock runs from the first request
@@ -12,9 +12,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use axum::http::header;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
+use hyper::header;
+use outbox_recorder::journal::author::{ActorId, Author, Role};
+use outbox_recorder::journal::writer::{Entry, Journal, Recorder, Target};
+use outbox_recorder::system::receiver::{Answer, Intake, OtlpReceiver};
 use outbox_trace::detail::RunConfig;
 use outbox_trace::otlp::proto::{
     any_value, AnyValue, ExportTraceServiceRequest, KeyValue, Resource, ResourceSpans, ScopeSpans,
@@ -25,10 +28,6 @@ use outbox_trace::{Kind, Step, TraceFile};
 use prost::Message as _;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-
-use crate::journal::author::{ActorId, Author, Role};
-use crate::journal::writer::{Entry, Journal, Recorder};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
 
 /// Spans per request.
 pub const BATCH: usize = 512;
@@ -73,7 +72,7 @@ pub async fn measure(out: &Path) -> anyhow::Result<Value> {
     let stats = receiver.stats();
     receiver.stop().await;
     let rows_sent = consumer.await.context("the consumer task")??;
-    let (rows, _) = journal.finish(crate::journal::writer::Target::Out).await?;
+    let (rows, _) = journal.finish(Target::Out).await?;
     let elapsed = started.elapsed();
 
     let spans = (REQUESTS * BATCH) as u64;

@@ -1,5 +1,6 @@
-//! Many checked recordings: the chaos campaign's and the detection part's. Each is a `recorder run`
-//! child checked by `analyzer check`, `--jobs` of them at a time. What a recording showed is kept
+//! Many checked recordings: the chaos campaign's, the detection part's and the system part's. Each
+//! is a `recorder run` child checked by the analyzer's `check` ([`super::verdict`]), `--jobs` of
+//! them at a time. What a recording showed is kept
 //! as data (an [`Outcome`]: verdict, failing invariants, the windows and service faults that
 //! fired, the figures and the observer's ground truth) and merged with the outcomes that
 //! `results.json` already holds, keyed by setup, protocol and seed, so a long part can be run over
@@ -89,7 +90,6 @@ impl Outcome {
 /// A recording that fails to run is tried once more (parallel runs pick free ports that another
 /// may take first) before the part fails.
 pub fn run_all(bench: &Bench, part: &str, list: &[Job], jobs: u32) -> anyhow::Result<Vec<Outcome>> {
-    let analyzer = super::child::analyzer()?;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<anyhow::Result<Outcome>>>> =
@@ -99,7 +99,7 @@ pub fn run_all(bench: &Bench, part: &str, list: &[Job], jobs: u32) -> anyhow::Re
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = list.get(i) else { break };
-                let outcome = one(bench, &analyzer, job).or_else(|_| one(bench, &analyzer, job));
+                let outcome = one(bench, job).or_else(|_| one(bench, job));
                 let failed = outcome.is_err();
                 results.lock().expect("results lock")[i] = Some(outcome);
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -119,10 +119,10 @@ pub fn run_all(bench: &Bench, part: &str, list: &[Job], jobs: u32) -> anyhow::Re
         .collect()
 }
 
-fn one(bench: &Bench, analyzer: &Path, job: &Job) -> anyhow::Result<Outcome> {
+fn one(bench: &Bench, job: &Job) -> anyhow::Result<Outcome> {
     let flags: Vec<&str> = job.flags.iter().map(String::as_str).collect();
     let run = bench.record(&job.name, &flags, &[])?;
-    let verdict = check(analyzer, &run.trace, &bench.log)?;
+    let verdict = check(&run.trace)?;
     let read = Read::of(&run.trace)?;
     let mut failed = verdict.failed;
     failed.sort();

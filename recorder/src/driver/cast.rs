@@ -187,7 +187,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                 let crash = Step::Crash {
                     about: None,
                     crash: detail::Crash {
-                        point: point.into(),
+                        point,
                         status: status.code(),
                         ..detail::Crash::default()
                     },

@@ -19,12 +19,13 @@ use crate::detail::{self, Note};
 use crate::CrashSite;
 
 mod about;
+mod identity;
 mod row;
 #[cfg(test)]
 mod tests;
 
 pub use about::{About, TaskColumn};
-pub use row::{Identity, MissingFields};
+pub use identity::{Identity, MissingFields};
 
 /// One step of the protocol, or one of the recorder's own rows, with the fields of its kind.
 ///

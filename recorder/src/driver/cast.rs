@@ -1,7 +1,8 @@
 //! The actor processes of one scenario: one slot per actor, each holding its current life, and what
 //! happens when a life ends. A planned crash or a chaos SIGKILL starts the next incarnation at once
 //! (a SIGKILL that finds its life already ended, at a window of its own, goes to the next life);
-//! an error (a service went away, say) starts it after a short, growing pause; the API's clean exit
+//! an error (a service went away, say) starts it after the one restart back-off
+//! ([`backoff`]); the API's clean exit
 //! is its end. The API's next life is given the tasks whose acceptance its last life did not
 //! report, and creates them again with the same idempotency keys.
 
@@ -18,6 +19,7 @@ use crate::fault::chaos::{ChaosPlan, Swarm};
 use crate::fault::plan::{Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::author::{ActorId, Role};
 use crate::journal::writer::Recorder;
+use crate::process::lives::backoff;
 
 /// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
 const MAX_ERRORS: u32 = 20;
@@ -214,8 +216,7 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
                     self.scenario
                 );
             }
-            s.respawn_at =
-                Some(Instant::now() + Duration::from_millis(u64::from(s.errors.min(10)) * 200));
+            s.respawn_at = Some(Instant::now() + backoff(s.errors));
         }
         Ok(all_alive)
     }

@@ -134,7 +134,7 @@ pub async fn run_scenario(
         pauses: Pauses::default(),
         last_span: Instant::now(),
         outcome: ScenarioOutcome::default(),
-        backoff: BTreeMap::new(),
+        failures: BTreeMap::new(),
     };
 
     let tasks = make_tasks(

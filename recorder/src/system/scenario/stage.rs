@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use outbox_trace::detail::{self};
 use outbox_trace::otlp::LiveMapper;
@@ -21,6 +21,7 @@ use crate::fault::pauses::Pauses;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
+use crate::process::lives::Lives;
 use crate::system::chaos::SystemChaos;
 use crate::system::child::{Child, Launch, Status};
 use crate::system::file::{Delivery, OtlpProtocol};
@@ -80,7 +81,8 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) pauses: Pauses,
     pub(super) last_span: Instant,
     pub(super) outcome: ScenarioOutcome,
-    pub(super) backoff: BTreeMap<String, u32>,
+    /// Per actor, its lives that ended on their own (for the back-off).
+    pub(super) failures: BTreeMap<String, Lives>,
 }
 
 impl<'a, 'e> Stage<'a, 'e> {
@@ -342,9 +344,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             return Ok(None);
         }
         self.env.restarts_left.store(left - 1, Ordering::Relaxed);
-        let n = self.backoff.entry(actor.clone()).or_default();
-        *n += 1;
-        let delay = Duration::from_millis(100u64 << (*n).min(6)).min(Duration::from_secs(5));
+        let delay = self.failures.entry(actor.clone()).or_default().failed();
         Ok(Some((Instant::now() + delay, role, actor, incarnation + 1)))
     }
 }

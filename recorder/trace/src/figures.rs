@@ -1,5 +1,5 @@
 //! The figures of one scenario, defined once: the recorder's summary and `--report` JSON,
-//! `analyzer check --json`, the report's `lab.json`, `analyzer compare` and `recorder bench` all
+//! `analyzer check --json`, the report's `lab.json`, `analyzer compare` and `outbox-bench` all
 //! count with [`FigureTally`], so one key means one number everywhere.
 //!
 //! | figure | definition |

@@ -111,8 +111,8 @@ async fn run(args: &BenchArgs) -> Result<(), Failure> {
     let workdir = workdir::create_with(Purpose::Bench).map_err(|e| Failure::run(e.into()))?;
     let services = if needs_services {
         Some((
-            LocalService::start(ServiceKind::Etcd, workdir.path())?,
-            LocalService::start(ServiceKind::Nats, workdir.path())?,
+            LocalService::start(ServiceKind::Etcd, workdir.path()).await?,
+            LocalService::start(ServiceKind::Nats, workdir.path()).await?,
         ))
     } else {
         None

@@ -8,14 +8,20 @@
 //!
 //! [`LocalService::start_cluster`] starts several members of one etcd cluster or one NATS cluster
 //! (JetStream clustered, so streams can be replicated), each with its own ports, data dir and log.
+//! Each runs as a [`Server`], the one service runner a team's own services use too; this file says
+//! only what each program is: its arguments and its health check.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::process::{port, spawn};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::process::port;
+use crate::process::server::{NotReady, Server};
+
+/// How long a service may take to answer its health check.
+const READY_LIMIT: Duration = Duration::from_secs(30);
 
 /// Why a local service could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +98,6 @@ impl ServiceKind {
 }
 
 /// One running local service. Dropping it kills the process.
-#[derive(Debug)]
 pub struct LocalService {
     kind: ServiceKind,
     dir: PathBuf,
@@ -101,7 +106,7 @@ pub struct LocalService {
     aux_port: u16,
     /// This member's place in a cluster, if it is one.
     member: Option<Member>,
-    child: Option<Child>,
+    server: Option<Server>,
 }
 
 /// A member of a local cluster.
@@ -115,28 +120,28 @@ struct Member {
 
 impl LocalService {
     /// Starts `kind` with its data under `dir` (created if missing) and waits until it answers.
-    pub fn start(kind: ServiceKind, dir: &Path) -> Result<Self, ServiceError> {
+    pub async fn start(kind: ServiceKind, dir: &Path) -> Result<Self, ServiceError> {
         let mut service = LocalService {
             kind,
             dir: dir.to_path_buf(),
             client_port: port::free_port().map_err(kind.io())?,
             aux_port: port::free_port().map_err(kind.io())?,
             member: None,
-            child: None,
+            server: None,
         };
-        service.launch()?;
+        service.launch().await?;
         Ok(service)
     }
 
     /// Starts a cluster of `size` members of `kind` (one plain service if `size` is 1) and waits
     /// until each answers: etcd with a quorum, nats-server with a JetStream metadata leader.
-    pub fn start_cluster(
+    pub async fn start_cluster(
         kind: ServiceKind,
         dir: &Path,
         size: usize,
     ) -> Result<Vec<Self>, ServiceError> {
         if size <= 1 {
-            return Ok(vec![Self::start(kind, dir)?]);
+            return Ok(vec![Self::start(kind, dir).await?]);
         }
         let peer_ports = (0..size)
             .map(|_| port::free_port().map_err(kind.io()))
@@ -156,7 +161,7 @@ impl LocalService {
                     index,
                     peer_ports: peer_ports.clone(),
                 }),
-                child: None,
+                server: None,
             });
         }
         // A cluster answers only once a majority is up: start every member, then wait for each.
@@ -164,7 +169,7 @@ impl LocalService {
             member.spawn()?;
         }
         for member in &mut members {
-            member.wait_ready()?;
+            member.wait_ready().await?;
         }
         Ok(members)
     }
@@ -187,10 +192,9 @@ impl LocalService {
     }
 
     /// Kills the process with SIGKILL (the data dir is kept) and waits for it.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+    pub async fn kill(&mut self) {
+        if let Some(server) = self.server.as_mut() {
+            server.kill().await;
         }
     }
 
@@ -200,46 +204,46 @@ impl LocalService {
     }
 
     /// SIGKILLs the process and starts it again on the same ports with the same data dir.
-    pub fn restart(&mut self) -> Result<(), ServiceError> {
-        self.kill();
-        self.launch()
+    pub async fn restart(&mut self) -> Result<(), ServiceError> {
+        self.kill().await;
+        self.launch().await
     }
 
-    fn launch(&mut self) -> Result<(), ServiceError> {
+    async fn launch(&mut self) -> Result<(), ServiceError> {
         self.spawn()?;
-        self.wait_ready()
+        self.wait_ready().await
     }
 
     fn log_path(&self) -> PathBuf {
         self.dir.join(format!("{}.log", self.name()))
     }
 
+    /// Starts the process (its server made on first use), without waiting for it.
     fn spawn(&mut self) -> Result<(), ServiceError> {
         let program = self.kind.program();
         let data = self.dir.join(self.name());
         std::fs::create_dir_all(&data).map_err(|source| ServiceError::Io { program, source })?;
-        let log_path = self.log_path();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|source| ServiceError::Io { program, source })?;
-        let log_err = log
-            .try_clone()
-            .map_err(|source| ServiceError::Io { program, source })?;
-        let mut command = spawn::std_command(program);
-        command
-            .args(self.args(&data))
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
-        let child = spawn::spawn_std(command).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => ServiceError::MissingBinary { program },
-            _ => ServiceError::Io { program, source },
-        })?;
-        self.child = Some(child);
-        Ok(())
+        if self.server.is_none() {
+            let argv = std::iter::once(program.to_string())
+                .chain(self.args(&data))
+                .collect();
+            self.server = Some(Server::new(
+                format!("service {program}"),
+                argv,
+                Vec::new(),
+                &self.dir,
+                self.log_path(),
+            ));
+        }
+        let server = self.server.as_mut().expect("made above");
+        server.launch().map_err(|e| match e {
+            crate::process::child::SpawnError::NotFound { .. } => {
+                ServiceError::MissingBinary { program }
+            }
+            crate::process::child::SpawnError::Io { source, .. } => {
+                ServiceError::Io { program, source }
+            }
+        })
     }
 
     fn args(&self, data: &Path) -> Vec<String> {
@@ -320,42 +324,55 @@ impl LocalService {
         }
     }
 
-    fn wait_ready(&mut self) -> Result<(), ServiceError> {
+    async fn wait_ready(&mut self) -> Result<(), ServiceError> {
         let program = self.kind.program();
-        let log = &self.log_path();
-        let limit = Duration::from_secs(30);
-        let started = Instant::now();
-        loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    self.child = None;
-                    return Err(ServiceError::Exited {
-                        program,
-                        status: status.to_string(),
-                        log: log.display().to_string(),
-                    });
-                }
-            }
-            if self.healthy() {
-                return Ok(());
-            }
-            if started.elapsed() > limit {
-                self.kill();
-                return Err(ServiceError::NotReady {
-                    program,
-                    secs: limit.as_secs(),
-                    log: log.display().to_string(),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let log = self.log_path().display().to_string();
+        let probe = Probe {
+            kind: self.kind,
+            client_port: self.client_port,
+            aux_port: self.aux_port,
+            cluster: self.member.is_some(),
+        };
+        let server = self.server.as_mut().expect("spawned");
+        let ready = server
+            .wait_ready(READY_LIMIT, || async move { Ok(probe.healthy().await) })
+            .await;
+        ready.map_err(|e| match e {
+            NotReady::Exited { status, .. } => ServiceError::Exited {
+                program,
+                status: format!("exit status: {status}"),
+                log,
+            },
+            NotReady::Timeout { after, .. } => ServiceError::NotReady {
+                program,
+                secs: after.as_secs(),
+                log,
+            },
+            NotReady::Spawn(e) => ServiceError::Io {
+                program,
+                source: std::io::Error::other(e.to_string()),
+            },
+        })
     }
+}
 
-    fn healthy(&self) -> bool {
+/// A service's health check: what answering means for each program.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    kind: ServiceKind,
+    client_port: u16,
+    aux_port: u16,
+    cluster: bool,
+}
+
+impl Probe {
+    async fn healthy(self) -> bool {
         match self.kind {
             ServiceKind::Etcd => http_get(self.client_port, "/health")
+                .await
                 .is_some_and(|body| body.contains("\"health\":\"true\"")),
-            ServiceKind::Nats if self.member.is_some() => http_get(self.aux_port, "/jsz")
+            ServiceKind::Nats if self.cluster => http_get(self.aux_port, "/jsz")
+                .await
                 .and_then(|response| {
                     let body = response.split_once("\r\n\r\n")?.1;
                     let jsz: serde_json::Value = serde_json::from_str(body).ok()?;
@@ -363,64 +380,72 @@ impl LocalService {
                 })
                 .unwrap_or(false),
             ServiceKind::Nats => http_get(self.aux_port, "/healthz?js-enabled-only=true")
+                .await
                 .is_some_and(|body| {
                     body.starts_with("HTTP/1.1 200") || body.starts_with("HTTP/1.0 200")
                 }),
-            ServiceKind::Redis => redis_ping(self.client_port),
+            ServiceKind::Redis => redis_ping(self.client_port).await,
         }
     }
 }
 
-impl Drop for LocalService {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// A loopback connection, given 200 ms.
+async fn connect(port: u16) -> Option<TcpStream> {
+    tokio::time::timeout(
+        Duration::from_millis(200),
+        TcpStream::connect(("127.0.0.1", port)),
+    )
+    .await
+    .ok()?
+    .ok()
 }
 
-fn connect(port: u16) -> Option<TcpStream> {
-    let stream =
-        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200))
-            .ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .ok()?;
-    Some(stream)
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut stream = connect(port)?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+/// One HTTP/1.0 GET on loopback: the whole response, read within 500 ms.
+async fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = connect(port).await?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
     let mut body = String::new();
-    stream.read_to_string(&mut body).ok()?;
+    tokio::time::timeout(Duration::from_millis(500), stream.read_to_string(&mut body))
+        .await
+        .ok()?
+        .ok()?;
     Some(body)
 }
 
-fn redis_ping(port: u16) -> bool {
-    let Some(mut stream) = connect(port) else {
+/// Whether Redis answers PING within 500 ms.
+async fn redis_ping(port: u16) -> bool {
+    let Some(mut stream) = connect(port).await else {
         return false;
     };
-    if stream.write_all(b"PING\r\n").is_err() {
+    if stream.write_all(b"PING\r\n").await.is_err() {
         return false;
     }
     let mut reply = [0u8; 7];
-    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    let read = tokio::time::timeout(Duration::from_millis(500), stream.read_exact(&mut reply));
+    matches!(read.await, Ok(Ok(_))) && &reply == b"+PONG\r\n"
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn each_service_starts_answers_and_stops() {
+    #[tokio::test]
+    async fn each_service_starts_answers_and_stops() {
         let dir = tempfile::tempdir().unwrap();
         for kind in [ServiceKind::Etcd, ServiceKind::Nats, ServiceKind::Redis] {
-            let mut service = LocalService::start(kind, dir.path()).unwrap();
-            assert!(service.healthy(), "{kind:?} answers");
-            let port = service.client_port;
-            service.kill();
-            assert!(!service.healthy(), "{kind:?} is gone after kill");
+            let mut service = LocalService::start(kind, dir.path()).await.unwrap();
+            let probe = Probe {
+                kind,
+                client_port: service.client_port,
+                aux_port: service.aux_port,
+                cluster: false,
+            };
+            assert!(probe.healthy().await, "{kind:?} answers");
+            service.kill().await;
+            assert!(!probe.healthy().await, "{kind:?} is gone after kill");
             assert!(
-                TcpStream::connect(("127.0.0.1", port)).is_err(),
+                std::net::TcpStream::connect(("127.0.0.1", service.client_port)).is_err(),
                 "{kind:?} port closed"
             );
         }

@@ -43,7 +43,7 @@ pub struct ScenarioEnv<'a> {
     /// Record the actors' steps (false: only the recorder's own rows and crashes).
     pub trace: bool,
     /// The services the recorder started (restarted by the chaos plan).
-    pub services: &'a std::sync::Mutex<Vec<LocalService>>,
+    pub services: &'a tokio::sync::Mutex<Vec<LocalService>>,
 }
 
 /// Makes the rows the recorder writes itself (not an actor's), stamped with the scenario and the

@@ -105,17 +105,13 @@ async fn restart(
 ) -> Result<(), ScenarioError> {
     let broker = kind.is_broker();
     let began = Instant::now();
-    let restarted = tokio::task::block_in_place(|| {
-        let mut services = env.services.lock().expect("services lock");
-        let mut members: Vec<&mut LocalService> =
-            services.iter_mut().filter(|s| s.kind() == kind).collect();
-        let count = members.len().max(1);
-        members
-            .get_mut(member % count)
-            .map(|s| s.restart().map(|()| (s.kind(), s.name())))
-    });
-    if let Some(result) = restarted {
-        let (kind, name) = result?;
+    let mut services = env.services.lock().await;
+    let mut members: Vec<&mut LocalService> =
+        services.iter_mut().filter(|s| s.kind() == kind).collect();
+    let count = members.len().max(1);
+    if let Some(service) = members.get_mut(member % count) {
+        service.restart().await?;
+        let name = service.name();
         let fault = detail::Fault {
             fault: if broker {
                 FaultKind::BrokerRestart

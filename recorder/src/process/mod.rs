@@ -1,10 +1,14 @@
 //! Child processes and loopback ports: [`spawn`] is the one way the recorder starts a process
 //! (in a process group of its own, with `PDEATHSIG`, without the recorder's secret variables),
-//! [`port`] the one way it picks a free loopback port for something it starts, [`lives`] the
-//! lives of one actor and the one restart back-off.
+//! [`port`] the one way it picks a free loopback port for something it starts; [`child`] one
+//! process watched (its output logged, its last lines kept, its group signalled); [`server`] a
+//! service process waited for until ready, restarted on its data, stopped; [`lives`] the lives
+//! of one actor and the one restart back-off.
 //!
 //! It uses nothing else of the crate: every layer above may start processes through it.
 
+pub mod child;
 pub mod lives;
 pub mod port;
+pub mod server;
 pub mod spawn;

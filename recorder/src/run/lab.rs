@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::Context as _;
 use outbox_trace::detail;
@@ -26,7 +25,7 @@ use crate::protocol::model::Timing;
 pub struct Lab<'c> {
     config: &'c RunConfig,
     /// Our own services: they live as long as the subject (dropped on return, error or panic).
-    services: Mutex<Vec<LocalService>>,
+    services: tokio::sync::Mutex<Vec<LocalService>>,
     endpoints: Option<Endpoints>,
     chaos: Option<ChaosPlan>,
     timing: Timing,
@@ -41,7 +40,7 @@ impl<'c> Lab<'c> {
         };
         Lab {
             config,
-            services: Mutex::new(Vec::new()),
+            services: tokio::sync::Mutex::new(Vec::new()),
             endpoints: None,
             chaos: None,
             timing,
@@ -49,7 +48,7 @@ impl<'c> Lab<'c> {
     }
 
     /// The user's endpoint, or a local service (cluster) of ours started in `workdir`.
-    fn service(
+    async fn service(
         &mut self,
         given: &Option<Endpoint>,
         kind: ServiceKind,
@@ -58,12 +57,10 @@ impl<'c> Lab<'c> {
         Ok(match given {
             Some(e) => e.clone(),
             None => {
-                let members = LocalService::start_cluster(kind, workdir, self.config.cluster)?;
+                let members =
+                    LocalService::start_cluster(kind, workdir, self.config.cluster).await?;
                 let urls: Vec<String> = members.iter().map(LocalService::url).collect();
-                self.services
-                    .get_mut()
-                    .expect("services lock")
-                    .extend(members);
+                self.services.get_mut().extend(members);
                 Endpoint::local(urls.join(","))
             }
         })
@@ -79,8 +76,12 @@ impl Subject for Lab<'_> {
         };
         let (endpoints, shown_endpoints) = match config.backend {
             BackendKind::EtcdJetstream => {
-                let etcd = self.service(&config.etcd, ServiceKind::Etcd, workdir)?;
-                let nats = self.service(&config.nats, ServiceKind::Nats, workdir)?;
+                let etcd = self
+                    .service(&config.etcd, ServiceKind::Etcd, workdir)
+                    .await?;
+                let nats = self
+                    .service(&config.nats, ServiceKind::Nats, workdir)
+                    .await?;
                 let shown = BTreeMap::from([
                     ("etcd".to_string(), shown(&config.etcd, &etcd)),
                     ("nats".to_string(), shown(&config.nats, &nats)),
@@ -94,7 +95,9 @@ impl Subject for Lab<'_> {
                 (endpoints, shown)
             }
             BackendKind::SqliteRedis => {
-                let redis = self.service(&config.redis, ServiceKind::Redis, workdir)?;
+                let redis = self
+                    .service(&config.redis, ServiceKind::Redis, workdir)
+                    .await?;
                 let db_dir = config
                     .db_dir
                     .clone()

@@ -4,13 +4,12 @@
 //! the faults and its own rows, and writes the same `outbox-trace/1` file the analyzer reads.
 //!
 //! From the bottom: [`template`] (placeholders), [`file`] (the
-//! system file, read and checked), [`chaos`] (the seeded draw), [`child`] (one OS process),
+//! system file, read and checked), [`chaos`] (the seeded draw),
 //! [`services`], [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
 //! [`scenario`] (one scenario from services up to
 //! `run_end`) and [`config`] (a resolved system run).
 
 pub mod chaos;
-pub mod child;
 pub mod config;
 pub mod file;
 pub mod receiver;

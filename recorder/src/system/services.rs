@@ -1,14 +1,15 @@
 //! The services a system file names (`[services.NAME]`): each started in a directory of its own
-//! on a free loopback port, waited for until ready, restarted by a fault with its directory kept,
-//! and stopped at the end.
+//! on a free loopback port as a [`Server`], waited for until its ready check passes, restarted by
+//! a fault with its directory kept, and stopped at the end.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::child::{Child, Launch, SpawnError};
 use super::file::{Ready, ServiceSpec};
 use super::template::Values;
+use crate::process::child::{Child, Launch, SpawnError};
 use crate::process::port::free_port;
+use crate::process::server::{NotReady, Server};
 
 /// A service that did not come up.
 #[derive(Debug, thiserror::Error)]
@@ -17,18 +18,16 @@ pub enum ServiceFailure {
     #[error(transparent)]
     Spawn(#[from] SpawnError),
     /// It exited or never answered.
-    #[error("service {name} never got ready ({why}); {last}")]
+    #[error("service {name} never got ready ({why})")]
     NotReady {
         /// The service.
         name: String,
-        /// Exited with a status, or timed out.
+        /// Exited with a status, or timed out, with its last output lines.
         why: String,
-        /// Its last output lines.
-        last: String,
     },
 }
 
-/// One running service.
+/// One service of a system.
 pub struct Service {
     name: String,
     spec: ServiceSpec,
@@ -39,7 +38,7 @@ pub struct Service {
     values: Values,
     env: Vec<(String, String)>,
     cwd: PathBuf,
-    child: Option<Child>,
+    server: Option<Server>,
 }
 
 impl Service {
@@ -55,7 +54,7 @@ impl Service {
             values: Values::new(),
             env: Vec::new(),
             cwd: PathBuf::new(),
-            child: None,
+            server: None,
         })
     }
 
@@ -73,84 +72,86 @@ impl Service {
         self.values = values;
         self.env = env.to_vec();
         self.cwd = cwd.to_path_buf();
-        self.launch().await
-    }
-
-    async fn launch(&mut self) -> Result<(), ServiceFailure> {
         let argv: Vec<String> = self
             .spec
             .command
             .iter()
             .map(|t| t.expand(&self.values))
             .collect();
-        let child = Child::spawn(Launch {
-            what: format!("service {}", self.name),
-            argv: &argv,
-            env: &self.env,
-            cwd: &self.cwd,
-            log: self.dir.with_extension("log"),
-            stdin: false,
-            watch_stdout: None,
-        })?;
-        self.child = Some(child);
-        self.wait_ready().await
+        self.server = Some(Server::new(
+            format!("service {}", self.name),
+            argv,
+            self.env.clone(),
+            &self.cwd,
+            self.dir.with_extension("log"),
+        ));
+        self.launch().await
     }
 
-    async fn wait_ready(&mut self) -> Result<(), ServiceFailure> {
-        let started = Instant::now();
-        let fail = |child: &Child, why: String| ServiceFailure::NotReady {
-            name: self.name.clone(),
-            why,
-            last: child.last_lines(),
+    async fn launch(&mut self) -> Result<(), ServiceFailure> {
+        let Some(server) = self.server.as_mut() else {
+            return Ok(());
         };
-        loop {
-            let child = self.child.as_ref().expect("launched");
-            if let Some(status) = child.exited() {
-                return Err(fail(child, format!("it exited with status {status}")));
-            }
-            let ready = match &self.spec.ready {
-                Ready::Tcp => tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-                    .await
-                    .is_ok(),
-                Ready::Command(c) => {
-                    let argv: Vec<String> = c.iter().map(|t| t.expand(&self.values)).collect();
-                    let mut probe = Child::spawn(Launch {
-                        what: format!("service {} ready check", self.name),
-                        argv: &argv,
-                        env: &self.env,
-                        cwd: &self.cwd,
-                        log: self.dir.with_extension("ready.log"),
-                        stdin: false,
-                        watch_stdout: None,
-                    })?;
-                    probe.wait().await == 0
+        let (port, name) = (self.port, self.name.clone());
+        let probe = match &self.spec.ready {
+            Ready::Tcp => None,
+            Ready::Command(c) => Some(c.iter().map(|t| t.expand(&self.values)).collect::<Vec<_>>()),
+        };
+        let (env, cwd, log) = (
+            self.env.clone(),
+            self.cwd.clone(),
+            self.dir.with_extension("ready.log"),
+        );
+        let ready = || {
+            let (probe, env, cwd, log, what) = (
+                probe.clone(),
+                env.clone(),
+                cwd.clone(),
+                log.clone(),
+                format!("service {name} ready check"),
+            );
+            async move {
+                match probe {
+                    None => Ok(tokio::net::TcpStream::connect(("127.0.0.1", port))
+                        .await
+                        .is_ok()),
+                    Some(argv) => {
+                        let mut check = Child::spawn(Launch {
+                            what,
+                            argv: &argv,
+                            env: &env,
+                            cwd: &cwd,
+                            log,
+                            stdin: false,
+                            watch_stdout: None,
+                        })?;
+                        Ok(check.wait().await == 0)
+                    }
                 }
-            };
-            if ready {
-                return Ok(());
             }
-            if started.elapsed() > self.spec.ready_timeout {
-                return Err(fail(
-                    child,
-                    format!("not ready after {:?}", self.spec.ready_timeout),
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        };
+        let started = server.start(self.spec.ready_timeout, ready).await;
+        started.map_err(|e| match e {
+            NotReady::Spawn(e) => ServiceFailure::Spawn(e),
+            e => ServiceFailure::NotReady {
+                name: self.name.clone(),
+                why: e.to_string(),
+            },
+        })
     }
 
     /// SIGKILL and start again on the same directory and port.
     pub async fn restart(&mut self) -> Result<(), ServiceFailure> {
-        if let Some(mut child) = self.child.take() {
-            child.kill().await;
+        if let Some(server) = self.server.as_mut() {
+            server.kill().await;
         }
         self.launch().await
     }
 
     /// SIGTERM, then SIGKILL after `grace`.
     pub async fn stop(&mut self, grace: Duration) {
-        if let Some(mut child) = self.child.take() {
-            child.stop(grace).await;
+        if let Some(server) = self.server.as_mut() {
+            server.stop(grace).await;
         }
     }
 }

@@ -11,10 +11,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use tokio::sync::{mpsc, watch};
 
-use super::child::{Child, Launch};
 use super::file::{Delivery, HttpSpec};
 use super::template::Values;
 use crate::fault::dice::Dice;
+use crate::process::child::{Child, Launch};
 
 /// How long to wait before sending a task again.
 const RETRY: Duration = Duration::from_millis(100);

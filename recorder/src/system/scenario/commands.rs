@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::mpsc;
 
-use crate::system::child::{Child, Launch, SpawnError, Status};
+use crate::process::child::{Child, Launch, SpawnError, Status};
 use crate::system::file::System;
 use crate::system::template::Values;
 

@@ -12,7 +12,7 @@ use super::commands::run_command;
 use super::shared::{run_err, ScenarioOutcome, SystemError, GRACE};
 use super::stage::Stage;
 use crate::journal::author::Author;
-use crate::system::child::Status;
+use crate::process::child::Status;
 use crate::system::receiver::Intake;
 use crate::system::services::Service;
 use crate::system::tasks::Delivered;

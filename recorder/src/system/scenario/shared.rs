@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::fault::spec::Nemesis;
 use crate::journal::clock::RunClock;
 use crate::journal::writer::Recorder;
-use crate::system::child::SpawnError;
+use crate::process::child::SpawnError;
 use crate::system::file::System;
 use crate::system::services::ServiceFailure;
 

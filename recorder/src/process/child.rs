@@ -1,4 +1,4 @@
-//! One OS process of a user's system (a service, a role's life, or a command run to its end), in
+//! One OS process the recorder runs and watches (a service, a role's life, a command run to its end), in
 //! a process group of its own so a terminal's Ctrl-C reaches only the recorder, with
 //! `PDEATHSIG` so it dies with the recorder however the recorder ends. Its output goes to a log
 //! file; the last lines are kept for error messages, and its standard output may be watched line
@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, watch};
 
-use crate::process::spawn;
+use super::spawn;
 
 /// Output lines kept for error messages.
 const TAIL: usize = 12;

@@ -198,6 +198,11 @@ impl LocalService {
         }
     }
 
+    /// Its process group, while it runs.
+    pub fn group(&self) -> Option<i32> {
+        self.server.as_ref().and_then(Server::group)
+    }
+
     /// Which service this is; every member of a cluster gives the same.
     pub fn kind(&self) -> ServiceKind {
         self.kind

@@ -1,5 +1,5 @@
-//! Carrying out a timed fault of the lab, a `--fault` spec or a chaos plan's action alike, and
-//! recording it: a SIGKILL of an actor (its `crash` row comes when the cast sees the life end), a
+//! The lab's side of a timed fault, a `--fault` spec or a chaos plan's action alike: the
+//! primitives the fault layer asks of a subject ([`LabTargets`]), each recording what it did: a SIGKILL of an actor (its `crash` row comes when the cast sees the life end), a
 //! pause of an actor (a `fault` row), or a SIGKILL and restart of a service member (a `fault` row
 //! naming the member and how long it was down), a broker's right after consumer ACKs.
 //!
@@ -14,6 +14,7 @@ use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::actor::wire::ActorSpec;
 use crate::backend::services::{LocalService, ServiceKind};
+use crate::fault::apply::Targets;
 use crate::fault::chaos::Action;
 use crate::fault::spec::{Nemesis, What, When};
 use crate::journal::author::Author;
@@ -76,23 +77,67 @@ pub fn ready(fault: &Nemesis, overdue: Duration, acks_moved: bool) -> bool {
     }
 }
 
-/// Carries out the timed fault `fault`.
-pub async fn inject<F: Fn(&Slot) -> ActorSpec>(
-    env: &ScenarioEnv<'_>,
-    fault: &Nemesis,
-    cast: &mut Cast<'_, F>,
-    stamp: &Stamp,
-) -> Result<(), ScenarioError> {
-    match &fault.what {
-        What::Kill { target } => cast.kill_target(target),
-        What::Pause { target, hold, .. } => cast.pause_target(target, *hold),
-        What::Restart { service } => {
-            if let Some((kind, member)) = parse_service(service) {
-                restart(env, kind, member, stamp).await?;
+/// The lab's actors and services, as the fault layer's [`Targets`].
+pub struct LabTargets<'s, 'a, 'c, F: Fn(&Slot) -> ActorSpec> {
+    pub env: &'s ScenarioEnv<'a>,
+    pub cast: &'s mut Cast<'c, F>,
+    pub stamp: &'s Stamp,
+    /// The process groups of the lab's services, by spec name (`nats`, `nats-2`), as they were
+    /// when the fault came due.
+    pub groups: Vec<(String, i32)>,
+}
+
+impl<F: Fn(&Slot) -> ActorSpec> Targets for LabTargets<'_, '_, '_, F> {
+    type Error = ScenarioError;
+
+    async fn kill(&mut self, target: &str) -> Result<(), ScenarioError> {
+        self.cast.kill_target(target);
+        Ok(())
+    }
+
+    async fn pause(&mut self, target: &str, hold: Duration) -> Result<(), ScenarioError> {
+        self.cast.pause_target(target, hold);
+        Ok(())
+    }
+
+    async fn restart(&mut self, service: &str) -> Result<(), ScenarioError> {
+        match parse_service(service) {
+            Some((kind, member)) => restart(self.env, kind, member, self.stamp).await,
+            None => Ok(()),
+        }
+    }
+
+    fn service_group(&self, service: &str) -> Option<i32> {
+        let (_, group) = self.groups.iter().find(|(n, _)| n == service)?;
+        Some(*group)
+    }
+
+    async fn record(&self, fault: detail::Fault) -> Result<(), ScenarioError> {
+        self.env
+            .recorder
+            .record(self.stamp.entry(Author::Faults, Step::Fault(fault)))
+            .await
+            .map_err(drive)
+    }
+}
+
+/// The process groups of the lab's running services, by the names specs give them: `etcd`,
+/// `nats` (the first member) and `nats-2`, ...
+pub async fn service_groups(env: &ScenarioEnv<'_>) -> Vec<(String, i32)> {
+    let services = env.services.lock().await;
+    let mut groups = Vec::new();
+    for kind in [ServiceKind::Etcd, ServiceKind::Nats, ServiceKind::Redis] {
+        let members = services.iter().filter(|s| s.kind() == kind);
+        for (i, member) in members.enumerate() {
+            if let Some(group) = member.group() {
+                if i == 0 {
+                    groups.push((service_name(kind).to_string(), group));
+                }
+                groups.push((format!("{}-{}", service_name(kind), i + 1), group));
             }
         }
     }
-    Ok(())
+    groups
 }
 
 /// SIGKILLs member `member` (modulo their number) of the local services of `kind` and starts it

@@ -27,6 +27,7 @@ use crate::backend::endpoints::Endpoint;
 use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::services::ServiceKind;
 use crate::backend::sqlite_redis::SqliteRedis;
+use crate::fault::apply::apply;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::{Author, Role};
@@ -218,7 +219,13 @@ async fn run_on<B: Backend>(
                 break;
             }
             chaos.next();
-            inject::inject(env, fault, &mut cast, &stamp).await?;
+            let mut targets = inject::LabTargets {
+                env,
+                cast: &mut cast,
+                stamp: &stamp,
+                groups: inject::service_groups(env).await,
+            };
+            apply(&mut targets, fault).await?;
         }
         acks_before = acks_now;
         let all_alive = cast.tend(&stamp).await.map_err(drive)?;

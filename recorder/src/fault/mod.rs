@@ -3,12 +3,14 @@
 //! - [`spec`]: the vocabulary, a [`spec::Nemesis`] (what: kill, pause, restart a service; when: at
 //!   a time or after the N-th step of a kind), parsed from and shown in its one-line form;
 //! - [`trigger`]: which step-following faults a reported step sets off (pure);
+//! - [`apply`]: a timed fault carried out on the primitives a subject offers ([`apply::Targets`]);
 //! - [`pauses`]: the pauses called for and begun, as data;
 //! - [`plan`]: the lab's in-actor failpoints (crash at a named point, lose a publish ACK, stall
 //!   before a commit), points inside a cooperating process;
 //! - [`chaos`]: the lab's seeded swarm draw; [`dice`] is the seeded randomness it rolls;
 //! - [`duration`]: durations as specs write them.
 
+pub mod apply;
 pub mod chaos;
 pub mod dice;
 pub mod duration;

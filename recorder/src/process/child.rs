@@ -147,6 +147,11 @@ impl Child {
         &self.what
     }
 
+    /// Its process id, which is also its process group's, while it runs.
+    pub fn group(&self) -> Option<i32> {
+        (self.pid > 0 && self.exited().is_none()).then_some(self.pid)
+    }
+
     /// The exit status, if it has ended (and its output is read).
     pub fn exited(&self) -> Option<Status> {
         *self.exit.borrow()

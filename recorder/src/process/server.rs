@@ -150,6 +150,11 @@ impl Server {
         }
     }
 
+    /// Its process group, while it runs.
+    pub fn group(&self) -> Option<i32> {
+        self.child.as_ref().and_then(Child::group)
+    }
+
     /// Whether the process runs.
     pub fn running(&self) -> bool {
         self.child.as_ref().is_some_and(|c| c.exited().is_none())

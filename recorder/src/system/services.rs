@@ -148,6 +148,11 @@ impl Service {
         self.launch().await
     }
 
+    /// Its process group, while it runs.
+    pub fn group(&self) -> Option<i32> {
+        self.server.as_ref().and_then(Server::group)
+    }
+
     /// SIGTERM, then SIGKILL after `grace`.
     pub async fn stop(&mut self, grace: Duration) {
         if let Some(server) = self.server.as_mut() {

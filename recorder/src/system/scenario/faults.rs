@@ -1,6 +1,6 @@
 //! Carrying out a scenario's faults on its processes and services: pauses (SIGSTOP, then SIGCONT
 //! when they are over, each with a `fault` row) and the timed faults (a kill, a pause, a service
-//! restart at a time from the first task).
+//! restart at a time from the first task) on the primitives the fault layer asks of a subject.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::shared::SystemError;
 use super::stage::{Kill, Stage};
-use crate::fault::spec::{Nemesis, What};
+use crate::fault::apply::Targets;
 use crate::journal::author::Author;
 use crate::system::receiver::Intake;
 use crate::system::services::Service;
@@ -69,49 +69,54 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 }
 
-pub(super) async fn apply_timed(
-    stage: &mut Stage<'_, '_>,
-    services: &mut [(String, Service)],
-    fault: &Nemesis,
-    intake: &mut mpsc::Receiver<Intake>,
-) -> Result<(), SystemError> {
-    // A role's timed faults hit its first instance, which has the role's name.
-    let actor_of = |target: &str| target.to_string();
-    if fault.follows_a_step() {
-        return Ok(());
+/// A team's processes and services, as the fault layer's [`Targets`].
+pub(super) struct SystemTargets<'s, 'a, 'e> {
+    pub stage: &'s mut Stage<'a, 'e>,
+    pub services: &'s mut [(String, Service)],
+    pub intake: &'s mut mpsc::Receiver<Intake>,
+}
+
+impl Targets for SystemTargets<'_, '_, '_> {
+    type Error = SystemError;
+
+    /// A role's timed faults hit its first instance, which has the role's name.
+    async fn kill(&mut self, target: &str) -> Result<(), SystemError> {
+        if let Some(life) = self.stage.lives.get(target) {
+            let kill = Kill {
+                actor: target.to_string(),
+                incarnation: life.incarnation,
+                point: CrashSite::Kill,
+                announced: false,
+            };
+            self.stage.kill(kill, self.intake).await?;
+        }
+        Ok(())
     }
-    match &fault.what {
-        What::Kill { target } => {
-            let actor = actor_of(target);
-            if let Some(life) = stage.lives.get(&actor) {
-                let kill = Kill {
-                    actor: actor.clone(),
-                    incarnation: life.incarnation,
-                    point: CrashSite::Kill,
-                    announced: false,
-                };
-                stage.kill(kill, intake).await?;
-            }
-        }
-        What::Pause { target, hold, .. } => {
-            stage.pause(&actor_of(target), None, *hold).await?;
-        }
-        What::Restart { service } => {
-            stage
-                .own(
-                    Author::Faults,
-                    Step::Fault(detail::Fault {
-                        fault: FaultKind::ServiceRestart,
-                        target: Some(service.clone()),
-                        service: Some(service.clone()),
-                        ..detail::Fault::default()
-                    }),
-                )
-                .await?;
-            if let Some((_, s)) = services.iter_mut().find(|(n, _)| n == service) {
-                s.restart().await?;
-            }
-        }
+
+    async fn pause(&mut self, target: &str, hold: Duration) -> Result<(), SystemError> {
+        self.stage.pause(target, None, hold).await
     }
-    Ok(())
+
+    async fn restart(&mut self, service: &str) -> Result<(), SystemError> {
+        self.record(detail::Fault {
+            fault: FaultKind::ServiceRestart,
+            target: Some(service.to_string()),
+            service: Some(service.to_string()),
+            ..detail::Fault::default()
+        })
+        .await?;
+        if let Some((_, s)) = self.services.iter_mut().find(|(n, _)| n == service) {
+            s.restart().await?;
+        }
+        Ok(())
+    }
+
+    fn service_group(&self, service: &str) -> Option<i32> {
+        let (_, s) = self.services.iter().find(|(n, _)| n == service)?;
+        s.group()
+    }
+
+    async fn record(&self, fault: detail::Fault) -> Result<(), SystemError> {
+        self.stage.own(Author::Faults, Step::Fault(fault)).await
+    }
 }

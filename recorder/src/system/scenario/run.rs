@@ -12,9 +12,10 @@ use tokio::sync::{mpsc, watch};
 
 use super::commands::{base_env, run_command};
 use super::ending::{end, Ending};
-use super::faults::apply_timed;
+use super::faults::SystemTargets;
 use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
 use super::stage::Stage;
+use crate::fault::apply::apply;
 use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
@@ -195,7 +196,12 @@ pub async fn run_scenario(
             .is_some_and(|at| first_task + at <= now)
         {
             let fault = timed.pop_front().expect("a due fault");
-            apply_timed(&mut stage, &mut services, &fault, &mut intake).await?;
+            let mut targets = SystemTargets {
+                stage: &mut stage,
+                services: &mut services,
+                intake: &mut intake,
+            };
+            apply(&mut targets, &fault).await?;
         }
         stage.pauses_due(now).await?;
         let due: Vec<_> = restarts.iter().filter(|r| r.0 <= now).cloned().collect();

@@ -179,6 +179,7 @@ pub enum ScenarioArg {
 /// `KEY=VALUE`, the key a plain environment variable name.
 fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
+        Some((_, v)) if v.contains('\0') => Err(format!("`{s}`: a value cannot hold a NUL byte")),
         Some((k, v))
             if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
         {

@@ -20,6 +20,10 @@ pub use schema::{
     SystemFile, TasksSpec,
 };
 
+/// The most instances one role may have: each is a process of its own, with its own receiver
+/// endpoint and files open.
+pub const MAX_INSTANCES: u32 = 64;
+
 /// Names the recorder writes rows under, which a role cannot take.
 const RESERVED: [&str; 3] = ["recorder", "observer", "faults"];
 
@@ -141,17 +145,24 @@ impl System {
         }
         for (name, role) in &file.roles {
             word("role", name)?;
-            if role.command.is_empty() {
-                return Err(format!("roles.{name}.command is empty"));
-            }
-            if role.instances == 0 {
-                return Err(format!("roles.{name}.instances must be at least 1"));
+            program(&format!("roles.{name}.command"), &role.command)?;
+            if role.instances == 0 || role.instances > MAX_INSTANCES {
+                return Err(format!(
+                    "roles.{name}.instances must be 1 to {MAX_INSTANCES} (it is {})",
+                    role.instances
+                ));
             }
         }
         for (name, service) in &file.services {
             word("service", name)?;
-            if service.command.is_empty() {
-                return Err(format!("services.{name}.command is empty"));
+            program(&format!("services.{name}.command"), &service.command)?;
+        }
+        for (key, value) in &file.env {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(format!("env key `{key}`: a name without `=` or NUL bytes"));
+            }
+            if value.has_nul() {
+                return Err(format!("env.{key}: a value cannot hold a NUL byte"));
             }
         }
         let global = global_names(&file);
@@ -188,9 +199,7 @@ impl System {
             ("observe", &file.observe),
         ] {
             if let Some(spec) = spec {
-                if spec.command.is_empty() {
-                    return Err(format!("{place}.command is empty"));
-                }
+                program(&format!("{place}.command"), &spec.command)?;
                 check(&format!("{place}.command"), &mut spec.command.iter(), &[])?;
             }
         }
@@ -206,6 +215,9 @@ impl System {
         let t = &file.tasks;
         if t.aggregates == 0 {
             return Err("tasks.aggregates must be at least 1".into());
+        }
+        if t.count == 0 {
+            return Err("tasks.count must be at least 1".into());
         }
         let delivery = match (&t.stdin, &t.http, &t.command) {
             (Some(role), None, None) => {
@@ -307,6 +319,18 @@ impl System {
             .keys()
             .flat_map(|r| self.actors(r).into_iter().map(move |a| (r.clone(), a)))
             .collect()
+    }
+}
+
+/// A command whose program is named: not empty, and no word holding a NUL byte.
+fn program(place: &str, command: &[Template]) -> Result<(), String> {
+    match command.first() {
+        None => Err(format!("{place} is empty")),
+        Some(first) if first.is_blank() => Err(format!("{place}: the program is empty")),
+        Some(_) if command.iter().any(Template::has_nul) => {
+            Err(format!("{place}: a word holds a NUL byte"))
+        }
+        Some(_) => Ok(()),
     }
 }
 

@@ -53,6 +53,20 @@ impl Template {
         Template { parts }
     }
 
+    /// Whether the template is only whitespace (no placeholder, no other text).
+    pub fn is_blank(&self) -> bool {
+        self.parts
+            .iter()
+            .all(|p| matches!(p, Part::Text(t) if t.trim().is_empty()))
+    }
+
+    /// Whether its literal text holds a NUL byte (no process can be given one).
+    pub fn has_nul(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Text(t) if t.contains('\0')))
+    }
+
     /// The names the template uses, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {

@@ -243,6 +243,29 @@ fn a_bad_file_or_flag_is_one_line_and_exit_2() {
     );
 }
 
+/// Counts past the stated limits and commands no process can be given are refused before
+/// anything starts.
+#[test]
+fn limits_and_unusable_commands_are_exit_2_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = file(
+        dir.path(),
+        &TINY.replace(
+            "command = [\"sleep\", \"30\"]",
+            "command = [\"sleep\", \"30\"]\ninstances = 10000",
+        ),
+    );
+    one_line_with_code(&run_file(&many, &[]), 2, "1 to 64");
+    let none = file(dir.path(), &TINY.replace("count = 2", "count = 0"));
+    one_line_with_code(&run_file(&none, &[]), 2, "tasks.count");
+    let blank = file(dir.path(), &TINY.replace("[\"sleep\", \"30\"]", "[\"\"]"));
+    one_line_with_code(&run_file(&blank, &[]), 2, "the program is empty");
+    let nul = file(dir.path(), &format!("{TINY}\n[env]\nA = \"x\\u0000y\"\n"));
+    one_line_with_code(&run_file(&nul, &[]), 2, "NUL");
+    let key = file(dir.path(), &format!("{TINY}\n[env]\n\"A=B\" = \"x\"\n"));
+    one_line_with_code(&run_file(&key, &[]), 2, "A=B");
+}
+
 #[test]
 fn a_command_that_does_not_exist_is_one_line_and_exit_4() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,6 +18,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::spawn;
 
+/// How long a process's output is still read after the process itself ended.
+const OUTPUT_AFTER_EXIT: Duration = Duration::from_millis(250);
+
 /// Output lines kept for error messages.
 const TAIL: usize = 12;
 
@@ -121,8 +124,16 @@ impl Child {
         let (tx, exit) = watch::channel(None);
         tokio::spawn(async move {
             let status = child.wait().await;
-            for p in pumps.into_iter().flatten() {
-                let _ = p.await;
+            // Its output is read to its end, unless something it left behind (a daemon that
+            // kept its standard output) holds the pipe open: the process itself is gone, so
+            // what is already written is read for a moment and the rest is not waited for.
+            for mut p in pumps.into_iter().flatten() {
+                if tokio::time::timeout(OUTPUT_AFTER_EXIT, &mut p)
+                    .await
+                    .is_err()
+                {
+                    p.abort();
+                }
             }
             let code = match status {
                 Ok(s) => s

@@ -10,5 +10,6 @@
 pub mod child;
 pub mod lives;
 pub mod port;
+pub mod reaper;
 pub mod server;
 pub mod spawn;

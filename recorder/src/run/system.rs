@@ -33,6 +33,10 @@ impl<'c> TeamSystem<'c> {
 
 impl Subject for TeamSystem<'_> {
     async fn open(&mut self, _workdir: &Path) -> Result<Opened, Failure> {
+        // A process a role detaches (a daemon) is adopted by the recorder, not by init, so the
+        // end of its scenario finds and stops it.
+        crate::process::reaper::adopt_orphans()
+            .map_err(|e| Failure::run(anyhow::anyhow!("becoming a child subreaper: {e}")))?;
         let backend = format!("system:{}", self.config.system.file.name);
         let scenarios: Vec<String> = self
             .config

@@ -364,6 +364,30 @@ fn ctrl_c_to_the_terminal_group_ends_the_run_and_leaves_no_process() {
     assert_eq!(end.recovered, Some(false));
 }
 
+/// A role's shell that leaves a daemon behind, holding the role's standard output: the run does
+/// not wait for the daemon, and the daemon does not outlive the run.
+#[test]
+fn a_daemon_a_role_leaves_holds_no_run_and_outlives_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!("OUTBOX_TEST_MARK=daemon-{}", std::process::id());
+    let daemon = file(
+        dir.path(),
+        &TINY.replace(
+            "[\"sleep\", \"30\"]",
+            "[\"sh\", \"-c\", \"(setsid sleep 46 &); exec sleep 30\"]",
+        ),
+    );
+    let started = Instant::now();
+    let output = run_file(&daemon, &["--env", &mark]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the run waited for the daemon: {:?}",
+        started.elapsed()
+    );
+    none_left(&mark);
+}
+
 #[test]
 fn kill_9_of_the_recorder_leaves_no_process() {
     let dir = tempfile::tempdir().unwrap();

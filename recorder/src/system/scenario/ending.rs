@@ -97,6 +97,14 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     for (_, service) in &mut services {
         service.stop(GRACE).await;
     }
+    // What the scenario's processes left behind (daemons included) goes with them.
+    let swept = crate::process::reaper::sweep().await;
+    if swept > 0 {
+        eprintln!(
+            "recorder: scenario {}: stopped {swept} process(es) its processes had left running",
+            stage.name
+        );
+    }
     let interrupted = env.shutdown.is_cancelled();
     let end = detail::RunEnd {
         recovered: Some(recovered),

@@ -111,6 +111,7 @@ impl From<SystemError> for Failure {
         match e {
             SystemError::Unavailable(m) => Failure::Unavailable(anyhow::anyhow!(m)),
             SystemError::Run(e) => Failure::Run(e),
+            SystemError::Interrupted => Failure::Run(anyhow::anyhow!("interrupted")),
         }
     }
 }

@@ -10,6 +10,11 @@ const FIRST_WAIT: Duration = Duration::from_millis(200);
 /// The longest wait.
 const LONGEST_WAIT: Duration = Duration::from_secs(5);
 
+/// A life shorter than this that ends on its own ended "at once".
+pub const AT_ONCE: Duration = Duration::from_secs(1);
+/// Lives in a row that end at once before the actor is given up: it cannot run.
+pub const AT_ONCE_IN_A_ROW: u32 = 5;
+
 /// The lives of one actor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lives {
@@ -17,6 +22,8 @@ pub struct Lives {
     pub incarnation: u32,
     /// Lives that ended on their own (an exit or an error, not a fault).
     pub failures: u32,
+    /// Lives in a row that ended on their own within [`AT_ONCE`] of starting.
+    pub at_once: u32,
 }
 
 impl Lives {
@@ -31,6 +38,15 @@ impl Lives {
     pub fn failed(&mut self) -> Duration {
         self.failures += 1;
         backoff(self.failures)
+    }
+
+    /// A life that lasted `lived` ended on its own: how long to wait before the next one, or
+    /// `None` when [`AT_ONCE_IN_A_ROW`] lives in a row ended at once (the actor cannot run, and
+    /// waiting would not change that).
+    pub fn ended(&mut self, lived: Duration) -> Option<Duration> {
+        self.at_once = if lived < AT_ONCE { self.at_once + 1 } else { 0 };
+        let wait = self.failed();
+        (self.at_once < AT_ONCE_IN_A_ROW).then_some(wait)
     }
 }
 
@@ -49,6 +65,23 @@ mod tests {
     fn the_wait_doubles_from_200ms_up_to_5s() {
         let waits: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
         assert_eq!(waits, [200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
+    }
+
+    #[test]
+    fn lives_that_end_at_once_in_a_row_give_the_actor_up_and_a_long_one_resets_the_count() {
+        let mut lives = Lives::default();
+        let short = Duration::from_millis(50);
+        for _ in 1..AT_ONCE_IN_A_ROW {
+            assert!(lives.ended(short).is_some());
+        }
+        assert!(
+            lives.ended(Duration::from_secs(3)).is_some(),
+            "a long life resets"
+        );
+        for _ in 1..AT_ONCE_IN_A_ROW {
+            assert!(lives.ended(short).is_some());
+        }
+        assert_eq!(lives.ended(short), None);
     }
 
     #[test]

@@ -143,6 +143,8 @@ pub async fn record(
         match subject.scenario(&run, i).await {
             Ok(true) => {}
             Ok(false) => unrecovered.push(name.clone()),
+            // Cut short by the shutdown: the run ends as an interrupted run does.
+            Err(_) if shutdown.is_cancelled() => break,
             Err(e) => {
                 failure = Some(e.context(format!("scenario {name}")));
                 break;

@@ -76,7 +76,14 @@ impl Subject for TeamSystem<'_> {
             restarts_left: &self.restarts_left,
             shown: &self.shown,
         };
-        let outcome = run_scenario(&env, name, faults).await?;
+        let outcome = match run_scenario(&env, name, faults).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // A scenario cut short leaves nothing running either.
+                crate::process::reaper::sweep().await;
+                return Err(e.into());
+            }
+        };
         if outcome.skipped_count > 0 {
             eprintln!(
                 "recorder: scenario {name}: {} span(s) gave no row: {}",

@@ -20,6 +20,17 @@ use crate::process::child::{Child, Launch};
 const RETRY: Duration = Duration::from_millis(100);
 /// How long one HTTP request may take.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the first task may go without reaching the service before the run stops: a URL
+/// nobody listens on, a role that never takes a line, a command that cannot start.
+pub const UNREACHABLE_FOR: Duration = Duration::from_secs(10);
+
+/// The tasks never reached the service.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no task reached the service within {}s: {why}", UNREACHABLE_FOR.as_secs())]
+pub struct Unreachable {
+    /// What the last try met (the URL and its error, ...).
+    pub why: String,
+}
 
 /// One task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,9 +106,12 @@ pub struct Courier {
 }
 
 impl Courier {
-    /// Sends every task in turn until answered or the deadline.
-    pub async fn deliver(mut self, tasks: Vec<Task>) -> Delivered {
+    /// Sends every task in turn until answered or the deadline; stops if the first task cannot
+    /// reach the service for [`UNREACHABLE_FOR`].
+    pub async fn deliver(mut self, tasks: Vec<Task>) -> Result<Delivered, Unreachable> {
         let mut done = Delivered::default();
+        let first_try = Instant::now();
+        let mut reached = false;
         for task in &tasks {
             if Instant::now() > self.deadline {
                 done.unanswered += 1;
@@ -124,9 +138,19 @@ impl Courier {
                     }
                 };
                 match outcome {
-                    Outcome::Answered => break true,
-                    Outcome::NotReached => {}
-                    Outcome::Lost => attempts += 1,
+                    Outcome::Answered => {
+                        reached = true;
+                        break true;
+                    }
+                    Outcome::NotReached(why) => {
+                        if !reached && first_try.elapsed() > UNREACHABLE_FOR {
+                            return Err(Unreachable { why });
+                        }
+                    }
+                    Outcome::Lost => {
+                        reached = true;
+                        attempts += 1;
+                    }
                 }
                 tokio::time::sleep(RETRY).await;
             };
@@ -139,20 +163,20 @@ impl Courier {
                 done.unanswered += 1;
             }
         }
-        done
+        Ok(done)
     }
 
     async fn by_stdin(&mut self, task: &str, line: &str) -> Outcome {
         let (Some(slot), Some(answers)) = (self.stdin.as_mut(), self.answers.as_mut()) else {
-            return Outcome::NotReached;
+            return Outcome::NotReached("no role takes tasks on its input".into());
         };
         let current = slot.borrow_and_update().clone();
         let Some((life, tx)) = current else {
             let _ = tokio::time::timeout(RETRY, slot.changed()).await;
-            return Outcome::NotReached;
+            return Outcome::NotReached("the role that takes tasks has no life running".into());
         };
         if tx.send(line.to_string()).is_err() {
-            return Outcome::NotReached;
+            return Outcome::NotReached("the role that takes tasks closed its input".into());
         }
         let until = tokio::time::Instant::from_std(self.deadline);
         loop {
@@ -191,7 +215,7 @@ impl Courier {
                     Outcome::Lost
                 }
             }
-            Err(_) => Outcome::NotReached,
+            Err(e) => Outcome::NotReached(e.to_string()),
         }
     }
 }
@@ -200,8 +224,8 @@ impl Courier {
 enum Outcome {
     /// The service answered it.
     Answered,
-    /// It never reached the service (nothing listening yet): not counted as sent again.
-    NotReached,
+    /// It never reached the service (nothing listening yet), and why: not counted as sent again.
+    NotReached(String),
     /// It may have reached the service, which did not answer it.
     Lost,
 }
@@ -209,16 +233,17 @@ enum Outcome {
 async fn by_http(spec: &HttpSpec, values: &Values) -> Outcome {
     let url = spec.url.expand(values);
     let Ok(uri) = url.parse::<axum::http::Uri>() else {
-        return Outcome::NotReached;
+        return Outcome::NotReached(format!("{url} is no URL"));
     };
     let host = uri.host().unwrap_or("127.0.0.1").to_string();
     let port = uri.port_u16().unwrap_or(80);
-    let Ok(stream) = tokio::net::TcpStream::connect((host.as_str(), port)).await else {
-        return Outcome::NotReached;
+    let stream = match tokio::net::TcpStream::connect((host.as_str(), port)).await {
+        Ok(stream) => stream,
+        Err(e) => return Outcome::NotReached(format!("{url}: {e}")),
     };
     let io = hyper_util::rt::TokioIo::new(stream);
     let Ok((mut sender, connection)) = hyper::client::conn::http1::handshake(io).await else {
-        return Outcome::NotReached;
+        return Outcome::NotReached(format!("{url}: the HTTP handshake failed"));
     };
     let connection = tokio::spawn(connection);
     let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
@@ -237,8 +262,9 @@ async fn by_http(spec: &HttpSpec, values: &Values) -> Outcome {
     for (k, v) in &spec.headers {
         request = request.header(k.as_str(), v.expand(values));
     }
-    let Ok(request) = request.body(Full::new(Bytes::from(body))) else {
-        return Outcome::NotReached;
+    let request = match request.body(Full::new(Bytes::from(body))) {
+        Ok(request) => request,
+        Err(e) => return Outcome::NotReached(format!("{url}: {e}")),
     };
     let answer = tokio::time::timeout(HTTP_TIMEOUT, async {
         let response = sender.send_request(request).await.ok()?;

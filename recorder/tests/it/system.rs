@@ -397,3 +397,124 @@ fn kill_9_of_the_recorder_leaves_no_process() {
     let _ = child.wait();
     none_left(&mark);
 }
+
+/// Records the tiny system once, so `--out` holds a complete trace; returns its bytes.
+fn previous_trace(dir: &Path) -> Vec<u8> {
+    let tiny = file(dir, TINY);
+    let output = run_file(&tiny, &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    std::fs::read(dir.join("run.parquet")).unwrap()
+}
+
+#[test]
+fn a_hung_setup_obeys_the_deadline_and_keeps_the_previous_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = previous_trace(dir.path());
+    let hung = file(
+        dir.path(),
+        &format!("{TINY}\n[setup]\ncommand = [\"sleep\", \"40\"]\n"),
+    );
+    let started = Instant::now();
+    let output = run_file(&hung, &["--deadline", "5s"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(4), "{}", output_text(&output));
+    assert!(output_text(&output).contains("setup did not finish"));
+    assert_eq!(
+        std::fs::read(dir.path().join("run.parquet")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn ctrl_c_while_a_ready_check_keeps_failing_ends_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let never_ready = file(
+        dir.path(),
+        &format!(
+            "{TINY}\n[services.db]\ncommand = [\"sleep\", \"60\"]\nready = [\"false\"]\n\
+             ready_timeout = \"57s\"\n"
+        ),
+    );
+    let child = recorder()
+        .args(["run", "--quiet", "--system"])
+        .arg(&never_ready)
+        .arg("--out")
+        .arg(dir.path().join("run.parquet"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let started = Instant::now();
+    killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_task_url_that_refuses_connections_is_exit_4_naming_it_and_keeps_the_previous_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = previous_trace(dir.path());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{closed}/tasks");
+    let refused = file(
+        dir.path(),
+        &TINY.replace(
+            "command = [\"true\"]\ncount = 2",
+            &format!("http = {{ method = \"POST\", url = \"{url}\" }}\ncount = 2"),
+        ),
+    );
+    let started = Instant::now();
+    let output = run_file(&refused, &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    one_line_with_code(&output, 4, &url);
+    assert_eq!(
+        std::fs::read(dir.path().join("run.parquet")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn a_role_whose_every_life_exits_at_once_stops_the_run_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // Never quiet: only the role's ends can end the run.
+    let role = TINY.replace(
+        "[\"sleep\", \"30\"]",
+        "[\"sh\", \"-c\", \"echo no config; exit 3\"]",
+    );
+    let exiting = file(
+        dir.path(),
+        &format!("{role}\n[quiet]\ncommand = [\"false\"]\n"),
+    );
+    let started = Instant::now();
+    let output = run_file(&exiting, &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(4), "{}", output_text(&output));
+    let text = output_text(&output);
+    assert!(
+        text.contains("api cannot run") && text.contains("no config"),
+        "{text}"
+    );
+}

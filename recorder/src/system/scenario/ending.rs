@@ -58,6 +58,8 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
             &base,
             &system.root,
             dir.join("logs/observe.log"),
+            env.deadline,
+            env.shutdown,
         )
         .await?;
         match serde_json::from_str::<serde_json::Value>(out.trim()) {

@@ -10,7 +10,7 @@ use outbox_trace::otlp::LiveMapper;
 use outbox_trace::Step;
 use tokio::sync::{mpsc, watch};
 
-use super::commands::{base_env, run_command};
+use super::commands::{base_env, run_command, CommandError};
 use super::ending::{end, Ending};
 use super::faults::SystemTargets;
 use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
@@ -20,7 +20,6 @@ use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
-use crate::process::child::SpawnError;
 use crate::process::port::free_port;
 use crate::system::chaos::SystemChaos;
 use crate::system::file::Delivery;
@@ -66,9 +65,18 @@ pub async fn run_scenario(
     }
     let base = base_env(system, &values, env.extra_env);
 
-    // Services, then setup.
+    // Services, then setup, within the deadline and never past a signal.
     for (_, service) in &mut services {
-        service.start(&values, &base, &system.root).await?;
+        tokio::select! {
+            started = service.start(&values, &base, &system.root) => started?,
+            _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                return Err(SystemError::Unavailable(format!(
+                    "the services did not get ready within --deadline {}s",
+                    env.deadline.as_secs_f64()
+                )));
+            }
+        }
     }
     if let Some(setup) = &system.file.setup {
         let argv: Vec<String> = setup.command.iter().map(|t| t.expand(&values)).collect();
@@ -78,6 +86,8 @@ pub async fn run_scenario(
             &base,
             &system.root,
             dir.join("logs/setup.log"),
+            deadline.saturating_duration_since(Instant::now()),
+            env.shutdown,
         )
         .await?;
         if status != 0 {
@@ -181,7 +191,7 @@ pub async fn run_scenario(
     let mut timed: VecDeque<Nemesis> = timed.into();
     let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
     let mut quiet_probe: Option<Instant> = None;
-    let mut probe: Option<tokio::task::JoinHandle<Result<bool, SpawnError>>> = None;
+    let mut probe: Option<tokio::task::JoinHandle<Result<bool, CommandError>>> = None;
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -225,8 +235,11 @@ pub async fn run_scenario(
                         system.root.clone(),
                         dir.join("logs/quiet.log"),
                     );
+                    // At most the time left to the deadline (a hung `quiet` is not quiet).
+                    let limit = deadline.saturating_duration_since(now).max(QUIET_EVERY);
+                    let shutdown = env.shutdown.clone();
                     probe = Some(tokio::spawn(async move {
-                        run_command("quiet", &argv, &env_vars, &root, log)
+                        run_command("quiet", &argv, &env_vars, &root, log, limit, &shutdown)
                             .await
                             .map(|(status, _, _)| status == 0)
                     }));
@@ -249,7 +262,10 @@ pub async fn run_scenario(
                 }
             }
             done = &mut delivery, if delivered.is_none() => {
-                delivered = Some(done.map_err(run_err)?);
+                match done.map_err(run_err)? {
+                    Ok(done) => delivered = Some(done),
+                    Err(unreachable) => return Err(SystemError::Unavailable(unreachable.to_string())),
+                }
             }
             answer = async { probe.as_mut().expect("a probe").await }, if probe.is_some() => {
                 probe = None;

@@ -31,6 +31,10 @@ pub enum SystemError {
     /// A process that could not start, a service never ready, a failed setup: exit 4.
     #[error("{0}")]
     Unavailable(String),
+    /// The run was interrupted (Ctrl-C, SIGTERM, SIGHUP) before the scenario could begin: it
+    /// ends as an interrupted run does.
+    #[error("interrupted")]
+    Interrupted,
     /// Anything else: exit 1.
     #[error("{0:#}")]
     Run(anyhow::Error),

@@ -22,7 +22,7 @@ use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
 use crate::process::child::{Child, Launch, Status};
-use crate::process::lives::Lives;
+use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
 use crate::system::chaos::SystemChaos;
 use crate::system::file::{Delivery, OtlpProtocol};
 use crate::system::receiver::{Answer, Intake, OtlpReceiver};
@@ -33,6 +33,8 @@ pub(super) struct Life {
     pub(super) role: String,
     pub(super) incarnation: u32,
     pub(super) child: Child,
+    /// When it started.
+    pub(super) started: Instant,
 }
 
 /// A kill to carry out.
@@ -217,6 +219,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 role: role.to_string(),
                 incarnation,
                 child,
+                started: Instant::now(),
             },
         );
         Ok(())
@@ -340,11 +343,23 @@ impl<'a, 'e> Stage<'a, 'e> {
         );
         let left = self.env.restarts_left.load(Ordering::Relaxed);
         if left == 0 {
-            eprintln!("recorder: {actor} is not restarted: {OWN_EXIT_RESTARTS} restarts of processes that exited on their own were used");
-            return Ok(None);
+            // Waiting for the deadline would not bring it back: the run stops here, saying so.
+            return Err(SystemError::Unavailable(format!(
+                "{actor} exited with status {status} and is not restarted: the run's \
+                 {OWN_EXIT_RESTARTS} restarts of processes that exited on their own are used; {}",
+                self.lives[&actor].child.last_lines()
+            )));
         }
         self.env.restarts_left.store(left - 1, Ordering::Relaxed);
-        let delay = self.failures.entry(actor.clone()).or_default().failed();
+        let lived = self.lives[&actor].started.elapsed();
+        let Some(delay) = self.failures.entry(actor.clone()).or_default().ended(lived) else {
+            return Err(SystemError::Unavailable(format!(
+                "{actor} cannot run: its last {AT_ONCE_IN_A_ROW} lives each exited within {}s of \
+                 starting (status {status}); {}",
+                AT_ONCE.as_secs(),
+                self.lives[&actor].child.last_lines()
+            )));
+        };
         Ok(Some((Instant::now() + delay, role, actor, incarnation + 1)))
     }
 }

@@ -13,6 +13,7 @@
 //! `join`'s.
 
 mod join;
+mod place;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -26,8 +27,10 @@ use tokio::sync::mpsc;
 use crate::journal::author::Author;
 use crate::journal::output::{self, OutputError};
 use join::join_segments;
+use place::failed;
 
 pub use join::salvage;
+pub use place::{parts_dir, Target};
 
 /// How often a segment is closed while events flow.
 const SEGMENT_INTERVAL: Duration = Duration::from_secs(1);
@@ -214,33 +217,6 @@ impl Journal {
         };
         let path = join_segments(&parts, &self.out, target)?;
         Ok((rows, path))
-    }
-}
-
-/// Where [`Journal::finish`] puts the joined trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// `--out` itself, replaced only once the new trace is whole.
-    Out,
-    /// The first free name of the series `<out-stem>.<tag>.parquet`, `<out-stem>.<tag>-2.parquet`.
-    Series(&'static str),
-}
-
-/// `<out>.parts`, where the segments are.
-pub fn parts_dir(out: &Path) -> PathBuf {
-    output::sibling(out, ".parts")
-}
-
-/// The error for a failed write of `path`: a full disk is named, with where the rows are kept.
-fn failed(e: anyhow::Error, path: &Path, kept: &Path) -> OutputError {
-    if output::is_no_space(&e) {
-        OutputError::NoSpace {
-            disk: output::disk_of(path),
-            path: path.to_path_buf(),
-            kept: kept.to_path_buf(),
-        }
-    } else {
-        OutputError::Write(e)
     }
 }
 

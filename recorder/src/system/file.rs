@@ -8,16 +8,14 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::template::Template;
 use crate::fault::spec::Nemesis;
 
 mod schema;
 
 pub use schema::{
-    CommandLine, CommandSpec, Export, HttpSpec, OtlpProtocol, Ready, RoleSpec, ServiceSpec,
-    SystemFile, TasksSpec,
+    CommandLine, CommandSpec, Export, HttpSpec, OtlpProtocol, Ready, RoleSpec, ScenarioSpec,
+    ServiceSpec, SystemFile, TasksSpec,
 };
 
 /// The most instances one role may have: each is a process of its own, with its own receiver
@@ -37,17 +35,6 @@ pub struct SystemFileError {
     pub line: Option<usize>,
     /// What is wrong.
     pub message: String,
-}
-
-/// A named scenario and its faults.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScenarioSpec {
-    /// The scenario column.
-    pub name: String,
-    /// Fault specs, as `--fault` takes them.
-    #[serde(default)]
-    pub faults: Vec<String>,
 }
 
 /// How a task is sent, resolved from `[tasks]`.

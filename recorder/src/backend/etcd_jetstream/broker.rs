@@ -6,12 +6,10 @@ use std::future::IntoFuture;
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
 
+use super::EVENT_ID_HEADER;
 use super::{broker, one_line, EtcdJetStream};
 use crate::protocol::model::{Intent, Published};
 use crate::protocol::ports::{BackendError, Broker, Delivery};
-
-/// The header that carries the stable event id on every copy.
-pub const EVENT_ID_HEADER: &str = "Outbox-Event-Id";
 
 impl EtcdJetStream {
     /// The namespace's durable pull consumer, looked up on first use.

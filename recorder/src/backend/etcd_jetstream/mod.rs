@@ -25,7 +25,8 @@ use super::control::Backend;
 use crate::protocol::model::Timing;
 use crate::protocol::ports::BackendError;
 
-pub use broker::EVENT_ID_HEADER;
+/// The header that carries the stable event id on every copy.
+pub const EVENT_ID_HEADER: &str = "Outbox-Event-Id";
 
 /// A connection to one scenario's etcd keys and JetStream stream.
 pub struct EtcdJetStream {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use outbox_trace::{TraceFile, TraceWriter};
 
-use super::{failed, parts_dir, Target};
+use super::place::{failed, parts_dir, Target};
 use crate::journal::output::{self, OutputError};
 
 /// Joins segments left by a killed run into the first free name of `<stem>.interrupted.parquet`,

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::ScenarioSpec;
 use crate::fault::duration::{parse_duration, show_duration};
 use crate::system::template::Template;
 
@@ -241,4 +240,15 @@ pub struct HttpSpec {
 
 fn post() -> String {
     "POST".into()
+}
+
+/// A named scenario and its faults.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    /// The scenario column.
+    pub name: String,
+    /// Fault specs, as `--fault` takes them.
+    #[serde(default)]
+    pub faults: Vec<String>,
 }

@@ -57,3 +57,9 @@ impl From<i64> for CounterValue {
         CounterValue::One(n)
     }
 }
+
+impl lenient::Lenient for CounterValue {
+    fn from_json(v: serde_json::Value) -> Option<Self> {
+        CounterValue::from_json(&v)
+    }
+}

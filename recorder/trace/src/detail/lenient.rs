@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::CounterValue;
 use crate::fault::{CrashSite, FaultKind};
 
 /// A type a detail field holds, read from any JSON value.
@@ -83,12 +82,6 @@ impl Lenient for String {
 impl Lenient for Value {
     fn from_json(v: Value) -> Option<Self> {
         (!v.is_null()).then_some(v)
-    }
-}
-
-impl Lenient for CounterValue {
-    fn from_json(v: Value) -> Option<Self> {
-        CounterValue::from_json(&v)
     }
 }
 

@@ -7,7 +7,8 @@
 //! - [`pauses`]: the pauses called for and begun, as data;
 //! - [`plan`]: the lab's in-actor failpoints (crash at a named point, lose a publish ACK, stall
 //!   before a commit), points inside a cooperating process;
-//! - [`chaos`]: the lab's seeded swarm draw; [`dice`] is the seeded randomness it rolls;
+//! - [`chaos`]: the seeded swarm draws, the lab's and a team's system's, over what each offers;
+//!   [`dice`] is the seeded randomness they roll;
 //! - [`duration`]: durations as specs write them.
 
 pub mod apply;

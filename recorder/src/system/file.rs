@@ -285,6 +285,21 @@ impl System {
         check_fault(text, &self.file)
     }
 
+    /// What the system offers a chaos draw: its roles and instances, its declared kinds, its
+    /// services.
+    pub fn shape(&self) -> crate::fault::chaos::Shape {
+        crate::fault::chaos::Shape {
+            roles: self
+                .file
+                .roles
+                .iter()
+                .map(|(name, role)| (name.clone(), role.instances))
+                .collect(),
+            records: self.file.records.clone(),
+            services: self.file.services.keys().cloned().collect(),
+        }
+    }
+
     /// The actor names of a role's instances: `worker`, `worker-2`, ...
     pub fn actors(&self, role: &str) -> Vec<String> {
         let n = self.file.roles.get(role).map_or(0, |r| r.instances);

@@ -4,12 +4,11 @@
 //! the faults and its own rows, and writes the same `outbox-trace/1` file the analyzer reads.
 //!
 //! From the bottom: [`template`] (placeholders), [`file`] (the
-//! system file, read and checked), [`chaos`] (the seeded draw),
+//! system file, read and checked),
 //! [`services`], [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
 //! [`scenario`] (one scenario from services up to
 //! `run_end`) and [`config`] (a resolved system run).
 
-pub mod chaos;
 pub mod config;
 pub mod file;
 pub mod receiver;

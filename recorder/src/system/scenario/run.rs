@@ -16,12 +16,12 @@ use super::faults::SystemTargets;
 use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
 use super::stage::Stage;
 use crate::fault::apply::apply;
+use crate::fault::chaos::SystemChaos;
 use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::process::port::free_port;
-use crate::system::chaos::SystemChaos;
 use crate::system::file::Delivery;
 use crate::system::receiver::{Intake, OtlpReceiver};
 use crate::system::services::Service;
@@ -107,7 +107,7 @@ pub async fn run_scenario(
     all_faults.extend(env.faults.iter().cloned());
     let chaos = env
         .chaos
-        .map(|(seed, window)| SystemChaos::draw(seed, window, env.tasks, system));
+        .map(|(seed, window)| SystemChaos::draw(seed, window, env.tasks, &system.shape()));
     let mut timed: Vec<Nemesis> = all_faults
         .iter()
         .filter(|f| f.at().is_some())

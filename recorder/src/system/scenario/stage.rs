@@ -17,13 +17,13 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
 use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
+use crate::fault::chaos::SystemChaos;
 use crate::fault::pauses::Pauses;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
 use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
-use crate::system::chaos::SystemChaos;
 use crate::system::file::{Delivery, OtlpProtocol};
 use crate::system::receiver::{Answer, Intake, OtlpReceiver};
 use crate::system::template::Values;

@@ -1,5 +1,5 @@
-//! `--chaos SEED` for a user's system: a swarm draw over the faults a system file allows, made up
-//! front as data (recorded in `run_start.detail.chaos`), so the same seed gives the same plan.
+//! `--chaos SEED` for a team's system: a swarm draw over the targets its [`Shape`] offers (its
+//! roles and instances, the kinds they report, its services), made up front as data (recorded in `run_start.detail.chaos`), so the same seed gives the same plan.
 //!
 //! - **Kills.** Each seed arms most roles (7 in 8) and most of the kinds they report (3 in 4): one
 //!   pass through an armed step kills the process with a probability the seed picks, at most once
@@ -17,7 +17,6 @@ use std::time::Duration;
 use outbox_trace::Kind;
 use serde::Serialize;
 
-use super::file::System;
 use crate::fault::dice::Dice;
 use crate::fault::spec::{Nemesis, What, When};
 
@@ -77,11 +76,22 @@ fn log_between(dice: &mut Dice, (low, high): (u64, u64)) -> Duration {
     Duration::from_millis(ms.round() as u64)
 }
 
+/// What a team's system offers a chaos draw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Each role and how many instances it runs, in the file's order.
+    pub roles: Vec<(String, u32)>,
+    /// The kinds the system declares it reports (`records`), if it declares them.
+    pub records: Option<Vec<String>>,
+    /// Its services' names.
+    pub services: Vec<String>,
+}
+
 impl SystemChaos {
     /// The plan of `seed` for `system` running `tasks` tasks within `window`.
-    pub fn draw(seed: u64, window: Duration, tasks: u32, system: &System) -> SystemChaos {
+    pub fn draw(seed: u64, window: Duration, tasks: u32, shape: &Shape) -> SystemChaos {
         let mut dice = Dice::new(seed);
-        let kinds: Vec<Kind> = match &system.file.records {
+        let kinds: Vec<Kind> = match &shape.records {
             Some(names) => names
                 .iter()
                 .filter_map(|n| n.parse::<Kind>().ok())
@@ -89,7 +99,7 @@ impl SystemChaos {
                 .collect(),
             None => DEFAULT_KINDS.to_vec(),
         };
-        let roles: Vec<&String> = system.file.roles.keys().collect();
+        let roles: Vec<&String> = shape.roles.iter().map(|(r, _)| r).collect();
         let mut armed = Vec::new();
         for role in &roles {
             if dice.below(8) == 0 {
@@ -112,7 +122,11 @@ impl SystemChaos {
             Duration::from_millis(low + dice.below(high - low + 1))
         };
         for role in roles.iter().copied() {
-            let instances = system.file.roles[role].instances;
+            let instances = shape
+                .roles
+                .iter()
+                .find(|(r, _)| r == role)
+                .map_or(1, |(_, n)| *n);
             if instances < 2 {
                 continue; // nobody to take a paused process's message over
             }
@@ -154,7 +168,7 @@ impl SystemChaos {
                 }
             }
         }
-        let services: Vec<&String> = system.file.services.keys().collect();
+        let services: Vec<&String> = shape.services.iter().collect();
         if !services.is_empty() && dice.below(3) == 0 {
             let service = services[dice.below(services.len() as u64) as usize].clone();
             specs.push(Nemesis {
@@ -204,31 +218,17 @@ impl SystemChaos {
 mod tests {
     use super::*;
 
-    fn system(records: &str) -> System {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("system.toml");
-        let text = format!(
-            r#"
-name = "inv"
-{records}
-[services.redis]
-command = ["redis-server", "--port", "${{port}}"]
-[roles.api]
-command = ["python3", "api.py"]
-[roles.worker]
-command = ["python3", "worker.py"]
-instances = 2
-[tasks]
-command = ["python3", "create.py", "${{task}}"]
-"#
-        );
-        std::fs::write(&path, text).unwrap();
-        System::load(&path).unwrap()
+    fn system(records: &[&str]) -> Shape {
+        Shape {
+            roles: vec![("api".into(), 1), ("worker".into(), 2)],
+            records: (!records.is_empty()).then(|| records.iter().map(|r| r.to_string()).collect()),
+            services: vec!["redis".into()],
+        }
     }
 
     #[test]
     fn a_seed_draws_one_plan_and_pauses_every_instance_twice_after_its_deliveries() {
-        let sys = system("");
+        let sys = system(&[]);
         let window = Duration::from_secs(2);
         let plan = SystemChaos::draw(7, window, 40, &sys);
         let again = SystemChaos::draw(7, window, 40, &sys);
@@ -270,7 +270,7 @@ command = ["python3", "create.py", "${{task}}"]
 
     #[test]
     fn without_deliveries_in_the_records_the_pauses_come_at_drawn_times() {
-        let sys = system(r#"records = ["task_accepted", "effect_committed"]"#);
+        let sys = system(&["task_accepted", "effect_committed"]);
         let plan = SystemChaos::draw(3, Duration::from_secs(2), 40, &sys);
         assert_eq!(plan.following().count(), 0, "{:?}", plan.faults);
         let paused: Vec<String> = plan
@@ -292,7 +292,7 @@ command = ["python3", "create.py", "${{task}}"]
 
     #[test]
     fn an_armed_step_kills_at_most_its_budget() {
-        let sys = system("");
+        let sys = system(&[]);
         let mut plan = SystemChaos::draw(11, Duration::from_secs(2), 40, &sys);
         let Some(first) = plan.armed.first().cloned() else {
             panic!("seed 11 arms something: {plan:?}");

@@ -17,8 +17,8 @@ use serde::Serialize;
 
 use crate::journal::author::{ActorId, Role};
 
-use super::dice::Dice;
-use super::plan::{CrashPoint, Fault, FaultPlan};
+use crate::fault::dice::Dice;
+use crate::fault::plan::{CrashPoint, Fault, FaultPlan};
 
 /// The windows a swarm draw may arm: every crash point a load run passes through. The external
 /// call's two points are left out: only the `external-effect` scenario calls the receiver, and it

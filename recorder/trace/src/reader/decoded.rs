@@ -8,8 +8,9 @@ use crate::schema::COLUMNS;
 use crate::TraceError;
 
 use super::normalise::{requested_types, skipped};
+use super::options::{file_stem, FileInfo, ReadOptions};
 use super::source::{Batches, Source};
-use super::{file_stem, FileInfo, ReadOptions, TraceFile};
+use super::TraceFile;
 
 impl TraceFile {
     /// A trace read from the stream `opened`: Parquet is spooled to an anonymous temporary file

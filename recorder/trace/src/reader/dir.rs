@@ -8,8 +8,9 @@ use crate::schema::COLUMNS;
 use crate::TraceError;
 
 use super::normalise::{requested_types, skipped};
-use super::source::{in_file, Many, Source};
-use super::{FileInfo, ReadOptions, TraceFile};
+use super::options::{FileInfo, ReadOptions};
+use super::source::{in_file, Batches, Many, Source};
+use super::TraceFile;
 
 impl TraceFile {
     /// A partitioned directory (see [`crate::partitioned`]): every file is opened and checked
@@ -58,6 +59,10 @@ impl TraceFile {
                 options: ReadOptions {
                     row_groups: None,
                     ..options.clone()
+                },
+                open: |path, options, fills| {
+                    let file = TraceFile::open_parquet(path, options, fills)?;
+                    Ok(Box::new(file.batches()) as Batches)
                 },
                 current: None,
             }),

@@ -10,8 +10,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use crate::schema::{ColumnType, COLUMNS};
 use crate::TraceError;
 
-use super::parquet_file::expected_name;
-use super::{dictionary_type, ReadOptions, BATCH_ROWS};
+use super::options::{dictionary_type, ReadOptions, BATCH_ROWS};
 
 /// `batch` with a constant text column (all null for `None`) appended per value of `fills`.
 pub(super) fn with_fills(
@@ -151,4 +150,14 @@ pub(super) fn normalise(
         columns,
         &rows,
     )?)
+}
+
+/// How a column type is named in messages.
+pub(super) fn expected_name(t: ColumnType) -> &'static str {
+    match t {
+        ColumnType::Utf8 => "a string (Utf8)",
+        ColumnType::UInt64 => "an integer that fits UInt64",
+        ColumnType::UInt32 => "an integer that fits UInt32",
+        ColumnType::Int64 => "an integer that fits Int64",
+    }
 }

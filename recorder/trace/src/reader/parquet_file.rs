@@ -18,9 +18,10 @@ use crate::schema::{
 };
 use crate::TraceError;
 
-use super::normalise::{requested_types, skipped};
+use super::normalise::{expected_name, requested_types, skipped};
+use super::options::{dictionary_type, FileInfo, ReadOptions, BATCH_ROWS};
 use super::source::Source;
-use super::{dictionary_type, FileInfo, ReadOptions, TraceFile, BATCH_ROWS};
+use super::TraceFile;
 
 impl TraceFile {
     pub(super) fn open_parquet(
@@ -184,15 +185,6 @@ fn is_string(t: &DataType) -> bool {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
         DataType::Dictionary(_, value) => is_string(value),
         _ => false,
-    }
-}
-
-pub(super) fn expected_name(t: ColumnType) -> &'static str {
-    match t {
-        ColumnType::Utf8 => "a string (Utf8)",
-        ColumnType::UInt64 => "an integer that fits UInt64",
-        ColumnType::UInt32 => "an integer that fits UInt32",
-        ColumnType::Int64 => "an integer that fits Int64",
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 
-use super::{ReadOptions, TraceFile};
+use super::options::ReadOptions;
 use crate::TraceError;
 
 /// Batches decoded from a text encoding.
@@ -24,10 +24,16 @@ pub(super) enum Source {
     Many(Many),
 }
 
+/// Opens one Parquet file of a partitioned directory (its path, how to read it, the partition
+/// columns its path fills) as batches.
+pub(super) type OpenPart =
+    fn(&Path, &ReadOptions, &[(&'static str, String)]) -> Result<Batches, TraceError>;
+
 /// The files of a partitioned directory still to read, and the one being read.
 pub(super) struct Many {
     pub(super) parts: std::collections::VecDeque<(crate::partitioned::Part, Option<Vec<usize>>)>,
     pub(super) options: ReadOptions,
+    pub(super) open: OpenPart,
     pub(super) current: Option<Box<dyn Iterator<Item = Result<RecordBatch, TraceError>> + Send>>,
 }
 
@@ -44,8 +50,8 @@ impl Iterator for Many {
                 row_groups,
                 ..self.options.clone()
             };
-            match TraceFile::open_parquet(&part.path, &options, &part.fills) {
-                Ok(file) => self.current = Some(Box::new(file.batches())),
+            match (self.open)(&part.path, &options, &part.fills) {
+                Ok(batches) => self.current = Some(batches),
                 Err(e) => {
                     self.parts.clear();
                     return Some(Err(in_file(&part.path, e)));

@@ -7,8 +7,9 @@ use nix::sys::signal::Signal;
 use outbox_trace::detail::{self};
 use outbox_trace::Step;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use super::commands::run_command;
+use super::commands::{run_command, CommandError};
 use super::shared::{run_err, ScenarioOutcome, SystemError, GRACE};
 use super::stage::Stage;
 use crate::journal::author::Author;
@@ -16,6 +17,9 @@ use crate::process::child::Status;
 use crate::system::receiver::Intake;
 use crate::system::services::Service;
 use crate::system::tasks::Delivered;
+
+/// How long `observe` may take once the run was interrupted.
+const OBSERVE_AFTER_SIGNAL: Duration = Duration::from_secs(5);
 
 /// What the end of a scenario takes over from its run.
 pub(super) struct Ending<'a, 'e> {
@@ -52,28 +56,43 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     }
     if let Some(observe) = &system.file.observe {
         let argv: Vec<String> = observe.command.iter().map(|t| t.expand(&values)).collect();
-        let (status, out, last) = run_command(
+        // The stores are read back even after a signal (what was recorded is kept, and the
+        // ground truth with it), within a short bound then, and never past a second signal's
+        // worth of patience.
+        let limit = if env.shutdown.is_cancelled() {
+            OBSERVE_AFTER_SIGNAL.min(env.deadline)
+        } else {
+            env.deadline
+        };
+        let observed = run_command(
             "observe",
             &argv,
             &base,
             &system.root,
             dir.join("logs/observe.log"),
-            env.deadline,
-            env.shutdown,
+            limit,
+            &CancellationToken::new(),
         )
-        .await?;
-        match serde_json::from_str::<serde_json::Value>(out.trim()) {
-            Ok(value @ serde_json::Value::Object(_)) => {
-                let observed: detail::Observed = serde_json::from_value(value).map_err(run_err)?;
-                stage
-                    .own(Author::Observer, Step::Observed(observed))
-                    .await?;
+        .await;
+        match observed {
+            Ok((status, out, last)) => {
+                match serde_json::from_str::<serde_json::Value>(out.trim()) {
+                    Ok(value @ serde_json::Value::Object(_)) => {
+                        let observed: detail::Observed =
+                            serde_json::from_value(value).map_err(run_err)?;
+                        stage
+                            .own(Author::Observer, Step::Observed(observed))
+                            .await?;
+                    }
+                    _ => {
+                        stage.outcome.no_observed = Some(format!(
+                            "observe (status {status}) printed no JSON object; {last}"
+                        ));
+                    }
+                }
             }
-            _ => {
-                stage.outcome.no_observed = Some(format!(
-                    "observe (status {status}) printed no JSON object; {last}"
-                ));
-            }
+            Err(CommandError::Spawn(e)) => return Err(e.into()),
+            Err(e) => stage.outcome.no_observed = Some(e.to_string()),
         }
     }
 

@@ -21,6 +21,7 @@ use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
+use crate::journal::writer::Entry;
 use crate::process::port::free_port;
 use crate::system::file::Delivery;
 use crate::system::receiver::{Intake, OtlpReceiver};
@@ -65,36 +66,14 @@ pub async fn run_scenario(
     }
     let base = base_env(system, &values, env.extra_env);
 
-    // Services, then setup, within the deadline and never past a signal.
-    for (_, service) in &mut services {
-        tokio::select! {
-            started = service.start(&values, &base, &system.root) => started?,
-            _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                return Err(SystemError::Unavailable(format!(
-                    "the services did not get ready within --deadline {}s",
-                    env.deadline.as_secs_f64()
-                )));
-            }
+    // Services, then setup, within the deadline and never past a signal. A run interrupted
+    // here still closes its scenario (run_start, then run_end saying why), so the trace keeps
+    // what happened.
+    match prepare(env, &mut services, &values, &base, &dir, deadline).await {
+        Err(SystemError::Interrupted) => {
+            return interrupted_early(env, name, started).await;
         }
-    }
-    if let Some(setup) = &system.file.setup {
-        let argv: Vec<String> = setup.command.iter().map(|t| t.expand(&values)).collect();
-        let (status, _, last) = run_command(
-            "setup",
-            &argv,
-            &base,
-            &system.root,
-            dir.join("logs/setup.log"),
-            deadline.saturating_duration_since(Instant::now()),
-            env.shutdown,
-        )
-        .await?;
-        if status != 0 {
-            return Err(SystemError::Unavailable(format!(
-                "setup exited with status {status}; {last}"
-            )));
-        }
+        prepared => prepared?,
     }
 
     let (intake_tx, mut intake) = mpsc::channel::<Intake>(256);
@@ -306,4 +285,82 @@ async fn sleep_until_or_forever(at: Option<Instant>) {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
     }
+}
+
+/// Starts the services and runs `setup`, within the deadline and never past a signal.
+async fn prepare(
+    env: &SystemEnv<'_>,
+    services: &mut [(String, Service)],
+    values: &Values,
+    base: &[(String, String)],
+    dir: &std::path::Path,
+    deadline: Instant,
+) -> Result<(), SystemError> {
+    let system = env.system;
+    for (_, service) in services.iter_mut() {
+        tokio::select! {
+            started = service.start(values, base, &system.root) => started?,
+            _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                return Err(SystemError::Unavailable(format!(
+                    "the services did not get ready within --deadline {}s",
+                    env.deadline.as_secs_f64()
+                )));
+            }
+        }
+    }
+    if let Some(setup) = &system.file.setup {
+        let argv: Vec<String> = setup.command.iter().map(|t| t.expand(values)).collect();
+        let (status, _, last) = run_command(
+            "setup",
+            &argv,
+            base,
+            &system.root,
+            dir.join("logs/setup.log"),
+            deadline.saturating_duration_since(Instant::now()),
+            env.shutdown,
+        )
+        .await?;
+        if status != 0 {
+            return Err(SystemError::Unavailable(format!(
+                "setup exited with status {status}; {last}"
+            )));
+        }
+    }
+
+    Ok(())
+}
+
+/// A scenario interrupted before its processes started: its `run_start` and a `run_end` that
+/// says so.
+async fn interrupted_early(
+    env: &SystemEnv<'_>,
+    name: &str,
+    started: Instant,
+) -> Result<ScenarioOutcome, SystemError> {
+    let record = |step| {
+        env.recorder.record(Entry {
+            scenario: name.to_string(),
+            author: Author::Recorder,
+            incarnation: 0,
+            ts_ns: env.clock.now(),
+            step,
+        })
+    };
+    let start = detail::RunStart {
+        tasks: Some(i64::from(env.tasks)),
+        system: Some(env.shown.clone()),
+        ..detail::RunStart::default()
+    };
+    record(Step::RunStart(start))
+        .await
+        .map_err(SystemError::Run)?;
+    let end = detail::RunEnd {
+        recovered: Some(false),
+        elapsed_ms: Some(started.elapsed().as_millis() as u64),
+        reason: Some("interrupted".into()),
+        ..detail::RunEnd::default()
+    };
+    record(Step::RunEnd(end)).await.map_err(SystemError::Run)?;
+    Ok(ScenarioOutcome::default())
 }

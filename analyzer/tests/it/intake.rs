@@ -3,7 +3,8 @@
 //! spooled, so `check` can read it again for its witnesses; a line longer than the cap is bad
 //! input; a value that cannot be read is bad input, never a default; a Parquet page whose
 //! checksum fails is bad input naming its column and row group; and JSON Lines are checked in
-//! memory bounded by a batch, whatever their length.
+//! memory bounded by a batch, whatever their length; a long run of blank lines (a small gzip of
+//! newlines) is bad input, found out quickly, while blank lines between rows still read.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -482,4 +483,86 @@ fn a_large_otlp_json_lines_trace_is_checked_in_bounded_memory() {
         stderr.contains("cannot write the span events spilled to a temporary file"),
         "{stderr}"
     );
+}
+
+/// `mib` MiB of newlines as gzip: one small member, repeated (a reader takes concatenated
+/// members as one stream), after `rows` (gzipped too) when given.
+fn gzip_of_newlines(path: &Path, rows: Option<&[u8]>, mib: usize) {
+    let gzip = |bytes: &[u8]| {
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap()
+    };
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    if let Some(rows) = rows {
+        file.write_all(&gzip(rows)).unwrap();
+    }
+    let member = gzip(&vec![b'\n'; 1 << 20]);
+    for _ in 0..mib {
+        file.write_all(&member).unwrap();
+    }
+    file.flush().unwrap();
+}
+
+#[test]
+fn a_gzip_of_newlines_is_bad_input_quickly_and_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = std::fs::read(fixture("etcd_reference.jsonl")).unwrap();
+    let otlp_rows = std::fs::read(fixture("etcd_reference.otlp.jsonl")).unwrap();
+    // Newlines alone; after rows of JSON Lines; after OTLP JSON Lines: 400 MiB each.
+    for (name, rows) in [
+        ("newlines.jsonl.gz", None),
+        ("rows-then-newlines.jsonl.gz", Some(rows.as_slice())),
+        (
+            "spans-then-newlines.otlp.jsonl.gz",
+            Some(otlp_rows.as_slice()),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        gzip_of_newlines(&path, rows, 400);
+        assert!(
+            std::fs::metadata(&path).unwrap().len() < 4 << 20,
+            "a small file"
+        );
+        let start = Instant::now();
+        let (peak_mib, code, stderr) = peak_rss(&["check", path.to_str().unwrap()]);
+        let took = start.elapsed();
+        assert_eq!(code, 2, "{name}: bad input: {stderr}");
+        one_line(stderr.trim());
+        assert!(stderr.contains("MAX_BLANK_BYTES"), "{name}: {stderr}");
+        assert!(peak_mib < 256.0, "{name}: peak {peak_mib:.0} MiB");
+        assert!(took < Duration::from_secs(10), "{name}: took {took:?}");
+    }
+}
+
+#[test]
+fn blank_lines_between_rows_are_read_and_lines_keep_their_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = fixture("etcd_reference.jsonl");
+    let text = std::fs::read_to_string(&plain).unwrap();
+    // Blank lines (some with spaces, tabs and CR) before, between and after the rows.
+    let spaced = dir.path().join("spaced.jsonl");
+    let mut out = "\n \n".repeat(500);
+    for line in text.lines() {
+        out += line;
+        out += "\n\n \t\r\n";
+    }
+    out += &"\n".repeat(1000);
+    std::fs::write(&spaced, out).unwrap();
+    let (code, stdout, stderr) = check(&[&plain]);
+    let (spaced_code, spaced_stdout, spaced_stderr) = check(&[&spaced]);
+    assert_eq!((spaced_code, code), (0, 0), "{spaced_stderr}{stderr}");
+    assert_eq!(verdicts(&spaced_stdout), verdicts(&stdout));
+    assert!(!verdicts(&stdout).is_empty());
+
+    // A bad row after blank lines is named by its own line number.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!("{}\n\n  \n{{not json\n", text.lines().next().unwrap()),
+    )
+    .unwrap();
+    let (code, _, stderr) = check(&[&bad]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("line 4:"), "{stderr}");
 }

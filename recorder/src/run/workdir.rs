@@ -38,7 +38,11 @@ pub fn create_with(purpose: Purpose) -> std::io::Result<TempDir> {
         Purpose::Run => PREFIXES[0],
         Purpose::Bench => PREFIXES[1],
     };
-    let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(&temp)?;
+    // Only its owner may enter it: it holds services' data and a system's files.
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(&temp)?;
     // Without /proc the owner cannot be told, and the directory is only removed on our own end.
     if let Ok(me) = Owner::me() {
         std::fs::write(dir.path().join(OWNER), me.line())?;
@@ -185,6 +189,16 @@ mod tests {
         }
         for kept in [&live, &unmarked, &garbled, &foreign, &other] {
             assert!(kept.exists(), "{} kept", kept.display());
+        }
+    }
+
+    #[test]
+    fn a_new_directory_is_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        for purpose in [Purpose::Run, Purpose::Bench] {
+            let dir = create_with(purpose).unwrap();
+            let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", dir.path().display());
         }
     }
 

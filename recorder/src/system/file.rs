@@ -198,6 +198,9 @@ impl System {
                 own,
             )?;
         }
+        if let Some(start) = &file.counter_start {
+            check_counter_start(start)?;
+        }
         let per_task = ["task", "aggregate", "amount"];
         let t = &file.tasks;
         if t.aggregates == 0 {
@@ -373,6 +376,26 @@ fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
         "none".into()
     } else {
         v.join(", ")
+    }
+}
+
+/// `counter_start` is an integer (a number or a decimal string) or a table of them by counter key.
+fn check_counter_start(start: &serde_json::Value) -> Result<(), String> {
+    let integer = |v: &serde_json::Value| match v {
+        serde_json::Value::Number(n) => n.is_i64() || n.is_u64(),
+        serde_json::Value::String(s) => s.trim().parse::<i64>().is_ok(),
+        _ => false,
+    };
+    let ok = match start {
+        serde_json::Value::Object(by_key) => by_key.values().all(integer),
+        one => integer(one),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "counter_start = {start}: an integer, or a table of integers by counter key"
+        ))
     }
 }
 

@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod budget;
 mod grpc;
 mod http;
 mod intake;
@@ -35,6 +36,7 @@ use axum::Router;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+pub use budget::{BODY_TIMEOUT, MAX_IN_FLIGHT, RETRY_AFTER_SECONDS};
 pub use intake::{Answer, Intake, ReceiverStats};
 
 /// The largest request body taken, compressed or not (larger: HTTP 413, gRPC
@@ -60,8 +62,16 @@ impl OtlpReceiver {
         let handoff = intake::Handoff::new(tx);
         let counters = handoff.counters.clone();
         let (stop, stopped) = watch::channel(false);
-        let (http, http_server) = serve(http::router(handoff.clone(), MAX_BODY), stopped.clone())?;
-        let (grpc, grpc_server) = serve(grpc::router(handoff, MAX_BODY), stopped)?;
+        let budget = budget::Budget::new(MAX_IN_FLIGHT);
+        let limits = budget::Limits {
+            max_body: MAX_BODY,
+            body_timeout: BODY_TIMEOUT,
+        };
+        let (http, http_server) = serve(
+            http::router(handoff.clone(), budget.clone(), limits),
+            stopped.clone(),
+        )?;
+        let (grpc, grpc_server) = serve(grpc::router(handoff, budget, limits), stopped)?;
         Ok(OtlpReceiver {
             http,
             grpc,

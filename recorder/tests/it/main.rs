@@ -17,5 +17,6 @@ mod load;
 mod node_postgres;
 mod otlp;
 mod otlp_receiver;
+mod otlp_receiver_bounds;
 mod sqlite_lab;
 mod system;

@@ -248,6 +248,6 @@ fn a_dedup_check_outside_the_commit_is_caught_by_a_pause() {
             "pause worker after delivered 3 +250ms for 5s",
         ],
         "single-effect",
-        1,
+        3,
     );
 }

@@ -267,6 +267,21 @@ fn limits_and_unusable_commands_are_exit_2_before_anything_starts() {
 }
 
 #[test]
+fn a_malformed_counter_start_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["[1, 2]", "\"zero\"", "1.5", "{ balance = \"x\" }"] {
+        let path = file(
+            dir.path(),
+            &TINY.replace(
+                "name = \"tiny\"",
+                &format!("name = \"tiny\"\ncounter_start = {bad}"),
+            ),
+        );
+        one_line_with_code(&run_file(&path, &[]), 2, "counter_start");
+    }
+}
+
+#[test]
 fn a_command_that_does_not_exist_is_one_line_and_exit_4() {
     let dir = tempfile::tempdir().unwrap();
     let missing = file(

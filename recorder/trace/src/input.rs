@@ -31,6 +31,9 @@ use arrow_array::RecordBatch;
 
 use crate::writer::batch_with_kinds;
 use crate::{Event, TraceError};
+use blank::skip_blank;
+pub use blank::MAX_BLANK_BYTES;
+mod blank;
 
 /// Rows per decoded batch.
 pub(crate) const CHUNK_ROWS: usize = 64 * 1024;
@@ -202,6 +205,11 @@ fn sniff_text(
 ) -> Result<Encoding, TraceError> {
     let mut lines_seen = 0u64;
     let line = loop {
+        // Blank lines are kept as they are (a protobuf message may start with such bytes), at
+        // most MAX_BLANK_BYTES of them.
+        lines_seen += skip_blank(&mut **text, Some(seen))
+            .map_err(|e| not_a_trace(compression, &e.reason()))?
+            .newlines;
         let from = seen.len();
         lines_seen += 1;
         let n = capped_line(&mut **text, seen)
@@ -272,6 +280,12 @@ fn opens_traces_data(
             .collect();
         if squeezed.len() >= KEY.len() {
             return Ok(squeezed == KEY);
+        }
+        match skip_blank(&mut **text, Some(seen)) {
+            Ok(skipped) => *lines_seen += skipped.newlines,
+            // Too far from its first key to be the start of a TracesData.
+            Err(blank::BlankError::TooLong { .. }) => return Ok(false),
+            Err(e) => return Err(not_a_trace(compression, &e.reason())),
         }
         *lines_seen += 1;
         let n = capped_line(&mut **text, seen)
@@ -369,8 +383,8 @@ pub(crate) fn read_all(stream: Stream, compression: Compression) -> Result<Vec<u
     Ok(bytes)
 }
 
-/// The non-blank lines of a text, one at a time, each at most [`MAX_LINE_BYTES`] long. Errors
-/// name the line (1-based).
+/// The non-blank lines of a text, one at a time, each at most [`MAX_LINE_BYTES`] long, at most
+/// [`MAX_BLANK_BYTES`] of blank lines before each and after the last. Errors name the line.
 pub(crate) struct Lines<R> {
     text: R,
     buf: Vec<u8>,
@@ -394,6 +408,11 @@ impl<R: BufRead> Lines<R> {
                 // One long line does not keep its buffer for the rest of the file.
                 self.buf = Vec::new();
             }
+            let blank = skip_blank(&mut self.text, None).map_err(|e| TraceError::Line {
+                line: e.line(self.number),
+                reason: e.reason(),
+            })?;
+            self.number += blank.newlines;
             let line = self.number + 1;
             let n = capped_line(&mut self.text, &mut self.buf).map_err(|e| {
                 e.into_trace(line, |e| TraceError::Line {

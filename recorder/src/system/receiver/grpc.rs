@@ -3,12 +3,16 @@
 //! port, with no generated code: the message is taken as raw bytes and decoded by the same
 //! [`decode_request`] as the HTTP bodies, and the reply is the prost `ExportTraceServiceResponse`.
 //! A body that does not decode is `INVALID_ARGUMENT`; the run not taking it is `UNAVAILABLE`
-//! (the exporter retries); another method is `UNIMPLEMENTED`.
+//! (the exporter retries); another method is `UNIMPLEMENTED`. The message is read whole first,
+//! its bytes (and, with gzip, its inflated bytes) counted in the bound on bytes in flight: past
+//! it `UNAVAILABLE`, which the exporter retries; a message not all there within the body timeout
+//! is `DEADLINE_EXCEEDED`.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::response::Response;
@@ -22,6 +26,7 @@ use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, En
 use tonic::server::{Grpc, UnaryService};
 use tonic::Status;
 
+use super::budget::{read_body, Budget, Lease, Limits, ReadError};
 use super::intake::Handoff;
 use super::reply;
 
@@ -29,25 +34,83 @@ use super::reply;
 pub(super) const PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
 /// The router of the gRPC port.
-pub(super) fn router(handoff: Handoff, max_body: usize) -> Router {
+pub(super) fn router(handoff: Handoff, budget: Budget, limits: Limits) -> Router {
     Router::new()
         .route(PATH, post(export))
         .fallback(unimplemented)
-        .with_state(Shared { handoff, max_body })
+        .with_state(Shared {
+            handoff,
+            budget,
+            max_body: limits.max_body,
+            body_timeout: limits.body_timeout,
+        })
 }
 
 #[derive(Clone)]
 struct Shared {
     handoff: Handoff,
+    budget: Budget,
     max_body: usize,
+    body_timeout: Duration,
 }
+
+/// The bytes of a gRPC message's frame header (compressed flag, length).
+const FRAME_HEADER: usize = 5;
 
 async fn export(State(shared): State<Shared>, request: Request) -> Response {
     shared.handoff.counters.request();
+    let counters = &shared.handoff.counters;
+    let (parts, body) = request.into_parts();
+    let mut lease = shared.budget.lease();
+    let read = read_body(
+        body,
+        None,
+        shared.max_body + FRAME_HEADER,
+        shared.body_timeout,
+        &mut lease,
+    )
+    .await;
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let status = match e {
+                ReadError::Full => {
+                    counters.refused();
+                    Status::unavailable(
+                        "the receiver holds as many bytes as it takes at once; retry",
+                    )
+                }
+                ReadError::TooLarge => {
+                    counters.refused();
+                    Status::resource_exhausted(format!(
+                        "the message is over {} bytes",
+                        shared.max_body
+                    ))
+                }
+                ReadError::Stalled => {
+                    counters.refused();
+                    Status::deadline_exceeded(format!(
+                        "the message did not arrive within {} s",
+                        shared.body_timeout.as_secs()
+                    ))
+                }
+                ReadError::Broken(why) => {
+                    counters.bad_body();
+                    Status::invalid_argument(format!("reading the message: {why}"))
+                }
+            };
+            return status.into_http::<axum::body::Body>();
+        }
+    };
+    let inflated = parts.headers.contains_key("grpc-encoding")
+        && bytes.first().is_some_and(|compressed| *compressed == 1);
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     let reached = Arc::new(AtomicBool::new(false));
+    let lease = Arc::new(Mutex::new(lease));
     let service = Export {
         handoff: shared.handoff.clone(),
         reached: reached.clone(),
+        lease: inflated.then(|| lease.clone()),
     };
     let mut grpc = Grpc::new(RawCodec)
         .accept_compressed(CompressionEncoding::Gzip)
@@ -88,6 +151,8 @@ async fn unimplemented(request: Request) -> Response {
 struct Export {
     handoff: Handoff,
     reached: Arc<AtomicBool>,
+    /// The request's lease, when its message was inflated: the inflated bytes are counted too.
+    lease: Option<Arc<Mutex<Lease>>>,
 }
 
 type Reply = Result<tonic::Response<ExportTraceServiceResponse>, Status>;
@@ -99,7 +164,18 @@ impl UnaryService<Bytes> for Export {
     fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         self.reached.store(true, Ordering::Relaxed);
         let handoff = self.handoff.clone();
+        let inflated = match &self.lease {
+            Some(lease) => lease
+                .lock()
+                .map_err(|_| ())
+                .and_then(|mut l| l.grow(request.get_ref().len()).map_err(|_| ())),
+            None => Ok(()),
+        };
         Box::pin(async move {
+            inflated.map_err(|()| {
+                handoff.counters.refused();
+                Status::unavailable("the receiver holds as many bytes as it takes at once; retry")
+            })?;
             let decoded = decode_request(request.get_ref(), Body::Protobuf).map_err(|e| {
                 handoff.counters.bad_body();
                 Status::invalid_argument(format!("the message is not an OTLP trace export: {e}"))

@@ -2,20 +2,23 @@
 //! (`application/json`) body, plain or `Content-Encoding: gzip`. The reply is in the request's
 //! own encoding: 200 with an `ExportTraceServiceResponse` once the run answers, 400 with a
 //! `google.rpc.Status` for a body that does not decode, 413 over the size cap, 415 for another
-//! content type or encoding, 503 when the run does not take the request (the exporter retries).
+//! content type or encoding, 503 when the run does not take the request or when the bytes in
+//! flight across all requests would pass their bound (with `Retry-After`: the exporter retries),
+//! 408 for a body not all there within the body timeout.
 
 use std::io::Read as _;
+use std::time::Duration;
 
 use axum::body::Body as HttpBody;
 use axum::extract::State;
-use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use outbox_trace::otlp::{decode_request, Body};
 
+use super::budget::{read_body, Budget, Buffer, Lease, Limits, ReadError, RETRY_AFTER_SECONDS};
 use super::intake::Handoff;
 use super::reply::{self, Code};
 
@@ -23,16 +26,21 @@ use super::reply::{self, Code};
 pub(super) const PATH: &str = "/v1/traces";
 
 /// The router of the HTTP port.
-pub(super) fn router(handoff: Handoff, max_body: usize) -> Router {
-    Router::new()
-        .route(PATH, post(export))
-        .with_state(Shared { handoff, max_body })
+pub(super) fn router(handoff: Handoff, budget: Budget, limits: Limits) -> Router {
+    Router::new().route(PATH, post(export)).with_state(Shared {
+        handoff,
+        budget,
+        max_body: limits.max_body,
+        body_timeout: limits.body_timeout,
+    })
 }
 
 #[derive(Clone)]
 struct Shared {
     handoff: Handoff,
+    budget: Budget,
     max_body: usize,
+    body_timeout: Duration,
 }
 
 /// Why a request got no 200.
@@ -45,6 +53,21 @@ enum Refusal {
     BadBody(String),
     /// The run did not take it (503).
     Unavailable,
+    /// The bytes in flight would pass their bound (503 with `Retry-After`).
+    Busy,
+    /// The body was not all there in time (408).
+    Stalled,
+}
+
+impl From<ReadError> for Refusal {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Full => Refusal::Busy,
+            ReadError::TooLarge => Refusal::TooLarge(0),
+            ReadError::Stalled => Refusal::Stalled,
+            ReadError::Broken(why) => Refusal::BadBody(format!("reading the body: {why}")),
+        }
+    }
 }
 
 async fn export(State(shared): State<Shared>, headers: HeaderMap, body: HttpBody) -> Response {
@@ -80,17 +103,24 @@ async fn take(
     if declared.is_some_and(|n| n > shared.max_body as u64) {
         return Err(Refusal::TooLarge(shared.max_body));
     }
-    let bytes = match Limited::new(body, shared.max_body).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => return Err(Refusal::TooLarge(shared.max_body)),
-        Err(e) => return Err(Refusal::BadBody(format!("reading the body: {e}"))),
-    };
+    // Every byte held for this request, until it is answered: the body, inflated or not.
+    let mut lease = shared.budget.lease();
+    let bytes = read_body(
+        body,
+        declared.map(|n| n as usize),
+        shared.max_body,
+        shared.body_timeout,
+        &mut lease,
+    )
+    .await
+    .map_err(|e| with_cap(e.into(), shared.max_body))?;
     let bytes = if gzip {
-        gunzip(&bytes, shared.max_body)?
+        gunzip(&bytes, shared.max_body, &mut lease).map_err(|e| with_cap(e, shared.max_body))?
     } else {
-        bytes.to_vec()
+        bytes
     };
     let request = decode_request(&bytes, encoding).map_err(|e| Refusal::BadBody(e.to_string()))?;
+    drop(bytes);
     let answer = shared
         .handoff
         .offer(request)
@@ -124,17 +154,29 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|v| v.trim().to_ascii_lowercase())
 }
 
-/// Un-gzips at most `max` bytes (a small body that inflates past the cap is refused).
-fn gunzip(bytes: &[u8], max: usize) -> Result<Vec<u8>, Refusal> {
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(max as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| Refusal::BadBody(format!("gzip: {e}")))?;
-    if out.len() > max {
-        return Err(Refusal::TooLarge(max));
+/// The cap in a [`Refusal::TooLarge`] that came without it.
+fn with_cap(refusal: Refusal, max: usize) -> Refusal {
+    match refusal {
+        Refusal::TooLarge(_) => Refusal::TooLarge(max),
+        other => other,
     }
-    Ok(out)
+}
+
+/// Un-gzips at most `max` bytes, counted in `lease` as they come (a small body that inflates
+/// past the cap is refused, and so is one that inflates past the bytes in flight).
+fn gunzip(bytes: &[u8], max: usize, lease: &mut Lease) -> Result<Vec<u8>, Refusal> {
+    let mut out = Buffer::new(lease, max, 0)?;
+    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
+    let mut chunk = vec![0u8; 256 * 1024];
+    loop {
+        let n = decoder
+            .read(&mut chunk)
+            .map_err(|e| Refusal::BadBody(format!("gzip: {e}")))?;
+        if n == 0 {
+            return Ok(out.into_bytes());
+        }
+        out.push(&chunk[..n])?;
+    }
 }
 
 fn refuse(shared: &Shared, refusal: Refusal, encoding: Body) -> Response {
@@ -169,6 +211,33 @@ fn refuse(shared: &Shared, refusal: Refusal, encoding: Body) -> Response {
             Code::Unavailable,
             "the recorder did not take the spans; retry".to_string(),
         ),
+        Refusal::Busy => {
+            counters.refused();
+            let mut reply = reply_with(
+                StatusCode::SERVICE_UNAVAILABLE,
+                reply::failure(
+                    Code::Unavailable,
+                    "the receiver holds as many bytes as it takes at once; retry",
+                    encoding,
+                ),
+                encoding,
+            );
+            reply
+                .headers_mut()
+                .insert(RETRY_AFTER, RETRY_AFTER_SECONDS.into());
+            return reply;
+        }
+        Refusal::Stalled => {
+            counters.refused();
+            (
+                StatusCode::REQUEST_TIMEOUT,
+                Code::Unavailable,
+                format!(
+                    "the body did not arrive within {} s",
+                    shared.body_timeout.as_secs()
+                ),
+            )
+        }
     };
     reply_with(status, reply::failure(code, &message, encoding), encoding)
 }

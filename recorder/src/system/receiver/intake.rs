@@ -68,7 +68,9 @@ pub struct ReceiverStats {
     /// message was read: bad framing, bad compression).
     pub bad_bodies: u64,
     /// Requests refused before decoding: an unsupported content type or compression (HTTP 415,
-    /// gRPC `UNIMPLEMENTED`) or a body over the size cap (HTTP 413, gRPC `RESOURCE_EXHAUSTED`).
+    /// gRPC `UNIMPLEMENTED`), a body over the size cap (HTTP 413, gRPC `RESOURCE_EXHAUSTED`), past
+    /// the bytes in flight (HTTP 503, gRPC `UNAVAILABLE`) or not all there in time (HTTP 408,
+    /// gRPC `DEADLINE_EXCEEDED`).
     pub refused: u64,
 }
 

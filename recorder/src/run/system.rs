@@ -73,6 +73,14 @@ impl Subject for TeamSystem<'_> {
             shown: &self.shown,
         };
         let outcome = run_scenario(&env, name, faults).await?;
+        let unmapped = &outcome.dropped.unmapped;
+        if unmapped.spans > 0 {
+            eprintln!(
+                "recorder: scenario {name}: {} span(s) mapped to no kind (run_end.detail.unmapped): {}",
+                unmapped.spans,
+                unmapped.names.join(", ")
+            );
+        }
         if outcome.skipped_count > 0 {
             eprintln!(
                 "recorder: scenario {name}: {} span(s) gave no row: {}",

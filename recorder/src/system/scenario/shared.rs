@@ -93,6 +93,9 @@ pub struct ScenarioOutcome {
     pub skipped: Vec<String>,
     /// How many spans gave no row.
     pub skipped_count: u64,
+    /// The spans refused for want of a column their kind requires, and those that mapped to
+    /// no kind: `run_end.detail.refused` and `unmapped`.
+    pub dropped: outbox_trace::otlp::Counts,
     /// Why there is no `observed` row, if there is none.
     pub no_observed: Option<String>,
 }

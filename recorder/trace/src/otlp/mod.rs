@@ -9,6 +9,7 @@
 //! ([`mod@write`], what `recorder run --otlp` writes). The attribute names are written once, in
 //! [`key`].
 
+mod dropped;
 mod file;
 mod json;
 pub mod key;
@@ -20,6 +21,7 @@ mod spill;
 pub mod write;
 
 pub(crate) use file::{decode_json_document, decode_json_lines, decode_protobuf};
+pub use dropped::{Counts, Dropped, Tally, Why};
 pub use live::{LiveEvent, LiveMapper, Mapped};
 pub use spans::Request;
 

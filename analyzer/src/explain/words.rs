@@ -125,6 +125,36 @@ pub fn reason(r: &Reason) -> String {
                 total.key()
             )
         }
+        Reason::Refused {
+            kind,
+            spans,
+            missing,
+        } => format!(
+            "{spans} {kind} span(s) were refused for want of {} (run_end.detail.refused): \
+             the rows they would have given could change this",
+            missing.join(", ")
+        ),
+        Reason::Unmapped {
+            kinds,
+            spans,
+            names,
+        } => {
+            let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            let names = if names.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", names.join(", "))
+            };
+            format!(
+                "the trace records no {} rows and {spans} span(s){names} mapped to no kind \
+                 (run_end.detail.unmapped): they may have been such rows",
+                kinds.join(" or ")
+            )
+        }
+        Reason::TwoCopies { acks } => format!(
+            "{acks} ACK(s) without a position came while their actor life held two copies of \
+             the event: which delivery each answers cannot be told"
+        ),
         Reason::NoAggregateInfo => "no aggregate information".into(),
         Reason::NoExternalCalls => "no external calls recorded".into(),
         Reason::NoRunEnd => format!("no {} row", Kind::RunEnd),

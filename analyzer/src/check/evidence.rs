@@ -11,6 +11,9 @@
 //!   hide those). Where spans mapped to no kind (`run_end.detail.unmapped`), the kinds without
 //!   rows are no evidence (see [`Ends::lacks`], which each rule consults), and the two passes
 //!   that rest on no rows at all (no aggregate information, no external calls) are `unknown`.
+//!   An outcome already `unknown` because the store holds more than the trace gets the
+//!   producer's own count as its reason instead: the spans were not lost, they were refused or
+//!   unmapped.
 
 use outbox_trace::Kind;
 
@@ -37,6 +40,9 @@ pub fn apply(ends: &Ends, reads: &[&'static [Kind]], outcomes: &mut [Outcome]) {
             Verdict::Fail if removable(o.invariant) => {
                 kinds.iter().find_map(|&k| ends.refused(k))
             }
+            // Rows missing against the store that the producer knows it refused or could not
+            // map: say so, not that spans were lost.
+            Verdict::Unknown if lost(o) => ends.doubt(kinds),
             _ => None,
         };
         if let Some(reason) = doubt {
@@ -49,6 +55,14 @@ pub fn apply(ends: &Ends, reads: &[&'static [Kind]], outcomes: &mut [Outcome]) {
 /// duplicates).
 fn removable(invariant: Invariant) -> bool {
     !(invariant.lost_spans() == LostSpans::Never && invariant.lost_rows() == LostRows::Never)
+}
+
+/// Whether the outcome is unknown because rows seem lost against the store.
+fn lost(o: &Outcome) -> bool {
+    matches!(
+        o.reason,
+        Some(Reason::StoreHoldsMore(_) | Reason::TraceShort { .. })
+    )
 }
 
 /// A pass that rests on no rows at all, where spans mapped to no kind.

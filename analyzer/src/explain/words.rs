@@ -459,3 +459,51 @@ fn commit_word(kind: Kind) -> &'static str {
         _ => "commit",
     }
 }
+
+/// Where the README says which spans to emit, with which attributes.
+pub const SPANS_TABLE: &str = "README.md, \"Which spans to emit\"";
+
+/// What the trace lacks, for the unknown verdicts that lack columns or kinds: one line each,
+/// naming the attribute that adds it (empty when nothing is lacking).
+pub fn what_to_add(outcomes: &[&crate::check::Outcome]) -> Vec<String> {
+    let attrs = |kind: Kind| -> String {
+        kind.required_fields()
+            .iter()
+            .map(|f| format!("`outbox.{}`", f.column()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = std::collections::BTreeSet::new();
+    for o in outcomes {
+        if o.verdict != crate::check::Verdict::Unknown {
+            continue;
+        }
+        match &o.reason {
+            Some(Reason::Refused { kind, missing, .. }) => {
+                let add: Vec<String> = missing.iter().map(|c| format!("`outbox.{c}`")).collect();
+                lines.insert(format!(
+                    "{kind}: its spans lack {}; add {} to them",
+                    missing.join(", "),
+                    add.join(", ")
+                ));
+            }
+            Some(Reason::NoRows(kinds) | Reason::Unmapped { kinds, .. }) => {
+                for &kind in kinds.iter() {
+                    let cols = attrs(kind);
+                    let with = if cols.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and {cols}")
+                    };
+                    lines.insert(format!(
+                        "{kind}: no rows; give the span (or span event) of that step \
+                         `outbox.kind = {kind}`{with}, or declare it in `records` if the \
+                         service never has such a step"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    lines.into_iter().collect()
+}

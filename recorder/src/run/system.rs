@@ -88,6 +88,14 @@ impl Subject for TeamSystem<'_> {
                 outcome.skipped.join("; ")
             );
         }
+        if let Some(silent) = outcome.quiet_waiting {
+            eprintln!(
+                "recorder: scenario {name}: the deadline passed with no span for {:.1}s: \
+                 quiet may be waiting for work that will never come (it should ask only \
+                 whether anything is left to move, not whether every task is done)",
+                silent.as_secs_f64()
+            );
+        }
         if let Some(why) = &outcome.no_observed {
             eprintln!("recorder: scenario {name}: no observed row: {why}");
         }

@@ -19,3 +19,4 @@ mod otlp;
 mod otlp_receiver;
 mod sqlite_lab;
 mod system;
+mod system_omit;

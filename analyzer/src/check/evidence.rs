@@ -68,10 +68,13 @@ fn lost(o: &Outcome) -> bool {
 /// A pass that rests on no rows at all, where spans mapped to no kind.
 fn rests_on_nothing(o: &Outcome, ends: &Ends) -> Option<Reason> {
     let kinds: &'static [Kind] = match o.reason {
-        Some(Reason::NoAggregateInfo) => &[Kind::PublishAcked],
+        Some(Reason::NoAggregateInfo) => &[Kind::IntentRecorded],
         Some(Reason::NoExternalCalls) => &[Kind::ExternalApplied],
         _ => return None,
     };
+    if ends.rows(kinds[0]) > 0 {
+        return None;
+    }
     let (spans, names) = ends.unmapped()?;
     Some(Reason::Unmapped {
         kinds,

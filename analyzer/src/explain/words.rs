@@ -488,7 +488,8 @@ pub fn what_to_add(outcomes: &[&crate::check::Outcome]) -> Vec<String> {
                 ));
             }
             Some(Reason::NoRows(kinds) | Reason::Unmapped { kinds, .. }) => {
-                for &kind in kinds.iter() {
+                // The first kind of a group is the one to add; external calls are optional.
+                for &kind in kinds.iter().take(1).filter(|&&k| k != Kind::ExternalApplied) {
                     let cols = attrs(kind);
                     let with = if cols.is_empty() {
                         String::new()

@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from common import (begin, bump_rev, fail, outbox, setting, stop_on_sigterm, store,
-                    tracer)
+from common import (begin, bump_rev, fail, kept, outbox, set_kept, setting, stop_on_sigterm,
+                    store, tracer)
 
 
 def create(db, task_id, amount, aggregate_id):
@@ -78,7 +78,7 @@ def serve(port, tracer_, db):
                 return
             task_id, amount, aggregate_id = task
             with tracer_.start_as_current_span(
-                "POST /tasks", kind=SpanKind.SERVER, attributes={"outbox.task_id": task_id},
+                "POST /tasks", kind=SpanKind.SERVER, attributes=kept({"outbox.task_id": task_id}),
                 record_exception=False, set_status_on_exception=False,
             ) as span:
                 try:
@@ -88,7 +88,7 @@ def serve(port, tracer_, db):
                     span.set_status(Status(StatusCode.ERROR, f"store: {error}"))
                     self.answer(503, {"error": f"store: {error}"})
                     return
-                span.set_attribute("outbox.event_id", event_id)
+                set_kept(span, "outbox.event_id", event_id)
                 if rev is not None:
                     span.add_event("task_accepted", outbox("task_accepted", store_rev=rev))
                     span.add_event(

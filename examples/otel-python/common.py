@@ -7,7 +7,12 @@ Configuration (environment only; a bad value exits 2 with one line, a missing pa
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` (required by the three services), ``OTEL_EXPORTER_OTLP_PROTOCOL``
   (``http/protobuf``, the default, or ``grpc``), ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
   ``OTEL_TRACES_SAMPLER``: read by the OpenTelemetry SDK itself, as for any service.
-- ``BUG``: empty, ``no-dedup`` or ``dedup-outside-tx`` (see worker.py).
+- ``BUG``: empty, ``no-dedup`` or ``dedup-outside-tx`` (see worker.py), or ``mark-first`` (see
+  relay.py).
+- ``OUTBOX_OMIT``: a comma-separated list of ``outbox.*`` span attributes the processes leave off
+  their spans (``broker_seq``, ``attempt``, ``store_rev``, ``task_id``, ...), as a service that does
+  not have them would; ``kind`` leaves off every ``outbox.*`` span attribute, so only the standard
+  messaging attributes remain, as on a service traced with plain OpenTelemetry. Empty by default.
 
 The store is one SQLite file (WAL, three processes write it). Every transaction the trace reports
 bumps ``store_rev.n`` inside itself, so rows committed together carry the same ``outbox.store_rev``.
@@ -104,7 +109,25 @@ CREATE TABLE IF NOT EXISTS counter (value INTEGER NOT NULL);
 INSERT INTO counter SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM counter);
 """
 
-BUGS = ("no-dedup", "dedup-outside-tx")
+BUGS = ("no-dedup", "dedup-outside-tx", "mark-first")
+
+#: The ``outbox.*`` span attributes to leave off (``OUTBOX_OMIT``).
+OMIT = frozenset(c.strip() for c in os.environ.get("OUTBOX_OMIT", "").split(",") if c.strip())
+
+
+def kept(attributes):
+    """``attributes`` without the ``outbox.*`` ones ``OUTBOX_OMIT`` leaves off."""
+    def keep(key):
+        if not key.startswith("outbox."):
+            return True
+        return "kind" not in OMIT and key[len("outbox."):] not in OMIT
+    return {k: v for k, v in attributes.items() if keep(k)}
+
+
+def set_kept(span, key, value):
+    """``span.set_attribute(key, value)`` unless ``OUTBOX_OMIT`` leaves the attribute off."""
+    for k, v in kept({key: value}).items():
+        span.set_attribute(k, v)
 
 
 def setting(name, default=None):
@@ -175,7 +198,7 @@ def outbox(kind, **fields):
         if column == "detail":
             value = json.dumps(value, separators=(",", ":"))
         attributes[f"outbox.{column}"] = value
-    return attributes
+    return kept(attributes)
 
 
 def event_span(tracer_, name, kind, **fields):

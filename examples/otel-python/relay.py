@@ -7,6 +7,9 @@ ERROR (Redis did not answer: the copy may or may not be in the stream). The span
 the publish ACK, before the mark. The mark is a span of its own, ``outbox.kind = outbox_marked``
 with the commit's ``store_rev``, ending right after that commit.
 
+With ``BUG=mark-first`` the relay marks a row published before it publishes it: a relay killed
+between the two loses the event for good (the analyzer's ``no-lost-task``).
+
 When Redis is down the relay waits and starts again from the oldest pending row, so the rows of
 an aggregate go out in their order.
 """
@@ -15,8 +18,8 @@ import json
 
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from common import (PUBLISH, REDIS_DOWN, SEQ, STREAM, begin, broker, bump_rev, event_span,
-                    stop_on_sigterm, store, tracer)
+from common import (PUBLISH, REDIS_DOWN, SEQ, STREAM, begin, broker, bug, bump_rev, event_span,
+                    kept, set_kept, stop_on_sigterm, store, tracer)
 
 
 def publish(tracer_, script, row, attempt):
@@ -26,7 +29,7 @@ def publish(tracer_, script, row, attempt):
     with tracer_.start_as_current_span(
         "orders publish",
         kind=SpanKind.PRODUCER,
-        attributes={
+        attributes=kept({
             "messaging.system": "redis",
             "messaging.destination.name": STREAM,
             "messaging.operation.type": "send",
@@ -35,7 +38,7 @@ def publish(tracer_, script, row, attempt):
             "outbox.task_id": task_id,
             "outbox.aggregate_id": aggregate_id,
             "outbox.aggregate_seq": aggregate_seq,
-        },
+        }),
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
@@ -44,7 +47,7 @@ def publish(tracer_, script, row, attempt):
         except REDIS_DOWN as error:
             span.set_status(Status(StatusCode.ERROR, f"no publish ACK: {error}"))
             return None
-        span.set_attribute("outbox.broker_seq", broker_seq)
+        set_kept(span, "outbox.broker_seq", broker_seq)
         return broker_seq
 
 
@@ -62,6 +65,7 @@ def main():
     db = store()
     script = broker().register_script(PUBLISH)
     stop = stop_on_sigterm()
+    mark_first = bug() == "mark-first"
     attempts = {}
     while not stop.is_set():
         pending = db.execute(
@@ -75,11 +79,14 @@ def main():
             if stop.is_set():
                 break
             event_id = row[0]
+            if mark_first:
+                mark(tracer_, db, event_id)
             attempts[event_id] = attempts.get(event_id, 0) + 1
             if publish(tracer_, script, row, attempts[event_id]) is None:
                 stop.wait(0.2)
                 break
-            mark(tracer_, db, event_id)
+            if not mark_first:
+                mark(tracer_, db, event_id)
     provider.shutdown()
 
 

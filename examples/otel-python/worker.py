@@ -27,7 +27,7 @@ import time
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from common import (FETCH, GROUP, REDIS_DOWN, STREAM, begin, broker, bug, bump_rev, event_span,
-                    number, setting, stop_on_sigterm, store, tracer)
+                    kept, number, setting, stop_on_sigterm, store, tracer)
 
 
 def seen(db, event_id):
@@ -111,7 +111,7 @@ class Worker:
         with self.tracer.start_as_current_span(
             "orders receive",
             kind=SpanKind.CONSUMER,
-            attributes={
+            attributes=kept({
                 "messaging.system": "redis",
                 "messaging.destination.name": STREAM,
                 "messaging.operation.type": "receive",
@@ -119,7 +119,9 @@ class Worker:
                 "outbox.task_id": message["task_id"],
                 "outbox.attempt": int(deliveries),
                 "outbox.broker_seq": broker_seq,
-            },
+                # The flag a RabbitMQ consumer has instead of a count.
+                "outbox.redelivered": int(deliveries) > 1,
+            }),
         ):
             pass
         if self.bug == "dedup-outside-tx" and seen(self.db, event_id):
@@ -141,14 +143,14 @@ class Worker:
         """XACK; without an answer the span is an ERROR (no ACK) and the entry will come back."""
         with self.tracer.start_as_current_span(
             "orders ack",
-            attributes={
+            attributes=kept({
                 "messaging.system": "redis",
                 "messaging.destination.name": STREAM,
                 "messaging.operation.type": "settle",
                 "messaging.operation.name": "ack",
                 "messaging.message.id": event_id,
                 "outbox.broker_seq": broker_seq,
-            },
+            }),
             record_exception=False,
             set_status_on_exception=False,
         ) as span:

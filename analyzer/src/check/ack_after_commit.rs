@@ -5,10 +5,18 @@
 //! of E. Otherwise a crash between the ACK and the commit loses the task. Unknown when the
 //! scenario delivers but has no `acked`, or ACKs but has neither `effect_committed` nor
 //! `duplicate_suppressed` (each unless the producer declared it reports them).
+//!
+//! A broker without positions (RabbitMQ, SQS) leaves `broker_seq` null: an ack is then paired
+//! with its life's latest delivery of the event, which is the one it answers unless the life
+//! held two copies of the event at once (a second delivery before the first was ACKed). There,
+//! a violation cannot be told from a pass: such acks are counted, and the outcome is `unknown`
+//! when they are all it found.
 
 use outbox_trace::{Field, Kind};
 
-use super::{earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation};
+use super::{
+    earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
+};
 use crate::model::intern::{FastMap, Id, IdSet, IdTable, IdTable64};
 use crate::model::row::Row;
 
@@ -175,6 +183,10 @@ pub struct Rule {
     /// per `(slot, broker_seq)`, for an ack naming that copy.
     replaced: FastMap<(SlotKey, u64), usize>,
     found: Vec<(usize, Found)>,
+    /// Per slot, its deliveries without a position not yet ACKed (only while some are).
+    open: FastMap<SlotKey, u32>,
+    /// Acks without a position found unsettled while their life held two copies.
+    ambiguous: usize,
 }
 
 impl Default for Rule {
@@ -191,6 +203,8 @@ impl Default for Rule {
             },
             replaced: FastMap::default(),
             found: Vec::new(),
+            open: FastMap::default(),
+            ambiguous: 0,
         }
     }
 }
@@ -223,6 +237,9 @@ impl super::Rule for Rule {
                     self.replaced.insert((s, b), prev);
                 }
             }
+            if r.broker_seq().is_none() {
+                *self.open.entry(s).or_default() += 1;
+            }
             handled.slot.delivery = Pos::at(at);
             handled.has_copy = r.broker_seq().is_some();
             handled.copy = r.broker_seq().unwrap_or(0);
@@ -243,7 +260,22 @@ impl super::Rule for Rule {
                 (Some(_), None) => true,
                 (None, _) => false,
             };
-            if !settled {
+            // Without a position, two copies held at once leave the pairing open.
+            let held = match r.broker_seq() {
+                Some(_) => 0,
+                None => {
+                    let n = self.open.get(&s).copied().unwrap_or(0);
+                    if n <= 1 {
+                        self.open.remove(&s);
+                    } else {
+                        self.open.insert(s, n - 1);
+                    }
+                    n
+                }
+            };
+            if !settled && held >= 2 {
+                self.ambiguous += 1;
+            } else if !settled {
                 let found = Found {
                     delivery,
                     ack: at,
@@ -274,12 +306,12 @@ impl super::Rule for Rule {
         }
         let (kept, more) = earliest(self.found);
         let violations = kept.iter().map(|f| violation(f, None, None)).collect();
-        let outcome = Outcome::judge(
-            Invariant::AckAfterCommit,
-            violations,
-            more,
-            self.skips.reason(),
-        );
+        let incomplete = self.skips.reason().or_else(|| {
+            (self.ambiguous > 0).then_some(Reason::TwoCopies {
+                acks: self.ambiguous,
+            })
+        });
+        let outcome = Outcome::judge(Invariant::AckAfterCommit, violations, more, incomplete);
         let gather = (!kept.is_empty()).then(|| {
             let later = vec![Later::default(); kept.len()];
             Box::new(Witnesses { kept, later }) as Box<dyn Gather>

@@ -77,6 +77,8 @@ pub enum LostRows {
 /// - `lost_rows`: [`LostRows`];
 /// - `sql_prefix`: the short prefix of its SQL tables and columns;
 /// - `tied`: the measures of `analyzer compare` its failure puts in doubt;
+/// - `judges`: the kinds it judges (the contract's rule "zero rows are no evidence where work
+///   happened");
 /// - `files`: the name of its files, `check/<files>.rs` (its rule, `Rule`) and `sql/<files>.rs`
 ///   (its SQL, `part`).
 macro_rules! invariants {
@@ -85,7 +87,8 @@ macro_rules! invariants {
         $variant:ident {
             id: $id:literal, class: $class:ident, lost_spans: $spans:ident,
             lost_rows: $rows:ident $(($stored:ident))?, sql_prefix: $prefix:literal,
-            tied: [$($tied:ident),*], files: $files:ident $(,)?
+            tied: [$($tied:ident),*], judges: [$($judged:ident),*],
+            files: $files:ident $(,)?
         }
     )+) => {
         /// The invariants the analyzer checks, with the contract's ids.
@@ -122,6 +125,12 @@ macro_rules! invariants {
             pub fn sql_prefix(self) -> &'static str {
                 match self { $(Invariant::$variant => $prefix,)+ }
             }
+
+            /// The kinds it judges: in a scenario that shows work, zero rows of them (not
+            /// declared) make it `unknown` (none: it decides as its own file says).
+            pub fn judges(self) -> &'static [outbox_trace::Kind] {
+                match self { $(Invariant::$variant => &[$(outbox_trace::Kind::$judged),*],)+ }
+            }
         }
     };
     (@[files $then:ident] $(
@@ -129,7 +138,8 @@ macro_rules! invariants {
         $variant:ident {
             id: $id:literal, class: $class:ident, lost_spans: $spans:ident,
             lost_rows: $rows:ident $(($stored:ident))?, sql_prefix: $prefix:literal,
-            tied: [$($tied:ident),*], files: $files:ident $(,)?
+            tied: [$($tied:ident),*], judges: [$($judged:ident),*],
+            files: $files:ident $(,)?
         }
     )+) => {
         $then! { $($variant $files)+ }
@@ -139,7 +149,8 @@ macro_rules! invariants {
         $variant:ident {
             id: $id:literal, class: $class:ident, lost_spans: $spans:ident,
             lost_rows: $rows:ident $(($stored:ident))?, sql_prefix: $prefix:literal,
-            tied: [$($tied:ident),*], files: $files:ident $(,)?
+            tied: [$($tied:ident),*], judges: [$($judged:ident),*],
+            files: $files:ident $(,)?
         }
     )+) => {
         $then! { $($variant [$($tied),*])+ }
@@ -150,50 +161,52 @@ macro_rules! invariants {
             /// No event and no task has more than one `effect_committed`.
             SingleEffect {
                 id: "single-effect", class: Safety, lost_spans: Never, lost_rows: Never,
-                sql_prefix: "se", tied: [Effects, Counter], files: single_effect,
+                sql_prefix: "se", tied: [Effects, Counter], judges: [EffectCommitted], files: single_effect,
             }
             /// Every `task_accepted` has an `intent_recorded` with the same event and `store_rev`.
             IntentAtomic {
                 id: "intent-atomic", class: Safety, lost_spans: Touched,
-                lost_rows: Covers(Intents), sql_prefix: "ia", tied: [Tasks],
+                lost_rows: Covers(Intents), sql_prefix: "ia", tied: [Tasks], judges: [TaskAccepted],
                 files: intent_atomic,
             }
             /// Every `outbox_marked` follows a `publish_acked` of the same event.
             MarkAfterPuback {
                 id: "mark-after-puback", class: Safety, lost_spans: Touched, lost_rows: Never,
-                sql_prefix: "mp", tied: [PublishAttempts], files: mark_after_puback,
+                sql_prefix: "mp", tied: [PublishAttempts],
+                judges: [OutboxMarked], files: mark_after_puback,
             }
             /// Every `acked` follows, in the same actor incarnation, a commit or suppression of
             /// that delivery.
             AckAfterCommit {
                 id: "ack-after-commit", class: Safety, lost_spans: Touched,
-                lost_rows: Any(Effects), sql_prefix: "ac", tied: [Acks],
+                lost_rows: Any(Effects), sql_prefix: "ac", tied: [Acks], judges: [Acked],
                 files: ack_after_commit,
             }
             /// Per aggregate, first publications go out in ascending `aggregate_seq`.
             AggregateOrder {
                 id: "aggregate-order", class: Safety, lost_spans: Touched, lost_rows: Never,
-                sql_prefix: "ao", tied: [], files: aggregate_order,
+                sql_prefix: "ao", tied: [], judges: [], files: aggregate_order,
             }
             /// Commits step the counter by exactly their amount; the observed counter is their sum.
             CounterExact {
                 id: "counter-exact", class: Safety, lost_spans: Any, lost_rows: Any(Effects),
-                sql_prefix: "ce", tied: [Counter], files: counter_exact,
+                sql_prefix: "ce", tied: [Counter], judges: [EffectCommitted], files: counter_exact,
             }
             /// The observed totals agree with the trace.
             ObservedAgrees {
                 id: "observed-agrees", class: Safety, lost_spans: Never, lost_rows: Totals,
-                sql_prefix: "oa", tied: [StreamCopies, Effects], files: observed_agrees,
+                sql_prefix: "oa", tied: [StreamCopies, Effects], judges: [], files: observed_agrees,
             }
             /// No event has more than one `external_applied`.
             ExternalSingleEffect {
                 id: "external-single-effect", class: Safety, lost_spans: Never, lost_rows: Never,
-                sql_prefix: "es", tied: [], files: external_single_effect,
+                sql_prefix: "es", tied: [], judges: [], files: external_single_effect,
             }
             /// On a recovered run, every accepted task has an effect.
             NoLostTask {
                 id: "no-lost-task", class: Liveness, lost_spans: Any,
                 lost_rows: Covers(Effects), sql_prefix: "nl", tied: [Effects, Counter],
+                judges: [TaskAccepted],
                 files: no_lost_task,
             }
         }

@@ -14,12 +14,14 @@
 //! Files: [`invariant`] (the table), [`outcome`] (what a decision is), [`rule`] (what a rule is),
 //! one file per invariant, [`scan`] (the engine feeding every rule at once), `lost_spans` (the
 //! contract's rule for rows a killed process never exported), [`lost_rows`] (its rule for rows
-//! the store holds and the trace lacks), [`memory`] and [`streamed`] (the
+//! the store holds and the trace lacks), `evidence` (its rules for zero rows where work happened
+//! and for refused or unmapped spans), [`memory`] and [`streamed`] (the
 //! two runs), [`run`] (from paths to a [`Report`]).
 
 mod ack_after_commit;
 mod aggregate_order;
 mod counter_exact;
+mod evidence;
 mod external_single_effect;
 mod intent_atomic;
 pub mod invariant;

@@ -42,6 +42,32 @@ pub enum Reason {
     /// The scenario has no row of these kinds (and its producer did not declare that it reports
     /// them), though the invariant needs them to judge what the trace holds.
     NoRows(&'static [Kind]),
+    /// The producer refused spans of this kind for want of columns it requires (see
+    /// `run_end.detail.refused`): rows of it are missing, and could change the verdict.
+    Refused {
+        /// The kind.
+        kind: Kind,
+        /// How many spans.
+        spans: u64,
+        /// The columns they lacked.
+        missing: Vec<String>,
+    },
+    /// The scenario has no row of these kinds and the producer counted spans that mapped to no
+    /// kind (`run_end.detail.unmapped`): they may have been such rows.
+    Unmapped {
+        /// The kinds without rows.
+        kinds: &'static [Kind],
+        /// How many spans mapped to no kind.
+        spans: u64,
+        /// Some of their names.
+        names: Vec<String>,
+    },
+    /// An `acked` without a position, in an actor life that held two copies of its event at
+    /// once: which delivery it answers cannot be told.
+    TwoCopies {
+        /// How many such ACKs.
+        acks: usize,
+    },
     /// No publication carries, or can be tied to, an aggregate.
     NoAggregateInfo,
     /// No `external_*` rows.

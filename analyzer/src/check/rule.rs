@@ -220,19 +220,81 @@ impl Ends {
     }
 
     /// Whether the producer declared in `run_start.detail.records` that it reports `kind`:
-    /// then a scenario without such rows had none to report.
+    /// then a scenario without such rows had none to report. A kind with refused spans is not
+    /// declared in that sense, nor is one without rows where spans mapped to no kind.
     pub fn declared(&self, kind: Kind) -> bool {
         self.run_start.as_ref().is_some_and(|s| declares(s, kind))
+            && self.refused(kind).is_none()
+            && (self.rows(kind) > 0 || self.unmapped().is_none())
     }
 
     /// [`Reason::NoRows`] when the scenario has no row of any of `kinds` and the producer
     /// declared none of them: the trace is silent about them, which is no evidence that none
-    /// happened.
+    /// happened. Where spans of those kinds were refused, or spans mapped to no kind, the reason
+    /// names them ([`Reason::Refused`], [`Reason::Unmapped`]).
     pub fn lacks(&self, kinds: &'static [Kind]) -> Option<Reason> {
         let silent = kinds
             .iter()
             .all(|&k| self.rows(k) == 0 && !self.declared(k));
-        silent.then_some(Reason::NoRows(kinds))
+        if !silent {
+            return None;
+        }
+        Some(self.doubt(kinds).unwrap_or(Reason::NoRows(kinds)))
+    }
+
+    /// Why rows of `kinds` may be missing, by the producer's own counts: the first of them with
+    /// refused spans, else, where spans mapped to no kind, the kinds without rows.
+    pub fn doubt(&self, kinds: &'static [Kind]) -> Option<Reason> {
+        if let Some(r) = kinds.iter().find_map(|&k| self.refused(k)) {
+            return Some(r);
+        }
+        let (spans, names) = self.unmapped()?;
+        kinds
+            .iter()
+            .any(|&k| self.rows(k) == 0)
+            .then(|| Reason::Unmapped {
+                kinds,
+                spans,
+                names: names.to_vec(),
+            })
+    }
+
+    /// [`Reason::Refused`] when the producer refused spans of `kind`.
+    pub fn refused(&self, kind: Kind) -> Option<Reason> {
+        let end = self.run_end.as_ref()?.1.as_ref()?;
+        let r = end.refused.get(kind.as_str()).filter(|r| r.spans > 0)?;
+        Some(Reason::Refused {
+            kind,
+            spans: r.spans,
+            missing: r.missing.clone(),
+        })
+    }
+
+    /// How many spans mapped to no kind, and some of their names, when any did.
+    pub fn unmapped(&self) -> Option<(u64, &[String])> {
+        let end = self.run_end.as_ref()?.1.as_ref()?;
+        let u = end.unmapped.as_ref().filter(|u| u.spans > 0)?;
+        Some((u.spans, &u.names))
+    }
+
+    /// Whether the scenario shows work: accepted tasks, any delivery, or `observed.tasks`,
+    /// `tasks_done` or `results` above zero. Where it does, zero rows of a kind an invariant
+    /// judges are no evidence unless the producer declared the kind.
+    pub fn works(&self) -> bool {
+        let observed = self.observed.as_ref().is_some_and(|(_, o)| {
+            [o.tasks, o.tasks_done, o.results()]
+                .into_iter()
+                .any(|n| n.is_some_and(|n| n > 0))
+        });
+        observed || self.any(&[Kind::TaskAccepted, Kind::Delivered, Kind::Redelivered])
+    }
+
+    /// [`Ends::lacks`] for the kinds an invariant judges, where the scenario shows work.
+    pub fn unworked(&self, judges: &'static [Kind]) -> Option<Reason> {
+        if judges.is_empty() || !self.works() {
+            return None;
+        }
+        self.lacks(judges)
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use outbox_trace::{Detail, FigureTally, Figures, Kind};
 
+use super::evidence;
 use super::invariant::Invariant;
 use super::lost_rows::{self, Traced};
 use super::lost_spans::{self, Lives};
@@ -54,6 +55,7 @@ impl Invariant {
 
 /// The rules of a scenario while its rows pass.
 pub struct Scan {
+    invariants: Vec<Invariant>,
     rules: Vec<Box<dyn Rule>>,
     /// Per kind (its position in [`Kind::ALL`]), the rules that read it.
     readers: Vec<Vec<usize>>,
@@ -74,6 +76,7 @@ impl Scan {
             }
         }
         Scan {
+            invariants: invariants.to_vec(),
             rules,
             readers,
             ends: Ends::default(),
@@ -110,11 +113,17 @@ impl Scan {
         if let Some((_, observed)) = &self.ends.observed {
             figures.observe(observed);
         }
+        let reads: Vec<&'static [Kind]> = self.rules.iter().map(|r| r.kinds()).collect();
+        let ends = &self.ends;
         let (outcomes, gathers) = self
             .rules
             .into_iter()
-            .map(|rule| {
-                let d = rule.finish(&self.ends);
+            .zip(&self.invariants)
+            .map(|(rule, &inv)| {
+                let d = match evidence::unworked(inv, ends) {
+                    Some(outcome) => outcome.into(),
+                    None => rule.finish(ends),
+                };
                 (d.outcome, d.gather)
             })
             .unzip();
@@ -123,6 +132,7 @@ impl Scan {
             .shortfalls(self.ends.observed.as_ref().map(|(_, o)| o));
         Scanned {
             outcomes,
+            reads,
             gathers,
             ends: self.ends,
             lives: self.lives,
@@ -136,6 +146,8 @@ impl Scan {
 pub struct Scanned {
     /// One outcome per rule, in the order asked; witnesses are complete once gathered.
     pub outcomes: Vec<Outcome>,
+    /// The kinds each outcome's rule read.
+    reads: Vec<&'static [Kind]>,
     gathers: Vec<Option<Box<dyn Gather>>>,
     /// The scenario's `run_start`, last `observed` and last `run_end`.
     pub ends: Ends,
@@ -151,6 +163,7 @@ impl Scanned {
     /// Appends the outcomes of a scan of the same rows deciding other rules.
     pub fn append(&mut self, other: Scanned) {
         self.outcomes.extend(other.outcomes);
+        self.reads.extend(other.reads);
         self.gathers.extend(other.gathers);
     }
 
@@ -186,6 +199,7 @@ impl Scanned {
         let lossy = self.lives.incomplete();
         lost_spans::apply(&lossy, h, names, &mut outcomes);
         lost_rows::apply(self.shortfalls, &lossy, names, &mut outcomes);
+        evidence::apply(&self.ends, &self.reads, &mut outcomes);
         outcomes
     }
 }

@@ -36,7 +36,17 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         count(RunVerdict::Valid),
         count(RunVerdict::Invalid),
         count(RunVerdict::Unknown)
-    )
+    )?;
+    let outcomes: Vec<&Outcome> = report.scenarios.iter().flat_map(|s| &s.outcomes).collect();
+    let add = explain::words::what_to_add(&outcomes);
+    if !add.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "what to add (see {}):", explain::words::SPANS_TABLE)?;
+        for line in add {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    Ok(())
 }
 
 fn scenario(report: &Report, s: &ScenarioReport, out: &mut dyn Write) -> io::Result<()> {

@@ -125,6 +125,36 @@ pub fn reason(r: &Reason) -> String {
                 total.key()
             )
         }
+        Reason::Refused {
+            kind,
+            spans,
+            missing,
+        } => format!(
+            "{spans} {kind} span(s) were refused for want of {} (run_end.detail.refused): \
+             the rows they would have given could change this",
+            missing.join(", ")
+        ),
+        Reason::Unmapped {
+            kinds,
+            spans,
+            names,
+        } => {
+            let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            let names = if names.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", names.join(", "))
+            };
+            format!(
+                "the trace records no {} rows and {spans} span(s){names} mapped to no kind \
+                 (run_end.detail.unmapped): they may have been such rows",
+                kinds.join(" or ")
+            )
+        }
+        Reason::TwoCopies { acks } => format!(
+            "{acks} ACK(s) without a position came while their actor life held two copies of \
+             the event: which delivery each answers cannot be told"
+        ),
         Reason::NoAggregateInfo => "no aggregate information".into(),
         Reason::NoExternalCalls => "no external calls recorded".into(),
         Reason::NoRunEnd => format!("no {} row", Kind::RunEnd),
@@ -428,4 +458,57 @@ fn commit_word(kind: Kind) -> &'static str {
         Kind::DuplicateSuppressed => "suppression",
         _ => "commit",
     }
+}
+
+/// Where the README says which spans to emit, with which attributes.
+pub const SPANS_TABLE: &str = "README.md, \"Which spans to emit\"";
+
+/// What the trace lacks, for the unknown verdicts that lack columns or kinds: one line each,
+/// naming the attribute that adds it (empty when nothing is lacking).
+pub fn what_to_add(outcomes: &[&crate::check::Outcome]) -> Vec<String> {
+    let attrs = |kind: Kind| -> String {
+        kind.required_fields()
+            .iter()
+            .map(|f| format!("`outbox.{}`", f.column()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = std::collections::BTreeSet::new();
+    for o in outcomes {
+        if o.verdict != crate::check::Verdict::Unknown {
+            continue;
+        }
+        match &o.reason {
+            Some(Reason::Refused { kind, missing, .. }) => {
+                let add: Vec<String> = missing.iter().map(|c| format!("`outbox.{c}`")).collect();
+                lines.insert(format!(
+                    "{kind}: its spans lack {}; add {} to them",
+                    missing.join(", "),
+                    add.join(", ")
+                ));
+            }
+            Some(Reason::NoRows(kinds) | Reason::Unmapped { kinds, .. }) => {
+                // The first kind of a group is the one to add; external calls are optional.
+                for &kind in kinds
+                    .iter()
+                    .take(1)
+                    .filter(|&&k| k != Kind::ExternalApplied)
+                {
+                    let cols = attrs(kind);
+                    let with = if cols.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and {cols}")
+                    };
+                    lines.insert(format!(
+                        "{kind}: no rows; give the span (or span event) of that step \
+                         `outbox.kind = {kind}`{with}, or declare it in `records` if the \
+                         service never has such a step"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    lines.into_iter().collect()
 }

@@ -36,7 +36,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
         };
         let acked = || Step::Acked {
             about: event(),
-            broker_seq: n,
+            broker_seq: Some(n),
             note: note(),
         };
         t.push(
@@ -64,7 +64,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             0,
             Step::PublishAttempt {
                 about: event(),
-                attempt: 1,
+                attempt: Some(1),
                 note: note(),
             },
         );
@@ -73,8 +73,8 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             0,
             Step::PublishAcked {
                 about: event(),
-                attempt: 1,
-                broker_seq: n,
+                attempt: Some(1),
+                broker_seq: Some(n),
                 note: note(),
             },
         );

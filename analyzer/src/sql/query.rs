@@ -136,6 +136,23 @@ impl Query {
         (cond, "unknown", lit(&crate::check::Reason::NoRows(kinds)))
     }
 
+    /// An expression over `s` (a row of `scen`): whether the scenario shows work (see
+    /// `crate::check::Ends::works`): accepted tasks, a delivery, or the last `observed` row's
+    /// `tasks`, `tasks_done` or `results` (else `processed`) above zero.
+    pub fn works(&mut self) -> String {
+        let d = self.d;
+        let rows = self.any(&[Kind::TaskAccepted, Kind::Delivered, Kind::Redelivered]);
+        let mut field = |key| self.note(Kind::Observed, true, &d.json_int("detail", key));
+        let tasks = field(detail_key!(Observed.tasks));
+        let done = field(detail_key!(Observed.tasks_done));
+        let results = field(detail_key!(Observed.results));
+        let processed = field(detail_key!(Observed.processed));
+        format!(
+            "({rows} OR coalesce({tasks}, 0) > 0 OR coalesce({done}, 0) > 0 \
+             OR coalesce({results}, {processed}, 0) > 0)"
+        )
+    }
+
     /// An expression over `s`: whether the scenario's first `run_start` declares `kind` in
     /// `detail.records`.
     pub fn declared(&mut self, kind: Kind) -> String {

@@ -137,7 +137,12 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut witnessed = Vec::new();
     for &inv in &invariants {
         let p = inv.sql_prefix();
-        let parts = part(inv, &mut q);
+        let mut parts = part(inv, &mut q);
+        if !inv.judges().is_empty() {
+            // Zero rows are no evidence where work happened (`crate::check::evidence`): first.
+            let works = q.works();
+            parts.early.insert(0, q.lacks(Some(&works), inv.judges()));
+        }
         let (c, j, f) = verdict(&mut q, inv, p, &parts);
         cols.push(c);
         joins.push_str(&j);

@@ -13,6 +13,7 @@ mod evidence;
 mod examples;
 mod foreign_producers;
 mod golden;
+mod honest;
 mod html_report;
 mod intake;
 mod invariants;

@@ -6,7 +6,10 @@
 //! - a batch span processor across a SIGKILL: `unknown` with the store's and the trace's counts,
 //!   not a false `no-lost-task` failure;
 //! - a stock per item (`outbox.counter_key`): valid; with one item's step broken, `counter-exact`
-//!   fails on that item alone.
+//!   fails on that item alone;
+//! - a RabbitMQ service traced with standard OpenTelemetry only (HTTP, database and AMQP spans, no
+//!   position, no delivery count): exit 3, no FAIL, no pass at all (nothing rests on zero rows),
+//!   the spans that mapped to no kind counted and named, and what to add said once.
 //!
 //! The generator must still run: its fresh output gets the same verdicts. Without `python3` and
 //! the OpenTelemetry packages (`scripts/deps.sh`) the test fails with the generator's reason.
@@ -147,9 +150,42 @@ fn counter_per_key_is_checked_per_key(dir: &Path) {
     }
 }
 
+fn rabbitmq_with_standard_spans_only_is_unknown_and_says_why(dir: &Path) {
+    let file = dir.join("rabbitmq.otlp.jsonl");
+    let (code, invariants, doc) = check(&file);
+    assert_eq!(code, 3, "{invariants:?}");
+    for (id, verdict, reason) in &invariants {
+        assert_ne!(verdict, "fail", "{id}: {reason}");
+        assert_ne!(verdict, "pass", "{id} passes on zero rows: {reason}");
+    }
+    let (_, _, reason) = invariants
+        .iter()
+        .find(|(id, _, _)| id == "single-effect")
+        .unwrap();
+    assert!(
+        reason.contains("mapped to no kind") && reason.contains("POST /orders"),
+        "{reason}"
+    );
+    // The RabbitMQ messaging spans map without positions or counts, the flag as a redelivery.
+    let s = &doc["scenarios"][0];
+    assert_eq!(s["redeliveries"].as_i64(), Some(1), "{s}");
+    let out = Command::cargo_bin("analyzer")
+        .unwrap()
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("spans were lost"), "{text}");
+    let add = text.split("what to add").nth(1).expect("a closing block");
+    assert_eq!(text.matches("what to add").count(), 1, "{text}");
+    assert!(add.contains("`outbox.kind = effect_committed`"), "{text}");
+}
+
 #[test]
 fn the_committed_sdk_traces_get_honest_verdicts() {
     let dir = fixtures();
+    rabbitmq_with_standard_spans_only_is_unknown_and_says_why(&dir);
     messaging_spans_get_no_false_verdict(&dir);
     batch_kill_is_unknown_with_the_counts(&dir);
     counter_per_key_is_checked_per_key(&dir);
@@ -171,6 +207,7 @@ fn the_generator_still_runs_and_its_output_gets_the_same_verdicts() {
         String::from_utf8_lossy(&out.stderr)
     );
     messaging_spans_get_no_false_verdict(dir.path());
+    rabbitmq_with_standard_spans_only_is_unknown_and_says_why(dir.path());
     batch_kill_is_unknown_with_the_counts(dir.path());
     counter_per_key_is_checked_per_key(dir.path());
 }

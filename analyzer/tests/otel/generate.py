@@ -3,7 +3,7 @@
 (a SQLite store with a queue table as its broker), written by the OpenTelemetry Python SDK and its
 OTLP JSON file exporter, never by hand.
 
-    generate.py OUT_DIR            all four traces into OUT_DIR (tests/fixtures/otel/ by default)
+    generate.py OUT_DIR            all five traces into OUT_DIR (tests/fixtures/otel/ by default)
 
 The traces:
 
@@ -18,6 +18,13 @@ The traces:
 - ``counter-per-key.otlp.jsonl``: a stock per item (``outbox.counter_key``), from a
   ``counter_start`` object to an ``observed.counter`` object.
 - ``counter-per-key-broken.otlp.jsonl``: the same with the worker stepping one item's stock wrong.
+- ``rabbitmq.otlp.jsonl``: a new user's first try, a service on a RabbitMQ classic queue traced
+  with standard OpenTelemetry only: the HTTP server span of its API and the database client spans
+  of its PostgreSQL-style store (``db.system = postgresql``; the store here is the SQLite file
+  standing in), and the messaging spans a RabbitMQ (AMQP) instrumentation sets
+  (``messaging.system = rabbitmq``, ``messaging.operation.type``, ``messaging.destination.name``,
+  ``messaging.message.id``, ``messaging.rabbitmq.message.redelivered`` on a copy delivered again):
+  no position, no delivery count, no ``outbox.*`` attribute.
 
 Missing Python packages: exit 3 with one line (``pip install opentelemetry-sdk
 opentelemetry-exporter-otlp-json-file``).
@@ -327,21 +334,88 @@ def messaging(out):
     return path
 
 
+def rabbitmq(out):
+    """Standard OpenTelemetry only, on a RabbitMQ classic queue: nothing names a kind."""
+    run_id = "rabbitmq"
+    path = out / f"{run_id}.otlp.jsonl"
+    work_dir = out / f".{run_id}"
+    work_dir.mkdir(exist_ok=True)
+    db = open_db(work_dir / "store.db")
+    db.executescript(SCHEMA)
+    api_p, api_t = tracer(path, "orders-api", run_id)
+    relay_p, relay_t = tracer(path, "orders-relay", run_id)
+    worker_p, worker_t = tracer(path, "orders-worker", run_id)
+    sql = {"db.system": "postgresql", "db.name": "orders"}
+    amqp = {"messaging.system": "rabbitmq", "messaging.destination.name": "orders"}
+    for n in range(8):
+        task_id, event_id = f"t-{n:02}", f"evt-{n:02}"
+        with api_t.start_as_current_span("POST /orders", kind=SpanKind.SERVER, attributes={
+                "http.request.method": "POST", "http.route": "/orders",
+                "http.response.status_code": 201}):
+            with api_t.start_as_current_span("INSERT orders", kind=SpanKind.CLIENT, attributes={
+                    **sql, "db.operation.name": "INSERT"}):
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("INSERT INTO tasks (task_id, item, amount) VALUES (?, 'all', 1)",
+                           (task_id,))
+                db.execute("INSERT INTO outbox (event_id, task_id) VALUES (?, ?)",
+                           (event_id, task_id))
+                db.execute("COMMIT")
+    for event_id, in db.execute("SELECT event_id FROM outbox WHERE published = 0").fetchall():
+        with relay_t.start_as_current_span("orders publish", kind=SpanKind.PRODUCER, attributes={
+                **amqp, "messaging.operation.type": "publish", "messaging.message.id": event_id}):
+            db.execute("INSERT INTO queue (event_id) VALUES (?)", (event_id,))
+        with relay_t.start_as_current_span("UPDATE outbox", kind=SpanKind.CLIENT, attributes={
+                **sql, "db.operation.name": "UPDATE"}):
+            db.execute("UPDATE outbox SET published = 1 WHERE event_id = ?", (event_id,))
+    copies = list(db.execute("SELECT seq, event_id FROM queue ORDER BY seq").fetchall())
+    # The broker hands the first copy out twice: the first consumer channel closed before its ACK.
+    for i, (seq, event_id) in enumerate([copies[0]] + copies):
+        again = i == 1
+        attrs = {**amqp, "messaging.message.id": event_id,
+                 "messaging.rabbitmq.message.redelivered": again}
+        with worker_t.start_as_current_span("orders process", kind=SpanKind.CONSUMER,
+                                            attributes={**attrs,
+                                                        "messaging.operation.type": "process"}):
+            if i == 0:
+                continue
+            with worker_t.start_as_current_span("INSERT results", kind=SpanKind.CLIENT,
+                                                attributes={**sql, "db.operation.name": "INSERT"}):
+                db.execute("BEGIN IMMEDIATE")
+                fresh = db.execute("INSERT OR IGNORE INTO processed VALUES (?)",
+                                   (event_id,)).rowcount
+                if fresh:
+                    db.execute("INSERT INTO results (event_id, amount) VALUES (?, 1)",
+                               (event_id,))
+                    db.execute("UPDATE tasks SET done = 1 WHERE task_id = "
+                               "(SELECT task_id FROM outbox WHERE event_id = ?)", (event_id,))
+                db.execute("COMMIT")
+        with worker_t.start_as_current_span("orders ack", kind=SpanKind.CLIENT, attributes={
+                **amqp, "messaging.message.id": event_id, "messaging.operation.type": "settle",
+                "messaging.operation.name": "ack"}):
+            db.execute("UPDATE queue SET acked = 1 WHERE seq = ?", (seq,))
+    for provider in [api_p, relay_p, worker_p]:
+        provider.shutdown()
+    return path
+
+
+FIXTURES = ["messaging", "batch-kill", "counter-per-key", "counter-per-key-broken", "rabbitmq"]
+
+
 def main(argv):
     if argv[:1] == ["--worker"]:
         worker_life(*argv[1:5])
         return
     out = Path(argv[0]) if argv else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)
-    for name in ["messaging", "batch-kill", "counter-per-key", "counter-per-key-broken"]:
+    for name in FIXTURES:
         (out / f"{name}.otlp.jsonl").unlink(missing_ok=True)
         work_dir = out / f".{name}"
         if work_dir.exists():
             for f in work_dir.iterdir():
                 f.unlink()
     written = [messaging(out), batch_kill(out), counter_per_key(out, broken=False),
-               counter_per_key(out, broken=True)]
-    for name in ["messaging", "batch-kill", "counter-per-key", "counter-per-key-broken"]:
+               counter_per_key(out, broken=True), rabbitmq(out)]
+    for name in FIXTURES:
         work_dir = out / f".{name}"
         for f in work_dir.iterdir():
             f.unlink()

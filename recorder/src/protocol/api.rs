@@ -92,19 +92,19 @@ pub async fn dual_write<B: Store + Broker>(
     let about = intent.about().loose();
     ctx.emit(Step::PublishAttempt {
         about: about.clone(),
-        attempt: 1,
+        attempt: Some(1),
         note: Note::default(),
     });
     ctx.emit(match backend.publish(&intent, false, false).await {
         Published::Acked { broker_seq, .. } => Step::PublishAcked {
             about,
-            attempt: 1,
-            broker_seq,
+            attempt: Some(1),
+            broker_seq: Some(broker_seq),
             note: Note::default(),
         },
         Published::Unacked { reason } => Step::PublishUnacked {
             about,
-            attempt: 1,
+            attempt: Some(1),
             note: because(reason),
         },
         Published::Failed { reason } => Step::PublishFailed {

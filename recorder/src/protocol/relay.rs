@@ -82,7 +82,7 @@ async fn relay_batch<S: Store, B: Broker>(
         let attempt = *attempt;
         ctx.emit(Step::PublishAttempt {
             about: intent.about().loose(),
-            attempt,
+            attempt: Some(attempt),
             note: Note::default(),
         });
         let lose_ack = ctx.plan.take_lose_publish_ack();
@@ -126,8 +126,8 @@ fn outcome_step(intent: &Intent, attempt: u32, lose_ack: bool, outcome: &Publish
             duplicate,
         } => Step::PublishAcked {
             about,
-            attempt,
-            broker_seq: *broker_seq,
+            attempt: Some(attempt),
+            broker_seq: Some(*broker_seq),
             note: Note {
                 broker_duplicate: duplicate.then_some(true),
                 ..Note::default()
@@ -135,7 +135,7 @@ fn outcome_step(intent: &Intent, attempt: u32, lose_ack: bool, outcome: &Publish
         },
         Published::Unacked { reason } => Step::PublishUnacked {
             about,
-            attempt,
+            attempt: Some(attempt),
             note: Note {
                 fault: lose_ack.then(|| "lose-publish-ack".to_string()),
                 ..because(reason.as_str())

@@ -203,7 +203,7 @@ async fn ack<B: Broker>(
     match broker.ack(delivery).await {
         Ok(()) => ctx.emit(Step::Acked {
             about: delivery.intent.about().loose(),
-            broker_seq: delivery.broker_seq,
+            broker_seq: Some(delivery.broker_seq),
             note: Note::default(),
         }),
         // Not confirmed: the copy will come again after AckWait, and the dedup key absorbs it.

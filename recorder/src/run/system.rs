@@ -84,11 +84,27 @@ impl Subject for TeamSystem<'_> {
                 return Err(e.into());
             }
         };
+        let unmapped = &outcome.dropped.unmapped;
+        if unmapped.spans > 0 {
+            eprintln!(
+                "recorder: scenario {name}: {} span(s) mapped to no kind (run_end.detail.unmapped): {}",
+                unmapped.spans,
+                unmapped.names.join(", ")
+            );
+        }
         if outcome.skipped_count > 0 {
             eprintln!(
                 "recorder: scenario {name}: {} span(s) gave no row: {}",
                 outcome.skipped_count,
                 outcome.skipped.join("; ")
+            );
+        }
+        if let Some(silent) = outcome.quiet_waiting {
+            eprintln!(
+                "recorder: scenario {name}: the deadline passed with no span for {:.1}s: \
+                 quiet may be waiting for work that will never come (it should ask only \
+                 whether anything is left to move, not whether every task is done)",
+                silent.as_secs_f64()
             );
         }
         if let Some(why) = &outcome.no_observed {

@@ -20,3 +20,4 @@ mod otlp_receiver;
 mod otlp_receiver_bounds;
 mod sqlite_lab;
 mod system;
+mod system_omit;

@@ -7,7 +7,7 @@
 //! | `tasks` | distinct `task_id`s of `task_accepted` rows |
 //! | `publish_attempts` | `publish_attempt` rows |
 //! | `publish_acks_lost` | `publish_unacked` rows |
-//! | `stream_copies` | distinct `broker_seq`s of `publish_acked`, `delivered` and `redelivered` rows |
+//! | `stream_copies` | distinct `broker_seq`s of `publish_acked`, `delivered` and `redelivered` rows, plus the `publish_acked` rows without one (a broker without positions) |
 //! | `stream_messages` | the broker's own count, `observed.stream_messages` (absent without it) |
 //! | `deliveries` | `delivered` + `redelivered` rows: every copy a worker received |
 //! | `redeliveries` | `redelivered` rows |
@@ -109,6 +109,8 @@ pub struct FigureTally<K: TaskKey> {
     tasks: K::Set,
     /// Distinct broker positions.
     copies: DistinctU64,
+    /// Publish ACKs without a position: each is a copy the broker holds.
+    unnumbered: u64,
     last_commit: Option<(i64, i64)>,
     observed: Option<Observed>,
 }
@@ -119,6 +121,7 @@ impl<K: TaskKey> Default for FigureTally<K> {
             figures: Figures::default(),
             tasks: K::Set::default(),
             copies: DistinctU64::default(),
+            unnumbered: 0,
             last_commit: None,
             observed: None,
         }
@@ -188,8 +191,10 @@ impl<K: TaskKey> FigureTally<K> {
             row.kind,
             Kind::PublishAcked | Kind::Delivered | Kind::Redelivered
         ) {
-            if let Some(b) = row.broker_seq {
-                self.copies.insert(b);
+            match row.broker_seq {
+                Some(b) => self.copies.insert(b),
+                None if row.kind == Kind::PublishAcked => self.unnumbered += 1,
+                None => {}
             }
         }
     }
@@ -213,7 +218,7 @@ impl<K: TaskKey> FigureTally<K> {
     pub fn figures(&self) -> Figures {
         let mut f = self.figures.clone();
         f.tasks = self.tasks.count();
-        f.stream_copies = self.copies.count();
+        f.stream_copies = self.copies.count() + self.unnumbered;
         let o = self.observed.as_ref();
         f.stream_messages = o.and_then(|o| o.stream_messages);
         // The run's one counter: none to show when the store reports counters by key.

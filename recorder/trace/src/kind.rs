@@ -83,19 +83,19 @@ kinds! {
     /// The outbox record committed; a correct protocol commits it with its task (same `store_rev`).
     IntentRecorded = "intent_recorded" [EventId, StoreRev],
     /// The relay sends one copy to the broker.
-    PublishAttempt = "publish_attempt" [EventId, Attempt],
+    PublishAttempt = "publish_attempt" [EventId],
     /// The broker's publish ACK reached the relay.
-    PublishAcked = "publish_acked" [EventId, Attempt, BrokerSeq],
+    PublishAcked = "publish_acked" [EventId],
     /// No publish ACK came back; the broker may or may not hold the copy.
-    PublishUnacked = "publish_unacked" [EventId, Attempt],
+    PublishUnacked = "publish_unacked" [EventId],
     /// The publish was refused or the broker was down.
     PublishFailed = "publish_failed" [EventId],
     /// The outbox record is marked published.
     OutboxMarked = "outbox_marked" [EventId, StoreRev],
     /// First delivery of a copy.
-    Delivered = "delivered" [EventId, Attempt, BrokerSeq],
+    Delivered = "delivered" [EventId],
     /// The broker delivers a copy again.
-    Redelivered = "redelivered" [EventId, Attempt, BrokerSeq],
+    Redelivered = "redelivered" [EventId],
     /// Dedup key, result, completed task and counter committed in one transaction.
     EffectCommitted = "effect_committed" [EventId, TaskId, Amount, Counter, StoreRev],
     /// The dedup key was already there: no effect.
@@ -103,7 +103,7 @@ kinds! {
     /// The guarded commit lost a revision race and will be retried.
     CommitConflict = "commit_conflict" [EventId],
     /// The consumer ACK was sent.
-    Acked = "acked" [EventId, BrokerSeq],
+    Acked = "acked" [EventId],
     /// The actor died at the named point (`detail.point`).
     Crash = "crash" [Detail],
     /// The actor came back with a new incarnation.

@@ -127,7 +127,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         );
     }
     let interrupted = env.shutdown.is_cancelled();
-    let end = detail::RunEnd {
+    let mut end = detail::RunEnd {
         recovered: Some(recovered),
         elapsed_ms: Some(started.elapsed().as_millis() as u64),
         tasks_sent: Some(delivered.sent),
@@ -143,6 +143,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         },
         ..detail::RunEnd::default()
     };
+    stage.outcome.dropped.fill(&mut end);
     stage.own(Author::Recorder, Step::RunEnd(end)).await?;
     stage.outcome.recovered = recovered;
     Ok(stage.outcome)

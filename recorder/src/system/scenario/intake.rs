@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use outbox_trace::otlp::{self, Why};
 use outbox_trace::CrashSite;
 use outbox_trace::Step;
 
@@ -26,9 +27,12 @@ impl<'a, 'e> Stage<'a, 'e> {
         for reason in &mapped.rejected {
             self.skip(reason.clone());
         }
+        for d in &mapped.dropped {
+            self.drop_span(d.why.clone());
+        }
         for live in mapped.events {
             if let Some(kind) = &live.unknown_kind {
-                self.skip(format!("a span of unknown kind `{kind}`"));
+                self.drop_span(Why::Unmapped(format!("{}={kind}", otlp::key::KIND)));
                 continue;
             }
             let event = live.event;
@@ -37,7 +41,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             let step = match Step::try_from(&event) {
                 Ok(step) => step,
                 Err(missing) => {
-                    self.skip(missing.to_string());
+                    self.drop_span(Why::Refused(missing));
                     continue;
                 }
             };
@@ -108,6 +112,14 @@ impl<'a, 'e> Stage<'a, 'e> {
             held.answer();
         }
         Ok(held)
+    }
+
+    /// Counts a span that gave no row in `run_end`'s counts; a refused one also as skipped.
+    fn drop_span(&mut self, why: Why) {
+        self.outcome.dropped.add(&why);
+        if let Why::Refused(missing) = why {
+            self.skip(missing.to_string());
+        }
     }
 
     pub(super) fn skip(&mut self, reason: String) {

@@ -174,7 +174,14 @@ pub async fn run_scenario(
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
-        if env.shutdown.is_cancelled() || Instant::now() > deadline {
+        if env.shutdown.is_cancelled() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let silent = stage.last_span.elapsed();
+            if system.file.quiet.is_some() && silent >= SPAN_SILENCE {
+                stage.outcome.quiet_waiting = Some(silent);
+            }
             break;
         }
         let now = Instant::now();

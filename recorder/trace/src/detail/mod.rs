@@ -23,7 +23,7 @@ pub use counter::CounterValue;
 pub use failure::{Crash, Fault};
 pub use note::Note;
 pub use observed::Observed;
-pub use run::{RunConfig, RunEnd, RunStart};
+pub use run::{Refused, RunConfig, RunEnd, RunStart, Unmapped, UNMAPPED_NAMES};
 
 /// The JSON key of a detail field: `detail_key!(Observed.counter)` is the [`DetailKey`]
 /// `counter`.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::lenient::{self, detail_struct};
+use super::lenient::{self, detail_struct, Lenient};
 use super::CounterValue;
 
 detail_struct! {
@@ -52,6 +52,100 @@ detail_struct! {
         pub tasks_resent: Option<u64>,
         /// Tasks never answered.
         pub tasks_unanswered: Option<u64>,
+        /// Spans that named a kind but lacked a column it requires, by kind: they gave no row.
+        pub refused: BTreeMap<String, Refused>,
+        /// Spans that mapped to no kind at all.
+        pub unmapped: Option<Unmapped>,
+    }
+}
+
+detail_struct! {
+    /// One entry of `run_end.detail.refused`: the spans of one kind that gave no row.
+    pub struct Refused {
+        /// How many spans.
+        pub spans: u64,
+        /// The required columns they lacked.
+        pub missing: Vec<String>,
+    }
+}
+
+detail_struct! {
+    /// `run_end.detail.unmapped`: the spans that mapped to no kind.
+    pub struct Unmapped {
+        /// How many spans.
+        pub spans: u64,
+        /// Up to five of their names.
+        pub names: Vec<String>,
+    }
+}
+
+/// Up to how many span names [`Unmapped`] keeps.
+pub const UNMAPPED_NAMES: usize = 5;
+
+impl Refused {
+    /// Counts one more span lacking `missing` (its columns joined to those already named).
+    pub fn add(&mut self, missing: impl IntoIterator<Item = String>) {
+        self.spans += 1;
+        for m in missing {
+            if !self.missing.contains(&m) {
+                self.missing.push(m);
+            }
+        }
+    }
+}
+
+impl Unmapped {
+    /// Counts one more span named `name` (kept if fewer than [`UNMAPPED_NAMES`] distinct names
+    /// are).
+    pub fn add(&mut self, name: &str) {
+        self.spans += 1;
+        if self.names.len() < UNMAPPED_NAMES && !self.names.iter().any(|n| n == name) {
+            self.names.push(name.to_string());
+        }
+    }
+
+    /// Adds another count to this one.
+    pub fn merge(&mut self, other: &Unmapped) {
+        self.spans += other.spans;
+        for n in &other.names {
+            if self.names.len() < UNMAPPED_NAMES && !self.names.contains(n) {
+                self.names.push(n.clone());
+            }
+        }
+    }
+}
+
+impl RunEnd {
+    /// Whether the producer counted spans it could not map (refused or unmapped).
+    pub fn spans_dropped(&self) -> bool {
+        self.refused.values().any(|r| r.spans > 0)
+            || self.unmapped.as_ref().is_some_and(|u| u.spans > 0)
+    }
+}
+
+/// An object: the entry; a bare count is a count without columns or names.
+impl Lenient for Refused {
+    fn from_json(v: Value) -> Option<Self> {
+        match v {
+            Value::Object(_) => serde_json::from_value(v).ok(),
+            other => u64::from_json(other).map(|spans| Refused {
+                spans,
+                ..Refused::default()
+            }),
+        }
+    }
+}
+
+/// An object, or a bare count (then without names).
+impl Lenient for Unmapped {
+    fn from_json(v: Value) -> Option<Self> {
+        match v {
+            Value::Object(_) => serde_json::from_value(v).ok(),
+            other => u64::from_json(other).map(|spans| Unmapped {
+                spans,
+                ..Unmapped::default()
+            }),
+        }
     }
 }
 

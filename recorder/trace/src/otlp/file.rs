@@ -27,15 +27,17 @@
 //! of JSON Lines do.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::io::{BufRead, Read};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use prost::Message;
 
+use super::dropped::{Ending, Tally};
 use super::mapping::{Mapper, Out, Pending};
 use super::spans::Request;
+pub(super) use super::spill::Bound;
 use super::spill::{Held, Key, Segment, SegmentReader, Spill};
 use super::{json, proto};
 use crate::input::{lines, max_line_words, Chunker, Decoded, Header, MAX_LINE_BYTES};
@@ -101,24 +103,6 @@ fn protobuf_request(bytes: &[u8]) -> Result<Request, String> {
         .map_err(|e| format!("does not decode as an OTLP TracesData message: {e}"))
 }
 
-/// When the pending events held in memory are sorted and spilled as one segment.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Bound {
-    /// At this many events,
-    pub events: usize,
-    /// or at about this many bytes of them.
-    pub bytes: usize,
-}
-
-impl Default for Bound {
-    fn default() -> Self {
-        Bound {
-            events: 1 << 18,
-            bytes: 16 << 20,
-        }
-    }
-}
-
 /// Why a span could not be taken.
 #[derive(Debug)]
 pub(super) enum Refused {
@@ -169,6 +153,10 @@ pub(super) struct FileMapping {
     spill: Option<Spill>,
     segments: Vec<Segment>,
     bound: Bound,
+    /// The spans that gave no row, by scenario.
+    tally: Tally,
+    /// The scenarios with a `run_end` row.
+    ended: HashSet<(String, String)>,
 }
 
 impl FileMapping {
@@ -190,6 +178,8 @@ impl FileMapping {
             spill: None,
             segments: Vec::new(),
             bound,
+            tally: Tally::default(),
+            ended: HashSet::new(),
         }
     }
 
@@ -208,6 +198,9 @@ impl FileMapping {
                     .mapper
                     .span(&rs.resource, span)
                     .map_err(|reason| Refused::Span(refusal(self.spans, span, &reason)))?;
+                for d in self.mapper.take_dropped() {
+                    self.tally.add(&d);
+                }
                 for out in outs {
                     match out {
                         Out::Event(p) => self.hold(*p),
@@ -225,6 +218,10 @@ impl FileMapping {
     /// Takes a new event, and what it tells of its run.
     fn hold(&mut self, p: Pending) {
         debug_assert_eq!(p.id, self.base + self.held.len() as u64);
+        if p.event.kind == crate::Kind::RunEnd && p.unknown_kind.is_none() {
+            self.ended
+                .insert((p.event.run_id.clone(), p.event.scenario.clone()));
+        }
         let run = match self.run_numbers.get(&p.event.run_id) {
             Some(&n) => n,
             None => {
@@ -326,9 +323,12 @@ impl FileMapping {
             late,
             mut spill,
             mut segments,
+            tally,
+            ended,
             ..
         } = self;
-        let rows = base + held.len() as u64;
+        let ending = Ending::new(tally, &ended);
+        let rows = base + held.len() as u64 + ending.added();
         if rows == 0 {
             return Err(TraceError::Empty);
         }
@@ -395,7 +395,8 @@ impl FileMapping {
             None => Vec::new(),
         };
         sources.push(Source::Held(held.into_iter()));
-        let mut handout = Handout::new(sources, runs.into_iter().map(Placing::new).collect())?;
+        let runs = runs.into_iter().map(Placing::new).collect();
+        let mut handout = Handout::new(sources, runs, ending)?;
         let batches: crate::input::DecodedBatches = if segments.is_empty() {
             let mut all = Vec::new();
             while let Some(batch) = handout.next_batch()? {
@@ -482,10 +483,16 @@ struct Handout {
     chunker: Chunker,
     /// Reading a spilled segment back failed: that error was the last item.
     failed: bool,
+    /// Completes the `run_end` rows with the counts of spans that gave no row.
+    ending: Ending,
 }
 
 impl Handout {
-    fn new(mut sources: Vec<Source>, runs: Vec<Placing>) -> Result<Self, TraceError> {
+    fn new(
+        mut sources: Vec<Source>,
+        runs: Vec<Placing>,
+        ending: Ending,
+    ) -> Result<Self, TraceError> {
         let mut heads = Vec::with_capacity(sources.len());
         let mut heap = BinaryHeap::with_capacity(sources.len());
         for (i, source) in sources.iter_mut().enumerate() {
@@ -502,6 +509,7 @@ impl Handout {
             runs,
             chunker: Chunker::default(),
             failed: false,
+            ending,
         })
     }
 
@@ -509,6 +517,11 @@ impl Handout {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>, TraceError> {
         loop {
             let Some(Reverse((_, i))) = self.heap.pop() else {
+                for e in self.ending.rest() {
+                    if let Some(batch) = self.chunker.push(e, None)? {
+                        return Ok(Some(batch));
+                    }
+                }
                 return self.chunker.flush();
             };
             let Some(h) = self.heads[i].take() else {
@@ -541,6 +554,7 @@ impl Handout {
                 p.at.checked_sub(run.start)
                     .and_then(|t| i64::try_from(t).ok())
                     .ok_or_else(|| too_long(&run.name))?;
+            self.ending.pass(&mut p.event);
             if let Some(batch) = self.chunker.push(p.event, p.unknown_kind)? {
                 return Ok(Some(batch));
             }

@@ -65,3 +65,9 @@ pub const BROKER_SEQ_FALLBACKS: &[&str] =
     &["messaging.kafka.offset", "messaging.kafka.message.offset"];
 /// `messaging.operation.name` values of a negative settlement: such a `settle` is no `acked`.
 pub const NEGATIVE_SETTLEMENTS: &[&str] = &["nack", "reject", "abandon", "dead_letter", "release"];
+/// A delivery whose span carries one of these set true is `redelivered` (RabbitMQ gives a flag,
+/// not a count).
+pub const REDELIVERED: &[&str] = &[
+    "messaging.rabbitmq.message.redelivered",
+    "outbox.redelivered",
+];

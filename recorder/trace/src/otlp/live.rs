@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use super::dropped::Dropped;
 use super::mapping::{Mapper, Out};
 use super::spans::Request;
 use crate::Event;
@@ -27,6 +28,9 @@ pub struct Mapped {
     /// One reason per span that could not be mapped (an attribute value that cannot be read, a
     /// span without any time); such a span gives no event.
     pub rejected: Vec<String>,
+    /// The spans (or events of spans) that gave no row: refused for want of a column their
+    /// kind requires, or mapped to no kind.
+    pub dropped: Vec<Dropped>,
 }
 
 /// One event of a span that arrived.
@@ -86,6 +90,7 @@ impl LiveMapper {
                 }
             }
         }
+        out.dropped = self.mapper.take_dropped();
         out
     }
 

@@ -9,6 +9,10 @@
 //!   ERROR) at its end; `receive` and `process` of one message in one actor life give ONE
 //!   `delivered` (`redelivered` when `outbox.attempt` > 1) at the earlier start of the two;
 //!   `settle` gives `acked` unless it was negative; `create` and other spans give nothing.
+//! - A delivery is `redelivered` when `outbox.attempt` > 1, or when the span carries RabbitMQ's
+//!   flag (`messaging.rabbitmq.message.redelivered`, or `outbox.redelivered`) set true.
+//! - An event that lacks a column its kind requires gives no row, and a span that maps to no
+//!   kind gives none either: both are kept as [`Dropped`] for the counts of `run_end`.
 //!
 //! The mapping is stateful only for the receive/process pairs: the first span of a pair gives the
 //! event, the second is paired with it (a [`Out::Merge`] moves the event to the earlier start,
@@ -22,9 +26,11 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
+use super::dropped::{Dropped, Why};
 use super::key;
 use super::spans::{Attribute, Span, Value};
 use crate::position::{redis_entry_id, BrokerPosition};
+use crate::step::MissingFields;
 use crate::{Event, Kind};
 
 /// One event of a span, before the run-wide numbers (`seq`, `ts_ns`, `incarnation`) are known.
@@ -94,6 +100,8 @@ pub(crate) struct Mapper {
     default_run_id: String,
     unpaired: HashMap<DeliveryKey, VecDeque<Unpaired>>,
     next_id: u64,
+    /// The spans, or events of spans, that gave no row since [`Mapper::take_dropped`].
+    dropped: Vec<Dropped>,
 }
 
 impl Mapper {
@@ -156,7 +164,8 @@ impl Mapper {
             (None, Some(op @ ("receive" | "process"))) => {
                 let mut delivery =
                     self.event(&attrs, Kind::Delivered.as_str(), start, whole, true)?;
-                if delivery.pending.event.attempt.is_some_and(|a| a > 1) {
+                if delivery.pending.event.attempt.is_some_and(|a| a > 1) || redelivered_flag(&attrs)
+                {
                     delivery.pending.event.kind = Kind::Redelivered;
                 }
                 half = Some(if op == "receive" {
@@ -179,9 +188,36 @@ impl Mapper {
             _ => {}
         }
         // Every event of the span was read: only now does the state change.
+        let understood = matches!(
+            operation.as_deref(),
+            Some("send" | "publish" | "receive" | "process" | "settle" | "create")
+        );
+        if made.is_empty() && !understood {
+            let (run_id, scenario) = self.place(&attrs);
+            self.dropped.push(Dropped {
+                run_id,
+                scenario,
+                why: Why::Unmapped(span.name.clone()),
+            });
+        }
         let mut out = Vec::with_capacity(made.len());
-        for (i, mut m) in made.into_iter().enumerate() {
-            m.pending.inside = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let mut inside = 0u32;
+        for mut m in made {
+            let missing = m.pending.event.missing_fields();
+            if m.pending.unknown_kind.is_none() && !missing.is_empty() {
+                let e = &m.pending.event;
+                self.dropped.push(Dropped {
+                    run_id: e.run_id.clone(),
+                    scenario: e.scenario.clone(),
+                    why: Why::Refused(MissingFields {
+                        kind: e.kind,
+                        fields: missing,
+                    }),
+                });
+                continue;
+            }
+            inside = inside.saturating_add(1);
+            m.pending.inside = inside;
             if let (Some(half), true) = (half, m.delivery) {
                 if let Some(merge) = self.pair(half, &m.pending) {
                     out.push(merge);
@@ -204,6 +240,20 @@ impl Mapper {
             out.push(Out::Event(Box::new(m.pending)));
         }
         Ok(out)
+    }
+
+    /// The spans, or events of spans, that gave no row since the last call.
+    pub fn take_dropped(&mut self) -> Vec<Dropped> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// The run and scenario a span's attributes name.
+    fn place(&self, attrs: &Attrs) -> (String, String) {
+        let text = |k: &str| attrs.text(k).map(Cow::into_owned);
+        (
+            text(key::RUN_ID).unwrap_or_else(|| self.default_run_id.clone()),
+            text(key::SCENARIO).unwrap_or_else(|| "default".into()),
+        )
     }
 
     /// Pairs the delivery `p` (a `half`) with the oldest waiting other half of the same
@@ -279,6 +329,15 @@ impl Mapper {
             delivery,
         })
     }
+}
+
+/// Whether the span carries RabbitMQ's redelivery flag set true.
+fn redelivered_flag(attrs: &Attrs) -> bool {
+    key::REDELIVERED.iter().any(|k| {
+        attrs
+            .text(k)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    })
 }
 
 /// A span's start and end.

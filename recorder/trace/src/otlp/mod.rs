@@ -9,6 +9,7 @@
 //! ([`mod@write`], what `recorder run --otlp` writes). The attribute names are written once, in
 //! [`key`].
 
+mod dropped;
 mod file;
 mod json;
 pub mod key;
@@ -19,6 +20,7 @@ pub mod spans;
 mod spill;
 pub mod write;
 
+pub use dropped::{Counts, Dropped, Tally, Why};
 pub(crate) use file::{decode_json_document, decode_json_lines, decode_protobuf};
 pub use live::{LiveEvent, LiveMapper, Mapped};
 pub use spans::Request;

@@ -367,3 +367,21 @@ fn decode(r: &mut impl Read, runs: &[String]) -> io::Result<Held> {
         run,
     })
 }
+
+/// When the pending events held in memory are sorted and spilled as one segment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bound {
+    /// At this many events,
+    pub events: usize,
+    /// or at about this many bytes of them.
+    pub bytes: usize,
+}
+
+impl Default for Bound {
+    fn default() -> Self {
+        Bound {
+            events: 1 << 18,
+            bytes: 16 << 20,
+        }
+    }
+}

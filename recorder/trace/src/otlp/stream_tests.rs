@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 
+use super::dropped::{Ending, Tally};
 use super::file::{refusal, Bound, FileMapping};
 use super::mapping::{Mapper, Out, Pending};
 use super::spans::{Attribute, Request, Span, SpanEvent, Value};
@@ -24,6 +25,7 @@ struct Whole {
     mapper: Mapper,
     pending: Vec<(Pending, u64)>,
     spans: u64,
+    tally: Tally,
 }
 
 impl Whole {
@@ -32,6 +34,7 @@ impl Whole {
             mapper: Mapper::new("t"),
             pending: Vec::new(),
             spans: 0,
+            tally: Tally::default(),
         };
         for r in requests {
             w.request(r).map_err(|e| TraceError::Otlp(e).to_string())?;
@@ -47,6 +50,9 @@ impl Whole {
                     .mapper
                     .span(&rs.resource, span)
                     .map_err(|reason| refusal(self.spans, span, &reason))?;
+                for d in self.mapper.take_dropped() {
+                    self.tally.add(&d);
+                }
                 for out in outs {
                     match out {
                         Out::Event(p) => self.pending.push((*p, self.spans)),
@@ -68,6 +74,13 @@ impl Whole {
         }
         let mut clocks = false;
         let mut batches = Vec::new();
+        let ended = self
+            .pending
+            .iter()
+            .filter(|(p, _)| p.event.kind == crate::Kind::RunEnd && p.unknown_kind.is_none())
+            .map(|(p, _)| (p.event.run_id.clone(), p.event.scenario.clone()))
+            .collect();
+        let mut ending = Ending::new(self.tally, &ended);
         let mut runs: HashMap<String, Vec<(Pending, u64)>> = HashMap::new();
         let mut run_order = Vec::new();
         for p in self.pending {
@@ -116,8 +129,12 @@ impl Whole {
                         "run `{run}` spans more than 292 years of span time"
                     ))
                 })?;
+                ending.pass(&mut p.event);
                 batches.extend(chunker.push(p.event, p.unknown_kind)?);
             }
+        }
+        for e in ending.rest() {
+            batches.extend(chunker.push(e, None)?);
         }
         batches.extend(chunker.flush()?);
         Ok((batches, chunker.rows(), clocks))
@@ -286,6 +303,8 @@ fn kind(kind: &str, at: u64, seq: Option<i64>) -> Span {
     let mut attrs = vec![
         Attribute::string("outbox.kind", kind),
         Attribute::string("outbox.task_id", format!("t-{at}")),
+        Attribute::string("outbox.event_id", format!("e-{at}")),
+        Attribute::int("outbox.store_rev", at as i64),
     ];
     if let Some(seq) = seq {
         attrs.push(Attribute::int("outbox.seq", seq));
@@ -456,6 +475,15 @@ fn generated(seed: u64, spans: usize) -> Vec<Request> {
             _ => {
                 let k = kinds[d.below(kinds.len() as u64) as usize];
                 attrs.push(Attribute::string("outbox.kind", k));
+                // Complete for every kind used, but on some spans: those are refused.
+                if d.below(8) > 0 {
+                    for (key, v) in [("outbox.event_id", n), ("outbox.task_id", n)] {
+                        attrs.push(Attribute::string(key, format!("x-{v}")));
+                    }
+                    for key in ["outbox.store_rev", "outbox.amount", "outbox.counter"] {
+                        attrs.push(Attribute::int(key, n as i64));
+                    }
+                }
                 // Run 1 has `outbox.seq` on every event; run 2 on some.
                 if run == 1 || (run == 2 && d.below(3) > 0) {
                     attrs.push(Attribute::int("outbox.seq", (n as i64) * 7 % 1001));

@@ -125,14 +125,24 @@ fn messaging_spans_and_span_events_map_as_the_contract_says() {
             (2, 500, "publish_attempt", 1, Some("evt-1")),
             (3, 1000, "publish_unacked", 1, Some("evt-1")),
             (4, 1600, "outbox_marked", 1, Some("evt-1")),
+            // The span `other` maps to no kind: counted in a `run_end` of the scenario's own.
+            (5, 1600, "run_end", 0, None),
         ]
     );
     assert_eq!(events[0].broker_seq, Some(42));
     assert_eq!(events[3].store_rev, Some(7));
-    assert!(events.iter().all(|e| e.run_id == "spans"
-        && e.scenario == "default"
-        && e.backend == "otel"
-        && e.actor == "relay"));
+    let end: crate::detail::RunEnd =
+        serde_json::from_str(events[4].detail.as_deref().unwrap()).unwrap();
+    let unmapped = end.unmapped.unwrap();
+    assert_eq!(
+        (unmapped.spans, unmapped.names),
+        (1, vec!["other".to_string()])
+    );
+    assert_eq!(end.recovered, None, "the counts say nothing of recovery");
+    assert!(events[..4].iter().all(|e| e.actor == "relay"));
+    assert!(events
+        .iter()
+        .all(|e| e.run_id == "spans" && e.scenario == "default" && e.backend == "otel"));
 }
 #[test]
 fn written_spans_read_back_as_the_same_rows() {
@@ -480,6 +490,7 @@ fn protobuf_and_json_requests_decode_to_the_same_spans() {
         vec![
             ("outbox.kind", string("effect_committed")),
             ("outbox.event_id", string("evt-1")),
+            ("outbox.task_id", string("t-1")),
             ("outbox.amount", any_value::Value::IntValue(3)),
             ("outbox.counter", any_value::Value::IntValue(13)),
             ("outbox.counter_key", string("apple")),
@@ -514,6 +525,7 @@ fn protobuf_and_json_requests_decode_to_the_same_spans() {
             "attributes": [
                 {"key": "outbox.kind", "value": {"stringValue": "effect_committed"}},
                 {"key": "outbox.event_id", "value": {"stringValue": "evt-1"}},
+                {"key": "outbox.task_id", "value": {"stringValue": "t-1"}},
                 {"key": "outbox.amount", "value": {"intValue": "3"}},
                 {"key": "outbox.counter", "value": {"intValue": 13}},
                 {"key": "outbox.counter_key", "value": {"stringValue": "apple"}},
@@ -650,4 +662,94 @@ fn unknown_kinds_are_kept_by_name() {
         Some("future_kind")
     );
     let _ = Json::Null;
+}
+
+#[test]
+fn a_broker_without_positions_maps_and_refused_or_unmapped_spans_are_counted() {
+    use super::{Counts, Why};
+    let mut redelivery = span(
+        300,
+        310,
+        &[
+            "messaging.operation.type=receive",
+            "messaging.message.id=m-1",
+        ],
+    );
+    redelivery.attributes.push(Attribute {
+        key: "messaging.rabbitmq.message.redelivered".into(),
+        value: super::spans::Value::Bool(true),
+    });
+    let mut get = span(50, 60, &["http.request.method=GET"]);
+    get.name = "GET /tasks".into();
+    let spans = vec![
+        // RabbitMQ: no position, no attempt; a publish confirm and a first delivery.
+        span(
+            100,
+            110,
+            &["messaging.operation.type=send", "messaging.message.id=m-1"],
+        ),
+        span(
+            200,
+            210,
+            &[
+                "messaging.operation.type=receive",
+                "messaging.message.id=m-1",
+            ],
+        ),
+        redelivery,
+        span(
+            320,
+            330,
+            &[
+                "messaging.operation.type=settle",
+                "messaging.message.id=m-1",
+            ],
+        ),
+        // An own kind without a column it requires, and a span of no kind at all.
+        span(
+            400,
+            410,
+            &[
+                "outbox.kind=task_accepted",
+                "outbox.task_id=t-1",
+                "outbox.event_id=m-1",
+            ],
+        ),
+        get,
+    ];
+    let mapped = LiveMapper::new().map(&request("svc", "i-1", spans));
+    let kinds: Vec<(&str, Option<u32>, Option<u64>)> = mapped
+        .events
+        .iter()
+        .map(|e| (e.event.kind.as_str(), e.event.attempt, e.event.broker_seq))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("publish_attempt", None, None),
+            ("publish_acked", None, None),
+            ("delivered", None, None),
+            ("redelivered", None, None),
+            ("acked", None, None),
+        ]
+    );
+    let mut counts = Counts::default();
+    for d in &mapped.dropped {
+        counts.add(&d.why);
+    }
+    assert!(matches!(&mapped.dropped[0].why, Why::Refused(m) if m.kind == Kind::TaskAccepted));
+    let mut end = crate::detail::RunEnd::default();
+    counts.fill(&mut end);
+    let text = serde_json::to_string(&end).unwrap();
+    assert_eq!(
+        text,
+        r#"{"refused":{"task_accepted":{"spans":1,"missing":["store_rev"]}},"unmapped":{"spans":1,"names":["GET /tasks"]}}"#
+    );
+    // And back, leniently (a bare count is a count).
+    let back: crate::detail::RunEnd =
+        serde_json::from_str(r#"{"refused":{"acked":3},"unmapped":2}"#).unwrap();
+    assert_eq!(back.refused["acked"].spans, 3);
+    assert_eq!(back.unmapped.unwrap().spans, 2);
+    let back: crate::detail::RunEnd = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.refused["task_accepted"].missing, vec!["store_rev"]);
 }

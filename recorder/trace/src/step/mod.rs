@@ -67,8 +67,9 @@ pub enum Step {
     PublishAttempt {
         /// The event the copy carries.
         about: About,
-        /// The publish attempt (1-based).
-        attempt: u32,
+        /// The publish attempt (1-based), where the relay counts them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -77,10 +78,12 @@ pub enum Step {
     PublishAcked {
         /// The event the copy carries.
         about: About,
-        /// The publish attempt (1-based).
-        attempt: u32,
-        /// The copy's position in the broker.
-        broker_seq: u64,
+        /// The publish attempt (1-based), where the relay counts them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+        /// The copy's position in the broker, where the broker numbers its copies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        broker_seq: Option<u64>,
         /// The detail (`broker_duplicate`).
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -89,8 +92,9 @@ pub enum Step {
     PublishUnacked {
         /// The event the copy carries.
         about: About,
-        /// The publish attempt (1-based).
-        attempt: u32,
+        /// The publish attempt (1-based), where the relay counts them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
         /// The detail (`reason`, `fault`).
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -120,10 +124,12 @@ pub enum Step {
     Delivered {
         /// The event the copy carries.
         about: About,
-        /// The broker's delivery count (1).
-        attempt: u32,
-        /// The copy's position in the broker.
-        broker_seq: u64,
+        /// The broker's delivery count (1), where the broker counts deliveries.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+        /// The copy's position in the broker, where the broker numbers its copies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        broker_seq: Option<u64>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -132,10 +138,12 @@ pub enum Step {
     Redelivered {
         /// The event the copy carries.
         about: About,
-        /// The broker's delivery count (above 1).
-        attempt: u32,
-        /// The copy's position in the broker.
-        broker_seq: u64,
+        /// The broker's delivery count (above 1), where the broker counts deliveries.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+        /// The copy's position in the broker, where the broker numbers its copies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        broker_seq: Option<u64>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -186,8 +194,9 @@ pub enum Step {
     Acked {
         /// The event the ACKed copy carries.
         about: About,
-        /// The position of the copy ACKed.
-        broker_seq: u64,
+        /// The position of the copy ACKed, where the broker numbers its copies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        broker_seq: Option<u64>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -253,15 +262,15 @@ impl Step {
         if attempt <= 1 {
             Step::Delivered {
                 about,
-                attempt,
-                broker_seq,
+                attempt: Some(attempt),
+                broker_seq: Some(broker_seq),
                 note,
             }
         } else {
             Step::Redelivered {
                 about,
-                attempt,
-                broker_seq,
+                attempt: Some(attempt),
+                broker_seq: Some(broker_seq),
                 note,
             }
         }

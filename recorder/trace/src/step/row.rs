@@ -234,13 +234,13 @@ steps! {
     RunStart(detail),
     TaskAccepted { about; store_rev: StoreRev, amount; note },
     IntentRecorded { about; store_rev: StoreRev, amount; note },
-    PublishAttempt { about; attempt: Attempt; note },
-    PublishAcked { about; attempt: Attempt, broker_seq: BrokerSeq; note },
-    PublishUnacked { about; attempt: Attempt; note },
+    PublishAttempt { about; attempt; note },
+    PublishAcked { about; attempt, broker_seq; note },
+    PublishUnacked { about; attempt; note },
     PublishFailed { about; attempt; note },
     OutboxMarked { about; store_rev: StoreRev; note },
-    Delivered { about; attempt: Attempt, broker_seq: BrokerSeq; note },
-    Redelivered { about; attempt: Attempt, broker_seq: BrokerSeq; note },
+    Delivered { about; attempt, broker_seq; note },
+    Redelivered { about; attempt, broker_seq; note },
     EffectCommitted {
         about;
         store_rev: StoreRev, amount: Amount, counter: Counter, counter_key, broker_seq;
@@ -248,7 +248,7 @@ steps! {
     },
     DuplicateSuppressed { about; broker_seq; note },
     CommitConflict { about; broker_seq; note },
-    Acked { about; broker_seq: BrokerSeq; note },
+    Acked { about; broker_seq; note },
     Crash { about; ; crash },
     Restart {},
     Fault(detail),

@@ -178,6 +178,13 @@ impl Subject for Lab<'_> {
             .map_err(Failure::from)
     }
 
+    /// Our own services are killed and waited for, so none outlives the recorder.
+    async fn close(&mut self) {
+        for service in self.services.get_mut().iter_mut() {
+            service.kill().await;
+        }
+    }
+
     fn finish(&mut self, tallies: &Tallies) -> Result<(), Failure> {
         if self.config.backend == BackendKind::SqliteRedis {
             let tallies = tallies.lock().expect("tally lock").clone();

@@ -85,6 +85,11 @@ pub trait Subject {
         index: usize,
     ) -> impl std::future::Future<Output = Result<bool, Failure>>;
 
+    /// Stops what [`Subject::open`] started (and waits until it is gone), whatever the run's end.
+    fn close(&mut self) -> impl std::future::Future<Output = ()> {
+        async {}
+    }
+
     /// After a complete trace is written: files of the subject's own (the lab's lines).
     fn finish(&mut self, _tallies: &Tallies) -> Result<(), Failure> {
         Ok(())
@@ -110,7 +115,13 @@ pub async fn record(
     let workdir = super::workdir::create()
         .context("creating the run's temporary directory")
         .map_err(Failure::run)?;
-    let opened = subject.open(workdir.path()).await?;
+    let opened = match subject.open(workdir.path()).await {
+        Ok(opened) => opened,
+        Err(e) => {
+            subject.close().await;
+            return Err(e);
+        }
+    };
     let run_id = new_run_id();
     let run_json = serde_json::to_string(&opened.metadata).map_err(|e| Failure::run(e.into()))?;
     let (journal, recorder) =
@@ -159,7 +170,9 @@ pub async fn record(
         Some(_) => Target::Series("failed"),
         None => Target::Out,
     };
-    let (events, _) = journal.finish(target).await?;
+    let finished = journal.finish(target).await;
+    subject.close().await;
+    let (events, _) = finished?;
     if let Some(e) = failure {
         return Err(e);
     }

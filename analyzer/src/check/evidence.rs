@@ -9,8 +9,8 @@
 //!   (`run_end.detail.refused`), the rows they would have given could break a pass or remove a
 //!   violation: a pass is `unknown`, and so is a failure, except a duplicate (missing rows only
 //!   hide those). Where spans mapped to no kind (`run_end.detail.unmapped`), the kinds without
-//!   rows are no evidence (see [`Ends::lacks`], which each rule consults), and the two passes
-//!   that rest on no rows at all (no aggregate information, no external calls) are `unknown`.
+//!   rows are no evidence (see [`Ends::lacks`], which each rule consults); the two passes the
+//!   contract's table gives a note (no aggregate information, no external calls) keep it.
 //!   An outcome already `unknown` because the store holds more than the trace gets the
 //!   producer's own count as its reason instead: the spans were not lost, they were refused or
 //!   unmapped.
@@ -33,10 +33,7 @@ pub fn unworked(invariant: Invariant, ends: &Ends) -> Option<Outcome> {
 pub fn apply(ends: &Ends, reads: &[&'static [Kind]], outcomes: &mut [Outcome]) {
     for (o, &kinds) in outcomes.iter_mut().zip(reads) {
         let doubt = match o.verdict {
-            Verdict::Pass => kinds
-                .iter()
-                .find_map(|&k| ends.refused(k))
-                .or_else(|| rests_on_nothing(o, ends)),
+            Verdict::Pass => kinds.iter().find_map(|&k| ends.refused(k)),
             Verdict::Fail if removable(o.invariant) => kinds.iter().find_map(|&k| ends.refused(k)),
             // Rows missing against the store that the producer knows it refused or could not
             // map: say so, not that spans were lost.
@@ -61,22 +58,4 @@ fn lost(o: &Outcome) -> bool {
         o.reason,
         Some(Reason::StoreHoldsMore(_) | Reason::TraceShort { .. })
     )
-}
-
-/// A pass that rests on no rows at all, where spans mapped to no kind.
-fn rests_on_nothing(o: &Outcome, ends: &Ends) -> Option<Reason> {
-    let kinds: &'static [Kind] = match o.reason {
-        Some(Reason::NoAggregateInfo) => &[Kind::IntentRecorded],
-        Some(Reason::NoExternalCalls) => &[Kind::ExternalApplied],
-        _ => return None,
-    };
-    if ends.rows(kinds[0]) > 0 {
-        return None;
-    }
-    let (spans, names) = ends.unmapped()?;
-    Some(Reason::Unmapped {
-        kinds,
-        spans,
-        names: names.to_vec(),
-    })
 }

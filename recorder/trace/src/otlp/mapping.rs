@@ -12,7 +12,8 @@
 //! - A delivery is `redelivered` when `outbox.attempt` > 1, or when the span carries RabbitMQ's
 //!   flag (`messaging.rabbitmq.message.redelivered`, or `outbox.redelivered`) set true.
 //! - An event that lacks a column its kind requires gives no row, and a span that maps to no
-//!   kind gives none either: both are kept as [`Dropped`] for the counts of `run_end`.
+//!   kind (and carries no `outbox.*` attribute of its own) gives none either: both are kept as
+//!   [`Dropped`] for the counts of `run_end`.
 //!
 //! The mapping is stateful only for the receive/process pairs: the first span of a pair gives the
 //! event, the second is paired with it (a [`Out::Merge`] moves the event to the earlier start,
@@ -192,7 +193,10 @@ impl Mapper {
             operation.as_deref(),
             Some("send" | "publish" | "receive" | "process" | "settle" | "create")
         );
-        if made.is_empty() && !understood {
+        // A span with `outbox.*` attributes of its own and no kind frames its steps (a request
+        // span whose events report them): it speaks the contract, and says nothing more here.
+        let framing = span.attributes.iter().any(|kv| kv.key.starts_with("outbox."));
+        if made.is_empty() && !understood && !framing {
             let (run_id, scenario) = self.place(&attrs);
             self.dropped.push(Dropped {
                 run_id,

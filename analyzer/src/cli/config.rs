@@ -30,10 +30,20 @@ pub struct CheckConfig {
     pub skip: Vec<crate::check::Invariant>,
 }
 
+/// The inputs in the order given, each once: one file named twice (by any path that leads to
+/// it), or standard input named twice, is one input and one run.
+pub fn each_once(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut seen = std::collections::HashSet::new();
+    paths
+        .into_iter()
+        .filter(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())))
+        .collect()
+}
+
 impl From<CheckArgs> for CheckConfig {
     fn from(a: CheckArgs) -> Self {
         CheckConfig {
-            paths: a.paths,
+            paths: each_once(a.paths),
             skip: a.skip,
             format: if a.json {
                 CheckFormat::Json
@@ -151,7 +161,7 @@ pub struct ReportConfig {
 impl From<ReportArgs> for ReportConfig {
     fn from(a: ReportArgs) -> Self {
         ReportConfig {
-            paths: a.paths,
+            paths: each_once(a.paths),
             lab: a.lab,
             output: match a.html {
                 Some(html) => ReportOutput::Html(html),

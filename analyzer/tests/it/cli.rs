@@ -378,3 +378,37 @@ fn bad_file_among_good_ones_still_exits_2() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("bad.parquet"), "{stderr}");
 }
+
+/// One input named twice, by the same path, another path to the same file, or `-` twice, is
+/// judged as one run.
+#[test]
+fn one_input_named_twice_is_one_run() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/etcd_reference.parquet");
+    let once = analyzer()
+        .args(["check", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("again.parquet");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let twice = analyzer()
+        .args(["check", "--json"])
+        .arg(&file)
+        .arg(&file)
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(once.status.code(), twice.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&once.stdout),
+        String::from_utf8_lossy(&twice.stdout)
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    let piped = analyzer()
+        .args(["check", "--json", "-", "-"])
+        .write_stdin(bytes)
+        .output()
+        .unwrap();
+    assert_eq!(once.status.code(), piped.status.code(), "{piped:?}");
+}

@@ -195,7 +195,10 @@ impl Mapper {
         );
         // A span with `outbox.*` attributes of its own and no kind frames its steps (a request
         // span whose events report them): it speaks the contract, and says nothing more here.
-        let framing = span.attributes.iter().any(|kv| kv.key.starts_with("outbox."));
+        let framing = span
+            .attributes
+            .iter()
+            .any(|kv| kv.key.starts_with("outbox."));
         if made.is_empty() && !understood && !framing {
             let (run_id, scenario) = self.place(&attrs);
             self.dropped.push(Dropped {

@@ -3,6 +3,7 @@
 //! - [`spec`]: the vocabulary, a [`spec::Nemesis`] (what: kill, pause, restart a service; when: at
 //!   a time or after the N-th step of a kind), parsed from and shown in its one-line form;
 //! - [`trigger`]: which step-following faults a reported step sets off (pure);
+//! - [`coverage`]: what a scenario tried, each fault with how often it fired (or why not);
 //! - [`apply`]: a timed fault carried out on the primitives a subject offers ([`apply::Targets`]);
 //! - [`pauses`]: the pauses called for and begun, as data;
 //! - [`plan`]: the lab's in-actor failpoints (crash at a named point, lose a publish ACK, stall
@@ -13,6 +14,7 @@
 
 pub mod apply;
 pub mod chaos;
+pub mod coverage;
 pub mod dice;
 pub mod duration;
 pub mod pauses;

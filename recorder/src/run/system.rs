@@ -10,6 +10,7 @@ use outbox_trace::detail;
 
 use super::recording::{Opened, Run, Subject};
 use crate::cli::exit::Failure;
+use crate::fault::coverage::Origin;
 use crate::system::config::SystemConfig;
 use crate::system::scenario::{run_scenario, SystemEnv, OWN_EXIT_RESTARTS};
 
@@ -76,7 +77,7 @@ impl Subject for TeamSystem<'_> {
             restarts_left: &self.restarts_left,
             shown: &self.shown,
         };
-        let outcome = match run_scenario(&env, name, faults).await {
+        let outcome = match run_scenario(&env, name, faults, Origin::Named).await {
             Ok(outcome) => outcome,
             Err(e) => {
                 // A scenario cut short leaves nothing running either.

@@ -17,6 +17,7 @@ use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVER
 use super::stage::Stage;
 use crate::fault::apply::apply;
 use crate::fault::chaos::SystemChaos;
+use crate::fault::coverage::Origin;
 use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
@@ -34,6 +35,7 @@ pub async fn run_scenario(
     env: &SystemEnv<'_>,
     name: &str,
     faults: &[Nemesis],
+    origin: Origin,
 ) -> Result<ScenarioOutcome, SystemError> {
     let system = env.system;
     let started = Instant::now();
@@ -141,7 +143,14 @@ pub async fn run_scenario(
             .as_ref()
             .and_then(CounterValue::from_json),
         system: Some(env.shown.clone()),
-        faults: all_faults.iter().map(ToString::to_string).collect(),
+        faults: match origin {
+            Origin::Named => all_faults.iter().map(ToString::to_string).collect(),
+            Origin::Searched => env.faults.iter().map(ToString::to_string).collect(),
+        },
+        searched: match origin {
+            Origin::Named => Vec::new(),
+            Origin::Searched => faults.iter().map(ToString::to_string).collect(),
+        },
         chaos: stage
             .chaos
             .as_ref()

@@ -104,4 +104,8 @@ pub struct ScenarioOutcome {
     pub quiet_waiting: Option<std::time::Duration>,
     /// Why there is no `observed` row, if there is none.
     pub no_observed: Option<String>,
+    /// Every fault the scenario named, searched or drew: `run_end.detail.faults`.
+    pub tried: Vec<outbox_trace::detail::FaultTried>,
+    /// What each role reported: `run_end.detail.shape`.
+    pub shape: std::collections::BTreeMap<String, outbox_trace::detail::RoleShape>,
 }

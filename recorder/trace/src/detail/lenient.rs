@@ -223,3 +223,19 @@ macro_rules! detail_struct {
 }
 
 pub(crate) use detail_struct;
+
+/// Reads each named detail struct as a nested value: an object, or absent.
+macro_rules! objects {
+    ($($name:ident),* $(,)?) => {$(
+        impl $crate::detail::lenient::Lenient for $name {
+            fn from_json(v: serde_json::Value) -> Option<Self> {
+                match v {
+                    serde_json::Value::Object(_) => serde_json::from_value(v).ok(),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+pub(crate) use objects;

@@ -23,7 +23,10 @@ pub use counter::CounterValue;
 pub use failure::{Crash, Fault};
 pub use note::Note;
 pub use observed::Observed;
-pub use run::{Refused, RunConfig, RunEnd, RunStart, Unmapped, UNMAPPED_NAMES};
+pub use run::{
+    ArmedStep, ChaosArmed, FaultTried, KindShape, Refused, RoleShape, RunConfig, RunEnd, RunStart,
+    Unmapped, UNMAPPED_NAMES,
+};
 
 /// The JSON key of a detail field: `detail_key!(Observed.counter)` is the [`DetailKey`]
 /// `counter`.

@@ -31,6 +31,9 @@ detail_struct! {
         pub faults: Vec<String> = lenient::texts,
         /// The chaos plan, when the run injected random faults.
         pub chaos: Option<Value>,
+        /// The faults of a systematic search's schedule (`recorder explore`): tried, reported,
+        /// not judged as named faults are.
+        pub searched: Vec<String> = lenient::texts,
     }
 }
 
@@ -56,8 +59,79 @@ detail_struct! {
         pub refused: BTreeMap<String, Refused>,
         /// Spans that mapped to no kind at all.
         pub unmapped: Option<Unmapped>,
+        /// Every fault the scenario named, searched or drew, and how often it fired.
+        pub faults: Vec<FaultTried>,
+        /// What the chaos draw armed as the roles reported their steps, with each entry's
+        /// fired count.
+        pub chaos: Option<ChaosArmed>,
+        /// What each role reported, by role: the shape the recorder learned.
+        pub shape: BTreeMap<String, RoleShape>,
     }
 }
+
+detail_struct! {
+    /// One entry of `run_end.detail.faults`: a fault and whether it fired.
+    pub struct FaultTried {
+        /// The fault, in its one-line form (`kill worker after effect_committed`).
+        pub spec: String,
+        /// How many times it fired.
+        pub fired: u64,
+        /// When it first fired, in milliseconds from the scenario's first task.
+        pub first_ms: Option<u64>,
+        /// Why it never fired, when it did not (`worker reported no outbox_marked`).
+        pub why: Option<String>,
+    }
+}
+
+detail_struct! {
+    /// `run_end.detail.chaos`: what a chaos draw armed during the scenario.
+    pub struct ChaosArmed {
+        /// One entry per armed (role, kind) or drawn fault.
+        pub armed: Vec<ArmedStep>,
+    }
+}
+
+detail_struct! {
+    /// One entry of `run_end.detail.chaos.armed`.
+    pub struct ArmedStep {
+        /// The reporting role.
+        pub role: String,
+        /// The step kind it reported.
+        pub kind: String,
+        /// The fault armed there, in its one-line form.
+        pub fault: String,
+        /// How many times it fired.
+        pub fired: u64,
+    }
+}
+
+detail_struct! {
+    /// One role of `run_end.detail.shape`: what its processes reported.
+    pub struct RoleShape {
+        /// Its kinds, with how often and how far apart.
+        pub kinds: BTreeMap<String, KindShape>,
+        /// The median time from a span's end to its export's arrival, in milliseconds (near 0:
+        /// the role exports synchronously).
+        pub export_lag_ms: Option<u64>,
+        /// The largest such time.
+        pub export_lag_max_ms: Option<u64>,
+    }
+}
+
+detail_struct! {
+    /// One kind a role reported.
+    pub struct KindShape {
+        /// How many spans of it.
+        pub count: u64,
+        /// The median time from a step of this kind to the same process's next step, in
+        /// milliseconds.
+        pub gap_median_ms: Option<u64>,
+        /// The 90th percentile of that time.
+        pub gap_p90_ms: Option<u64>,
+    }
+}
+
+lenient::objects!(FaultTried, ChaosArmed, ArmedStep, RoleShape, KindShape);
 
 detail_struct! {
     /// One entry of `run_end.detail.refused`: the spans of one kind that gave no row.
@@ -116,6 +190,18 @@ impl Unmapped {
 }
 
 impl RunEnd {
+    /// The faults `start` names (`run_start.detail.faults`) that never fired: each leaves its
+    /// scenario untested by it. Searched and drawn faults are reported, not judged, so they are
+    /// not among them.
+    pub fn named_unfired<'a>(
+        &'a self,
+        start: &'a RunStart,
+    ) -> impl Iterator<Item = &'a FaultTried> + 'a {
+        self.faults
+            .iter()
+            .filter(move |f| f.fired == 0 && start.faults.iter().any(|n| *n == f.spec))
+    }
+
     /// Whether the producer counted spans it could not map (refused or unmapped).
     pub fn spans_dropped(&self) -> bool {
         self.refused.values().any(|r| r.spans > 0)

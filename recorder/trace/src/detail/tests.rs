@@ -245,3 +245,40 @@ fn crash_points_and_fault_kinds_read_typed_and_leniently() {
         assert_eq!(Detail::Fault(f).to_json(), r#"{"fault":""}"#);
     }
 }
+
+#[test]
+fn fault_coverage_reads_back_and_names_the_named_faults_that_never_fired() {
+    let start = Detail::parse(
+        Kind::RunStart,
+        r#"{"faults": ["kill worker after outbox_marked", "kill relay after publish_acked"],
+            "searched": ["pause worker after delivered for 5s"]}"#,
+    );
+    let start = start.run_start().unwrap();
+    assert_eq!(start.searched, ["pause worker after delivered for 5s"]);
+    let end = Detail::parse(
+        Kind::RunEnd,
+        r#"{"recovered": true, "faults": [
+              {"spec": "kill worker after outbox_marked", "fired": 0,
+               "why": "worker reported no outbox_marked"},
+              {"spec": "kill relay after publish_acked", "fired": "1", "first_ms": 40},
+              {"spec": "pause worker after delivered for 5s", "fired": 0},
+              "not an entry"],
+            "chaos": {"armed": [{"role": "worker", "kind": "acked", "fault": "kill worker after acked", "fired": 2}]},
+            "shape": {"worker": {"kinds": {"delivered": {"count": 40, "gap_median_ms": 12}},
+                                 "export_lag_ms": 1}}}"#,
+    );
+    let end = end.run_end().unwrap();
+    assert_eq!(end.faults.len(), 3, "an entry that is no object is left out");
+    assert_eq!((end.faults[1].fired, end.faults[1].first_ms), (1, Some(40)));
+    let unfired: Vec<&str> = end
+        .named_unfired(start)
+        .map(|f| f.why.as_deref().unwrap_or(""))
+        .collect();
+    assert_eq!(unfired, ["worker reported no outbox_marked"]);
+    assert_eq!(end.chaos.as_ref().unwrap().armed[0].fired, 2);
+    assert_eq!(end.shape["worker"].kinds["delivered"].gap_median_ms, Some(12));
+    assert_eq!(crate::detail_key!(RunEnd.faults).as_str(), "faults");
+    let text = serde_json::to_string(end).unwrap();
+    let again = Detail::parse(Kind::RunEnd, &text);
+    assert_eq!(again.run_end().unwrap(), end);
+}

@@ -7,8 +7,8 @@ Configuration (environment only; a bad value exits 2 with one line, a missing pa
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` (required by the three services), ``OTEL_EXPORTER_OTLP_PROTOCOL``
   (``http/protobuf``, the default, or ``grpc``), ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
   ``OTEL_TRACES_SAMPLER``: read by the OpenTelemetry SDK itself, as for any service.
-- ``BUG``: empty, ``no-dedup`` or ``dedup-outside-tx`` (see worker.py), or ``mark-first`` (see
-  relay.py).
+- ``BUG``: empty, ``no-dedup``, ``dedup-outside-tx`` or ``dedup-on-entry-id`` (see worker.py), or
+  ``mark-first`` (see relay.py).
 - ``OUTBOX_OMIT``: a comma-separated list of ``outbox.*`` span attributes the processes leave off
   their spans (``broker_seq``, ``attempt``, ``store_rev``, ``task_id``, ...), as a service that does
   not have them would; ``kind`` leaves off every ``outbox.*`` span attribute, so only the standard
@@ -109,7 +109,7 @@ CREATE TABLE IF NOT EXISTS counter (value INTEGER NOT NULL);
 INSERT INTO counter SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM counter);
 """
 
-BUGS = ("no-dedup", "dedup-outside-tx", "mark-first")
+BUGS = ("no-dedup", "dedup-outside-tx", "mark-first", "dedup-on-entry-id")
 
 #: The ``outbox.*`` span attributes to leave off (``OUTBOX_OMIT``).
 OMIT = frozenset(c.strip() for c in os.environ.get("OUTBOX_OMIT", "").split(",") if c.strip())

@@ -19,6 +19,9 @@ a new life first takes back what its previous life left unACKed.
 ``BUG=dedup-outside-tx``: the key is checked before the work, outside the commit's transaction, and
 inserted by the commit without a second look: two workers holding the same copy at once (one of
 them paused past the ACK wait) both find no key and both commit an effect.
+``BUG=dedup-on-entry-id``: the dedup key is the stream entry id, not the event id: a redelivered
+entry is suppressed, but a second copy of the event (a relay that published again after a crash
+before its mark) is a new entry and is applied again.
 """
 
 import json
@@ -35,18 +38,18 @@ def seen(db, event_id):
     return db.execute("SELECT 1 FROM processed WHERE event_id = ?", (event_id,)).fetchone() is not None
 
 
-def commit(db, message, check):
+def commit(db, message, check, key):
     """The effect's transaction; returns ``(store_rev, counter)``, or ``None`` for a duplicate.
 
-    ``check``: look for the dedup key inside the transaction first (the correct worker).
+    ``check``: look for the dedup key ``key`` inside the transaction first (the correct worker).
     """
     event_id, task_id, amount = message["event_id"], message["task_id"], message["amount"]
     begin(db)
     try:
-        if check and seen(db, event_id):
+        if check and seen(db, key):
             db.execute("ROLLBACK")
             return None
-        db.execute("INSERT OR IGNORE INTO processed (event_id) VALUES (?)", (event_id,))
+        db.execute("INSERT OR IGNORE INTO processed (event_id) VALUES (?)", (key,))
         db.execute("INSERT INTO results (event_id, task_id, amount) VALUES (?, ?, ?)",
                    (event_id, task_id, amount))
         db.execute("UPDATE tasks SET done = 1 WHERE task_id = ?", (task_id,))
@@ -128,7 +131,8 @@ class Worker:
             done = None
         else:
             time.sleep(self.work_s)
-            done = commit(self.db, message, check=self.bug is None)
+            key = entry_id if self.bug == "dedup-on-entry-id" else event_id
+            done = commit(self.db, message, check=self.bug in (None, "dedup-on-entry-id"), key=key)
         if done is None:
             event_span(self.tracer, "outbox commit", "duplicate_suppressed", event_id=event_id,
                        task_id=message["task_id"])

@@ -302,7 +302,15 @@ fn lab_fault(
     own_services: bool,
     cluster: usize,
 ) -> Result<Nemesis, String> {
-    let spec = Nemesis::parse(text)?;
+    let spec = Nemesis::parse(text)?
+        .resolve(|name| parse_service(name).is_some())
+        .map_err(|e| format!("fault `{text}`: {e}"))?;
+    if spec.follows_a_step() && spec.service().is_some() {
+        return Err(format!(
+            "fault `{text}`: in the lab a service's faults are timed (`restart nats at 2s`, \
+             `pause nats at 1s for 2s`); after a step, they are for `--system` runs"
+        ));
+    }
     if let Some(target) = spec.target() {
         let role = target
             .rsplit_once('-')

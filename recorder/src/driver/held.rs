@@ -59,6 +59,7 @@ impl Held {
                     role: self.actor.role.name(),
                     running: !self.paused.load(Ordering::Relaxed),
                     has_sibling: true,
+                    at: Duration::from_nanos(self.clock.now().max(0) as u64),
                 },
                 kind,
             ))

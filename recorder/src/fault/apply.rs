@@ -7,7 +7,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use outbox_trace::detail;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use outbox_trace::{detail, FaultKind};
 
 use super::spec::{Nemesis, What};
 
@@ -35,6 +37,46 @@ pub trait Targets {
 
     /// Records a `fault` row.
     fn record(&self, fault: detail::Fault) -> impl Future<Output = Result<(), Self::Error>>;
+
+    /// SIGSTOPs the process group of the service `service` names and SIGCONTs it after `hold`,
+    /// with a `service-pause` row (nothing while the service is not running).
+    fn pause_service(
+        &mut self,
+        service: &str,
+        hold: Duration,
+    ) -> impl Future<Output = Result<(), Self::Error>> {
+        async move {
+            let Some(group) = self.service_group(service) else {
+                return Ok(());
+            };
+            self.record(detail::Fault {
+                fault: FaultKind::ServicePause,
+                target: Some(service.to_string()),
+                service: Some(service.to_string()),
+                duration_ms: Some(hold.as_millis() as u64),
+                ..detail::Fault::default()
+            })
+            .await?;
+            stop_group_for(group, hold);
+            Ok(())
+        }
+    }
+}
+
+/// SIGSTOPs process group `group` now and SIGCONTs it after `hold` (the end of its scenario
+/// continues it sooner: see [`continue_group`]).
+pub fn stop_group_for(group: i32, hold: Duration) {
+    if killpg(Pid::from_raw(group), Signal::SIGSTOP).is_ok() {
+        tokio::spawn(async move {
+            tokio::time::sleep(hold).await;
+            continue_group(group);
+        });
+    }
+}
+
+/// SIGCONTs process group `group` (a stopped service heeds no SIGTERM until continued).
+pub fn continue_group(group: i32) {
+    let _ = killpg(Pid::from_raw(group), Signal::SIGCONT);
 }
 
 /// Carries out the timed fault `fault` on `targets` (a step-following fault is the trigger's).
@@ -42,10 +84,17 @@ pub async fn apply<T: Targets>(targets: &mut T, fault: &Nemesis) -> Result<(), T
     if fault.follows_a_step() {
         return Ok(());
     }
+    carry_out(targets, fault).await
+}
+
+/// Carries out `fault` on `targets` now, whatever its `when` (a step that set off a service's
+/// fault has come: the trigger's caller carries it out here).
+pub async fn carry_out<T: Targets>(targets: &mut T, fault: &Nemesis) -> Result<(), T::Error> {
     match &fault.what {
         What::Kill { target } => targets.kill(target).await,
         What::Pause { target, hold, .. } => targets.pause(target, *hold).await,
         What::Restart { service } => targets.restart(service).await,
+        What::PauseService { service, hold } => targets.pause_service(service, *hold).await,
     }
 }
 

@@ -5,8 +5,10 @@
 use std::time::Duration;
 
 use outbox_trace::detail::FaultTried;
+use outbox_trace::Kind;
 
-use super::spec::Nemesis;
+use super::duration::show_duration;
+use super::spec::{Nemesis, What, When};
 
 /// Where a scenario's faults come from, which decides how a fault that never fired is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,13 +50,106 @@ impl Tally {
     }
 
     /// The entry of `run_end.detail.faults`, with `why` for a fault that never fired.
-    pub fn entry(&self, why: Option<String>) -> FaultTried {
+    pub fn entry(&self, why: impl FnOnce(&Nemesis) -> String) -> FaultTried {
         FaultTried {
             spec: self.nemesis.to_string(),
             fired: self.fired,
             first_ms: self.first.map(|d| d.as_millis() as u64),
-            why: if self.fired == 0 { why } else { None },
+            why: (self.fired == 0).then(|| why(&self.nemesis)),
             ..FaultTried::default()
         }
+    }
+}
+
+/// Why `fault` never fired, from what the processes reported: `count(Some(who), kind)` is how
+/// many steps of `kind` a role or actor reported, `count(None, kind)` every process's; `ran` is
+/// how long the scenario ran from its first task.
+pub fn why_not(
+    fault: &Nemesis,
+    count: impl Fn(Option<&str>, Kind) -> u64,
+    ran: Duration,
+) -> String {
+    match (&fault.what, &fault.when) {
+        (_, When::At(at)) if ran < *at => format!(
+            "the scenario ended {} after its first task, before {}",
+            show_duration(ran),
+            show_duration(*at)
+        ),
+        (_, When::At(at)) => {
+            let name = fault.target().or(fault.service()).unwrap_or("its target");
+            format!("{name} was not running at {}", show_duration(*at))
+        }
+        (what, When::After { kind, nth, by, .. }) => {
+            let who = fault.target().or(by.as_deref());
+            let named = who.unwrap_or("no process");
+            let seen = count(who, *kind);
+            match seen {
+                0 if who.is_none() => format!("no process reported {kind}"),
+                0 => format!("{named} reported no {kind}"),
+                n if n < u64::from(*nth) => {
+                    let from = who.map(|w| format!(" from {w}")).unwrap_or_default();
+                    format!("only {n} {kind} span{}{from}", if n == 1 { "" } else { "s" })
+                }
+                _ => match what {
+                    What::Pause { .. } => format!(
+                        "{named} could not be paused at its {kind} steps (stopped already, or \
+                         the last of its role running)"
+                    ),
+                    _ => format!("its {kind} steps came from lives no longer running"),
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(spec: &str, ran_ms: u64) -> String {
+        let fault = Nemesis::parse(spec).unwrap();
+        let count = |who: Option<&str>, kind: Kind| match (who, kind) {
+            (Some("worker"), Kind::EffectCommitted) => 40,
+            (None, Kind::EffectCommitted) => 40,
+            (Some("worker"), Kind::Delivered) => 41,
+            _ => 0,
+        };
+        why_not(&fault, count, Duration::from_millis(ran_ms))
+    }
+
+    #[test]
+    fn a_fault_that_never_fired_says_why_in_the_words_of_the_shape() {
+        assert_eq!(
+            why("kill worker after outbox_marked", 9000),
+            "worker reported no outbox_marked"
+        );
+        assert_eq!(
+            why("kill worker after effect_committed 99", 9000),
+            "only 40 effect_committed spans from worker"
+        );
+        assert_eq!(
+            why("restart redis after effect_committed 41", 9000),
+            "only 40 effect_committed spans"
+        );
+        assert_eq!(
+            why("restart redis after acked", 9000),
+            "no process reported acked"
+        );
+        assert_eq!(
+            why("restart redis after relay acked", 9000),
+            "relay reported no acked"
+        );
+        assert!(why("pause worker after delivered for 1s unless alone", 9000)
+            .contains("could not be paused"));
+        assert_eq!(
+            why("kill relay at 12s", 9000),
+            "the scenario ended 9s after its first task, before 12s"
+        );
+        assert_eq!(why("restart redis at 2s", 9000), "redis was not running at 2s");
+        let mut tally = Tally::new(Nemesis::parse("kill relay at 1s").unwrap());
+        assert_eq!(tally.entry(|_| "not yet".into()).why.as_deref(), Some("not yet"));
+        tally.fire(Duration::from_millis(1002));
+        let entry = tally.entry(|_| unreachable!("fired"));
+        assert_eq!((entry.fired, entry.first_ms, entry.why), (1, Some(1002), None));
     }
 }

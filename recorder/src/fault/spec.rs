@@ -9,11 +9,16 @@
 //!   (default 0) after the report is answered, so it stops inside the work that follows the step
 //!   (a worker between its dedup look-up and its commit), and SIGCONT after DURATION; with
 //!   `unless alone`, only while another process of its role runs on to take its work over;
-//! - `kill ROLE at DURATION`, `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`:
-//!   at a time counted from the scenario's first task.
+//! - `restart SERVICE after [ROLE] KIND [N]`: SIGKILL a service and start it again on its data,
+//!   while the report of the N-th step of kind KIND (of ROLE, or of any role) is held;
+//! - `pause SERVICE after [ROLE] KIND [N] [+DELAY] for DURATION`: SIGSTOP the service's process
+//!   group DELAY after that report is answered, SIGCONT after DURATION;
+//! - `kill ROLE at DURATION`, `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`,
+//!   `pause SERVICE at DURATION for DURATION`: at a time counted from the scenario's first task.
 //!
 //! ROLE is a role (for `after`: whichever instance reported the step; for a timed fault: its first
-//! instance) or one instance's actor name (`worker-2`). Adding a fault kind is one variant of
+//! instance) or one instance's actor name (`worker-2`). Whether `pause NAME` stops a process or a
+//! service is the subject's to say ([`Nemesis::resolve`]). Adding a fault kind is one variant of
 //! [`What`] with its words here, and one arm where the fault layer carries it out.
 
 use std::fmt;
@@ -55,10 +60,17 @@ pub enum What {
         /// The service's name.
         service: String,
     },
+    /// SIGSTOP a service's process group, SIGCONT after `hold`.
+    PauseService {
+        /// The service's name.
+        service: String,
+        /// How long the service stays stopped.
+        hold: Duration,
+    },
 }
 
 /// When a fault fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum When {
     /// At a time from the scenario's first task.
     At(Duration),
@@ -71,12 +83,18 @@ pub enum When {
         nth: u32,
         /// From the answer to the fault (pauses only).
         delay: Duration,
+        /// Whose step (a role or an actor) a service's fault follows; `None`: any process's
+        /// (a process's fault follows its own steps).
+        by: Option<String>,
     },
 }
 
 const GRAMMAR: &str = "expected `kill ROLE after KIND [N]`, `kill ROLE at DURATION`, \
                        `pause ROLE after KIND [N] [+DELAY] for DURATION [unless alone]`, \
-                       `pause ROLE at DURATION for DURATION` or `restart SERVICE at DURATION`";
+                       `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`, \
+                       `restart SERVICE after [ROLE] KIND [N]`, \
+                       `pause SERVICE after [ROLE] KIND [N] [+DELAY] for DURATION` or \
+                       `pause SERVICE at DURATION for DURATION`";
 
 impl Nemesis {
     /// A kill of `target` after its `nth` step of `kind`.
@@ -89,6 +107,7 @@ impl Nemesis {
                 kind,
                 nth,
                 delay: Duration::ZERO,
+                by: None,
             },
         }
     }
@@ -111,6 +130,9 @@ impl Nemesis {
                 if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
                     return Err(bad("a kill takes no delay"));
                 }
+                if matches!(when, When::After { by: Some(_), .. }) {
+                    return Err(bad("a process's kill follows its own steps"));
+                }
                 (
                     What::Kill {
                         target: target.to_string(),
@@ -118,14 +140,26 @@ impl Nemesis {
                     when,
                 )
             }
-            ["pause", target, "after", step @ .., "for", hold] => (
-                What::Pause {
-                    target: target.to_string(),
-                    hold: duration(hold)?,
-                    unless_alone,
-                },
-                after(step).map_err(|e| bad(&e))?,
-            ),
+            ["pause", target, "after", step @ .., "for", hold] => {
+                let when = after(step).map_err(|e| bad(&e))?;
+                let what = if matches!(when, When::After { by: Some(_), .. }) {
+                    // Another's step: only a service's pause follows one.
+                    if unless_alone {
+                        return Err(bad("only a process's pause takes `unless alone`"));
+                    }
+                    What::PauseService {
+                        service: target.to_string(),
+                        hold: duration(hold)?,
+                    }
+                } else {
+                    What::Pause {
+                        target: target.to_string(),
+                        hold: duration(hold)?,
+                        unless_alone,
+                    }
+                };
+                (what, when)
+            }
             ["kill", target, "at", at] => (
                 What::Kill {
                     target: target.to_string(),
@@ -146,9 +180,60 @@ impl Nemesis {
                 },
                 When::At(duration(at)?),
             ),
+            ["restart", service, "after", step @ ..] => {
+                let when = after(step).map_err(|e| bad(&e))?;
+                if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
+                    return Err(bad("a restart takes no delay"));
+                }
+                (
+                    What::Restart {
+                        service: service.to_string(),
+                    },
+                    when,
+                )
+            }
             _ => return Err(bad("not understood")),
         };
         Ok(Nemesis { what, when })
+    }
+
+    /// The same fault with `pause NAME` told apart: a service's pause where `is_service` says
+    /// NAME is one of the subject's services. A process's fault cannot follow another's step, a
+    /// service's pause cannot be `unless alone`.
+    pub fn resolve(self, is_service: impl Fn(&str) -> bool) -> Result<Nemesis, String> {
+        let Nemesis { what, when } = self;
+        let what = match what {
+            What::Pause {
+                target,
+                hold,
+                unless_alone,
+            } if is_service(&target) => {
+                if unless_alone {
+                    return Err(format!(
+                        "`{target}` is a service: only a process's pause takes `unless alone`"
+                    ));
+                }
+                What::PauseService {
+                    service: target,
+                    hold,
+                }
+            }
+            What::PauseService { service, .. } if !is_service(&service) => {
+                return Err(format!(
+                    "`{service}` is no service: a process's pause follows its own steps"
+                ));
+            }
+            other => other,
+        };
+        Ok(Nemesis { what, when })
+    }
+
+    /// The role or actor whose step a service's fault follows, when it names one.
+    pub fn reporter(&self) -> Option<&str> {
+        match &self.when {
+            When::After { by, .. } => by.as_deref(),
+            When::At(_) => None,
+        }
     }
 
     /// When a timed fault fires, from the first task.
@@ -168,7 +253,7 @@ impl Nemesis {
     pub fn over_at(&self) -> Option<Duration> {
         let at = self.at()?;
         Some(match self.what {
-            What::Pause { hold, .. } => at + hold,
+            What::Pause { hold, .. } | What::PauseService { hold, .. } => at + hold,
             _ => at,
         })
     }
@@ -177,21 +262,27 @@ impl Nemesis {
     pub fn target(&self) -> Option<&str> {
         match &self.what {
             What::Kill { target } | What::Pause { target, .. } => Some(target),
-            What::Restart { .. } => None,
+            What::Restart { .. } | What::PauseService { .. } => None,
         }
     }
 
     /// The service a fault hits, if it hits one.
     pub fn service(&self) -> Option<&str> {
         match &self.what {
-            What::Restart { service } => Some(service),
+            What::Restart { service } | What::PauseService { service, .. } => Some(service),
             _ => None,
         }
     }
 }
 
-/// The words after `after`: `KIND [N] [+DELAY]`.
+/// The words after `after`: `[ROLE] KIND [N] [+DELAY]`.
 fn after(words: &[&str]) -> Result<When, String> {
+    let (by, words) = match words {
+        [first, second, ..] if first.parse::<Kind>().is_err() && second.parse::<Kind>().is_ok() => {
+            (Some(first.to_string()), &words[1..])
+        }
+        _ => (None, words),
+    };
     let Some((kind, mut rest)) = words.split_first() else {
         return Err("a kind is missing".into());
     };
@@ -210,7 +301,12 @@ fn after(words: &[&str]) -> Result<When, String> {
         [d] if d.starts_with('+') => parse_duration(&d[1..])?,
         [word, ..] => return Err(format!("`{word}` is not understood")),
     };
-    Ok(When::After { kind, nth, delay })
+    Ok(When::After {
+        kind,
+        nth,
+        delay,
+        by,
+    })
 }
 
 impl fmt::Display for Nemesis {
@@ -219,16 +315,26 @@ impl fmt::Display for Nemesis {
             What::Kill { target } => write!(f, "kill {target}")?,
             What::Pause { target, .. } => write!(f, "pause {target}")?,
             What::Restart { service } => write!(f, "restart {service}")?,
+            What::PauseService { service, .. } => write!(f, "pause {service}")?,
         }
-        match self.when {
-            When::At(at) => write!(f, " at {}", show_duration(at))?,
-            When::After { kind, nth, delay } => {
-                write!(f, " after {kind}")?;
-                if nth != 1 {
+        match &self.when {
+            When::At(at) => write!(f, " at {}", show_duration(*at))?,
+            When::After {
+                kind,
+                nth,
+                delay,
+                by,
+            } => {
+                f.write_str(" after")?;
+                if let Some(by) = by {
+                    write!(f, " {by}")?;
+                }
+                write!(f, " {kind}")?;
+                if *nth != 1 {
                     write!(f, " {nth}")?;
                 }
                 if !delay.is_zero() {
-                    write!(f, " +{}", show_duration(delay))?;
+                    write!(f, " +{}", show_duration(*delay))?;
                 }
             }
         }
@@ -240,6 +346,9 @@ impl fmt::Display for Nemesis {
             if *unless_alone {
                 f.write_str(" unless alone")?;
             }
+        }
+        if let What::PauseService { hold, .. } = &self.what {
+            write!(f, " for {}", show_duration(*hold))?;
         }
         Ok(())
     }
@@ -260,6 +369,9 @@ mod tests {
             "pause worker-2 after delivered 4 +30ms for 2500ms",
             "pause worker after delivered +5ms for 3s unless alone",
             "restart redis at 2s",
+            "restart redis after effect_committed 3",
+            "restart redis after worker-2 delivered",
+            "pause redis after relay publish_attempt 2 +5ms for 1500ms",
         ] {
             let spec = Nemesis::parse(text).unwrap();
             assert_eq!(spec.to_string(), text);
@@ -276,6 +388,7 @@ mod tests {
                     kind: Kind::Delivered,
                     nth: 2,
                     delay: Duration::from_millis(20),
+                    by: None,
                 },
             }
         );
@@ -296,6 +409,9 @@ mod tests {
             "kill worker after delivered +30ms",
             "kill worker after delivered unless alone",
             "kill worker at soon",
+            "kill worker after relay publish_acked",
+            "restart redis after delivered +5ms",
+            "pause redis after worker delivered for 1s unless alone",
             "explode worker",
         ] {
             let e = Nemesis::parse(text).unwrap_err();
@@ -314,5 +430,32 @@ mod tests {
         assert_eq!(after.target(), Some("api"));
         let restart = Nemesis::parse("restart nats at 2s").unwrap();
         assert_eq!((restart.target(), restart.service()), (None, Some("nats")));
+    }
+
+    #[test]
+    fn a_pause_is_a_services_where_the_subject_says_its_target_is_one() {
+        let is_service = |n: &str| n == "redis";
+        let pause = |t: &str| Nemesis::parse(t).unwrap().resolve(is_service);
+        let service = pause("pause redis at 1s for 2s").unwrap();
+        assert_eq!(
+            service.what,
+            What::PauseService {
+                service: "redis".into(),
+                hold: Duration::from_secs(2)
+            }
+        );
+        assert_eq!((service.service(), service.target()), (Some("redis"), None));
+        assert_eq!(service.over_at(), Some(Duration::from_secs(3)));
+        let after = pause("pause redis after delivered 2 for 1s").unwrap();
+        assert_eq!(after.to_string(), "pause redis after delivered 2 for 1s");
+        assert_eq!(after.service(), Some("redis"));
+        let process = pause("pause worker after delivered for 1s").unwrap();
+        assert_eq!(process.target(), Some("worker"));
+        let by = pause("pause redis after worker-2 acked for 1s").unwrap();
+        assert_eq!(by.reporter(), Some("worker-2"));
+        let e = pause("pause worker after relay acked for 1s").unwrap_err();
+        assert!(e.contains("no service"), "{e}");
+        let e = pause("pause redis after acked for 1s unless alone").unwrap_err();
+        assert!(e.contains("unless alone"), "{e}");
     }
 }

@@ -5,8 +5,9 @@
 //! A fault counts the steps of its kind that its target reports (a role counts any of its
 //! instances, an actor only itself) and fires on the N-th: a kill once, a pause on the first such
 //! step at or after the N-th on which it may pause (a process already stopped, or the last of its
-//! role for an `unless alone` pause, lets the pause wait for the next such step). Every fault
-//! keeps how often it fired.
+//! role for an `unless alone` pause, lets the pause wait for the next such step). A service's
+//! fault counts the steps of the role or actor it names after `after` (or of every process) and
+//! fires on the N-th. Every fault keeps how often it fired, and when first.
 
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ pub struct Armed {
     pub seen: u32,
     /// How often it fired.
     pub fired: u32,
+    /// When it first fired, from the scenario's first task.
+    pub first: Option<Duration>,
 }
 
 /// What one step set off.
@@ -32,6 +35,9 @@ pub struct Struck {
     pub kill: Option<CrashSite>,
     /// Pauses to begin, `(fault index, delay, hold)`.
     pub pauses: Vec<(usize, Duration, Duration)>,
+    /// Service faults to carry out (a restart while the report is held; a service's pause
+    /// `delay` after it is answered), by fault index.
+    pub services: Vec<usize>,
 }
 
 /// Who reported a step, and whether it may be paused now.
@@ -45,6 +51,8 @@ pub struct Reporter<'a> {
     pub running: bool,
     /// Another process of its role runs on.
     pub has_sibling: bool,
+    /// When the step was reported, from the scenario's first task.
+    pub at: Duration,
 }
 
 /// The step-following faults of a scenario.
@@ -64,6 +72,7 @@ impl Trigger {
                     nemesis: f.clone(),
                     seen: 0,
                     fired: 0,
+                    first: None,
                 })
                 .collect(),
         }
@@ -74,20 +83,18 @@ impl Trigger {
         self.armed.is_empty()
     }
 
-    /// The kinds whose report must be held for `actor` of `role`: the kinds some kill of it
-    /// follows.
+    /// The kinds whose report must be held for `actor` of `role`: the kinds some fault that
+    /// follows its steps follows.
     pub fn held_kinds(&self, actor: &str, role: &str) -> Vec<Kind> {
-        let mut kinds: Vec<Kind> =
-            self.armed
-                .iter()
-                .filter_map(|a| match (&a.nemesis.what, a.nemesis.when) {
-                    (
-                        What::Kill { target } | What::Pause { target, .. },
-                        When::After { kind, .. },
-                    ) if target == actor || target == role => Some(kind),
-                    _ => None,
-                })
-                .collect();
+        let mut kinds: Vec<Kind> = self
+            .armed
+            .iter()
+            .filter(|a| a.follows(actor, role))
+            .filter_map(|a| match &a.nemesis.when {
+                When::After { kind, .. } => Some(*kind),
+                When::At(_) => None,
+            })
+            .collect();
         kinds.sort_by_key(|k| k.as_str());
         kinds.dedup();
         kinds
@@ -99,39 +106,40 @@ impl Trigger {
         let mut struck = Struck::default();
         let mut may_pause = who.running;
         for (i, armed) in self.armed.iter_mut().enumerate() {
-            let When::After {
-                kind: k,
-                nth,
-                delay,
-            } = armed.nemesis.when
-            else {
-                continue;
+            let (k, nth, delay) = match &armed.nemesis.when {
+                When::After {
+                    kind, nth, delay, ..
+                } => (*kind, *nth, *delay),
+                When::At(_) => continue,
             };
-            let hits = |target: &str| k == kind && (target == who.actor || target == who.role);
-            match &armed.nemesis.what {
-                What::Kill { target } if hits(target) => {
-                    armed.seen += 1;
-                    if armed.seen == nth {
-                        armed.fired += 1;
-                        struck
-                            .kill
-                            .get_or_insert_with(|| CrashSite::after_step(who.role, kind));
-                    }
-                }
-                What::Pause {
-                    target,
-                    hold,
-                    unless_alone,
-                } if hits(target) => {
-                    armed.seen += 1;
+            if k != kind || !armed.follows(who.actor, who.role) {
+                continue;
+            }
+            armed.seen += 1;
+            let fires = match &armed.nemesis.what {
+                What::Kill { .. } => armed.seen == nth,
+                What::Pause { unless_alone, .. } => {
                     let allowed = may_pause && (!unless_alone || who.has_sibling);
-                    if armed.seen >= nth && armed.fired == 0 && allowed {
-                        armed.fired += 1;
-                        may_pause = false;
-                        struck.pauses.push((i, delay, *hold));
-                    }
+                    armed.seen >= nth && armed.fired == 0 && allowed
                 }
-                _ => {}
+                What::Restart { .. } | What::PauseService { .. } => armed.seen == nth,
+            };
+            if !fires {
+                continue;
+            }
+            armed.fired += 1;
+            armed.first.get_or_insert(who.at);
+            match &armed.nemesis.what {
+                What::Kill { .. } => {
+                    struck
+                        .kill
+                        .get_or_insert_with(|| CrashSite::after_step(who.role, kind));
+                }
+                What::Pause { hold, .. } => {
+                    may_pause = false;
+                    struck.pauses.push((i, delay, *hold));
+                }
+                What::Restart { .. } | What::PauseService { .. } => struck.services.push(i),
             }
         }
         if struck.kill.is_some() {
@@ -147,12 +155,42 @@ impl Trigger {
     pub fn rearm(&mut self, index: usize) {
         if let Some(armed) = self.armed.get_mut(index) {
             armed.fired = armed.fired.saturating_sub(1);
+            if armed.fired == 0 {
+                armed.first = None;
+            }
         }
     }
 
     /// Every step-following fault with its counts.
     pub fn armed(&self) -> &[Armed] {
         &self.armed
+    }
+
+    /// Adds a step-following fault after the start (a chaos draw arms them as the processes
+    /// report their kinds); returns its index.
+    pub fn arm(&mut self, nemesis: Nemesis) -> usize {
+        self.armed.push(Armed {
+            nemesis,
+            seen: 0,
+            fired: 0,
+            first: None,
+        });
+        self.armed.len() - 1
+    }
+}
+
+impl Armed {
+    /// Whether the steps of `actor` of `role` count for this fault: a process's fault counts
+    /// its target's steps, a service's fault those of the process it names (or of any).
+    fn follows(&self, actor: &str, role: &str) -> bool {
+        let names = |n: &str| n == actor || n == role;
+        match (&self.nemesis.what, &self.nemesis.when) {
+            (_, When::At(_)) => false,
+            (What::Kill { target } | What::Pause { target, .. }, _) => names(target),
+            (What::Restart { .. } | What::PauseService { .. }, When::After { by, .. }) => {
+                by.as_deref().is_none_or(names)
+            }
+        }
     }
 }
 
@@ -161,7 +199,10 @@ mod tests {
     use super::*;
 
     fn trigger(specs: &[&str]) -> Trigger {
-        let faults: Vec<Nemesis> = specs.iter().map(|s| Nemesis::parse(s).unwrap()).collect();
+        let faults: Vec<Nemesis> = specs
+            .iter()
+            .map(|s| Nemesis::parse(s).unwrap().resolve(|n| n == "redis").unwrap())
+            .collect();
         Trigger::new(&faults)
     }
 
@@ -171,6 +212,7 @@ mod tests {
             role,
             running: true,
             has_sibling: true,
+            at: Duration::ZERO,
         }
     }
 
@@ -265,5 +307,26 @@ mod tests {
             vec![Kind::EffectCommitted]
         );
         assert!(t.held_kinds("api", "api").is_empty());
+    }
+
+    #[test]
+    fn a_service_fault_follows_the_steps_of_the_process_it_names_or_of_any() {
+        let mut t = trigger(&[
+            "restart redis after worker-2 delivered 2",
+            "pause redis after acked for 1s",
+        ]);
+        let (w1, mut w2) = (who("worker", "worker"), who("worker-2", "worker"));
+        assert!(t.on_step(w1, Kind::Delivered).services.is_empty());
+        assert!(t.on_step(w2, Kind::Delivered).services.is_empty());
+        w2.at = Duration::from_millis(70);
+        assert_eq!(t.on_step(w2, Kind::Delivered).services, vec![0]);
+        assert!(t.on_step(w2, Kind::Delivered).services.is_empty(), "once");
+        assert_eq!(t.on_step(who("relay", "relay"), Kind::Acked).services, vec![1]);
+        assert_eq!(
+            (t.armed()[0].fired, t.armed()[0].first),
+            (1, Some(Duration::from_millis(70)))
+        );
+        assert_eq!(t.held_kinds("worker-2", "worker"), vec![Kind::Acked, Kind::Delivered]);
+        assert_eq!(t.held_kinds("worker", "worker"), vec![Kind::Acked]);
     }
 }

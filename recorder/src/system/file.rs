@@ -290,8 +290,8 @@ impl System {
 
     /// What the system offers a chaos draw: its roles and instances, its declared kinds, its
     /// services.
-    pub fn shape(&self) -> crate::fault::chaos::Shape {
-        crate::fault::chaos::Shape {
+    pub fn layout(&self) -> crate::fault::chaos::Layout {
+        crate::fault::chaos::Layout {
             roles: self
                 .file
                 .roles
@@ -341,7 +341,17 @@ fn program(place: &str, command: &[Template]) -> Result<(), String> {
 
 /// Parses one fault spec and checks its role or service against `file`.
 fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
-    let spec = Nemesis::parse(text)?;
+    let spec = Nemesis::parse(text)?
+        .resolve(|name| file.services.contains_key(name))
+        .map_err(|e| format!("fault `{text}`: {e}"))?;
+    if let Some(by) = spec.reporter() {
+        if role_of(by, file).is_none() {
+            return Err(format!(
+                "fault `{text}`: no role or instance `{by}` (roles: {})",
+                names(file.roles.keys())
+            ));
+        }
+    }
     if let Some(service) = spec.service() {
         if !file.services.contains_key(service) {
             return Err(format!(

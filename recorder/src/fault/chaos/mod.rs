@@ -1,11 +1,11 @@
-//! Seeded chaos (`--chaos SEED`), drawn up front as data so the same seed gives the same plan,
-//! recorded in `run_start.detail.chaos`: [`lab`] draws over the lab's crash windows, actors and
-//! services; [`system`] over what a team's system offers (its roles, instances, reported kinds and
-//! services). Both draw from [`Dice`](super::dice::Dice), and what either draws at a time or after
+//! Seeded chaos (`--chaos SEED`), so the same seed gives the same faults, recorded in
+//! `run_start.detail.chaos`: [`lab`] draws up front over the lab's crash windows, actors and
+//! services; [`system`] arms a team's system as it shows itself (the kinds each role reports, the
+//! gaps between its steps, its services). Both draw from [`Dice`](super::dice::Dice), and what either draws at a time or after
 //! a step is carried out as a fault of the one vocabulary ([`Nemesis`](super::spec::Nemesis)).
 
 pub mod lab;
 pub mod system;
 
 pub use lab::{Action, ChaosPlan, Swarm, Targets, Window, SWARM_WINDOWS};
-pub use system::{Shape, SystemChaos};
+pub use system::{Layout, SystemChaos};

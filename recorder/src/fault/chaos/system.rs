@@ -1,84 +1,44 @@
-//! `--chaos SEED` for a team's system: a swarm draw over the targets its [`Shape`] offers (its
-//! roles and instances, the kinds they report, its services), made up front as data (recorded in `run_start.detail.chaos`), so the same seed gives the same plan.
+//! `--chaos SEED` for a team's system: a swarm draw that knows the service. Nothing is armed up
+//! front on a guess: a (role, kind) pair is armed when the role first reports that kind, and a
+//! pause into the gap after a kind when that gap is first measured, so no fault waits on a step
+//! the role never takes. Each pair's draw is a pure function of the seed, the role and the kind
+//! (its own [`Dice`]), so the same seed arms the same faults whatever order the steps come in.
 //!
-//! - **Kills.** Each seed arms most roles (7 in 8) and most of the kinds they report (3 in 4): one
-//!   pass through an armed step kills the process with a probability the seed picks, at most once
-//!   or twice per armed step, always on a held export (so a chaos kill loses no span).
-//! - **Pauses.** A role that has several instances gets two pauses per instance, each 5 to 200 ms
-//!   (drawn on a log scale) after the export of the N-th `delivered` span of one instance (`worker-2`; the
-//!   role's own name, `worker`, counts any instance's) is answered, so the process stops inside the
-//!   work between a delivery and its commit, where a dedup race lives, for 3 to 5 s: long enough
-//!   for a broker to hand the message to another instance. Without `delivered` among the kinds,
-//!   each instance is paused once at a drawn time in the first half of the chaos window instead.
-//! - **Services.** In one seed of three, a service is restarted at a drawn time.
+//! - **Kills.** 7 pairs in 8: `kill ROLE after KIND N`, N drawn from the first half of the tasks,
+//!   always on a held export (so a kill loses no span of a synchronous exporter).
+//! - **Pauses.** For a role with several instances, when the gap after a kind is first measured:
+//!   one pair in two pauses each instance, `+DELAY` a drawn fraction (10-90 %) of that gap, so the
+//!   process stops between the step and its next (where a dedup race lives), for 3 to 5 s: long
+//!   enough for a broker to hand its message to another instance (`unless alone`).
+//! - **Services.** For each service, one pair in sixteen restarts it, or pauses it for 1 to 3 s,
+//!   right after that step of that role.
+//!
+//! What was armed, with each fault's fired count, is `run_end.detail.chaos.armed`.
 
 use std::time::Duration;
 
+use outbox_trace::detail::{ArmedStep, ChaosArmed};
 use outbox_trace::Kind;
 use serde::Serialize;
 
 use crate::fault::dice::Dice;
 use crate::fault::spec::{Nemesis, What, When};
+use crate::fault::trigger::Trigger;
 
-/// Kinds a kill may follow when the file declares none: the steps of the protocol whose
-/// aftermath a crash tests.
-const DEFAULT_KINDS: [Kind; 6] = [
-    Kind::TaskAccepted,
-    Kind::PublishAcked,
-    Kind::OutboxMarked,
-    Kind::Delivered,
-    Kind::EffectCommitted,
-    Kind::Acked,
-];
-/// How likely one armed step kills, in per mille: one drawn per seed.
-const CHANCES_PER_MILLE: [u64; 3] = [30, 80, 160];
-
-/// One armed (role, kind).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Armed {
-    /// The role.
-    pub role: String,
-    /// The kind whose span's end may kill it.
-    pub kind: Kind,
-    /// Kills left for this step.
-    pub budget: u32,
-}
-
-/// The draw of one seed.
-#[derive(Debug, Clone, Serialize)]
-pub struct SystemChaos {
-    /// The seed.
-    pub seed: u64,
-    /// The steps a kill may follow.
-    pub armed: Vec<Armed>,
-    /// The chance one armed step kills, per mille.
-    pub chance_per_mille: u64,
-    /// Pauses after steps, and timed faults inside the window (pauses, service restarts), as
-    /// specs.
-    pub faults: Vec<String>,
-    #[serde(skip)]
-    specs: Vec<Nemesis>,
-    #[serde(skip)]
-    dice: Dice,
-}
-
-/// How long after a `delivered` span's answer a chaos pause stops its process, in ms: past the
-/// look-up that follows a delivery, inside the work before the commit. The work's length is the
-/// service's own, so the delay is drawn evenly on a log scale: as likely 5-20 ms as 50-200 ms.
-const PAUSE_DELAY_MS: (u64, u64) = (5, 200);
-/// How long a chaos pause holds, in ms.
+/// One pair in this many is left without a kill.
+const SPARE_ONE_IN: u64 = 8;
+/// One pair in this many pauses the role's instances into its gap.
+const PAUSE_ONE_IN: u64 = 2;
+/// One pair in this many hits each service.
+const SERVICE_ONE_IN: u64 = 16;
+/// How long a chaos pause of a process holds, in ms.
 const PAUSE_HOLD_MS: (u64, u64) = (3000, 5000);
+/// How long a chaos pause of a service holds, in ms.
+const SERVICE_HOLD_MS: (u64, u64) = (1000, 3000);
 
-/// A duration in `[low, high]` ms drawn evenly on a log scale.
-fn log_between(dice: &mut Dice, (low, high): (u64, u64)) -> Duration {
-    let at = dice.below(1001) as f64 / 1000.0;
-    let ms = low as f64 * (high as f64 / low as f64).powf(at);
-    Duration::from_millis(ms.round() as u64)
-}
-
-/// What a team's system offers a chaos draw.
+/// What a team's system offers a chaos draw before it runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Shape {
+pub struct Layout {
     /// Each role and how many instances it runs, in the file's order.
     pub roles: Vec<(String, u32)>,
     /// The kinds the system declares it reports (`records`), if it declares them.
@@ -87,220 +47,293 @@ pub struct Shape {
     pub services: Vec<String>,
 }
 
+/// The draw of one seed, armed as the system shows itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemChaos {
+    /// The seed.
+    pub seed: u64,
+    /// How the seed arms: recorded in `run_start.detail.chaos`.
+    pub rules: &'static str,
+    #[serde(skip)]
+    tasks: u32,
+    #[serde(skip)]
+    layout: Layout,
+    /// What was armed: (role, kind, the trigger's index of the fault).
+    #[serde(skip)]
+    armed: Vec<(String, Kind, usize)>,
+}
+
 impl SystemChaos {
-    /// The plan of `seed` for `system` running `tasks` tasks within `window`.
-    pub fn draw(seed: u64, window: Duration, tasks: u32, shape: &Shape) -> SystemChaos {
-        let mut dice = Dice::new(seed);
-        let kinds: Vec<Kind> = match &shape.records {
-            Some(names) => names
-                .iter()
-                .filter_map(|n| n.parse::<Kind>().ok())
-                .filter(|k| DEFAULT_KINDS.contains(k))
-                .collect(),
-            None => DEFAULT_KINDS.to_vec(),
-        };
-        let roles: Vec<&String> = shape.roles.iter().map(|(r, _)| r).collect();
-        let mut armed = Vec::new();
-        for role in &roles {
-            if dice.below(8) == 0 {
-                continue; // this seed leaves the role alone
-            }
-            for kind in &kinds {
-                if dice.below(4) != 0 {
-                    armed.push(Armed {
-                        role: role.to_string(),
-                        kind: *kind,
-                        budget: 1 + dice.below(2) as u32,
-                    });
-                }
-            }
-        }
-        let chance_per_mille = CHANCES_PER_MILLE[dice.below(3) as usize];
-        let window_ms = window.as_millis().max(1) as u64;
-        let mut specs = Vec::new();
-        let between = |dice: &mut Dice, (low, high): (u64, u64)| {
-            Duration::from_millis(low + dice.below(high - low + 1))
-        };
-        for role in roles.iter().copied() {
-            let instances = shape
-                .roles
-                .iter()
-                .find(|(r, _)| r == role)
-                .map_or(1, |(_, n)| *n);
-            if instances < 2 {
-                continue; // nobody to take a paused process's message over
-            }
-            let spread = u64::from((tasks / instances / 2).max(1));
-            for instance in 1..=instances {
-                let target = if instance == 1 {
-                    role.clone()
-                } else {
-                    format!("{role}-{instance}")
-                };
-                if kinds.contains(&Kind::Delivered) {
-                    let mut nth = 0;
-                    for _ in 0..2 {
-                        nth += 1 + dice.below(spread) as u32;
-                        let delay = log_between(&mut dice, PAUSE_DELAY_MS);
-                        specs.push(Nemesis {
-                            what: What::Pause {
-                                target: target.clone(),
-                                hold: between(&mut dice, PAUSE_HOLD_MS),
-                                unless_alone: true,
-                            },
-                            when: When::After {
-                                kind: Kind::Delivered,
-                                nth,
-                                delay,
-                            },
-                        });
-                    }
-                } else {
-                    let at = Duration::from_millis(dice.below(window_ms / 2 + 1));
-                    specs.push(Nemesis {
-                        what: What::Pause {
-                            target,
-                            hold: between(&mut dice, PAUSE_HOLD_MS),
-                            unless_alone: true,
-                        },
-                        when: When::At(at),
-                    });
-                }
-            }
-        }
-        let services: Vec<&String> = shape.services.iter().collect();
-        if !services.is_empty() && dice.below(3) == 0 {
-            let service = services[dice.below(services.len() as u64) as usize].clone();
-            specs.push(Nemesis {
-                what: What::Restart { service },
-                when: When::At(Duration::from_millis(dice.below(window_ms))),
-            });
-        }
+    /// The draw of `seed` for a system of `layout` running `tasks` tasks.
+    pub fn draw(seed: u64, tasks: u32, layout: &Layout) -> SystemChaos {
         SystemChaos {
             seed,
-            armed,
-            chance_per_mille,
-            faults: specs.iter().map(ToString::to_string).collect(),
-            specs,
-            dice,
+            rules: "each (role, kind) armed when first reported: a kill 7 in 8, a pause of every \
+                    instance into the gap after it 1 in 2 (roles of several instances), each \
+                    service restarted or paused after it 1 in 16",
+            tasks,
+            layout: layout.clone(),
+            armed: Vec::new(),
         }
     }
 
-    /// The timed faults of the draw.
-    pub fn timed(&self) -> impl Iterator<Item = &Nemesis> {
-        self.specs.iter().filter(|f| f.at().is_some())
+    /// The dice of one (role, kind, purpose): the same for the same seed, in any order.
+    fn dice(&self, role: &str, kind: Kind, purpose: &str) -> Dice {
+        let mut h: u64 = self.seed ^ 0xA076_1D64_78BD_642F;
+        for b in role
+            .bytes()
+            .chain([0])
+            .chain(kind.as_str().bytes())
+            .chain([0])
+            .chain(purpose.bytes())
+        {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+        }
+        Dice::new(h)
     }
 
-    /// The faults of the draw that follow a step.
-    pub fn following(&self) -> impl Iterator<Item = &Nemesis> {
-        self.specs.iter().filter(|f| f.follows_a_step())
+    /// Whether the file declares its kinds and leaves `kind` out.
+    fn undeclared(&self, kind: Kind) -> bool {
+        self.layout
+            .records
+            .as_ref()
+            .is_some_and(|r| !r.iter().any(|k| k == kind.as_str()))
     }
 
-    /// Whether the end of a span of `kind` reported by `role` kills it now (spends that step's
-    /// budget).
-    pub fn strikes(&mut self, role: &str, kind: Kind) -> bool {
-        let Some(armed) = self
+    fn instances(&self, role: &str) -> u32 {
+        self.layout
+            .roles
+            .iter()
+            .find(|(r, _)| r == role)
+            .map_or(1, |(_, n)| *n)
+    }
+
+    /// A count to fire on, from the first half of the steps one target reports.
+    fn nth(&self, dice: &mut Dice, instances: u32) -> u32 {
+        let spread = (self.tasks / instances.max(1) / 2).max(1);
+        1 + dice.below(u64::from(spread)) as u32
+    }
+
+    /// `role` reported its first step of `kind`: the kill and service faults of that pair, armed
+    /// on `trigger` (they count from this step on).
+    pub fn first_report(&mut self, trigger: &mut Trigger, role: &str, kind: Kind) {
+        if self.undeclared(kind) {
+            return;
+        }
+        let mut dice = self.dice(role, kind, "first");
+        let mut faults = Vec::new();
+        if dice.below(SPARE_ONE_IN) != 0 {
+            let nth = self.nth(&mut dice, 1);
+            faults.push(Nemesis::kill_after(role, kind, nth));
+        }
+        for service in &self.layout.services {
+            if dice.below(SERVICE_ONE_IN) != 0 {
+                continue;
+            }
+            let nth = self.nth(&mut dice, 1);
+            let when = When::After {
+                kind,
+                nth,
+                delay: Duration::ZERO,
+                by: Some(role.to_string()),
+            };
+            let what = if dice.below(2) == 0 {
+                What::Restart {
+                    service: service.clone(),
+                }
+            } else {
+                What::PauseService {
+                    service: service.clone(),
+                    hold: between(&mut dice, SERVICE_HOLD_MS),
+                }
+            };
+            faults.push(Nemesis { what, when });
+        }
+        self.arm(trigger, role, kind, faults);
+    }
+
+    /// The first gap after `kind` was measured for `role`: pauses of its instances into it.
+    pub fn first_gap(&mut self, trigger: &mut Trigger, role: &str, kind: Kind, gap: Duration) {
+        let instances = self.instances(role);
+        if instances < 2 || self.undeclared(kind) {
+            return; // nobody to take a paused process's message over
+        }
+        let mut dice = self.dice(role, kind, "gap");
+        if dice.below(PAUSE_ONE_IN) != 0 {
+            return;
+        }
+        let mut faults = Vec::new();
+        for instance in 1..=instances {
+            let target = if instance == 1 {
+                role.to_string()
+            } else {
+                format!("{role}-{instance}")
+            };
+            let fraction = 10 + dice.below(81);
+            let delay = (gap * fraction as u32 / 100).max(Duration::from_millis(1));
+            faults.push(Nemesis {
+                what: What::Pause {
+                    target,
+                    hold: between(&mut dice, PAUSE_HOLD_MS),
+                    unless_alone: true,
+                },
+                when: When::After {
+                    kind,
+                    nth: self.nth(&mut dice, instances),
+                    delay: Duration::from_millis(delay.as_millis() as u64),
+                    by: None,
+                },
+            });
+        }
+        self.arm(trigger, role, kind, faults);
+    }
+
+    fn arm(&mut self, trigger: &mut Trigger, role: &str, kind: Kind, faults: Vec<Nemesis>) {
+        for fault in faults {
+            let index = trigger.arm(fault);
+            self.armed.push((role.to_string(), kind, index));
+        }
+    }
+
+    /// The indexes on the trigger of what this draw armed.
+    pub fn indexes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.armed.iter().map(|(_, _, i)| *i)
+    }
+
+    /// What was armed, with each fault's fired count: `run_end.detail.chaos`.
+    pub fn report(&self, trigger: &Trigger) -> ChaosArmed {
+        let armed = self
             .armed
-            .iter_mut()
-            .find(|a| a.role == role && a.kind == kind && a.budget > 0)
-        else {
-            return false;
-        };
-        if self.dice.below(1000) < self.chance_per_mille {
-            armed.budget -= 1;
-            return true;
+            .iter()
+            .filter_map(|(role, kind, i)| {
+                let a = trigger.armed().get(*i)?;
+                Some(ArmedStep {
+                    role: role.clone(),
+                    kind: kind.as_str().to_string(),
+                    fault: a.nemesis.to_string(),
+                    fired: u64::from(a.fired),
+                    ..ArmedStep::default()
+                })
+            })
+            .collect();
+        ChaosArmed {
+            armed,
+            ..ChaosArmed::default()
         }
-        false
     }
+}
+
+/// A duration in `[low, high]` ms, drawn evenly.
+fn between(dice: &mut Dice, (low, high): (u64, u64)) -> Duration {
+    Duration::from_millis(low + dice.below(high - low + 1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::trigger::Reporter;
 
-    fn system(records: &[&str]) -> Shape {
-        Shape {
+    fn layout(records: &[&str]) -> Layout {
+        Layout {
             roles: vec![("api".into(), 1), ("worker".into(), 2)],
             records: (!records.is_empty()).then(|| records.iter().map(|r| r.to_string()).collect()),
             services: vec!["redis".into()],
         }
     }
 
-    #[test]
-    fn a_seed_draws_one_plan_and_pauses_every_instance_twice_after_its_deliveries() {
-        let sys = system(&[]);
-        let window = Duration::from_secs(2);
-        let plan = SystemChaos::draw(7, window, 40, &sys);
-        let again = SystemChaos::draw(7, window, 40, &sys);
-        assert_eq!(plan.faults, again.faults);
-        assert_eq!(plan.armed, again.armed);
-        let pauses: Vec<&Nemesis> = plan.following().collect();
-        assert_eq!(pauses.len(), 4, "{:?}", plan.faults);
-        for target in ["worker", "worker-2"] {
-            let nths: Vec<u32> = pauses
-                .iter()
-                .filter_map(|f| match (&f.what, f.when) {
-                    (
-                        What::Pause {
-                            target: t, hold, ..
-                        },
-                        When::After {
-                            kind: Kind::Delivered,
-                            nth,
-                            delay,
-                        },
-                    ) if t == target => {
-                        assert!((5..=200).contains(&delay.as_millis()), "{f}");
-                        assert!((3000..=5000).contains(&hold.as_millis()), "{f}");
-                        Some(nth)
-                    }
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(nths.len(), 2, "{target}: {:?}", plan.faults);
-            assert!(nths[0] < nths[1] && nths[1] <= 20, "{target}: {nths:?}");
-        }
-        // Over many seeds, most roles and most of their kinds are armed, each with a budget.
-        let armed: usize = (1..=40)
-            .map(|seed| SystemChaos::draw(seed, window, 40, &sys).armed.len())
-            .sum();
-        let possible = 40 * 2 * DEFAULT_KINDS.len();
-        assert!(armed * 2 > possible, "{armed} of {possible}");
+    fn specs(trigger: &Trigger) -> Vec<String> {
+        trigger
+            .armed()
+            .iter()
+            .map(|a| a.nemesis.to_string())
+            .collect()
     }
 
     #[test]
-    fn without_deliveries_in_the_records_the_pauses_come_at_drawn_times() {
-        let sys = system(&["task_accepted", "effect_committed"]);
-        let plan = SystemChaos::draw(3, Duration::from_secs(2), 40, &sys);
-        assert_eq!(plan.following().count(), 0, "{:?}", plan.faults);
-        let paused: Vec<String> = plan
-            .timed()
-            .filter_map(|f| match (&f.what, f.when) {
-                (What::Pause { target, .. }, When::At(at)) => {
-                    assert!(at.as_millis() <= 1000, "{f}");
-                    Some(target.clone())
-                }
-                _ => None,
+    fn a_pair_is_armed_when_first_reported_the_same_way_in_any_order() {
+        let mut one = (SystemChaos::draw(7, 40, &layout(&[])), Trigger::default());
+        let mut two = (SystemChaos::draw(7, 40, &layout(&[])), Trigger::default());
+        assert!(one.1.armed().is_empty(), "nothing before a report");
+        one.0.first_report(&mut one.1, "api", Kind::TaskAccepted);
+        one.0.first_report(&mut one.1, "worker", Kind::Delivered);
+        two.0.first_report(&mut two.1, "worker", Kind::Delivered);
+        two.0.first_report(&mut two.1, "api", Kind::TaskAccepted);
+        let (mut a, mut b) = (specs(&one.1), specs(&two.1));
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        for spec in &a {
+            assert!(
+                spec.contains("after task_accepted") || spec.contains("after worker delivered") || spec.contains("after delivered"),
+                "{spec}"
+            );
+        }
+        // Over many seeds, most pairs get a kill, and every armed fault is on a reported pair.
+        let kills: usize = (1..=80)
+            .map(|seed| {
+                let mut c = SystemChaos::draw(seed, 40, &layout(&[]));
+                let mut t = Trigger::default();
+                c.first_report(&mut t, "worker", Kind::EffectCommitted);
+                specs(&t).iter().filter(|s| s.starts_with("kill worker after effect_committed")).count()
             })
-            .collect();
-        assert_eq!(paused, ["worker", "worker-2"]);
-        assert!(plan
+            .sum();
+        assert!((60..80).contains(&kills), "{kills} of 80");
+    }
+
+    #[test]
+    fn pauses_go_into_the_measured_gap_of_roles_with_several_instances() {
+        let mut paused = 0;
+        for seed in 1..=40 {
+            let mut c = SystemChaos::draw(seed, 40, &layout(&[]));
+            let mut t = Trigger::default();
+            c.first_gap(&mut t, "api", Kind::TaskAccepted, Duration::from_millis(100));
+            assert!(t.armed().is_empty(), "a role of one instance is not paused");
+            c.first_gap(&mut t, "worker", Kind::Delivered, Duration::from_millis(200));
+            for a in t.armed() {
+                let When::After { delay, nth, .. } = &a.nemesis.when else {
+                    panic!("{}", a.nemesis)
+                };
+                assert!((20..=180).contains(&delay.as_millis()), "{}", a.nemesis);
+                assert!((1..=10).contains(nth), "{}", a.nemesis);
+                paused += 1;
+            }
+            assert!(t.armed().len() == 0 || t.armed().len() == 2);
+        }
+        assert!((20..=60).contains(&paused), "{paused}");
+    }
+
+    #[test]
+    fn undeclared_kinds_are_never_armed_and_the_report_counts_firings() {
+        let mut c = SystemChaos::draw(3, 40, &layout(&["effect_committed"]));
+        let mut t = Trigger::default();
+        c.first_report(&mut t, "worker", Kind::Acked);
+        assert!(t.armed().is_empty());
+        // A seed whose draw kills the first effect_committed.
+        let (mut c, mut t) = (1..200)
+            .map(|seed| {
+                let mut c = SystemChaos::draw(seed, 2, &layout(&[]));
+                let mut t = Trigger::default();
+                c.first_report(&mut t, "worker", Kind::EffectCommitted);
+                (c, t)
+            })
+            .find(|(_, t)| specs(t).iter().any(|s| s == "kill worker after effect_committed"))
+            .expect("some seed kills the first one");
+        let who = Reporter {
+            actor: "worker-2",
+            role: "worker",
+            running: true,
+            has_sibling: true,
+            at: Duration::ZERO,
+        };
+        assert!(t.on_step(who, Kind::EffectCommitted).kill.is_some());
+        let report = c.report(&t);
+        let kill = report
             .armed
             .iter()
-            .all(|a| matches!(a.kind, Kind::TaskAccepted | Kind::EffectCommitted)));
-    }
-
-    #[test]
-    fn an_armed_step_kills_at_most_its_budget() {
-        let sys = system(&[]);
-        let mut plan = SystemChaos::draw(11, Duration::from_secs(2), 40, &sys);
-        let Some(first) = plan.armed.first().cloned() else {
-            panic!("seed 11 arms something: {plan:?}");
-        };
-        let kills = (0..10_000)
-            .filter(|_| plan.strikes(&first.role, first.kind))
-            .count();
-        assert_eq!(kills as u32, first.budget);
-        assert!(!plan.strikes("nobody", first.kind));
+            .find(|a| a.fault == "kill worker after effect_committed")
+            .unwrap();
+        assert_eq!((kill.role.as_str(), kill.kind.as_str(), kill.fired), ("worker", "effect_committed", 1));
+        c.first_report(&mut t, "worker", Kind::Acked);
+        assert!(c.indexes().count() >= 1);
     }
 }

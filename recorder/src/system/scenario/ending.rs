@@ -12,6 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::commands::{run_command, CommandError};
 use super::shared::{run_err, ScenarioOutcome, SystemError, GRACE};
 use super::stage::Stage;
+use crate::fault::apply::continue_group;
+use crate::fault::coverage::Origin;
 use crate::journal::author::Author;
 use crate::process::child::Status;
 use crate::system::receiver::Intake;
@@ -116,6 +118,10 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         stage.take(item).await?.answer();
     }
     for (_, service) in &mut services {
+        // A paused service heeds no SIGTERM until it is continued.
+        if let Some(group) = service.group() {
+            continue_group(group);
+        }
         service.stop(GRACE).await;
     }
     // What the scenario's processes left behind (daemons included) goes with them.
@@ -144,6 +150,34 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         ..detail::RunEnd::default()
     };
     stage.outcome.dropped.fill(&mut end);
+    end.faults = stage.tried();
+    end.chaos = stage.chaos.as_ref().map(|c| c.report(&stage.trigger));
+    end.shape = stage.shape.summary();
+    if stage.origin == Origin::Named {
+        let drawn = |spec: &str| {
+            end.chaos
+                .as_ref()
+                .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
+        };
+        for fault in end.faults.iter().filter(|f| f.fired == 0 && !drawn(&f.spec)) {
+            eprintln!(
+                "recorder: scenario {}: fault `{}` never fired: {}",
+                stage.name,
+                fault.spec,
+                fault.why.as_deref().unwrap_or("no reason known")
+            );
+        }
+    }
+    if let Some(chaos) = &end.chaos {
+        let fired = chaos.armed.iter().filter(|a| a.fired > 0).count();
+        eprintln!(
+            "recorder: scenario {}: chaos armed {} fault(s) on the steps the roles reported; {fired} fired",
+            stage.name,
+            chaos.armed.len()
+        );
+    }
+    stage.outcome.tried = end.faults.clone();
+    stage.outcome.shape = end.shape.clone();
     stage.own(Author::Recorder, Step::RunEnd(end)).await?;
     stage.outcome.recovered = recovered;
     Ok(stage.outcome)

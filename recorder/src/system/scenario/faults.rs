@@ -1,6 +1,7 @@
 //! Carrying out a scenario's faults on its processes and services: pauses (SIGSTOP, then SIGCONT
 //! when they are over, each with a `fault` row) and the timed faults (a kill, a pause, a service
-//! restart at a time from the first task) on the primitives the fault layer asks of a subject.
+//! restart at a time from the first task) on the primitives the fault layer asks of a subject;
+//! and what the scenario tried, fault by fault, for `run_end`.
 
 use std::time::{Duration, Instant};
 
@@ -13,11 +14,42 @@ use tokio::sync::mpsc;
 use super::shared::SystemError;
 use super::stage::{Kill, Stage};
 use crate::fault::apply::Targets;
+use crate::fault::coverage::{why_not, Tally};
+use crate::fault::spec::Nemesis;
+use crate::fault::trigger::Armed;
 use crate::journal::author::Author;
 use crate::system::receiver::Intake;
 use crate::system::services::Service;
 
 impl<'a, 'e> Stage<'a, 'e> {
+    /// Every fault the scenario named, searched or drew, with how often it fired and, for one
+    /// that never did, why (`run_end.detail.faults`).
+    pub(super) fn tried(&self) -> Vec<detail::FaultTried> {
+        let ran = self.first_task.elapsed();
+        let shape = &self.shape;
+        let why = |fault: &Nemesis| {
+            let count = |who: Option<&str>, kind| match who {
+                Some(who) => shape.count(who, kind),
+                None => shape.count_all(kind),
+            };
+            why_not(fault, count, ran)
+        };
+        let drawn: Vec<usize> = self.chaos.iter().flat_map(|c| c.indexes()).collect();
+        let armed = self.trigger.armed().iter().enumerate();
+        let (chaos, own): (Vec<_>, Vec<_>) = armed.partition(|(i, _)| drawn.contains(i));
+        let step = |(_, a): (usize, &Armed)| Tally {
+            nemesis: a.nemesis.clone(),
+            fired: u64::from(a.fired),
+            first: a.first,
+        };
+        own.into_iter()
+            .map(step)
+            .chain(self.timed.iter().cloned())
+            .chain(chaos.into_iter().map(step))
+            .map(|t| t.entry(why))
+            .collect()
+    }
+
     /// Whether another process of `role` than `actor` runs on (not stopped, not exited) to take
     /// its message over.
     pub(super) fn has_running_sibling(&self, actor: &str, role: &str) -> bool {

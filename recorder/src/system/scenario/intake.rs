@@ -1,6 +1,7 @@
-//! Taking one export request in: its spans become rows on the run's clock, each step is shown to
-//! the scenario's [`Trigger`](crate::fault::trigger::Trigger) and the chaos draw, and the export
-//! is answered at once unless a kill holds it until the process is dead.
+//! Taking one export request in: its spans become rows on the run's clock, each step teaches the
+//! scenario's [`ShapeLearner`](crate::system::shape::ShapeLearner) (and through it arms the chaos
+//! draw) and is shown to the scenario's [`Trigger`](crate::fault::trigger::Trigger), and the
+//! export is answered at once unless a kill or a service's fault holds it until it is done.
 
 use std::time::Instant;
 
@@ -13,6 +14,7 @@ use super::stage::{Held, Kill, Stage};
 use crate::fault::pauses::Pending;
 use crate::fault::trigger::Reporter;
 use crate::system::file::Export;
+use crate::system::shape::Seen;
 use crate::system::receiver::{Answer, Intake};
 
 impl<'a, 'e> Stage<'a, 'e> {
@@ -58,15 +60,37 @@ impl<'a, 'e> Stage<'a, 'e> {
             }
             let role = life.role.clone();
             let sync = self.env.system.file.roles[&role].export == Export::Sync;
+            let learned = self.shape.observe(Seen {
+                role: &role,
+                actor: &actor,
+                incarnation,
+                kind,
+                at_unix_ns: live.at_unix_ns,
+                arrived_unix_ns: self.env.epoch_unix_ns + self.env.clock.now().max(0) as u64,
+            });
+            if let Some(chaos) = &mut self.chaos {
+                if learned.first_of_kind {
+                    chaos.first_report(&mut self.trigger, &role, kind);
+                }
+                if let (Some((before, gap)), true) = (learned.after, learned.first_gap) {
+                    chaos.first_gap(&mut self.trigger, &role, before, gap);
+                }
+            }
             let who = Reporter {
                 actor: &actor,
                 role: &role,
                 running: !self.pauses.holds(&actor)
                     && !kills.iter().any(|k: &Kill| k.actor == actor),
                 has_sibling: self.has_running_sibling(&actor, &role),
+                at: self.first_task.elapsed(),
             };
             let struck = self.trigger.on_step(who, kind);
-            let mut strike = struck.kill.is_some();
+            let strike = struck.kill.is_some();
+            for i in struck.services {
+                if let Some(armed) = self.trigger.armed().get(i) {
+                    self.service_faults.push(armed.nemesis.clone());
+                }
+            }
             for (i, delay, hold) in struck.pauses {
                 queued.push((i, actor.clone(), incarnation));
                 self.pauses.queue(Pending {
@@ -75,11 +99,6 @@ impl<'a, 'e> Stage<'a, 'e> {
                     life: incarnation,
                     hold,
                 });
-            }
-            if !strike {
-                if let Some(chaos) = &mut self.chaos {
-                    strike = chaos.strikes(&role, kind);
-                }
             }
             if strike && !kills.iter().any(|k: &Kill| k.actor == actor) {
                 kills.push(Kill {

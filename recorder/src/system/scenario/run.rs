@@ -15,11 +15,11 @@ use super::ending::{end, Ending};
 use super::faults::SystemTargets;
 use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
 use super::stage::Stage;
-use crate::fault::apply::apply;
+use crate::fault::apply::{apply, carry_out};
 use crate::fault::chaos::SystemChaos;
-use crate::fault::coverage::Origin;
+use crate::fault::coverage::{Origin, Tally};
 use crate::fault::pauses::Pauses;
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, When};
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
@@ -27,6 +27,7 @@ use crate::process::port::free_port;
 use crate::system::file::Delivery;
 use crate::system::receiver::{Intake, OtlpReceiver};
 use crate::system::services::Service;
+use crate::system::shape::ShapeLearner;
 use crate::system::tasks::{make_tasks, Courier, Delivered};
 use crate::system::template::Values;
 
@@ -88,19 +89,17 @@ pub async fn run_scenario(
     all_faults.extend(env.faults.iter().cloned());
     let chaos = env
         .chaos
-        .map(|(seed, window)| SystemChaos::draw(seed, window, env.tasks, &system.shape()));
-    let mut timed: Vec<Nemesis> = all_faults
+        .map(|(seed, _)| SystemChaos::draw(seed, env.tasks, &system.layout()));
+    let mut timed: Vec<Tally> = all_faults
         .iter()
         .filter(|f| f.at().is_some())
         .cloned()
+        .map(Tally::new)
         .collect();
-    if let Some(c) = &chaos {
-        timed.extend(c.timed().cloned());
-    }
-    timed.sort_by_key(|f| f.at());
+    timed.sort_by_key(|t| t.nemesis.at());
     let faults_over = timed
         .iter()
-        .filter_map(Nemesis::over_at)
+        .filter_map(|t| t.nemesis.over_at())
         .max()
         .unwrap_or_default();
 
@@ -117,16 +116,17 @@ pub async fn run_scenario(
         stdin_slot: stdin_role.then_some(slot_tx),
         answers: stdin_role.then_some(answers_tx),
         mapper: LiveMapper::new(),
-        trigger: Trigger::new(
-            all_faults
-                .iter()
-                .chain(chaos.iter().flat_map(|c| c.following())),
-        ),
+        trigger: Trigger::new(&all_faults),
         chaos,
         pauses: Pauses::default(),
         last_span: Instant::now(),
         outcome: ScenarioOutcome::default(),
         failures: BTreeMap::new(),
+        shape: ShapeLearner::default(),
+        first_task: Instant::now(),
+        service_faults: Vec::new(),
+        timed,
+        origin,
     };
 
     let tasks = make_tasks(
@@ -174,9 +174,12 @@ pub async fn run_scenario(
         deadline,
     };
     let first_task = Instant::now();
+    stage.first_task = first_task;
     let mut delivery = tokio::spawn(courier.deliver(tasks));
     let mut delivered: Option<Delivered> = None;
-    let mut timed: VecDeque<Nemesis> = timed.into();
+    let mut timed: VecDeque<usize> = (0..stage.timed.len()).collect();
+    // Service pauses a step set off, due after their delay.
+    let mut later: Vec<(Instant, Nemesis)> = Vec::new();
     let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
     let mut quiet_probe: Option<Instant> = None;
     let mut probe: Option<tokio::task::JoinHandle<Result<bool, CommandError>>> = None;
@@ -194,19 +197,36 @@ pub async fn run_scenario(
             break;
         }
         let now = Instant::now();
-        // Timed faults that are due.
-        while timed
-            .front()
-            .and_then(Nemesis::at)
-            .is_some_and(|at| first_task + at <= now)
-        {
-            let fault = timed.pop_front().expect("a due fault");
+        // Timed faults that are due, each counted when its target is there to take it.
+        while let Some(&i) = timed.front() {
+            let fault = stage.timed[i].nemesis.clone();
+            if fault.at().is_none_or(|at| first_task + at > now) {
+                break;
+            }
+            timed.pop_front();
+            let present = match (fault.target(), fault.service()) {
+                (Some(target), _) => stage.lives.contains_key(target),
+                (None, Some(service)) => services.iter().any(|(n, s)| n == service && s.group().is_some()),
+                (None, None) => false,
+            };
             let mut targets = SystemTargets {
                 stage: &mut stage,
                 services: &mut services,
                 intake: &mut intake,
             };
             apply(&mut targets, &fault).await?;
+            if present {
+                stage.timed[i].fire(first_task.elapsed());
+            }
+        }
+        // Service pauses whose delay after their step has passed.
+        for (_, fault) in extract_due(&mut later, now) {
+            let mut targets = SystemTargets {
+                stage: &mut stage,
+                services: &mut services,
+                intake: &mut intake,
+            };
+            carry_out(&mut targets, &fault).await?;
         }
         stage.pauses_due(now).await?;
         let due: Vec<_> = restarts.iter().filter(|r| r.0 <= now).cloned().collect();
@@ -217,6 +237,7 @@ pub async fn run_scenario(
         // Quiet: tasks delivered, faults over, nothing waiting to restart.
         let settled = delivered.is_some()
             && timed.is_empty()
+            && later.is_empty()
             && stage.pauses.is_empty()
             && restarts.is_empty()
             && now >= first_task + faults_over;
@@ -249,6 +270,22 @@ pub async fn run_scenario(
         tokio::select! {
             Some(item) = intake.recv() => {
                 let held = stage.take(item).await?;
+                // The services' faults this export set off, before it is answered.
+                for fault in std::mem::take(&mut stage.service_faults) {
+                    match fault.when {
+                        When::After { delay, .. } if !delay.is_zero() => {
+                            later.push((Instant::now() + delay, fault));
+                        }
+                        _ => {
+                            let mut targets = SystemTargets {
+                                stage: &mut stage,
+                                services: &mut services,
+                                intake: &mut intake,
+                            };
+                            carry_out(&mut targets, &fault).await?;
+                        }
+                    }
+                }
                 stage.carry_out(held, &mut intake).await?;
             }
             Some((actor, incarnation, status)) = exits.recv() => {
@@ -293,6 +330,13 @@ pub async fn run_scenario(
         delivered,
     })
     .await
+}
+
+/// Takes the entries of `later` that are due at `now`, in their order.
+fn extract_due(later: &mut Vec<(Instant, Nemesis)>, now: Instant) -> Vec<(Instant, Nemesis)> {
+    let (due, wait) = std::mem::take(later).into_iter().partition(|(at, _)| *at <= now);
+    *later = wait;
+    due
 }
 
 /// Sleeps until `at`, or forever without one (a `select!` branch that never wins).

@@ -18,7 +18,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
 use crate::fault::chaos::SystemChaos;
+use crate::fault::coverage::{Origin, Tally};
 use crate::fault::pauses::Pauses;
+use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
@@ -26,6 +28,7 @@ use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
 use crate::system::file::{Delivery, OtlpProtocol};
 use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::shape::ShapeLearner;
 use crate::system::template::Values;
 
 /// One life of one actor.
@@ -85,6 +88,16 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) outcome: ScenarioOutcome,
     /// Per actor, its lives that ended on their own (for the back-off).
     pub(super) failures: BTreeMap<String, Lives>,
+    /// What the processes reported so far.
+    pub(super) shape: ShapeLearner,
+    /// When the first task went out (the zero of timed faults).
+    pub(super) first_task: Instant,
+    /// Service faults a step set off, to carry out before its export is answered.
+    pub(super) service_faults: Vec<Nemesis>,
+    /// The scenario's timed faults, each with how often it happened.
+    pub(super) timed: Vec<Tally>,
+    /// Whether the scenario's faults are named or searched.
+    pub(super) origin: Origin,
 }
 
 impl<'a, 'e> Stage<'a, 'e> {

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use outbox_trace::detail::{RunEnd, RunStart};
+use outbox_trace::detail::{FaultTried, RunEnd, RunStart};
 use outbox_trace::{Kind, Step};
 
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,7 @@ use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::services::ServiceKind;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::fault::apply::apply;
+use crate::fault::coverage::{why_not, Tally};
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
 use crate::journal::author::{Author, Role};
@@ -197,6 +198,14 @@ async fn run_on<B: Backend>(
         .max()
         .unwrap_or_default();
     let mut chaos = timed.iter().peekable();
+    // The named timed faults, each counted when it is carried out.
+    let mut named_timed: Vec<Tally> = env
+        .faults
+        .iter()
+        .filter(|f| f.at().is_some())
+        .cloned()
+        .map(Tally::new)
+        .collect();
     let mut acks_before = 0;
     let mut quiet = 0;
     let mut end_reason = "quiet";
@@ -219,6 +228,12 @@ async fn run_on<B: Backend>(
                 break;
             }
             chaos.next();
+            if let Some(tally) = named_timed
+                .iter_mut()
+                .find(|t| t.fired == 0 && t.nemesis == *fault)
+            {
+                tally.fire(started.elapsed());
+            }
             let mut targets = inject::LabTargets {
                 env,
                 cast: &mut cast,
@@ -301,8 +316,16 @@ async fn run_on<B: Backend>(
         recovered: Some(recovered),
         reason: Some(end_reason.to_string()),
         elapsed_ms: Some(elapsed_ms),
+        faults: tried(aim.as_ref(), &named_timed, started.elapsed()),
         ..RunEnd::default()
     };
+    for fault in end.faults.iter().filter(|f| f.fired == 0) {
+        eprintln!(
+            "recorder: scenario {name}: fault `{}` never fired: {}",
+            fault.spec,
+            fault.why.as_deref().unwrap_or("no reason known")
+        );
+    }
     env.recorder
         .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
         .await
@@ -322,6 +345,23 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
         .iter()
         .filter(|t| !tally.accepted.contains(&t.task_id))
         .cloned()
+        .collect()
+}
+
+/// The `--fault` specs of a scenario with how often each fired (`run_end.detail.faults`): the
+/// step-following ones as the trigger counted them (its count of the target's steps of the kind
+/// says why one never fired), then the timed ones.
+fn tried(aim: Option<&Aim>, timed: &[Tally], ran: Duration) -> Vec<FaultTried> {
+    let trigger = aim.and_then(|a| a.trigger.lock().ok().map(|t| t.armed().to_vec()));
+    let step = trigger.unwrap_or_default().into_iter().map(|a| {
+        let tally = Tally {
+            nemesis: a.nemesis,
+            fired: u64::from(a.fired),
+            first: a.first,
+        };
+        tally.entry(|f| why_not(f, |_, _| u64::from(a.seen), ran))
+    });
+    step.chain(timed.iter().map(|t| t.entry(|f| why_not(f, |_, _| 0, ran))))
         .collect()
 }
 

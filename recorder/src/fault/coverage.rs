@@ -88,7 +88,10 @@ pub fn why_not(
                 0 => format!("{named} reported no {kind}"),
                 n if n < u64::from(*nth) => {
                     let from = who.map(|w| format!(" from {w}")).unwrap_or_default();
-                    format!("only {n} {kind} span{}{from}", if n == 1 { "" } else { "s" })
+                    format!(
+                        "only {n} {kind} span{}{from}",
+                        if n == 1 { "" } else { "s" }
+                    )
                 }
                 _ => match what {
                     What::Pause { .. } => format!(
@@ -139,17 +142,28 @@ mod tests {
             why("restart redis after relay acked", 9000),
             "relay reported no acked"
         );
-        assert!(why("pause worker after delivered for 1s unless alone", 9000)
-            .contains("could not be paused"));
+        assert!(
+            why("pause worker after delivered for 1s unless alone", 9000)
+                .contains("could not be paused")
+        );
         assert_eq!(
             why("kill relay at 12s", 9000),
             "the scenario ended 9s after its first task, before 12s"
         );
-        assert_eq!(why("restart redis at 2s", 9000), "redis was not running at 2s");
+        assert_eq!(
+            why("restart redis at 2s", 9000),
+            "redis was not running at 2s"
+        );
         let mut tally = Tally::new(Nemesis::parse("kill relay at 1s").unwrap());
-        assert_eq!(tally.entry(|_| "not yet".into()).why.as_deref(), Some("not yet"));
+        assert_eq!(
+            tally.entry(|_| "not yet".into()).why.as_deref(),
+            Some("not yet")
+        );
         tally.fire(Duration::from_millis(1002));
         let entry = tally.entry(|_| unreachable!("fired"));
-        assert_eq!((entry.fired, entry.first_ms, entry.why), (1, Some(1002), None));
+        assert_eq!(
+            (entry.fired, entry.first_ms, entry.why),
+            (1, Some(1002), None)
+        );
     }
 }

@@ -201,7 +201,12 @@ mod tests {
     fn trigger(specs: &[&str]) -> Trigger {
         let faults: Vec<Nemesis> = specs
             .iter()
-            .map(|s| Nemesis::parse(s).unwrap().resolve(|n| n == "redis").unwrap())
+            .map(|s| {
+                Nemesis::parse(s)
+                    .unwrap()
+                    .resolve(|n| n == "redis")
+                    .unwrap()
+            })
             .collect();
         Trigger::new(&faults)
     }
@@ -321,12 +326,18 @@ mod tests {
         w2.at = Duration::from_millis(70);
         assert_eq!(t.on_step(w2, Kind::Delivered).services, vec![0]);
         assert!(t.on_step(w2, Kind::Delivered).services.is_empty(), "once");
-        assert_eq!(t.on_step(who("relay", "relay"), Kind::Acked).services, vec![1]);
+        assert_eq!(
+            t.on_step(who("relay", "relay"), Kind::Acked).services,
+            vec![1]
+        );
         assert_eq!(
             (t.armed()[0].fired, t.armed()[0].first),
             (1, Some(Duration::from_millis(70)))
         );
-        assert_eq!(t.held_kinds("worker-2", "worker"), vec![Kind::Acked, Kind::Delivered]);
+        assert_eq!(
+            t.held_kinds("worker-2", "worker"),
+            vec![Kind::Acked, Kind::Delivered]
+        );
         assert_eq!(t.held_kinds("worker", "worker"), vec![Kind::Acked]);
     }
 }

@@ -5,6 +5,7 @@
 mod chaos;
 mod common;
 mod conformance;
+mod coverage;
 mod endings;
 mod errors;
 mod external;

@@ -264,7 +264,9 @@ mod tests {
         assert_eq!(a, b);
         for spec in &a {
             assert!(
-                spec.contains("after task_accepted") || spec.contains("after worker delivered") || spec.contains("after delivered"),
+                spec.contains("after task_accepted")
+                    || spec.contains("after worker delivered")
+                    || spec.contains("after delivered"),
                 "{spec}"
             );
         }
@@ -274,7 +276,10 @@ mod tests {
                 let mut c = SystemChaos::draw(seed, 40, &layout(&[]));
                 let mut t = Trigger::default();
                 c.first_report(&mut t, "worker", Kind::EffectCommitted);
-                specs(&t).iter().filter(|s| s.starts_with("kill worker after effect_committed")).count()
+                specs(&t)
+                    .iter()
+                    .filter(|s| s.starts_with("kill worker after effect_committed"))
+                    .count()
             })
             .sum();
         assert!((60..80).contains(&kills), "{kills} of 80");
@@ -286,9 +291,19 @@ mod tests {
         for seed in 1..=40 {
             let mut c = SystemChaos::draw(seed, 40, &layout(&[]));
             let mut t = Trigger::default();
-            c.first_gap(&mut t, "api", Kind::TaskAccepted, Duration::from_millis(100));
+            c.first_gap(
+                &mut t,
+                "api",
+                Kind::TaskAccepted,
+                Duration::from_millis(100),
+            );
             assert!(t.armed().is_empty(), "a role of one instance is not paused");
-            c.first_gap(&mut t, "worker", Kind::Delivered, Duration::from_millis(200));
+            c.first_gap(
+                &mut t,
+                "worker",
+                Kind::Delivered,
+                Duration::from_millis(200),
+            );
             for a in t.armed() {
                 let When::After { delay, nth, .. } = &a.nemesis.when else {
                     panic!("{}", a.nemesis)
@@ -316,7 +331,11 @@ mod tests {
                 c.first_report(&mut t, "worker", Kind::EffectCommitted);
                 (c, t)
             })
-            .find(|(_, t)| specs(t).iter().any(|s| s == "kill worker after effect_committed"))
+            .find(|(_, t)| {
+                specs(t)
+                    .iter()
+                    .any(|s| s == "kill worker after effect_committed")
+            })
             .expect("some seed kills the first one");
         let who = Reporter {
             actor: "worker-2",
@@ -332,7 +351,10 @@ mod tests {
             .iter()
             .find(|a| a.fault == "kill worker after effect_committed")
             .unwrap();
-        assert_eq!((kill.role.as_str(), kill.kind.as_str(), kill.fired), ("worker", "effect_committed", 1));
+        assert_eq!(
+            (kill.role.as_str(), kill.kind.as_str(), kill.fired),
+            ("worker", "effect_committed", 1)
+        );
         c.first_report(&mut t, "worker", Kind::Acked);
         assert!(c.indexes().count() >= 1);
     }

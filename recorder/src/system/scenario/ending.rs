@@ -159,7 +159,11 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
                 .as_ref()
                 .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
         };
-        for fault in end.faults.iter().filter(|f| f.fired == 0 && !drawn(&f.spec)) {
+        for fault in end
+            .faults
+            .iter()
+            .filter(|f| f.fired == 0 && !drawn(&f.spec))
+        {
             eprintln!(
                 "recorder: scenario {}: fault `{}` never fired: {}",
                 stage.name,

@@ -14,8 +14,8 @@ use super::stage::{Held, Kill, Stage};
 use crate::fault::pauses::Pending;
 use crate::fault::trigger::Reporter;
 use crate::system::file::Export;
-use crate::system::shape::Seen;
 use crate::system::receiver::{Answer, Intake};
+use crate::system::shape::Seen;
 
 impl<'a, 'e> Stage<'a, 'e> {
     /// Records the rows of one export request and answers it, unless it calls for kills: then

@@ -206,7 +206,9 @@ pub async fn run_scenario(
             timed.pop_front();
             let present = match (fault.target(), fault.service()) {
                 (Some(target), _) => stage.lives.contains_key(target),
-                (None, Some(service)) => services.iter().any(|(n, s)| n == service && s.group().is_some()),
+                (None, Some(service)) => services
+                    .iter()
+                    .any(|(n, s)| n == service && s.group().is_some()),
                 (None, None) => false,
             };
             let mut targets = SystemTargets {
@@ -334,7 +336,9 @@ pub async fn run_scenario(
 
 /// Takes the entries of `later` that are due at `now`, in their order.
 fn extract_due(later: &mut Vec<(Instant, Nemesis)>, now: Instant) -> Vec<(Instant, Nemesis)> {
-    let (due, wait) = std::mem::take(later).into_iter().partition(|(at, _)| *at <= now);
+    let (due, wait) = std::mem::take(later)
+        .into_iter()
+        .partition(|(at, _)| *at <= now);
     *later = wait;
     due
 }

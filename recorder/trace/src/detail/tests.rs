@@ -268,7 +268,11 @@ fn fault_coverage_reads_back_and_names_the_named_faults_that_never_fired() {
                                  "export_lag_ms": 1}}}"#,
     );
     let end = end.run_end().unwrap();
-    assert_eq!(end.faults.len(), 3, "an entry that is no object is left out");
+    assert_eq!(
+        end.faults.len(),
+        3,
+        "an entry that is no object is left out"
+    );
     assert_eq!((end.faults[1].fired, end.faults[1].first_ms), (1, Some(40)));
     let unfired: Vec<&str> = end
         .named_unfired(start)
@@ -276,7 +280,10 @@ fn fault_coverage_reads_back_and_names_the_named_faults_that_never_fired() {
         .collect();
     assert_eq!(unfired, ["worker reported no outbox_marked"]);
     assert_eq!(end.chaos.as_ref().unwrap().armed[0].fired, 2);
-    assert_eq!(end.shape["worker"].kinds["delivered"].gap_median_ms, Some(12));
+    assert_eq!(
+        end.shape["worker"].kinds["delivered"].gap_median_ms,
+        Some(12)
+    );
     assert_eq!(crate::detail_key!(RunEnd.faults).as_str(), "faults");
     let text = serde_json::to_string(end).unwrap();
     let again = Detail::parse(Kind::RunEnd, &text);

@@ -9,7 +9,7 @@ use crate::backend::connection::BackendKind;
 use crate::backend::endpoints::{BadEndpoint, Endpoint};
 use crate::driver::inject::{parse_service, service_name};
 use crate::driver::scenario::{LoadSpec, ScenarioName};
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, What};
 use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::system::config::SystemConfig;
@@ -305,6 +305,12 @@ fn lab_fault(
     let spec = Nemesis::parse(text)?
         .resolve(|name| parse_service(name).is_some())
         .map_err(|e| format!("fault `{text}`: {e}"))?;
+    if matches!(spec.what, What::Wire { .. }) {
+        return Err(format!(
+            "fault `{text}`: the lab's actors reach their services directly: wire faults are for \
+             `--system` runs (the lab's lost publish ACK and lost consumer ACK are its scenarios)"
+        ));
+    }
     if spec.follows_a_step() && spec.service().is_some() {
         return Err(format!(
             "fault `{text}`: in the lab a service's faults are timed (`restart nats at 2s`, \

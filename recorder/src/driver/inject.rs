@@ -16,7 +16,7 @@ use crate::actor::wire::ActorSpec;
 use crate::backend::services::{LocalService, ServiceKind};
 use crate::fault::apply::Targets;
 use crate::fault::chaos::Action;
-use crate::fault::spec::{Nemesis, What, When};
+use crate::fault::spec::{Nemesis, What, When, WireFault};
 use crate::journal::author::Author;
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
@@ -110,6 +110,12 @@ impl<F: Fn(&Slot) -> ActorSpec> Targets for LabTargets<'_, '_, '_, F> {
     fn service_group(&self, service: &str) -> Option<i32> {
         let (_, group) = self.groups.iter().find(|(n, _)| n == service)?;
         Some(*group)
+    }
+
+    /// The lab's actors reach their services directly: its faults take no wire fault (its
+    /// `--fault` check refuses them), so there is nothing to switch.
+    async fn wire(&mut self, _: &str, _: &str, _: WireFault) -> Result<(), ScenarioError> {
+        Ok(())
     }
 
     async fn record(&self, fault: detail::Fault) -> Result<(), ScenarioError> {

@@ -11,7 +11,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use outbox_trace::{detail, FaultKind};
 
-use super::spec::{Nemesis, What};
+use super::spec::{Nemesis, What, WireFault};
 
 /// What a subject offers the faults of one scenario.
 pub trait Targets {
@@ -37,6 +37,15 @@ pub trait Targets {
 
     /// Records a `fault` row.
     fn record(&self, fault: detail::Fault) -> impl Future<Output = Result<(), Self::Error>>;
+
+    /// Switches `fault` on, on the wire between the process `target` names and the service
+    /// `service` names, with its `fault` row.
+    fn wire(
+        &mut self,
+        target: &str,
+        service: &str,
+        fault: WireFault,
+    ) -> impl Future<Output = Result<(), Self::Error>>;
 
     /// SIGSTOPs the process group of the service `service` names and SIGCONTs it after `hold`,
     /// with a `service-pause` row (nothing while the service is not running).
@@ -95,6 +104,11 @@ pub async fn carry_out<T: Targets>(targets: &mut T, fault: &Nemesis) -> Result<(
         What::Pause { target, hold, .. } => targets.pause(target, *hold).await,
         What::Restart { service } => targets.restart(service).await,
         What::PauseService { service, hold } => targets.pause_service(service, *hold).await,
+        What::Wire {
+            target,
+            service,
+            fault,
+        } => targets.wire(target, service, *fault).await,
     }
 }
 
@@ -132,6 +146,11 @@ mod tests {
         async fn record(&self, _: detail::Fault) -> Result<(), ()> {
             Ok(())
         }
+
+        async fn wire(&mut self, target: &str, service: &str, _: WireFault) -> Result<(), ()> {
+            self.0.push(format!("wire {target} {service}"));
+            Ok(())
+        }
     }
 
     #[tokio::test]
@@ -141,6 +160,7 @@ mod tests {
             "kill worker-2 at 1s",
             "pause relay at 1s for 250ms",
             "restart nats at 2s",
+            "partition worker redis at 1s for 2s",
             "kill worker after acked",
         ] {
             apply(&mut noted, &Nemesis::parse(spec).unwrap())
@@ -149,7 +169,12 @@ mod tests {
         }
         assert_eq!(
             noted.0,
-            ["kill worker-2", "pause relay 250ms", "restart nats"]
+            [
+                "kill worker-2",
+                "pause relay 250ms",
+                "restart nats",
+                "wire worker redis"
+            ]
         );
     }
 }

@@ -14,7 +14,12 @@
 //! - `pause SERVICE after [ROLE] KIND [N] [+DELAY] for DURATION`: SIGSTOP the service's process
 //!   group DELAY after that report is answered, SIGCONT after DURATION;
 //! - `kill ROLE at DURATION`, `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`,
-//!   `pause SERVICE at DURATION for DURATION`: at a time counted from the scenario's first task.
+//!   `pause SERVICE at DURATION for DURATION`: at a time counted from the scenario's first task;
+//! - on the wire between one process and one service (the recorder's proxy): `drop replies ROLE
+//!   SERVICE after KIND [N] [for DURATION]`, `drop requests ...` (the same toward the service),
+//!   `cut ROLE SERVICE after KIND [N]`, `partition ROLE SERVICE at DURATION for DURATION`, and,
+//!   where the proxy reads the protocol, `lose commit-reply ROLE SERVICE after KIND [N]`
+//!   (PostgreSQL) and `lose puback ROLE SERVICE after KIND [N]` (NATS JetStream).
 //!
 //! ROLE is a role (for `after`: whichever instance reported the step; for a timed fault: its first
 //! instance) or one instance's actor name (`worker-2`). Whether `pause NAME` stops a process or a
@@ -67,7 +72,72 @@ pub enum What {
         /// How long the service stays stopped.
         hold: Duration,
     },
+    /// A fault on the wire between one process and one service.
+    Wire {
+        /// A role or an actor.
+        target: String,
+        /// The service's name.
+        service: String,
+        /// What happens on the wire.
+        fault: WireFault,
+    },
 }
+
+/// What a wire fault does to the bytes between a process and a service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireFault {
+    /// Every byte from the service to the process is discarded for `hold`, then its
+    /// connections are reset: the request arrived, its answer was lost.
+    DropReplies {
+        /// How long.
+        hold: Duration,
+    },
+    /// Every byte from the process to the service is discarded for `hold`, then reset.
+    DropRequests {
+        /// How long.
+        hold: Duration,
+    },
+    /// The process's connections to the service are reset now.
+    Cut,
+    /// New connections refused, open ones black-holed both ways for `hold`, then reset.
+    Partition {
+        /// How long.
+        hold: Duration,
+    },
+    /// The process's next COMMIT reaches the server; its reply is dropped and the connection
+    /// reset (PostgreSQL).
+    LoseCommitReply,
+    /// The process's next JetStream publish is stored; its acknowledgement is dropped (NATS).
+    LosePuback,
+}
+
+impl WireFault {
+    /// The contract's name of the fault (`drop-replies`, ...).
+    pub fn kind(self) -> outbox_trace::FaultKind {
+        use outbox_trace::FaultKind as K;
+        match self {
+            WireFault::DropReplies { .. } => K::DropReplies,
+            WireFault::DropRequests { .. } => K::DropRequests,
+            WireFault::Cut => K::Cut,
+            WireFault::Partition { .. } => K::Partition,
+            WireFault::LoseCommitReply => K::LoseCommitReply,
+            WireFault::LosePuback => K::LosePuback,
+        }
+    }
+
+    /// How long it lasts, if it lasts.
+    pub fn hold(self) -> Option<Duration> {
+        match self {
+            WireFault::DropReplies { hold }
+            | WireFault::DropRequests { hold }
+            | WireFault::Partition { hold } => Some(hold),
+            _ => None,
+        }
+    }
+}
+
+/// How long `drop replies` and `drop requests` last without `for`.
+pub const DROP_FOR: Duration = Duration::from_secs(5);
 
 /// When a fault fires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +164,11 @@ const GRAMMAR: &str = "expected `kill ROLE after KIND [N]`, `kill ROLE at DURATI
                        `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`, \
                        `restart SERVICE after [ROLE] KIND [N]`, \
                        `pause SERVICE after [ROLE] KIND [N] [+DELAY] for DURATION` or \
-                       `pause SERVICE at DURATION for DURATION`";
+                       `pause SERVICE at DURATION for DURATION`, \
+                       `drop replies|requests ROLE SERVICE after KIND [N] [for DURATION]`, \
+                       `cut ROLE SERVICE after KIND [N]`, `partition ROLE SERVICE at DURATION for DURATION`, \
+                       `lose commit-reply ROLE SERVICE after KIND [N]` or \
+                       `lose puback ROLE SERVICE after KIND [N]`";
 
 impl Nemesis {
     /// A kill of `target` after its `nth` step of `kind`.
@@ -180,6 +254,46 @@ impl Nemesis {
                 },
                 When::At(duration(at)?),
             ),
+            ["drop", way @ ("replies" | "requests"), target, service, "after", step @ ..] => {
+                let (step, hold) = match step {
+                    [step @ .., "for", hold] => (step, duration(hold)?),
+                    step => (step, DROP_FOR),
+                };
+                let fault = if *way == "replies" {
+                    WireFault::DropReplies { hold }
+                } else {
+                    WireFault::DropRequests { hold }
+                };
+                (
+                    wire(target, service, fault),
+                    own_step(step).map_err(|e| bad(&e))?,
+                )
+            }
+            ["cut", target, service, "after", step @ ..] => (
+                wire(target, service, WireFault::Cut),
+                own_step(step).map_err(|e| bad(&e))?,
+            ),
+            ["lose", what @ ("commit-reply" | "puback"), target, service, "after", step @ ..] => {
+                let fault = if *what == "puback" {
+                    WireFault::LosePuback
+                } else {
+                    WireFault::LoseCommitReply
+                };
+                (
+                    wire(target, service, fault),
+                    own_step(step).map_err(|e| bad(&e))?,
+                )
+            }
+            ["partition", target, service, "at", at, "for", hold] => (
+                wire(
+                    target,
+                    service,
+                    WireFault::Partition {
+                        hold: duration(hold)?,
+                    },
+                ),
+                When::At(duration(at)?),
+            ),
             ["restart", service, "after", step @ ..] => {
                 let when = after(step).map_err(|e| bad(&e))?;
                 if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
@@ -252,8 +366,9 @@ impl Nemesis {
     /// When a timed fault is over (a pause: when it ends).
     pub fn over_at(&self) -> Option<Duration> {
         let at = self.at()?;
-        Some(match self.what {
-            What::Pause { hold, .. } | What::PauseService { hold, .. } => at + hold,
+        Some(match &self.what {
+            What::Pause { hold, .. } | What::PauseService { hold, .. } => at + *hold,
+            What::Wire { fault, .. } => at + fault.hold().unwrap_or_default(),
             _ => at,
         })
     }
@@ -261,7 +376,9 @@ impl Nemesis {
     /// The process a fault hits (a role or an actor), or `None` for a service's fault.
     pub fn target(&self) -> Option<&str> {
         match &self.what {
-            What::Kill { target } | What::Pause { target, .. } => Some(target),
+            What::Kill { target } | What::Pause { target, .. } | What::Wire { target, .. } => {
+                Some(target)
+            }
             What::Restart { .. } | What::PauseService { .. } => None,
         }
     }
@@ -269,9 +386,32 @@ impl Nemesis {
     /// The service a fault hits, if it hits one.
     pub fn service(&self) -> Option<&str> {
         match &self.what {
-            What::Restart { service } | What::PauseService { service, .. } => Some(service),
+            What::Restart { service }
+            | What::PauseService { service, .. }
+            | What::Wire { service, .. } => Some(service),
             _ => None,
         }
+    }
+}
+
+/// A wire fault of `target` on `service`.
+fn wire(target: &str, service: &str, fault: WireFault) -> What {
+    What::Wire {
+        target: target.to_string(),
+        service: service.to_string(),
+        fault,
+    }
+}
+
+/// The words after `after` for a fault on a process's own step: `KIND [N]`.
+fn own_step(words: &[&str]) -> Result<When, String> {
+    let when = after(words)?;
+    match &when {
+        When::After { by: Some(_), .. } => {
+            Err("a wire fault follows its process's own steps".into())
+        }
+        When::After { delay, .. } if !delay.is_zero() => Err("a wire fault takes no delay".into()),
+        _ => Ok(when),
     }
 }
 
@@ -316,6 +456,21 @@ impl fmt::Display for Nemesis {
             What::Pause { target, .. } => write!(f, "pause {target}")?,
             What::Restart { service } => write!(f, "restart {service}")?,
             What::PauseService { service, .. } => write!(f, "pause {service}")?,
+            What::Wire {
+                target,
+                service,
+                fault,
+            } => {
+                let verb = match fault {
+                    WireFault::DropReplies { .. } => "drop replies",
+                    WireFault::DropRequests { .. } => "drop requests",
+                    WireFault::Cut => "cut",
+                    WireFault::Partition { .. } => "partition",
+                    WireFault::LoseCommitReply => "lose commit-reply",
+                    WireFault::LosePuback => "lose puback",
+                };
+                write!(f, "{verb} {target} {service}")?;
+            }
         }
         match &self.when {
             When::At(at) => write!(f, " at {}", show_duration(*at))?,
@@ -347,8 +502,17 @@ impl fmt::Display for Nemesis {
                 f.write_str(" unless alone")?;
             }
         }
-        if let What::PauseService { hold, .. } = &self.what {
-            write!(f, " for {}", show_duration(*hold))?;
+        match &self.what {
+            What::PauseService { hold, .. }
+            | What::Wire {
+                fault: WireFault::Partition { hold },
+                ..
+            } => write!(f, " for {}", show_duration(*hold))?,
+            What::Wire {
+                fault: WireFault::DropReplies { hold } | WireFault::DropRequests { hold },
+                ..
+            } if *hold != DROP_FOR => write!(f, " for {}", show_duration(*hold))?,
+            _ => {}
         }
         Ok(())
     }
@@ -372,6 +536,12 @@ mod tests {
             "restart redis after effect_committed 3",
             "restart redis after worker-2 delivered",
             "pause redis after relay publish_attempt 2 +5ms for 1500ms",
+            "drop replies relay redis after publish_attempt 3 for 6s",
+            "drop requests worker redis after effect_committed 3",
+            "cut worker-2 redis after delivered",
+            "partition worker-2 redis at 1s for 4s",
+            "lose commit-reply worker postgres after delivered 3",
+            "lose puback relay nats after publish_attempt",
         ] {
             let spec = Nemesis::parse(text).unwrap();
             assert_eq!(spec.to_string(), text);
@@ -412,6 +582,10 @@ mod tests {
             "kill worker after relay publish_acked",
             "restart redis after delivered +5ms",
             "pause redis after worker delivered for 1s unless alone",
+            "drop replies relay redis after worker publish_attempt",
+            "cut relay redis after publish_attempt +5ms",
+            "lose reply relay redis after publish_attempt",
+            "partition relay redis after publish_attempt for 1s",
             "explode worker",
         ] {
             let e = Nemesis::parse(text).unwrap_err();
@@ -457,5 +631,35 @@ mod tests {
         assert!(e.contains("no service"), "{e}");
         let e = pause("pause redis after acked for 1s unless alone").unwrap_err();
         assert!(e.contains("unless alone"), "{e}");
+    }
+
+    #[test]
+    fn a_wire_fault_names_its_process_and_service_and_lasts_its_hold() {
+        let drop = Nemesis::parse("drop replies relay redis after publish_attempt 3").unwrap();
+        assert_eq!(
+            (drop.target(), drop.service()),
+            (Some("relay"), Some("redis"))
+        );
+        assert_eq!(
+            drop.what,
+            What::Wire {
+                target: "relay".into(),
+                service: "redis".into(),
+                fault: WireFault::DropReplies { hold: DROP_FOR },
+            }
+        );
+        let partition = Nemesis::parse("partition worker-2 redis at 1s for 4s").unwrap();
+        assert_eq!(partition.over_at(), Some(Duration::from_secs(5)));
+        let WireFault::Partition { hold } = (match partition.what {
+            What::Wire { fault, .. } => fault,
+            _ => unreachable!(),
+        }) else {
+            unreachable!()
+        };
+        assert_eq!(hold, Duration::from_secs(4));
+        assert_eq!(
+            WireFault::LosePuback.kind(),
+            outbox_trace::FaultKind::LosePuback
+        );
     }
 }

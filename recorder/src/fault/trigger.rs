@@ -38,6 +38,8 @@ pub struct Struck {
     /// Service faults to carry out (a restart while the report is held; a service's pause
     /// `delay` after it is answered), by fault index.
     pub services: Vec<usize>,
+    /// Wire faults to switch on before the report is answered, by fault index.
+    pub wire: Vec<usize>,
 }
 
 /// Who reported a step, and whether it may be paused now.
@@ -122,7 +124,9 @@ impl Trigger {
                     let allowed = may_pause && (!unless_alone || who.has_sibling);
                     armed.seen >= nth && armed.fired == 0 && allowed
                 }
-                What::Restart { .. } | What::PauseService { .. } => armed.seen == nth,
+                What::Restart { .. } | What::PauseService { .. } | What::Wire { .. } => {
+                    armed.seen == nth
+                }
             };
             if !fires {
                 continue;
@@ -140,6 +144,7 @@ impl Trigger {
                     struck.pauses.push((i, delay, *hold));
                 }
                 What::Restart { .. } | What::PauseService { .. } => struck.services.push(i),
+                What::Wire { .. } => struck.wire.push(i),
             }
         }
         if struck.kill.is_some() {
@@ -186,7 +191,9 @@ impl Armed {
         let names = |n: &str| n == actor || n == role;
         match (&self.nemesis.what, &self.nemesis.when) {
             (_, When::At(_)) => false,
-            (What::Kill { target } | What::Pause { target, .. }, _) => names(target),
+            (What::Kill { target } | What::Pause { target, .. } | What::Wire { target, .. }, _) => {
+                names(target)
+            }
             (What::Restart { .. } | What::PauseService { .. }, When::After { by, .. }) => {
                 by.as_deref().is_none_or(names)
             }

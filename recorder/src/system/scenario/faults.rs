@@ -15,7 +15,7 @@ use super::shared::SystemError;
 use super::stage::{Kill, Stage};
 use crate::fault::apply::Targets;
 use crate::fault::coverage::{why_not, Tally};
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, WireFault};
 use crate::fault::trigger::Armed;
 use crate::journal::author::Author;
 use crate::system::receiver::Intake;
@@ -146,6 +146,18 @@ impl Targets for SystemTargets<'_, '_, '_> {
     fn service_group(&self, service: &str) -> Option<i32> {
         let (_, s) = self.services.iter().find(|(n, _)| n == service)?;
         s.group()
+    }
+
+    async fn wire(
+        &mut self,
+        target: &str,
+        service: &str,
+        fault: WireFault,
+    ) -> Result<(), SystemError> {
+        Err(SystemError::Unavailable(format!(
+            "{} {target} {service}: the wire proxy is not available",
+            fault.kind()
+        )))
     }
 
     async fn record(&self, fault: detail::Fault) -> Result<(), SystemError> {

@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use budget::{BODY_TIMEOUT, MAX_IN_FLIGHT, RETRY_AFTER_SECONDS};
-pub use intake::{Answer, Intake, ReceiverStats};
+pub use intake::{Answer, Intake, ReceiverStats, TOKEN_HEADER};
 
 /// The largest request body taken, compressed or not (larger: HTTP 413, gRPC
 /// `RESOURCE_EXHAUSTED`).

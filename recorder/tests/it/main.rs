@@ -22,3 +22,4 @@ mod otlp_receiver_bounds;
 mod sqlite_lab;
 mod system;
 mod system_omit;
+mod trust;

@@ -27,7 +27,7 @@ use tonic::server::{Grpc, UnaryService};
 use tonic::Status;
 
 use super::budget::{read_body, Budget, Lease, Limits, ReadError};
-use super::intake::Handoff;
+use super::intake::{Handoff, TOKEN_HEADER};
 use super::reply;
 
 /// The method's path.
@@ -164,6 +164,11 @@ impl UnaryService<Bytes> for Export {
     fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         self.reached.store(true, Ordering::Relaxed);
         let handoff = self.handoff.clone();
+        let token = request
+            .metadata()
+            .get(TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let inflated = match &self.lease {
             Some(lease) => lease
                 .lock()
@@ -181,7 +186,7 @@ impl UnaryService<Bytes> for Export {
                 Status::invalid_argument(format!("the message is not an OTLP trace export: {e}"))
             })?;
             let answer = handoff
-                .offer(decoded)
+                .offer(decoded, token)
                 .await
                 .ok_or_else(|| Status::unavailable("the recorder did not take the spans; retry"))?;
             Ok(tonic::Response::new(reply::response(&answer)))

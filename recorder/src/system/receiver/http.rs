@@ -19,7 +19,7 @@ use axum::Router;
 use outbox_trace::otlp::{decode_request, Body};
 
 use super::budget::{read_body, Budget, Buffer, Lease, Limits, ReadError, RETRY_AFTER_SECONDS};
-use super::intake::Handoff;
+use super::intake::{Handoff, TOKEN_HEADER};
 use super::reply::{self, Code};
 
 /// The path of the trace export.
@@ -121,9 +121,10 @@ async fn take(
     };
     let request = decode_request(&bytes, encoding).map_err(|e| Refusal::BadBody(e.to_string()))?;
     drop(bytes);
+    let token = header(headers, TOKEN_HEADER);
     let answer = shared
         .handoff
-        .offer(request)
+        .offer(request, token)
         .await
         .ok_or(Refusal::Unavailable)?;
     Ok(reply_with(

@@ -8,6 +8,11 @@ use std::sync::Arc;
 use outbox_trace::otlp::Request;
 use tokio::sync::{mpsc, oneshot};
 
+/// The header (HTTP) or metadata key (gRPC) that carries a process's token: the recorder gives
+/// each process life its own in `OTEL_EXPORTER_OTLP_HEADERS`, and takes its spans as that
+/// process's, whatever their attributes claim.
+pub const TOKEN_HEADER: &str = "x-outbox-token";
+
 /// One decoded export request, waiting for the run's answer. The sender of the request (an SDK's
 /// exporter) gets its reply only when `reply` is used: holding it holds the export, which is what
 /// lets the run kill a process after a step and before the process hears back. Dropping `reply`
@@ -16,6 +21,9 @@ use tokio::sync::{mpsc, oneshot};
 pub struct Intake {
     /// The spans, decoded.
     pub request: Request,
+    /// The token the export carried ([`TOKEN_HEADER`]), if any: it names the process the
+    /// recorder gave it to.
+    pub token: Option<String>,
     /// Where the run sends its answer.
     pub reply: oneshot::Sender<Answer>,
 }
@@ -123,12 +131,19 @@ impl Handoff {
 
     /// Hands a decoded request to the run and waits for its answer. `None`: the run is gone or
     /// dropped the reply; the sender is told to retry.
-    pub(super) async fn offer(&self, request: Request) -> Option<Answer> {
+    pub(super) async fn offer(&self, request: Request, token: Option<String>) -> Option<Answer> {
         self.counters
             .spans
             .fetch_add(request.span_count() as u64, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
-        self.tx.send(Intake { request, reply }).await.ok()?;
+        self.tx
+            .send(Intake {
+                request,
+                token,
+                reply,
+            })
+            .await
+            .ok()?;
         answer.await.ok()
     }
 }

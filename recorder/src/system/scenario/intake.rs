@@ -6,8 +6,8 @@
 use std::time::Instant;
 
 use outbox_trace::otlp::{self, Why};
-use outbox_trace::CrashSite;
 use outbox_trace::Step;
+use outbox_trace::{CrashSite, Kind};
 
 use super::shared::SystemError;
 use super::stage::{Held, Kill, Stage};
@@ -16,6 +16,16 @@ use crate::fault::trigger::Reporter;
 use crate::system::file::Export;
 use crate::system::receiver::{Answer, Intake};
 use crate::system::shape::Seen;
+
+/// The kinds only the recorder writes: a span that names one is refused.
+const RECORDERS_KINDS: [Kind; 6] = [
+    Kind::RunStart,
+    Kind::RunEnd,
+    Kind::Observed,
+    Kind::Crash,
+    Kind::Restart,
+    Kind::Fault,
+];
 
 impl<'a, 'e> Stage<'a, 'e> {
     /// Records the rows of one export request and answers it, unless it calls for kills: then
@@ -32,14 +42,39 @@ impl<'a, 'e> Stage<'a, 'e> {
         for d in &mapped.dropped {
             self.drop_span(d.why.clone());
         }
+        // The process the recorder gave the export's token to: its spans are that life's.
+        let sender = item
+            .token
+            .as_deref()
+            .and_then(|t| self.tokens.get(t))
+            .cloned();
+        let mut distrusted: Vec<&'static str> = Vec::new();
         for live in mapped.events {
             if let Some(kind) = &live.unknown_kind {
                 self.drop_span(Why::Unmapped(format!("{}={kind}", otlp::key::KIND)));
                 continue;
             }
-            let event = live.event;
-            let actor = event.actor.clone();
-            let incarnation = event.incarnation;
+            let mut event = live.event;
+            let kind = event.kind;
+            let untrusted = |reason| Why::Untrusted { kind, reason };
+            if RECORDERS_KINDS.contains(&kind) {
+                distrusted.push("a kind only the recorder writes");
+                self.drop_span(untrusted("a kind only the recorder writes"));
+                continue;
+            }
+            let Some((actor, incarnation)) = sender.clone() else {
+                let why = "an export without the token of a process the recorder started";
+                distrusted.push(why);
+                self.drop_span(untrusted(why));
+                continue;
+            };
+            if event.actor != actor {
+                let why = "a span that claims another actor than the process that sent it";
+                distrusted.push(why);
+                self.drop_span(untrusted(why));
+                continue;
+            }
+            event.incarnation = incarnation;
             let step = match Step::try_from(&event) {
                 Ok(step) => step,
                 Err(missing) => {
@@ -120,8 +155,12 @@ impl<'a, 'e> Stage<'a, 'e> {
             }
         }
         let answer = Answer {
-            rejected_spans: mapped.rejected.len() as u64,
-            error: mapped.rejected.first().cloned(),
+            rejected_spans: (mapped.rejected.len() + distrusted.len()) as u64,
+            error: mapped
+                .rejected
+                .first()
+                .cloned()
+                .or_else(|| distrusted.first().map(|w| format!("refused: {w}"))),
         };
         let mut held = Held {
             kills,
@@ -136,8 +175,10 @@ impl<'a, 'e> Stage<'a, 'e> {
     /// Counts a span that gave no row in `run_end`'s counts; a refused one also as skipped.
     fn drop_span(&mut self, why: Why) {
         self.outcome.dropped.add(&why);
-        if let Why::Refused(missing) = why {
-            self.skip(missing.to_string());
+        match why {
+            Why::Refused(missing) => self.skip(missing.to_string()),
+            Why::Untrusted { kind, reason } => self.skip(format!("{kind}: refused, {reason}")),
+            Why::Unmapped(_) => {}
         }
     }
 

@@ -2,7 +2,7 @@
 //! roles' first lives, the tasks, and the loop that takes spans in, carries out the faults,
 //! restarts what exited and asks `quiet` until the system is quiet or the deadline passes.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{self, CounterValue};
@@ -127,6 +127,7 @@ pub async fn run_scenario(
         service_faults: Vec::new(),
         timed,
         origin,
+        tokens: HashMap::new(),
     };
 
     let tasks = make_tasks(

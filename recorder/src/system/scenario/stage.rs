@@ -3,7 +3,7 @@
 //! their way), starting the next, and a life that ended on its own (its crash row, its next life
 //! after a back-off).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use crate::journal::writer::Entry;
 use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
 use crate::system::file::{Delivery, OtlpProtocol};
-use crate::system::receiver::{Answer, Intake, OtlpReceiver};
+use crate::system::receiver::{Answer, Intake, OtlpReceiver, TOKEN_HEADER};
 use crate::system::shape::ShapeLearner;
 use crate::system::template::Values;
 
@@ -98,6 +98,65 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) timed: Vec<Tally>,
     /// Whether the scenario's faults are named or searched.
     pub(super) origin: Origin,
+    /// Each process life's token: the exports that carry it are that life's.
+    pub(super) tokens: HashMap<String, (String, u32)>,
+}
+
+/// A fresh token, 128 random bits in hex: no other process can guess it.
+fn token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Adds the token to the OTLP exporter's headers in `env`: to the traces exporter's own
+/// variable when the environment sets it (it takes precedence over the general one), else to the
+/// general one, after any headers already there.
+fn with_token(env: &mut Vec<(String, String)>, token: &str) {
+    let header = format!("{TOKEN_HEADER}={token}");
+    let key = if env.iter().any(|(k, _)| k == TRACES_HEADERS) {
+        TRACES_HEADERS
+    } else {
+        HEADERS
+    };
+    match env.iter_mut().rev().find(|(k, _)| k == key) {
+        Some((_, value)) if !value.trim().is_empty() => *value = format!("{value},{header}"),
+        Some((_, value)) => *value = header,
+        None => env.push((key.to_string(), header)),
+    }
+}
+
+const HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+const TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_joins_the_headers_the_environment_already_sets() {
+        let mut env = vec![];
+        with_token(&mut env, "ab");
+        assert_eq!(
+            env,
+            [(HEADERS.to_string(), "x-outbox-token=ab".to_string())]
+        );
+        let mut env = vec![(HEADERS.to_string(), "api-key=1".to_string())];
+        with_token(&mut env, "ab");
+        assert_eq!(env[0].1, "api-key=1,x-outbox-token=ab");
+        let mut env = vec![
+            (HEADERS.to_string(), "a=1".to_string()),
+            (TRACES_HEADERS.to_string(), "b=2".to_string()),
+        ];
+        with_token(&mut env, "ab");
+        assert_eq!(
+            (env[0].1.as_str(), env[1].1.as_str()),
+            ("a=1", "b=2,x-outbox-token=ab")
+        );
+        let (one, two) = (token().unwrap(), token().unwrap());
+        assert!(one.len() == 32 && one != two);
+    }
 }
 
 impl<'a, 'e> Stage<'a, 'e> {
@@ -178,7 +237,10 @@ impl<'a, 'e> Stage<'a, 'e> {
             values.insert("port".into(), port.to_string());
         }
         let argv: Vec<String> = spec.command.iter().map(|t| t.expand(&values)).collect();
-        let env = self.role_env(role, actor, instance, incarnation);
+        let mut env = self.role_env(role, actor, instance, incarnation);
+        let token = token().map_err(|e| SystemError::Run(e.into()))?;
+        with_token(&mut env, &token);
+        self.tokens.insert(token, (actor.to_string(), incarnation));
         let takes_tasks =
             matches!(&self.env.system.delivery, Delivery::Stdin { role: r, .. } if r == role);
         let mut child = Child::spawn(Launch {

@@ -140,6 +140,10 @@ detail_struct! {
         pub spans: u64,
         /// The required columns they lacked.
         pub missing: Vec<String>,
+        /// Why spans were refused for other reasons than missing columns: a kind only the
+        /// recorder writes, an export without the token of a process the recorder started, a
+        /// span that claims another actor than the process that sent it.
+        pub reasons: Vec<String>,
     }
 }
 
@@ -157,6 +161,14 @@ detail_struct! {
 pub const UNMAPPED_NAMES: usize = 5;
 
 impl Refused {
+    /// Counts one more span refused for `reason` (kept once).
+    pub fn add_reason(&mut self, reason: &str) {
+        self.spans += 1;
+        if !self.reasons.iter().any(|r| r == reason) {
+            self.reasons.push(reason.to_string());
+        }
+    }
+
     /// Counts one more span lacking `missing` (its columns joined to those already named).
     pub fn add(&mut self, missing: impl IntoIterator<Item = String>) {
         self.spans += 1;

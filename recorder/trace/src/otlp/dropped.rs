@@ -27,6 +27,15 @@ pub enum Why {
     Refused(MissingFields),
     /// It maps to no kind; its name.
     Unmapped(String),
+    /// It names a kind, but its sender may not report it: the kind is the recorder's own, the
+    /// export carried no token of a process the recorder started, or the span claims another
+    /// actor than the process that sent it.
+    Untrusted {
+        /// The kind it names.
+        kind: crate::Kind,
+        /// Why it is not taken.
+        reason: &'static str,
+    },
 }
 
 /// The counts of one scenario: refused spans by kind, and unmapped spans.
@@ -48,6 +57,11 @@ impl Counts {
                 .or_default()
                 .add(m.fields.iter().map(|f| f.column().to_string())),
             Why::Unmapped(name) => self.unmapped.add(name),
+            Why::Untrusted { kind, reason } => self
+                .refused
+                .entry(kind.as_str().to_string())
+                .or_default()
+                .add_reason(reason),
         }
     }
 
@@ -64,6 +78,11 @@ impl Counts {
             for m in &r.missing {
                 if !into.missing.contains(m) {
                     into.missing.push(m.clone());
+                }
+            }
+            for m in &r.reasons {
+                if !into.reasons.contains(m) {
+                    into.reasons.push(m.clone());
                 }
             }
         }

@@ -1,0 +1,87 @@
+//! What the OTLP receiver trusts during `recorder run --system`: an export is a process's only
+//! when it carries the token the recorder gave that process life; a span of a kind only the
+//! recorder writes (`observed`, `run_end`, `crash`, ...) is refused, and so is a span that claims
+//! another actor than the process that sent it. Each refusal is counted in
+//! `run_end.detail.refused` with its reason, and no row comes of it.
+
+use std::path::Path;
+
+use crate::common::{self, output_text, rows};
+use outbox_trace::{Kind, Step};
+
+/// A role that sends four exports as OTLP JSON: a task it accepted (taken), a forged `observed`
+/// and a span claiming to be the worker (both with its token, both refused), and a task sent
+/// without the token (refused); then it waits to be stopped.
+const FORGER: &str = r#"
+import json, os, time, urllib.request
+
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+headers = dict(h.split("=", 1) for h in os.environ["OTEL_EXPORTER_OTLP_HEADERS"].split(","))
+resource = [{"key": k, "value": {"stringValue": v}} for k, v in
+            (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
+resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
+
+def send(n, attributes, token=True):
+    now = time.time_ns()
+    span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
+            "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
+                            {"intValue": str(v)}} for k, v in attributes.items()]}
+    body = json.dumps({"resourceSpans": [{"resource": {"attributes": resource},
+                                          "scopeSpans": [{"spans": [span]}]}]}).encode()
+    request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json",
+                                                      **(headers if token else {})})
+    urllib.request.urlopen(request).read()
+
+accepted = {"outbox.kind": "task_accepted", "outbox.event_id": "e-1", "outbox.store_rev": 1}
+send(0, {**accepted, "outbox.task_id": "t-1"})
+send(1, {"outbox.kind": "observed", "outbox.detail": '{"counter": 99}'})
+send(2, {**accepted, "outbox.task_id": "t-3", "outbox.actor": "worker"})
+send(3, {**accepted, "outbox.task_id": "t-2"}, token=False)
+time.sleep(30)
+"#;
+
+#[test]
+fn the_receiver_takes_a_process_s_spans_by_its_token_and_refuses_forged_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("forger.py"), FORGER).unwrap();
+    let system = dir.path().join("system.toml");
+    std::fs::write(
+        &system,
+        r#"
+name = "forged"
+[roles.api]
+command = ["python3", "forger.py"]
+[tasks]
+command = ["true"]
+count = 1
+"#,
+    )
+    .unwrap();
+    let (output, out) = common::record_system(dir.path(), Path::new(&system), &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let accepted: Vec<(&str, Option<&str>)> = rows(&events, Kind::TaskAccepted)
+        .iter()
+        .map(|e| (e.actor.as_str(), e.task_id.as_deref()))
+        .collect();
+    assert_eq!(accepted, [("api", Some("t-1"))]);
+    assert!(
+        rows(&events, Kind::Observed).is_empty(),
+        "no observed row: no observe command ran"
+    );
+    let Step::RunEnd(end) = common::step(rows(&events, Kind::RunEnd)[0]) else {
+        unreachable!()
+    };
+    let observed = &end.refused["observed"];
+    assert_eq!(observed.spans, 1);
+    assert_eq!(observed.reasons, ["a kind only the recorder writes"]);
+    let accepted = &end.refused["task_accepted"];
+    assert_eq!(accepted.spans, 2);
+    for reason in [
+        "a span that claims another actor than the process that sent it",
+        "an export without the token of a process the recorder started",
+    ] {
+        assert!(accepted.reasons.iter().any(|r| r == reason), "{accepted:?}");
+    }
+}

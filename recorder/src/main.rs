@@ -42,6 +42,9 @@ fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Actor => ExitCode::from(process::main() as u8),
+        Command::Watchdog { mark } => {
+            ExitCode::from(outbox_recorder::process::watchdog::watchdog_main(&mark) as u8)
+        }
         Command::Receiver(args) => ExitCode::from(process::receiver_main(ExternalSpec {
             addr: args.listen,
             db: args.db,

@@ -47,6 +47,12 @@ pub enum Command {
     /// One actor life; started by `recorder run`, reads its spec on standard input.
     #[command(hide = true)]
     Actor,
+    /// Kills what a run marked once the run's recorder is gone; started by `recorder run`.
+    #[command(hide = true)]
+    Watchdog {
+        /// The run's mark.
+        mark: String,
+    },
     /// Serve the example payments receiver (the external effect's idempotency API) until standard
     /// input closes; its events go to standard output as JSON lines.
     Receiver(ReceiverArgs),

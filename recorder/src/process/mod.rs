@@ -3,7 +3,8 @@
 //! [`port`] the one way it picks a free loopback port for something it starts; [`child`] one
 //! process watched (its output logged, its last lines kept, its group signalled); [`server`] a
 //! service process waited for until ready, restarted on its data, stopped; [`lives`] the lives
-//! of one actor and the one restart back-off.
+//! of one actor and the one restart back-off; [`reaper`] the strays a scenario's processes left;
+//! [`watchdog`] what kills everything a run started when the recorder itself is killed.
 //!
 //! It uses nothing else of the crate: every layer above may start processes through it.
 
@@ -13,3 +14,4 @@ pub mod port;
 pub mod reaper;
 pub mod server;
 pub mod spawn;
+pub mod watchdog;

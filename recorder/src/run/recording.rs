@@ -106,6 +106,15 @@ pub async fn record(
     // must never take the segments of a recorder still writing them.
     output::check(output.out)?;
     let _lock = OutLock::take(output.out)?;
+    // What an earlier run on this `--out` left running stops now; what this run starts dies
+    // with it, however it dies.
+    let left = crate::process::watchdog::stop_leftovers(output.out);
+    if left > 0 {
+        eprintln!("recorder: stopped {left} process(es) an earlier run on this --out left running");
+    }
+    let _watchdog = crate::process::watchdog::start(output.out)
+        .context("starting the run's watchdog")
+        .map_err(Failure::run)?;
     if let Some(saved) = salvage(output.out)? {
         eprintln!(
             "recorder: joined the segments of an interrupted run into {}",

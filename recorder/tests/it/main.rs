@@ -13,6 +13,7 @@ mod interop;
 mod lab;
 mod lab_faults;
 mod layers;
+mod leftovers;
 mod lifecycle;
 mod load;
 mod node_postgres;

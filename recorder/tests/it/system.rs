@@ -300,7 +300,7 @@ fn a_command_that_does_not_exist_is_one_line_and_exit_4() {
 }
 
 /// Processes whose environment holds `mark`.
-fn marked(mark: &str) -> Vec<i32> {
+pub(crate) fn marked(mark: &str) -> Vec<i32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
@@ -344,7 +344,7 @@ fn start_marked(dir: &Path, mark: &str) -> std::process::Child {
     child
 }
 
-fn none_left(mark: &str) {
+pub(crate) fn none_left(mark: &str) {
     let started = Instant::now();
     while !marked(mark).is_empty() {
         assert!(

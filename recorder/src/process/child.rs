@@ -239,7 +239,11 @@ impl Child {
             return "no output".to_string();
         }
         let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
-        format!("last output: {}", lines.join(" | "))
+        // Quoted in error lines: a URL's password is masked as in the trace.
+        format!(
+            "last output: {}",
+            crate::mask::mask_urls(&lines.join(" | "))
+        )
     }
 }
 

@@ -6,7 +6,8 @@
 //! of one actor and the one restart back-off; [`reaper`] the strays a scenario's processes left;
 //! [`watchdog`] what kills everything a run started when the recorder itself is killed.
 //!
-//! It uses nothing else of the crate: every layer above may start processes through it.
+//! It uses nothing else of the crate but [`mask`](crate::mask) (a child's output quoted in an
+//! error line is masked): every layer above may start processes through it.
 
 pub mod child;
 pub mod lives;

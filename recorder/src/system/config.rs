@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::file::System;
 use crate::fault::spec::Nemesis;
+use crate::mask::mask_urls;
 
 /// Everything `recorder run --system` needs.
 #[derive(Debug, Clone)]
@@ -48,43 +49,9 @@ impl SystemConfig {
 /// Masks `user:password@` in every string of `value`.
 fn mask(value: &mut Value) {
     match value {
-        Value::String(s) => *s = mask_url(s),
+        Value::String(s) => *s = mask_urls(s),
         Value::Array(items) => items.iter_mut().for_each(mask),
         Value::Object(map) => map.values_mut().for_each(mask),
         _ => {}
-    }
-}
-
-/// `redis://user:secret@host` -> `redis://user:***@host`; `nats://token@host` -> `nats://***@host`.
-pub fn mask_url(text: &str) -> String {
-    let Some(scheme_end) = text.find("://") else {
-        return text.to_string();
-    };
-    let rest = &text[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return text.to_string();
-    };
-    let userinfo = &rest[..at];
-    let masked = match userinfo.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None => "***".to_string(),
-    };
-    format!("{}{masked}{}", &text[..scheme_end + 3], &rest[at..])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mask_url;
-
-    #[test]
-    fn passwords_in_urls_are_masked() {
-        assert_eq!(
-            mask_url("redis://u:pw@127.0.0.1:6379/0"),
-            "redis://u:***@127.0.0.1:6379/0"
-        );
-        assert_eq!(mask_url("nats://tok@h:4222"), "nats://***@h:4222");
-        assert_eq!(mask_url("http://h:1/a@b"), "http://h:1/a@b");
-        assert_eq!(mask_url("plain"), "plain");
     }
 }

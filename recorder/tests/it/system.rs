@@ -533,3 +533,18 @@ fn a_role_whose_every_life_exits_at_once_stops_the_run_saying_so() {
         "{text}"
     );
 }
+
+#[test]
+fn a_password_a_failing_setup_printed_is_masked_in_its_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaky = file(
+        dir.path(),
+        &TINY.replace(
+            "[tasks]",
+            "[setup]\ncommand = [\"sh\", \"-c\", \"echo connecting to postgres://app:hunter2@db/x; exit 1\"]\n[tasks]",
+        ),
+    );
+    let output = run_file(&leaky, &[]);
+    one_line_with_code(&output, 4, "postgres://app:***@db/x");
+    assert!(!output_text(&output).contains("hunter2"));
+}

@@ -1,7 +1,8 @@
 //! What the OTLP receiver trusts during `recorder run --system`: an export is a process's only
 //! when it carries the token the recorder gave that process life; a span of a kind only the
 //! recorder writes (`observed`, `run_end`, `crash`, ...) is refused, and so is a span that claims
-//! another actor than the process that sent it. Each refusal is counted in
+//! another actor than the process that sent it, and so is a span whose time no trace can hold.
+//! Each refusal is counted in
 //! `run_end.detail.refused` with its reason, and no row comes of it.
 
 use std::path::Path;
@@ -21,8 +22,8 @@ resource = [{"key": k, "value": {"stringValue": v}} for k, v in
             (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
 resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
 
-def send(n, attributes, token=True):
-    now = time.time_ns()
+def send(n, attributes, token=True, now=None):
+    now = now or time.time_ns()
     span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
             "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
             "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
@@ -38,6 +39,7 @@ send(0, {**accepted, "outbox.task_id": "t-1"})
 send(1, {"outbox.kind": "observed", "outbox.detail": '{"counter": 99}'})
 send(2, {**accepted, "outbox.task_id": "t-3", "outbox.actor": "worker"})
 send(3, {**accepted, "outbox.task_id": "t-2"}, token=False)
+send(4, {**accepted, "outbox.task_id": "t-4"}, now=2**64 - 1001)
 time.sleep(30)
 "#;
 
@@ -77,8 +79,9 @@ count = 1
     assert_eq!(observed.spans, 1);
     assert_eq!(observed.reasons, ["a kind only the recorder writes"]);
     let accepted = &end.refused["task_accepted"];
-    assert_eq!(accepted.spans, 2);
+    assert_eq!(accepted.spans, 3);
     for reason in [
+        "a time past any a trace holds (2^63 ns from the run's start)",
         "a span that claims another actor than the process that sent it",
         "an export without the token of a process the recorder started",
     ] {

@@ -56,22 +56,22 @@ impl<'a, 'e> Stage<'a, 'e> {
             }
             let mut event = live.event;
             let kind = event.kind;
-            let untrusted = |reason| Why::Untrusted { kind, reason };
+            let rejected = |reason| Why::Rejected { kind, reason };
             if RECORDERS_KINDS.contains(&kind) {
                 distrusted.push("a kind only the recorder writes");
-                self.drop_span(untrusted("a kind only the recorder writes"));
+                self.drop_span(rejected("a kind only the recorder writes"));
                 continue;
             }
             let Some((actor, incarnation)) = sender.clone() else {
                 let why = "an export without the token of a process the recorder started";
                 distrusted.push(why);
-                self.drop_span(untrusted(why));
+                self.drop_span(rejected(why));
                 continue;
             };
             if event.actor != actor {
                 let why = "a span that claims another actor than the process that sent it";
                 distrusted.push(why);
-                self.drop_span(untrusted(why));
+                self.drop_span(rejected(why));
                 continue;
             }
             event.incarnation = incarnation;
@@ -83,8 +83,13 @@ impl<'a, 'e> Stage<'a, 'e> {
                 }
             };
             let kind = step.kind();
-            let ts_ns = i64::try_from(live.at_unix_ns.saturating_sub(self.env.epoch_unix_ns))
-                .unwrap_or(i64::MAX);
+            let Ok(ts_ns) = i64::try_from(live.at_unix_ns.saturating_sub(self.env.epoch_unix_ns))
+            else {
+                let why = "a time past any a trace holds (2^63 ns from the run's start)";
+                distrusted.push(why);
+                self.drop_span(Why::Rejected { kind, reason: why });
+                continue;
+            };
             self.record(Self::author(&actor), incarnation, ts_ns, step)
                 .await?;
             let Some(life) = self.lives.get(&actor) else {
@@ -177,7 +182,7 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.outcome.dropped.add(&why);
         match why {
             Why::Refused(missing) => self.skip(missing.to_string()),
-            Why::Untrusted { kind, reason } => self.skip(format!("{kind}: refused, {reason}")),
+            Why::Rejected { kind, reason } => self.skip(format!("{kind}: refused, {reason}")),
             Why::Unmapped(_) => {}
         }
     }

@@ -27,10 +27,10 @@ pub enum Why {
     Refused(MissingFields),
     /// It maps to no kind; its name.
     Unmapped(String),
-    /// It names a kind, but its sender may not report it: the kind is the recorder's own, the
-    /// export carried no token of a process the recorder started, or the span claims another
-    /// actor than the process that sent it.
-    Untrusted {
+    /// It names a kind, but is not taken for `reason`: the kind is the recorder's own, the
+    /// export carried no token of a process the recorder started, the span claims another actor
+    /// than the process that sent it, or its time is past any the trace can hold.
+    Rejected {
         /// The kind it names.
         kind: crate::Kind,
         /// Why it is not taken.
@@ -57,7 +57,7 @@ impl Counts {
                 .or_default()
                 .add(m.fields.iter().map(|f| f.column().to_string())),
             Why::Unmapped(name) => self.unmapped.add(name),
-            Why::Untrusted { kind, reason } => self
+            Why::Rejected { kind, reason } => self
                 .refused
                 .entry(kind.as_str().to_string())
                 .or_default()

@@ -4,13 +4,14 @@
 //! process watched (its output logged, its last lines kept, its group signalled); [`server`] a
 //! service process waited for until ready, restarted on its data, stopped; [`lives`] the lives
 //! of one actor and the one restart back-off; [`reaper`] the strays a scenario's processes left;
-//! [`watchdog`] what kills everything a run started when the recorder itself is killed.
+//! [`mark`] the run's mark on every child, [`watchdog`] what kills everything a run started when the recorder itself is killed.
 //!
 //! It uses nothing else of the crate but [`mask`](crate::mask) (a child's output quoted in an
 //! error line is masked): every layer above may start processes through it.
 
 pub mod child;
 pub mod lives;
+pub mod mark;
 pub mod port;
 pub mod reaper;
 pub mod server;

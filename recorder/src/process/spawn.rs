@@ -7,7 +7,7 @@
 //! - a process group of its own, so a terminal's Ctrl-C (SIGINT to the whole foreground group)
 //!   reaches only the recorder, which stops its children itself and records how they ended;
 //! - `PDEATHSIG` SIGKILL, so a recorder killed outright (SIGKILL, a crash) takes them with it;
-//! - the run's mark ([`watchdog::MARK`](super::watchdog::MARK)), which its own children inherit,
+//! - the run's mark ([`mark::MARK`](super::mark::MARK)), which its own children inherit,
 //!   so the watchdog can stop them all if the recorder is killed outright;
 //! - none of the recorder's own `OUTBOX_TRACE_*` variables ([`secret_vars`]), which may hold a
 //!   password or a token: what a child needs comes to it some other way (an actor's endpoints in
@@ -53,8 +53,8 @@ pub fn std_command(program: impl AsRef<OsStr>) -> std::process::Command {
         command.env_remove(var);
     }
     // The run's mark: the watchdog stops what carries it if the recorder dies.
-    if let Some(mark) = super::watchdog::mark() {
-        command.env(super::watchdog::MARK, mark);
+    if let Some(mark) = super::mark::mark() {
+        command.env(super::mark::MARK, mark);
     }
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The signal
     // follows the forking thread, which is the spawner thread below: it lives as long as the

@@ -17,21 +17,11 @@ use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::OnceLock;
 
 use nix::sys::signal::{kill, signal, SigHandler, Signal};
 use nix::unistd::Pid;
 
-/// The environment variable that marks a process as started by a run: its value is the run's
-/// `--out`, as an absolute path.
-pub const MARK: &str = "OUTBOX_RECORDER_OUT";
-
-static MARKED: OnceLock<String> = OnceLock::new();
-
-/// The mark the run gives its children, once a watchdog watches them.
-pub fn mark() -> Option<&'static str> {
-    MARKED.get().map(String::as_str)
-}
+use super::mark::{MARK, MARKED};
 
 /// The mark of a run writing `out`.
 fn mark_of(out: &Path) -> String {

@@ -34,6 +34,13 @@ def send(n, attributes, token=True, now=None):
                                                       **(headers if token else {})})
     urllib.request.urlopen(request).read()
 
+if os.environ.get("FORGE_ONLY"):
+    # Only what no process may report, each with the process's own token.
+    send(10, {"outbox.kind": "observed", "outbox.detail": '{"counter": 99, "results": 1}'})
+    send(11, {"outbox.kind": "run_end", "outbox.detail": '{"recovered": false}'})
+    send(12, {"outbox.kind": "crash", "outbox.detail": '{"point": "exit"}'})
+    send(13, {"outbox.kind": "run_start", "outbox.detail": '{"faults": ["kill api after acked"]}'})
+    time.sleep(30)
 accepted = {"outbox.kind": "task_accepted", "outbox.event_id": "e-1", "outbox.store_rev": 1}
 send(0, {**accepted, "outbox.task_id": "t-1"})
 send(1, {"outbox.kind": "observed", "outbox.detail": '{"counter": 99}'})
@@ -86,5 +93,42 @@ count = 1
         "an export without the token of a process the recorder started",
     ] {
         assert!(accepted.reasons.iter().any(|r| r == reason), "{accepted:?}");
+    }
+}
+
+#[test]
+fn forged_recorder_rows_leave_a_valid_run_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/otel-python");
+    for entry in std::fs::read_dir(&example).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    std::fs::write(dir.path().join("forger.py"), FORGER).unwrap();
+    let system = dir.path().join("outbox-system.toml");
+    let mut text = std::fs::read_to_string(&system).unwrap();
+    text = text.replace(
+        "[roles.relay]",
+        "[roles.forger]\ncommand = [\"env\", \"FORGE_ONLY=1\", \"python3\", \"forger.py\"]\n\n[roles.relay]",
+    );
+    std::fs::write(&system, text).unwrap();
+    let (output, out) = common::record_system(
+        dir.path(),
+        &system,
+        &["--scenario", "worker-killed-before-ack", "--tasks", "8"],
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    let report =
+        outbox_analyzer::check::analyse(&[out.clone()]).expect("the trace keeps the contract");
+    assert_eq!(report.verdict, outbox_analyzer::check::RunVerdict::Valid);
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    assert_eq!(rows(&events, Kind::RunEnd).len(), 1);
+    assert!(rows(&events, Kind::Crash)
+        .iter()
+        .all(|e| e.actor != "forger"));
+    let Step::RunEnd(end) = common::step(rows(&events, Kind::RunEnd)[0]) else {
+        unreachable!()
+    };
+    for kind in ["observed", "run_end", "crash", "run_start"] {
+        assert_eq!(end.refused[kind].spans, 1, "{kind}: {:?}", end.refused);
     }
 }

@@ -11,7 +11,8 @@
 //! Every decision uses `seq` order within the run and the stores' own numbers (`store_rev`,
 //! `broker_seq`, `aggregate_seq`); wall-clock `ts_ns` is never read.
 //!
-//! Files: [`invariant`] (the table), [`outcome`] (what a decision is), [`rule`] (what a rule is),
+//! Files: [`invariant`] (the table), [`coverage`] (what a scenario tried: a named fault that
+//! never fired leaves it `unknown`), [`outcome`] (what a decision is), [`rule`] (what a rule is),
 //! one file per invariant, [`scan`] (the engine feeding every rule at once), `lost_spans` (the
 //! contract's rule for rows a killed process never exported), [`lost_rows`] (its rule for rows
 //! the store holds and the trace lacks), `evidence` (its rules for zero rows where work happened
@@ -21,6 +22,7 @@
 mod ack_after_commit;
 mod aggregate_order;
 mod counter_exact;
+pub mod coverage;
 mod evidence;
 mod external_single_effect;
 mod intent_atomic;
@@ -39,6 +41,7 @@ pub mod scan;
 mod single_effect;
 pub mod streamed;
 
+pub use coverage::Coverage;
 pub use invariant::{Class, Invariant, LostRows, LostSpans, Stored};
 pub use lost_rows::Shortfalls;
 pub use lost_spans::Lives;

@@ -3,6 +3,7 @@
 
 use outbox_trace::Figures;
 
+use super::coverage::Coverage;
 use super::outcome::{Outcome, Verdict};
 use crate::model::load::Loaded;
 
@@ -50,8 +51,42 @@ pub struct ScenarioReport {
     pub outcomes: Vec<Outcome>,
     /// The figures (one definition, shared with every other output).
     pub figures: Figures,
-    /// The combined verdict of [`ScenarioReport::outcomes`].
+    /// What the scenario tried, as its producer recorded it.
+    pub coverage: Coverage,
+    /// The combined verdict of [`ScenarioReport::outcomes`], `unknown` rather than valid where
+    /// a named fault never fired.
     pub verdict: RunVerdict,
+}
+
+impl ScenarioReport {
+    /// The report of history `history`, its verdict combined from `outcomes` and `coverage`.
+    pub fn new(
+        history: usize,
+        outcomes: Vec<Outcome>,
+        figures: Figures,
+        coverage: Coverage,
+    ) -> Self {
+        let mut report = ScenarioReport {
+            history,
+            outcomes,
+            figures,
+            coverage,
+            verdict: RunVerdict::Valid,
+        };
+        report.verdict = report.judged();
+        report
+    }
+
+    /// The verdict of the outcomes; a valid one is `unknown` while a named fault never fired
+    /// (the scenario did not test what it names).
+    fn judged(&self) -> RunVerdict {
+        let verdict = RunVerdict::of(&self.outcomes);
+        if verdict == RunVerdict::Valid && self.coverage.unfired_named().next().is_some() {
+            RunVerdict::Unknown
+        } else {
+            verdict
+        }
+    }
 }
 
 /// Everything `analyzer check` found.
@@ -83,7 +118,7 @@ impl Report {
                     ..Outcome::pass(o.invariant, None)
                 };
             }
-            s.verdict = RunVerdict::of(&s.outcomes);
+            s.verdict = s.judged();
         }
         self.verdict = Self::combined(&self.scenarios);
     }

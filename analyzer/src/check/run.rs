@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use super::coverage::Coverage;
 use super::memory::check_all;
-use super::report::{Report, RunVerdict, ScenarioReport};
+use super::report::{Report, ScenarioReport};
 use crate::model::load::{FileError, LoadError, Loaded};
 
 /// Loads `paths` whole (the model every view draws from) and checks every scenario. Fails on
@@ -50,12 +51,8 @@ fn check_loaded(loaded: &Loaded, first: usize) -> Vec<ScenarioReport> {
         .enumerate()
         .map(|(i, h)| {
             let (outcomes, figures) = check_all(h, &loaded.names);
-            ScenarioReport {
-                history: first + i,
-                verdict: RunVerdict::of(&outcomes),
-                figures,
-                outcomes,
-            }
+            let coverage = Coverage::of(h.run_start(), h.run_end().and_then(|(_, end)| end));
+            ScenarioReport::new(first + i, outcomes, figures, coverage)
         })
         .collect()
 }

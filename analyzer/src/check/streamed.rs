@@ -12,8 +12,9 @@ use std::path::Path;
 
 use outbox_trace::{Detail, Kind};
 
+use super::coverage::Coverage;
 use super::invariant::Invariant;
-use super::report::{RunVerdict, ScenarioReport};
+use super::report::ScenarioReport;
 use super::scan::{Gathering, Scan, Scanned};
 use crate::model::history::History;
 use crate::model::intern::{FastMap, Id};
@@ -49,13 +50,10 @@ pub fn check(
     let first = loaded.histories.len();
     for (i, (s, h)) in scanned.into_iter().zip(&histories).enumerate() {
         let figures = s.figures.clone();
+        let run_end = s.ends.run_end.as_ref().and_then(|(_, end)| end.as_ref());
+        let coverage = Coverage::of(s.ends.run_start.as_ref(), run_end);
         let outcomes = s.settle(h, &loaded.names);
-        reports.push(ScenarioReport {
-            history: first + i,
-            verdict: RunVerdict::of(&outcomes),
-            figures,
-            outcomes,
-        });
+        reports.push(ScenarioReport::new(first + i, outcomes, figures, coverage));
     }
     loaded.histories.extend(histories);
     loaded.files.push(read.into_file(path));

@@ -91,10 +91,22 @@ struct ScenarioDoc<'a> {
     verdict: &'static str,
     notes: Vec<String>,
     invariants: Vec<InvariantDoc>,
+    /// What the scenario tried (`run_end.detail.faults`), each fault with its origin.
+    faults: Vec<FaultDoc<'a>>,
+    /// Named faults that never fired: the scenario is `unknown` for them unless it failed.
+    unfired_named: usize,
     /// The figures, also under their own keys beside `scenario`.
     counts: &'a Figures,
     #[serde(flatten)]
     figures: &'a Figures,
+}
+
+#[derive(Serialize)]
+struct FaultDoc<'a> {
+    spec: &'a str,
+    origin: &'static str,
+    fired: u64,
+    why: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -151,6 +163,18 @@ fn scenario<'a>(report: &'a Report, s: &'a ScenarioReport) -> ScenarioDoc<'a> {
         verdict: s.verdict.as_str(),
         notes: explain::scenario_notes(h, names),
         invariants: s.outcomes.iter().map(|o| invariant(o, h, names)).collect(),
+        faults: s
+            .coverage
+            .faults
+            .iter()
+            .map(|f| FaultDoc {
+                spec: &f.spec,
+                origin: f.origin.as_str(),
+                fired: f.fired,
+                why: f.why.as_deref(),
+            })
+            .collect(),
+        unfired_named: s.coverage.unfired_named().count(),
         counts: &s.figures,
         figures: &s.figures,
     }

@@ -67,6 +67,9 @@ fn scenario(report: &Report, s: &ScenarioReport, out: &mut dyn Write) -> io::Res
     for o in &s.outcomes {
         writeln!(out, "  {}", verdict_line(o))?;
     }
+    for line in explain::fault_lines(&s.coverage) {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(out, "  counts: {}", counts_line(&s.figures))?;
     for o in s.outcomes.iter().filter(|o| o.verdict == Verdict::Fail) {
         violations(o, h, names, out)?;

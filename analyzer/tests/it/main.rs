@@ -8,6 +8,7 @@ mod cli;
 mod cli_draw;
 mod compare;
 mod contract_doc;
+mod coverage;
 mod encodings;
 mod evidence;
 mod examples;

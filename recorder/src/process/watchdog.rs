@@ -31,10 +31,19 @@ fn mark_of(out: &Path) -> String {
         .to_string()
 }
 
-/// A running watchdog: dropping it (or the recorder's death) closes its pipe.
+/// A running watchdog: the recorder's death closes its pipe. A run that ends by itself has
+/// stopped everything already: dropping the watchdog stops it and waits for it, so it outlives
+/// the run by nothing.
 pub struct Watchdog {
     _pipe: ChildStdin,
-    _child: Child,
+    child: Child,
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Starts the watchdog of a run writing `out`, and marks every child started from now on.
@@ -55,10 +64,7 @@ pub fn start(out: &Path) -> std::io::Result<Watchdog> {
         .process_group(0)
         .spawn()?;
     let pipe = child.stdin.take().expect("a piped standard input");
-    Ok(Watchdog {
-        _pipe: pipe,
-        _child: child,
-    })
+    Ok(Watchdog { _pipe: pipe, child })
 }
 
 /// Kills every process (but this one) that carries the mark of `out`; returns how many. Called

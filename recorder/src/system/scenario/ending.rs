@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commands::{run_command, CommandError};
-use super::shared::{run_err, ScenarioOutcome, SystemError, GRACE};
+use super::shared::{run_err, ScenarioOutcome, SystemError, Timeline, GRACE};
 use super::stage::Stage;
 use crate::fault::apply::continue_group;
 use crate::fault::coverage::Origin;
@@ -98,6 +98,8 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         }
     }
 
+    let timeline = Timeline::new(&stage.name, started);
+    timeline.mark("observed");
     // Everything stops; exits from here on are no crashes.
     drop(exits);
     for life in stage.lives.values_mut() {
@@ -117,6 +119,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     while let Ok(item) = intake.try_recv() {
         stage.take(item).await?.answer();
     }
+    timeline.mark("processes stopped");
     for (_, service) in &mut services {
         // A paused service heeds no SIGTERM until it is continued.
         if let Some(group) = service.group() {
@@ -124,6 +127,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         }
         service.stop(GRACE).await;
     }
+    timeline.mark("services stopped");
     // What the scenario's processes left behind (daemons included) goes with them.
     let swept = crate::process::reaper::sweep().await;
     if swept > 0 {
@@ -132,6 +136,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
             stage.name
         );
     }
+    timeline.mark("swept");
     let interrupted = env.shutdown.is_cancelled();
     let mut end = detail::RunEnd {
         recovered: Some(recovered),

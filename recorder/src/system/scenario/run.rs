@@ -13,7 +13,9 @@ use tokio::sync::{mpsc, watch};
 use super::commands::{base_env, run_command, CommandError};
 use super::ending::{end, Ending};
 use super::faults::SystemTargets;
-use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
+use super::shared::{
+    run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_EVERY, SPAN_SILENCE,
+};
 use super::stage::Stage;
 use crate::fault::apply::{apply, carry_out};
 use crate::fault::chaos::SystemChaos;
@@ -40,6 +42,7 @@ pub async fn run_scenario(
 ) -> Result<ScenarioOutcome, SystemError> {
     let system = env.system;
     let started = Instant::now();
+    let timeline = Timeline::new(name, started);
     let deadline = started + env.deadline;
     let dir = env.workdir.join(name);
     std::fs::create_dir_all(dir.join("logs")).map_err(run_err)?;
@@ -72,12 +75,23 @@ pub async fn run_scenario(
     // Services, then setup, within the deadline and never past a signal. A run interrupted
     // here still closes its scenario (run_start, then run_end saying why), so the trace keeps
     // what happened.
-    match prepare(env, &mut services, &values, &base, &dir, deadline).await {
+    match prepare(
+        env,
+        &mut services,
+        &values,
+        &base,
+        &dir,
+        deadline,
+        &timeline,
+    )
+    .await
+    {
         Err(SystemError::Interrupted) => {
             return interrupted_early(env, name, started).await;
         }
         prepared => prepared?,
     }
+    timeline.mark("setup done");
 
     let (intake_tx, mut intake) = mpsc::channel::<Intake>(256);
     let receiver = OtlpReceiver::start(intake_tx).map_err(run_err)?;
@@ -176,6 +190,7 @@ pub async fn run_scenario(
     };
     let first_task = Instant::now();
     stage.first_task = first_task;
+    timeline.mark("roles started, first task sent");
     let mut delivery = tokio::spawn(courier.deliver(tasks));
     let mut delivered: Option<Delivered> = None;
     let mut timed: VecDeque<usize> = (0..stage.timed.len()).collect();
@@ -272,6 +287,9 @@ pub async fn run_scenario(
         }
         tokio::select! {
             Some(item) = intake.recv() => {
+                if stage.last_span < first_task {
+                    timeline.mark("first span");
+                }
                 let held = stage.take(item).await?;
                 // The services' faults this export set off, before it is answered.
                 for fault in std::mem::take(&mut stage.service_faults) {
@@ -315,6 +333,8 @@ pub async fn run_scenario(
             _ = env.shutdown.cancelled() => {}
         }
     }
+    timeline.mark_at("last span", stage.last_span);
+    timeline.mark("quiet");
     if delivered.is_none() {
         delivery.abort();
     }
@@ -360,6 +380,7 @@ async fn prepare(
     base: &[(String, String)],
     dir: &std::path::Path,
     deadline: Instant,
+    timeline: &Timeline,
 ) -> Result<(), SystemError> {
     let system = env.system;
     for (_, service) in services.iter_mut() {
@@ -374,6 +395,7 @@ async fn prepare(
             }
         }
     }
+    timeline.mark("services ready");
     if let Some(setup) = &system.file.setup {
         let argv: Vec<String> = setup.command.iter().map(|t| t.expand(values)).collect();
         let (status, _, last) = run_command(

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicU32;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::fault::spec::Nemesis;
@@ -24,6 +24,38 @@ pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(250);
 pub const OWN_EXIT_RESTARTS: u32 = 20;
 /// After a kill, how long exports already on their way may take to arrive before the crash row.
 pub(crate) const DRAIN: Duration = Duration::from_millis(30);
+
+/// A scenario's phases as they end, on stderr with `RUST_LOG=outbox_recorder::timing=debug`:
+/// milliseconds from the scenario's start (what the recorder's own work per scenario costs).
+#[derive(Debug, Clone)]
+pub(crate) struct Timeline {
+    scenario: String,
+    started: Instant,
+}
+
+impl Timeline {
+    pub(crate) fn new(scenario: &str, started: Instant) -> Self {
+        Timeline {
+            scenario: scenario.to_string(),
+            started,
+        }
+    }
+
+    /// `phase` ended now.
+    pub(crate) fn mark(&self, phase: &str) {
+        self.mark_at(phase, Instant::now());
+    }
+
+    /// `phase` ended at `at`.
+    pub(crate) fn mark_at(&self, phase: &str, at: Instant) {
+        tracing::debug!(
+            target: "outbox_recorder::timing",
+            scenario = self.scenario.as_str(),
+            ms = at.saturating_duration_since(self.started).as_millis() as u64,
+            "{phase}"
+        );
+    }
+}
 
 /// Why a scenario could not run.
 #[derive(Debug, thiserror::Error)]

@@ -199,6 +199,7 @@ pub async fn run_scenario(
     let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
     let mut quiet_probe: Option<Instant> = None;
     let mut probe: Option<tokio::task::JoinHandle<Result<bool, CommandError>>> = None;
+    let mut probe_asked = Instant::now();
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -272,6 +273,7 @@ pub async fn run_scenario(
                     // At most the time left to the deadline (a hung `quiet` is not quiet).
                     let limit = deadline.saturating_duration_since(now).max(QUIET_EVERY);
                     let shutdown = env.shutdown.clone();
+                    probe_asked = now;
                     probe = Some(tokio::spawn(async move {
                         run_command("quiet", &argv, &env_vars, &root, log, limit, &shutdown)
                             .await
@@ -334,6 +336,7 @@ pub async fn run_scenario(
         }
     }
     timeline.mark_at("last span", stage.last_span);
+    timeline.mark_at("last quiet asked", probe_asked);
     timeline.mark("quiet");
     if delivered.is_none() {
         delivery.abort();

@@ -386,16 +386,20 @@ async fn prepare(
     timeline: &Timeline,
 ) -> Result<(), SystemError> {
     let system = env.system;
-    for (_, service) in services.iter_mut() {
-        tokio::select! {
-            started = service.start(values, base, &system.root) => started?,
-            _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                return Err(SystemError::Unavailable(format!(
-                    "the services did not get ready within --deadline {}s",
-                    env.deadline.as_secs_f64()
-                )));
-            }
+    // The services start together; each is waited for until its ready check passes.
+    let starts = futures::future::try_join_all(
+        services
+            .iter_mut()
+            .map(|(_, service)| service.start(values, base, &system.root)),
+    );
+    tokio::select! {
+        started = starts => { started?; }
+        _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
+        _ = tokio::time::sleep_until(deadline.into()) => {
+            return Err(SystemError::Unavailable(format!(
+                "the services did not get ready within --deadline {}s",
+                env.deadline.as_secs_f64()
+            )));
         }
     }
     timeline.mark("services ready");

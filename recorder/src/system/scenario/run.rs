@@ -14,7 +14,8 @@ use super::commands::{base_env, run_command, CommandError};
 use super::ending::{end, Ending};
 use super::faults::SystemTargets;
 use super::shared::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_EVERY, SPAN_SILENCE,
+    run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_AT_LEAST, QUIET_EVERY,
+    SPAN_SILENCE,
 };
 use super::stage::Stage;
 use crate::fault::apply::{apply, carry_out};
@@ -271,7 +272,7 @@ pub async fn run_scenario(
                         dir.join("logs/quiet.log"),
                     );
                     // At most the time left to the deadline (a hung `quiet` is not quiet).
-                    let limit = deadline.saturating_duration_since(now).max(QUIET_EVERY);
+                    let limit = deadline.saturating_duration_since(now).max(QUIET_AT_LEAST);
                     let shutdown = env.shutdown.clone();
                     probe_asked = now;
                     probe = Some(tokio::spawn(async move {

@@ -21,6 +21,8 @@ pub(crate) const SPAN_SILENCE: Duration = Duration::from_secs(2);
 /// How long after a `quiet` that said no the next is asked (a probe is never asked while
 /// another runs, so a slow `quiet` is asked back to back, not over itself).
 pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(50);
+/// The least time a `quiet` asked just before the deadline is given to answer.
+pub(crate) const QUIET_AT_LEAST: Duration = Duration::from_millis(250);
 /// Restarts of processes that exit on their own, per run.
 pub const OWN_EXIT_RESTARTS: u32 = 20;
 /// After a kill, how long exports already on their way may take to arrive before the crash row.

@@ -10,7 +10,10 @@ its last span to its end (quiet, observe, the processes and the services stopped
 Which phases are the recorder's own waits and which are the team's commands and processes is in
 the second column. Nothing here asserts a time.
 
-Usage: scripts/scenario-phases.py [--recorder PATH] [--runs N] [--system FILE] [-- EXTRA ARGS]
+With --bare the system is one that takes no time of its own (a Redis, `true` for setup, tasks and
+quiet, `sleep` for its one role, `echo {}` for observe): what is left is the recorder's own time.
+
+Usage: scripts/scenario-phases.py [--recorder PATH] [--runs N] [--system FILE | --bare] [-- ARGS]
        (default: target/debug/recorder, examples/otel-python/outbox-system.toml)
 """
 
@@ -43,7 +46,32 @@ PHASES = [
      "services stopped"),
     ("sweep", "recorder", "services stopped", "swept"),
     ("last span to end", "", "last span", "swept"),
+    ("first task sent to quiet", "", "roles started, first task sent", "quiet"),
+    ("quiet to end", "", "quiet", "swept"),
 ]
+
+BARE = """name = "bare"
+[services.redis]
+command = ["redis-server", "--port", "${port}", "--bind", "127.0.0.1", "--dir", "${dir}",
+           "--save", ""]
+[setup]
+command = ["true"]
+[roles.idle]
+command = ["sleep", "600"]
+[tasks]
+count = 4
+command = ["true"]
+[quiet]
+command = ["true"]
+[observe]
+command = ["echo", "{}"]
+[[scenarios]]
+name = "one"
+[[scenarios]]
+name = "two"
+[[scenarios]]
+name = "three"
+"""
 
 MARK = re.compile(r'timing: (.+?) scenario="([^"]+)" ms=(\d+)')
 
@@ -63,12 +91,16 @@ def main():
     parser.add_argument("--recorder", default=str(ROOT / "target/debug/recorder"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--system", default=str(ROOT / "examples/otel-python/outbox-system.toml"))
+    parser.add_argument("--bare", action="store_true", help="a system that takes no time")
     parser.add_argument("extra", nargs="*", help="more arguments for recorder run")
     args = parser.parse_args()
     env = dict(os.environ, RUST_LOG="outbox_recorder::timing=debug", NO_COLOR="1")
     times = defaultdict(list)
     scenarios = 0
     with tempfile.TemporaryDirectory() as tmp:
+        if args.bare:
+            args.system = str(Path(tmp) / "bare.toml")
+            Path(args.system).write_text(BARE)
         for run in range(args.runs):
             out = Path(tmp) / f"run-{run}.parquet"
             done = subprocess.run(

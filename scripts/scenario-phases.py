@@ -37,6 +37,7 @@ PHASES = [
     ("start to first task sent", "", None, "roles started, first task sent"),
     ("first task sent to first span", "the roles' start-up", "roles started, first task sent",
      "first span"),
+    ("last span to quiet", "the quiet command, and the recorder's wait", "last span", "quiet"),
     ("last span to last quiet asked", "recorder (waits for the probe before)", "last span",
      "last quiet asked"),
     ("last quiet asked to quiet", "the quiet command", "last quiet asked", "quiet"),

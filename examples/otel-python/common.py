@@ -7,6 +7,10 @@ Configuration (environment only; a bad value exits 2 with one line, a missing pa
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` (required by the three services), ``OTEL_EXPORTER_OTLP_PROTOCOL``
   (``http/protobuf``, the default, or ``grpc``), ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
   ``OTEL_TRACES_SAMPLER``: read by the OpenTelemetry SDK itself, as for any service.
+- ``OTEL_SPAN_PROCESSOR``: ``simple`` (the default: ``span.end()`` returns once the span is
+  exported) or ``batch`` (a ``BatchSpanProcessor``: spans are exported later, from a thread of
+  their own, as ``OTEL_BSP_SCHEDULE_DELAY`` and ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` say; the
+  recorder sets those for a role with ``export = "async"``, see outbox-system-batch.toml).
 - ``BUG``: empty, ``no-dedup``, ``dedup-outside-tx`` or ``dedup-on-entry-id`` (see worker.py), or
   ``mark-first`` (see relay.py).
 - ``OUTBOX_OMIT``: a comma-separated list of ``outbox.*`` span attributes the processes leave off
@@ -44,7 +48,7 @@ try:
     import redis
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 except ImportError as missing:
     fail(
         f"missing Python package ({missing}): pip install opentelemetry-sdk "
@@ -166,7 +170,10 @@ def tracer():
     The SDK reads the endpoint, the service name and the resource attributes (``outbox.actor``,
     ``outbox.incarnation``, ``outbox.run_id``, ``outbox.scenario``) from the standard variables.
     ``SimpleSpanProcessor`` exports synchronously: ``span.end()`` returns once the receiver has
-    answered, so a process killed after a step has exported that step's span.
+    answered, so a process killed after a step has exported that step's span. With
+    ``OTEL_SPAN_PROCESSOR=batch`` a ``BatchSpanProcessor`` exports them later, configured by the
+    standard ``OTEL_BSP_*`` variables: a process killed after a step may have taken its next
+    steps, and lost spans not exported yet.
     """
     setting("OTEL_EXPORTER_OTLP_ENDPOINT")
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
@@ -181,8 +188,14 @@ def tracer():
                  "opentelemetry-exporter-otlp-proto-grpc", 3)
     else:
         fail(f"OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or grpc, not {protocol!r}")
+    processor = os.environ.get("OTEL_SPAN_PROCESSOR", "") or "simple"
+    if processor not in ("simple", "batch"):
+        fail(f"OTEL_SPAN_PROCESSOR must be simple or batch, not {processor!r}")
     provider = TracerProvider(resource=Resource.create())
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+    if processor == "batch":
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    else:
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
     return provider, provider.get_tracer("inventory")
 
 

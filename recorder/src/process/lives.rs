@@ -29,7 +29,7 @@ pub struct Lives {
 impl Lives {
     /// The next life follows at once (a fault killed this one, or it is restarted on purpose);
     /// returns its incarnation.
-    pub fn next(&mut self) -> u32 {
+    pub fn next_life(&mut self) -> u32 {
         self.incarnation += 1;
         self.incarnation
     }
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn a_killed_life_is_followed_at_once_and_a_failed_one_after_a_wait() {
         let mut lives = Lives::default();
-        assert_eq!(lives.next(), 1);
+        assert_eq!(lives.next_life(), 1);
         assert_eq!(lives.failed(), Duration::from_millis(200));
         assert_eq!(lives.failed(), Duration::from_millis(400));
         assert_eq!((lives.incarnation, lives.failures), (1, 2));

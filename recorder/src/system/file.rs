@@ -144,12 +144,24 @@ impl System {
             word("service", name)?;
             program(&format!("services.{name}.command"), &service.command)?;
         }
-        for (key, value) in &file.env {
+        let roles_env = file.roles.iter().flat_map(|(r, spec)| {
+            spec.env
+                .iter()
+                .map(move |kv| (format!("roles.{r}.env"), kv))
+        });
+        for (table, (key, value)) in file
+            .env
+            .iter()
+            .map(|kv| ("env".to_string(), kv))
+            .chain(roles_env)
+        {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(format!("env key `{key}`: a name without `=` or NUL bytes"));
+                return Err(format!(
+                    "{table} key `{key}`: a name without `=` or NUL bytes"
+                ));
             }
             if value.has_nul() {
-                return Err(format!("env.{key}: a value cannot hold a NUL byte"));
+                return Err(format!("{table}.{key}: a value cannot hold a NUL byte"));
             }
         }
         let global = global_names(&file);
@@ -197,6 +209,13 @@ impl System {
                 &mut role.command.iter(),
                 own,
             )?;
+            for (key, value) in &role.env {
+                check(
+                    &format!("roles.{name}.env.{key}"),
+                    &mut std::iter::once(value),
+                    own,
+                )?;
+            }
         }
         if let Some(start) = &file.counter_start {
             check_counter_start(start)?;
@@ -461,6 +480,22 @@ http = { url = "http://127.0.0.1:${roles.api.port}/t", body = '{"id": "${task}"}
         assert!(e.to_string().contains("${services.rdis.port}"), "{e}");
         let e = load(&MINIMAL.replace("${task}", "${taks}")).unwrap_err();
         assert!(e.to_string().contains("${taks}"), "{e}");
+    }
+
+    #[test]
+    fn a_roles_env_is_checked_like_the_files() {
+        let role_env = |env: &str| {
+            load(&MINIMAL.replace(
+                "port = true\n",
+                &format!("port = true\nenv = {{ {env} }}\n"),
+            ))
+        };
+        let s = role_env(r#"AT = "${port}", URL = "${services.redis.port}""#).unwrap();
+        assert_eq!(s.file.roles["api"].env.len(), 2);
+        let e = role_env(r#"AT = "${prot}""#).unwrap_err();
+        assert!(e.to_string().contains("roles.api.env.AT"), "{e}");
+        let e = role_env(r#""A=B" = "x""#).unwrap_err();
+        assert!(e.to_string().contains("roles.api.env key `A=B`"), "{e}");
     }
 
     #[test]

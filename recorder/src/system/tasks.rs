@@ -18,6 +18,9 @@ use crate::process::child::{Child, Launch};
 
 /// How long to wait before sending a task again.
 const RETRY: Duration = Duration::from_millis(100);
+/// How long to wait before sending the first task again while the service was never reached (its
+/// roles are starting): a refused connection costs nothing, and every wait delays the scenario.
+const FIRST_RETRY: Duration = Duration::from_millis(20);
 /// How long one HTTP request may take.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the first task may go without reaching the service before the run stops: a URL
@@ -152,7 +155,7 @@ impl Courier {
                         attempts += 1;
                     }
                 }
-                tokio::time::sleep(RETRY).await;
+                tokio::time::sleep(if reached { RETRY } else { FIRST_RETRY }).await;
             };
             if attempts > 0 {
                 done.resent += 1;

@@ -22,5 +22,6 @@ mod otlp_receiver;
 mod otlp_receiver_bounds;
 mod sqlite_lab;
 mod system;
+mod system_async;
 mod system_omit;
 mod trust;

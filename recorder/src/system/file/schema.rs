@@ -183,6 +183,9 @@ pub struct RoleSpec {
     /// How the role sends its spans.
     #[serde(default)]
     pub protocol: OtlpProtocol,
+    /// The role's own environment: over `[env]`, under `--env`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Template>,
 }
 
 fn one() -> u32 {

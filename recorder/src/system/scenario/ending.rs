@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commands::{run_command, CommandError};
-use super::shared::{run_err, ScenarioOutcome, SystemError, GRACE};
+use super::shared::{run_err, ScenarioOutcome, SystemError, Timeline, GRACE};
 use super::stage::Stage;
 use crate::fault::apply::continue_group;
 use crate::fault::coverage::Origin;
@@ -98,17 +98,27 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         }
     }
 
+    let timeline = Timeline::new(&stage.name, started);
+    timeline.mark("observed");
     // Everything stops; exits from here on are no crashes.
     drop(exits);
     for life in stage.lives.values_mut() {
         life.child.terminate();
     }
-    // While they stop, their last exports are taken in and answered, so none waits on one.
-    let until = Instant::now() + GRACE;
-    while Instant::now() < until && stage.lives.values().any(|l| l.child.exited().is_none()) {
+    // While they stop, their last exports are taken in and answered, so none waits on one;
+    // the wait ends as soon as the last of them is gone.
+    let until = tokio::time::Instant::now() + GRACE;
+    let watches: Vec<_> = stage.lives.values().map(|l| l.child.exit_watch()).collect();
+    let mut gone = std::pin::pin!(async move {
+        for mut watch in watches {
+            let _ = watch.wait_for(Option::is_some).await;
+        }
+    });
+    loop {
         tokio::select! {
             Some(item) = intake.recv() => stage.take(item).await?.answer(),
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            _ = &mut gone => break,
+            _ = tokio::time::sleep_until(until) => break,
         }
     }
     for life in stage.lives.values_mut() {
@@ -117,13 +127,16 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     while let Ok(item) = intake.try_recv() {
         stage.take(item).await?.answer();
     }
-    for (_, service) in &mut services {
-        // A paused service heeds no SIGTERM until it is continued.
+    timeline.mark("processes stopped");
+    // A paused service heeds no SIGTERM until it is continued.
+    for (_, service) in &services {
         if let Some(group) = service.group() {
             continue_group(group);
         }
-        service.stop(GRACE).await;
     }
+    // The services stop together, each waited for only until it is gone.
+    futures::future::join_all(services.iter_mut().map(|(_, s)| s.stop(GRACE))).await;
+    timeline.mark("services stopped");
     // What the scenario's processes left behind (daemons included) goes with them.
     let swept = crate::process::reaper::sweep().await;
     if swept > 0 {
@@ -132,6 +145,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
             stage.name
         );
     }
+    timeline.mark("swept");
     let interrupted = env.shutdown.is_cancelled();
     let mut end = detail::RunEnd {
         recovered: Some(recovered),

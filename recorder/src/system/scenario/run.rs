@@ -13,7 +13,10 @@ use tokio::sync::{mpsc, watch};
 use super::commands::{base_env, run_command, CommandError};
 use super::ending::{end, Ending};
 use super::faults::SystemTargets;
-use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, QUIET_EVERY, SPAN_SILENCE};
+use super::shared::{
+    run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_AT_LEAST, QUIET_EVERY,
+    SPAN_SILENCE,
+};
 use super::stage::Stage;
 use crate::fault::apply::{apply, carry_out};
 use crate::fault::chaos::SystemChaos;
@@ -40,6 +43,7 @@ pub async fn run_scenario(
 ) -> Result<ScenarioOutcome, SystemError> {
     let system = env.system;
     let started = Instant::now();
+    let timeline = Timeline::new(name, started);
     let deadline = started + env.deadline;
     let dir = env.workdir.join(name);
     std::fs::create_dir_all(dir.join("logs")).map_err(run_err)?;
@@ -72,12 +76,23 @@ pub async fn run_scenario(
     // Services, then setup, within the deadline and never past a signal. A run interrupted
     // here still closes its scenario (run_start, then run_end saying why), so the trace keeps
     // what happened.
-    match prepare(env, &mut services, &values, &base, &dir, deadline).await {
+    match prepare(
+        env,
+        &mut services,
+        &values,
+        &base,
+        &dir,
+        deadline,
+        &timeline,
+    )
+    .await
+    {
         Err(SystemError::Interrupted) => {
             return interrupted_early(env, name, started).await;
         }
         prepared => prepared?,
     }
+    timeline.mark("setup done");
 
     let (intake_tx, mut intake) = mpsc::channel::<Intake>(256);
     let receiver = OtlpReceiver::start(intake_tx).map_err(run_err)?;
@@ -176,6 +191,7 @@ pub async fn run_scenario(
     };
     let first_task = Instant::now();
     stage.first_task = first_task;
+    timeline.mark("roles started, first task sent");
     let mut delivery = tokio::spawn(courier.deliver(tasks));
     let mut delivered: Option<Delivered> = None;
     let mut timed: VecDeque<usize> = (0..stage.timed.len()).collect();
@@ -184,6 +200,7 @@ pub async fn run_scenario(
     let mut restarts: Vec<(Instant, String, String, u32)> = Vec::new();
     let mut quiet_probe: Option<Instant> = None;
     let mut probe: Option<tokio::task::JoinHandle<Result<bool, CommandError>>> = None;
+    let mut probe_asked = Instant::now();
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -255,8 +272,9 @@ pub async fn run_scenario(
                         dir.join("logs/quiet.log"),
                     );
                     // At most the time left to the deadline (a hung `quiet` is not quiet).
-                    let limit = deadline.saturating_duration_since(now).max(QUIET_EVERY);
+                    let limit = deadline.saturating_duration_since(now).max(QUIET_AT_LEAST);
                     let shutdown = env.shutdown.clone();
+                    probe_asked = now;
                     probe = Some(tokio::spawn(async move {
                         run_command("quiet", &argv, &env_vars, &root, log, limit, &shutdown)
                             .await
@@ -272,6 +290,9 @@ pub async fn run_scenario(
         }
         tokio::select! {
             Some(item) = intake.recv() => {
+                if stage.last_span < first_task {
+                    timeline.mark("first span");
+                }
                 let held = stage.take(item).await?;
                 // The services' faults this export set off, before it is answered.
                 for fault in std::mem::take(&mut stage.service_faults) {
@@ -315,6 +336,9 @@ pub async fn run_scenario(
             _ = env.shutdown.cancelled() => {}
         }
     }
+    timeline.mark_at("last span", stage.last_span);
+    timeline.mark_at("last quiet asked", probe_asked);
+    timeline.mark("quiet");
     if delivered.is_none() {
         delivery.abort();
     }
@@ -360,20 +384,26 @@ async fn prepare(
     base: &[(String, String)],
     dir: &std::path::Path,
     deadline: Instant,
+    timeline: &Timeline,
 ) -> Result<(), SystemError> {
     let system = env.system;
-    for (_, service) in services.iter_mut() {
-        tokio::select! {
-            started = service.start(values, base, &system.root) => started?,
-            _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                return Err(SystemError::Unavailable(format!(
-                    "the services did not get ready within --deadline {}s",
-                    env.deadline.as_secs_f64()
-                )));
-            }
+    // The services start together; each is waited for until its ready check passes.
+    let starts = futures::future::try_join_all(
+        services
+            .iter_mut()
+            .map(|(_, service)| service.start(values, base, &system.root)),
+    );
+    tokio::select! {
+        started = starts => { started?; }
+        _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
+        _ = tokio::time::sleep_until(deadline.into()) => {
+            return Err(SystemError::Unavailable(format!(
+                "the services did not get ready within --deadline {}s",
+                env.deadline.as_secs_f64()
+            )));
         }
     }
+    timeline.mark("services ready");
     if let Some(setup) = &system.file.setup {
         let argv: Vec<String> = setup.command.iter().map(|t| t.expand(values)).collect();
         let (status, _, last) = run_command(

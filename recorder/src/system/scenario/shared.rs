@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicU32;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::fault::spec::Nemesis;
@@ -18,12 +18,47 @@ use crate::system::services::ServiceFailure;
 pub(crate) const GRACE: Duration = Duration::from_secs(5);
 /// Without a `quiet` command: quiet once no span arrived for this long.
 pub(crate) const SPAN_SILENCE: Duration = Duration::from_secs(2);
-/// How often `quiet` is asked.
-pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(250);
+/// How long after a `quiet` that said no the next is asked (a probe is never asked while
+/// another runs, so a slow `quiet` is asked back to back, not over itself).
+pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(50);
+/// The least time a `quiet` asked just before the deadline is given to answer.
+pub(crate) const QUIET_AT_LEAST: Duration = Duration::from_millis(250);
 /// Restarts of processes that exit on their own, per run.
 pub const OWN_EXIT_RESTARTS: u32 = 20;
 /// After a kill, how long exports already on their way may take to arrive before the crash row.
 pub(crate) const DRAIN: Duration = Duration::from_millis(30);
+
+/// A scenario's phases as they end, on stderr with `RUST_LOG=outbox_recorder::timing=debug`:
+/// milliseconds from the scenario's start (what the recorder's own work per scenario costs).
+#[derive(Debug, Clone)]
+pub(crate) struct Timeline {
+    scenario: String,
+    started: Instant,
+}
+
+impl Timeline {
+    pub(crate) fn new(scenario: &str, started: Instant) -> Self {
+        Timeline {
+            scenario: scenario.to_string(),
+            started,
+        }
+    }
+
+    /// `phase` ended now.
+    pub(crate) fn mark(&self, phase: &str) {
+        self.mark_at(phase, Instant::now());
+    }
+
+    /// `phase` ended at `at`.
+    pub(crate) fn mark_at(&self, phase: &str, at: Instant) {
+        tracing::debug!(
+            target: "outbox_recorder::timing",
+            scenario = self.scenario.as_str(),
+            ms = at.saturating_duration_since(self.started).as_millis() as u64,
+            "{phase}"
+        );
+    }
+}
 
 /// Why a scenario could not run.
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,7 @@ use outbox_trace::Step;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
+use super::commands;
 use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
 use crate::fault::chaos::SystemChaos;
 use crate::fault::coverage::{Origin, Tally};
@@ -184,12 +185,15 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.record(author, 0, self.env.clock.now(), step).await
     }
 
+    /// The environment of `actor`'s life `incarnation`: see [`commands::role_env`] for what
+    /// overrides what. `values` are the role's placeholder values.
     pub(super) fn role_env(
         &self,
         role: &str,
         actor: &str,
         instance: u32,
         incarnation: u32,
+        values: &Values,
     ) -> Vec<(String, String)> {
         let spec = &self.env.system.file.roles[role];
         let endpoint = match spec.protocol {
@@ -200,8 +204,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             "outbox.actor={actor},outbox.incarnation={incarnation},outbox.run_id={},outbox.scenario={}",
             self.env.run_id, self.name
         );
-        let mut env = self.base_env.clone();
-        env.extend([
+        let mut own = Vec::from([
             ("OTEL_EXPORTER_OTLP_ENDPOINT".to_string(), endpoint),
             (
                 "OTEL_EXPORTER_OTLP_PROTOCOL".to_string(),
@@ -215,9 +218,9 @@ impl<'a, 'e> Stage<'a, 'e> {
             ("OUTBOX_INCARNATION".to_string(), incarnation.to_string()),
         ]);
         if let Some(port) = self.ports.get(actor) {
-            env.push(("PORT".to_string(), port.to_string()));
+            own.push(("PORT".to_string(), port.to_string()));
         }
-        env
+        commands::role_env(self.env.system, role, values, self.env.extra_env, own)
     }
 
     /// Starts one life of `actor`.
@@ -237,7 +240,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             values.insert("port".into(), port.to_string());
         }
         let argv: Vec<String> = spec.command.iter().map(|t| t.expand(&values)).collect();
-        let mut env = self.role_env(role, actor, instance, incarnation);
+        let mut env = self.role_env(role, actor, instance, incarnation, &values);
         let token = token().map_err(|e| SystemError::Run(e.into()))?;
         with_token(&mut env, &token);
         self.tokens.insert(token, (actor.to_string(), incarnation));

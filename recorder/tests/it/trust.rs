@@ -117,8 +117,8 @@ fn forged_recorder_rows_leave_a_valid_run_valid() {
         &["--scenario", "worker-killed-before-ack", "--tasks", "8"],
     );
     assert!(output.status.success(), "{}", output_text(&output));
-    let report =
-        outbox_analyzer::check::analyse(&[out.clone()]).expect("the trace keeps the contract");
+    let report = outbox_analyzer::check::analyse(std::slice::from_ref(&out))
+        .expect("the trace keeps the contract");
     assert_eq!(report.verdict, outbox_analyzer::check::RunVerdict::Valid);
     let events = outbox_trace::read_trace(&out).unwrap().events;
     assert_eq!(rows(&events, Kind::RunEnd).len(), 1);

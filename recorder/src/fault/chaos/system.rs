@@ -312,7 +312,7 @@ mod tests {
                 assert!((1..=10).contains(nth), "{}", a.nemesis);
                 paused += 1;
             }
-            assert!(t.armed().len() == 0 || t.armed().len() == 2);
+            assert!(t.armed().is_empty() || t.armed().len() == 2);
         }
         assert!((20..=60).contains(&paused), "{paused}");
     }

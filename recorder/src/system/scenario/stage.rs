@@ -131,35 +131,6 @@ fn with_token(env: &mut Vec<(String, String)>, token: &str) {
 const HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 const TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_token_joins_the_headers_the_environment_already_sets() {
-        let mut env = vec![];
-        with_token(&mut env, "ab");
-        assert_eq!(
-            env,
-            [(HEADERS.to_string(), "x-outbox-token=ab".to_string())]
-        );
-        let mut env = vec![(HEADERS.to_string(), "api-key=1".to_string())];
-        with_token(&mut env, "ab");
-        assert_eq!(env[0].1, "api-key=1,x-outbox-token=ab");
-        let mut env = vec![
-            (HEADERS.to_string(), "a=1".to_string()),
-            (TRACES_HEADERS.to_string(), "b=2".to_string()),
-        ];
-        with_token(&mut env, "ab");
-        assert_eq!(
-            (env[0].1.as_str(), env[1].1.as_str()),
-            ("a=1", "b=2,x-outbox-token=ab")
-        );
-        let (one, two) = (token().unwrap(), token().unwrap());
-        assert!(one.len() == 32 && one != two);
-    }
-}
-
 impl<'a, 'e> Stage<'a, 'e> {
     pub(super) async fn record(
         &self,
@@ -439,5 +410,34 @@ impl<'a, 'e> Stage<'a, 'e> {
             )));
         };
         Ok(Some((Instant::now() + delay, role, actor, incarnation + 1)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_joins_the_headers_the_environment_already_sets() {
+        let mut env = vec![];
+        with_token(&mut env, "ab");
+        assert_eq!(
+            env,
+            [(HEADERS.to_string(), "x-outbox-token=ab".to_string())]
+        );
+        let mut env = vec![(HEADERS.to_string(), "api-key=1".to_string())];
+        with_token(&mut env, "ab");
+        assert_eq!(env[0].1, "api-key=1,x-outbox-token=ab");
+        let mut env = vec![
+            (HEADERS.to_string(), "a=1".to_string()),
+            (TRACES_HEADERS.to_string(), "b=2".to_string()),
+        ];
+        with_token(&mut env, "ab");
+        assert_eq!(
+            (env[0].1.as_str(), env[1].1.as_str()),
+            ("a=1", "b=2,x-outbox-token=ab")
+        );
+        let (one, two) = (token().unwrap(), token().unwrap());
+        assert!(one.len() == 32 && one != two);
     }
 }

@@ -211,7 +211,7 @@ impl RunEnd {
     ) -> impl Iterator<Item = &'a FaultTried> + 'a {
         self.faults
             .iter()
-            .filter(move |f| f.fired == 0 && start.faults.iter().any(|n| *n == f.spec))
+            .filter(move |f| f.fired == 0 && start.faults.contains(&f.spec))
     }
 
     /// Whether the producer counted spans it could not map (refused or unmapped).

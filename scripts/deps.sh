@@ -9,7 +9,8 @@
 #          chromium and playwright (the HTML report's browser test: Debian's Chromium, driven from
 #          Python; Playwright's own browsers are never downloaded),
 #          duckdb, datafusion and pyspark with a Java runtime (openjdk-17-jre-headless): the engines
-#          `analyzer sql` is checked on
+#          `analyzer sql` is checked on, xmllint (libxml2-utils: the JUnit XML of `analyzer check
+#          --junit` checked against the schema CI reporters read)
 #   examples/node-postgres: PostgreSQL's server (Debian's postgresql), Node.js and npm, and the
 #          example's npm packages (npm ci, from its package-lock.json)
 set -euo pipefail
@@ -28,6 +29,7 @@ command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+command -v xmllint >/dev/null || missing+=(libxml2-utils)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2

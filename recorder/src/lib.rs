@@ -3,7 +3,6 @@
 //!
 //! The layers, from the bottom; each folder uses only those before it:
 //!
-//! - [`mask`]: credentials in URLs masked wherever a text leaves the recorder;
 //! - [`process`]: starting a child process (its own process group, `PDEATHSIG`, none of the
 //!   recorder's secret variables) and picking a free loopback port;
 //! - [`journal`]: who writes a row, the run's clock, the trace's one writer, and the guards on
@@ -31,7 +30,6 @@ pub mod cli;
 pub mod driver;
 pub mod fault;
 pub mod journal;
-pub mod mask;
 pub mod process;
 pub mod protocol;
 pub mod run;

@@ -321,6 +321,10 @@ pub struct CheckArgs {
     /// Print the report as JSON (see the documented shape) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also write the verdicts as JUnit XML to FILE: a test suite per scenario, a test case per
+    /// invariant (FAIL a failure with its witness chain, unknown skipped with its reason).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Leave this invariant out of the verdict and the exit code (repeatable), by its contract
     /// id; its line reads `<invariant> skipped`.
     #[arg(long = "skip", value_name = "INVARIANT", value_parser = parse_invariant)]

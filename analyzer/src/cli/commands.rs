@@ -59,6 +59,13 @@ pub fn sql(config: &SqlConfig, out: &mut dyn Write) -> Result<Exit, Error> {
 pub fn check(config: &CheckConfig, out: &mut dyn Write) -> Result<Exit, Error> {
     let mut report = crate::check::check_paths(&config.paths)?;
     report.skip(&config.skip);
+    if let Some(path) = &config.junit {
+        let mut xml = Vec::new();
+        explain::junit::write(&report, &mut xml)?;
+        std::fs::write(path, xml)
+            .with_context(|| format!("{}: cannot write", path.display()))
+            .or_bad_input()?;
+    }
     let written = match config.format {
         CheckFormat::Text => explain::text::write(&report, out),
         CheckFormat::Json => explain::json::write(&report, out),

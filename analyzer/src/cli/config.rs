@@ -28,6 +28,8 @@ pub struct CheckConfig {
     pub format: CheckFormat,
     /// Invariants left out of the verdicts.
     pub skip: Vec<crate::check::Invariant>,
+    /// Where to write JUnit XML too.
+    pub junit: Option<PathBuf>,
 }
 
 /// The inputs in the order given, each once: one file named twice (by any path that leads to
@@ -45,6 +47,7 @@ impl From<CheckArgs> for CheckConfig {
         CheckConfig {
             paths: each_once(a.paths),
             skip: a.skip,
+            junit: a.junit,
             format: if a.json {
                 CheckFormat::Json
             } else {

@@ -1,9 +1,10 @@
 //! Words for a check's data: [`words`] explains violations, reasons and notes and picks a witness
-//! row's relevant fields; [`faults`] says what a scenario tried; [`text`] prints a [`crate::check::Report`] for people and [`json`] for
+//! row's relevant fields; [`faults`] says what a scenario tried; [`junit`] writes JUnit XML for CI; [`text`] prints a [`crate::check::Report`] for people and [`json`] for
 //! programs, both from those words.
 
 pub mod faults;
 pub mod json;
+pub mod junit;
 pub mod text;
 pub mod words;
 

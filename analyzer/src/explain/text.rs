@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use crate::check::{Finding, Outcome, Verdict};
+use crate::check::{Finding, Outcome, Verdict, Violation};
 use crate::check::{Report, RunVerdict, ScenarioReport};
 use crate::explain;
 use crate::model::history::History;
@@ -118,57 +118,73 @@ fn counts_line(c: &Figures) -> String {
 fn violations(o: &Outcome, h: &History, names: &Interner, out: &mut dyn Write) -> io::Result<()> {
     let id = o.invariant.id();
     for v in &o.violations {
-        let mut who = Vec::new();
-        if let Some(e) = v.event {
-            who.push(format!("event_id {}", names.name(e)));
-        }
-        if let Some(t) = v.task {
-            who.push(format!("task_id {}", names.name(t)));
-        }
-        if let Finding::CounterStep { key: Some(k), .. } = &v.finding {
-            who.push(format!("counter_key {}", names.name(*k)));
-        }
-        if who.is_empty() {
-            // A violation about totals rather than one event or task: name what it compares.
-            match &v.finding {
-                Finding::ObservedMismatch { total, .. } => who.push(total.key()),
-                Finding::CounterFinal { key, .. } => who.push(match key {
-                    Some(k) => format!("counter_key {}", names.name(*k)),
-                    None => "the observed counter".into(),
-                }),
-                _ => {}
-            }
-        }
+        let (line, chain) = violation_text(o, v, h, names);
         writeln!(out)?;
-        if who.is_empty() {
-            writeln!(out, "  FAIL {id}")?;
-        } else {
-            writeln!(out, "  FAIL {id}: {}", who.join(", "))?;
-        }
-        writeln!(out, "    {}", explain::violation(v, h, names))?;
-        for &at in v.witness.iter().take(WITNESS_ROWS) {
-            let w = explain::witness_row(h.row(at), h, names);
-            let fields: Vec<String> = w.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            writeln!(
-                out,
-                "      seq {:>6}  {}#{}  {}  {}",
-                w.seq,
-                w.actor,
-                w.incarnation,
-                w.kind,
-                fields.join(" ")
-            )?;
-        }
-        if v.witness.len() > WITNESS_ROWS {
-            writeln!(
-                out,
-                "      ... {} more row(s)",
-                v.witness.len() - WITNESS_ROWS
-            )?;
+        writeln!(out, "  {line}")?;
+        for l in chain.lines() {
+            writeln!(out, "    {l}")?;
         }
     }
     if o.more > 0 {
         writeln!(out, "  {id}: {} more violation(s)", o.more)?;
     }
     Ok(())
+}
+
+/// One violation in words: its line (`FAIL <invariant>: event_id ...`) and its witness chain
+/// (the explanation, then the witness rows, one a line), as `check` prints them and a JUnit
+/// failure carries them.
+pub fn violation_text(
+    o: &Outcome,
+    v: &Violation,
+    h: &History,
+    names: &Interner,
+) -> (String, String) {
+    let id = o.invariant.id();
+    let mut who = Vec::new();
+    if let Some(e) = v.event {
+        who.push(format!("event_id {}", names.name(e)));
+    }
+    if let Some(t) = v.task {
+        who.push(format!("task_id {}", names.name(t)));
+    }
+    if let Finding::CounterStep { key: Some(k), .. } = &v.finding {
+        who.push(format!("counter_key {}", names.name(*k)));
+    }
+    if who.is_empty() {
+        // A violation about totals rather than one event or task: name what it compares.
+        match &v.finding {
+            Finding::ObservedMismatch { total, .. } => who.push(total.key()),
+            Finding::CounterFinal { key, .. } => who.push(match key {
+                Some(k) => format!("counter_key {}", names.name(*k)),
+                None => "the observed counter".into(),
+            }),
+            _ => {}
+        }
+    }
+    let line = if who.is_empty() {
+        format!("FAIL {id}")
+    } else {
+        format!("FAIL {id}: {}", who.join(", "))
+    };
+    let mut chain = explain::violation(v, h, names);
+    for &at in v.witness.iter().take(WITNESS_ROWS) {
+        let w = explain::witness_row(h.row(at), h, names);
+        let fields: Vec<String> = w.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        chain.push_str(&format!(
+            "\n  seq {:>6}  {}#{}  {}  {}",
+            w.seq,
+            w.actor,
+            w.incarnation,
+            w.kind,
+            fields.join(" ")
+        ));
+    }
+    if v.witness.len() > WITNESS_ROWS {
+        chain.push_str(&format!(
+            "\n  ... {} more row(s)",
+            v.witness.len() - WITNESS_ROWS
+        ));
+    }
+    (line, chain)
 }

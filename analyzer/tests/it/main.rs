@@ -18,6 +18,7 @@ mod honest;
 mod html_report;
 mod intake;
 mod invariants;
+mod junit;
 mod mermaid;
 mod mutants;
 mod otel_fixtures;

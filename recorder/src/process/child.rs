@@ -242,7 +242,7 @@ impl Child {
         // Quoted in error lines: a URL's password is masked as in the trace.
         format!(
             "last output: {}",
-            crate::mask::mask_urls(&lines.join(" | "))
+            crate::process::mask::mask_urls(&lines.join(" | "))
         )
     }
 }

@@ -6,12 +6,15 @@
 //! of one actor and the one restart back-off; [`reaper`] the strays a scenario's processes left;
 //! [`mark`] the run's mark on every child, [`watchdog`] what kills everything a run started when the recorder itself is killed.
 //!
-//! It uses nothing else of the crate but [`mask`](crate::mask) (a child's output quoted in an
-//! error line is masked): every layer above may start processes through it.
+//! [`mask`] hides the passwords in URLs of what leaves the recorder (a child's output quoted in an
+//! error line, the system's configuration in the trace).
+//!
+//! It uses nothing else of the crate: every layer above may start processes through it.
 
 pub mod child;
 pub mod lives;
 pub mod mark;
+pub mod mask;
 pub mod port;
 pub mod reaper;
 pub mod server;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::file::System;
 use crate::fault::spec::Nemesis;
-use crate::mask::mask_urls;
+use crate::process::mask::mask_urls;
 
 /// Everything `recorder run --system` needs.
 #[derive(Debug, Clone)]

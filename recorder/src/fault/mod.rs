@@ -10,7 +10,8 @@
 //!   before a commit), points inside a cooperating process;
 //! - [`chaos`]: the seeded swarm draws, the lab's and a team's system's, over what each offers;
 //!   [`dice`] is the seeded randomness they roll;
-//! - [`duration`]: durations as specs write them.
+//! - [`duration`]: durations as specs write them;
+//! - [`schedules`]: the single-fault schedules of a systematic search, from a learned shape.
 
 pub mod apply;
 pub mod chaos;
@@ -19,5 +20,6 @@ pub mod dice;
 pub mod duration;
 pub mod pauses;
 pub mod plan;
+pub mod schedules;
 pub mod spec;
 pub mod trigger;

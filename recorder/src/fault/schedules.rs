@@ -1,0 +1,186 @@
+//! The single-fault schedules of a systematic search (`recorder explore`), enumerated from the
+//! shape a calm run learned: our faults land on exact steps, so the space of single faults is
+//! finite, and every schedule here can fire (a kind a role never reported gets none).
+//!
+//! - `kill ROLE after KIND N`: every kind each role reported, at its first and (from four steps
+//!   on) at a middle occurrence;
+//! - `pause ROLE after KIND +DELAY for P unless alone`: a role of several instances, into the
+//!   gap after each kind it reported (DELAY half the measured median gap), for longer than a
+//!   broker's redelivery wait (P, `--pause-for`); a role of one instance is paused once, after
+//!   its most frequent kind, to show that a stall is survived;
+//! - `restart SERVICE after KIND N` (first and middle occurrence) and `pause SERVICE after KIND N
+//!   for 2s` (middle occurrence) for each service and each kind any role reported.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use outbox_trace::detail::RoleShape;
+
+use super::duration::show_duration;
+use super::spec::Nemesis;
+
+/// How long a searched pause of a service holds.
+const SERVICE_PAUSE: Duration = Duration::from_secs(2);
+
+/// What the enumeration needs of a system besides its shape.
+#[derive(Debug, Clone)]
+pub struct Space<'a> {
+    /// What each role reported in the calm run.
+    pub shape: &'a BTreeMap<String, RoleShape>,
+    /// Each role's instances.
+    pub instances: &'a BTreeMap<String, u32>,
+    /// The system's services.
+    pub services: &'a [String],
+    /// How long a searched pause of a process holds.
+    pub pause_for: Duration,
+}
+
+/// The first and, from four steps on, a middle occurrence of a step seen `count` times.
+fn occurrences(count: u64) -> Vec<u64> {
+    if count >= 4 {
+        vec![1, count / 2]
+    } else if count >= 1 {
+        vec![1]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Every single-fault schedule of `space`, as specs, in a stable order.
+pub fn singles(space: &Space<'_>) -> Vec<String> {
+    let mut specs = Vec::new();
+    for (role, shape) in space.shape {
+        for (kind, seen) in &shape.kinds {
+            for n in occurrences(seen.count) {
+                specs.push(with_nth(format!("kill {role} after {kind}"), n));
+            }
+        }
+    }
+    for (role, shape) in space.shape {
+        let instances = space.instances.get(role).copied().unwrap_or(1);
+        let hold = show_duration(space.pause_for);
+        if instances >= 2 {
+            for (kind, seen) in shape.kinds.iter().filter(|(_, k)| k.count > 0) {
+                let gap = seen.gap_median_ms.unwrap_or(2).max(2);
+                specs.push(format!(
+                    "pause {role} after {kind} +{}ms for {hold} unless alone",
+                    gap / 2
+                ));
+            }
+        } else if let Some((kind, _)) = shape.kinds.iter().max_by_key(|(_, k)| k.count) {
+            specs.push(format!("pause {role} after {kind} for {hold}"));
+        }
+    }
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for shape in space.shape.values() {
+        for (kind, seen) in &shape.kinds {
+            *totals.entry(kind).or_default() += seen.count;
+        }
+    }
+    for service in space.services {
+        for (kind, count) in &totals {
+            for n in occurrences(*count) {
+                specs.push(with_nth(format!("restart {service} after {kind}"), n));
+            }
+            let middle = occurrences(*count).last().copied().unwrap_or(1);
+            specs.push(format!(
+                "{} for {}",
+                with_nth(format!("pause {service} after {kind}"), middle),
+                show_duration(SERVICE_PAUSE)
+            ));
+        }
+    }
+    specs
+}
+
+fn with_nth(spec: String, n: u64) -> String {
+    if n == 1 {
+        spec
+    } else {
+        format!("{spec} {n}")
+    }
+}
+
+/// A schedule's scenario name: its spec in words joined by `-` (`kill-worker-after-acked-20`).
+pub fn slug(fault: &Nemesis) -> String {
+    fault
+        .to_string()
+        .split_whitespace()
+        .map(|w| w.trim_start_matches('+'))
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outbox_trace::detail::KindShape;
+
+    fn role(kinds: &[(&str, u64, Option<u64>)]) -> RoleShape {
+        RoleShape {
+            kinds: kinds
+                .iter()
+                .map(|(k, count, gap)| {
+                    let shape = KindShape {
+                        count: *count,
+                        gap_median_ms: *gap,
+                        ..KindShape::default()
+                    };
+                    (k.to_string(), shape)
+                })
+                .collect(),
+            ..RoleShape::default()
+        }
+    }
+
+    #[test]
+    fn every_reported_step_gets_its_faults_and_no_other_does() {
+        let shape = BTreeMap::from([
+            ("api".to_string(), role(&[("task_accepted", 40, Some(30))])),
+            (
+                "worker".to_string(),
+                role(&[("delivered", 40, Some(200)), ("acked", 3, None)]),
+            ),
+        ]);
+        let instances = BTreeMap::from([("api".to_string(), 1), ("worker".to_string(), 2)]);
+        let services = ["redis".to_string()];
+        let specs = singles(&Space {
+            shape: &shape,
+            instances: &instances,
+            services: &services,
+            pause_for: Duration::from_secs(5),
+        });
+        let has = |s: &str| specs.iter().any(|x| x == s);
+        for s in [
+            "kill api after task_accepted",
+            "kill api after task_accepted 20",
+            "kill worker after delivered",
+            "kill worker after delivered 20",
+            "kill worker after acked",
+            "pause worker after delivered +100ms for 5s unless alone",
+            "pause worker after acked +1ms for 5s unless alone",
+            "pause api after task_accepted for 5s",
+            "restart redis after delivered",
+            "restart redis after delivered 20",
+            "restart redis after acked",
+            "pause redis after delivered 20 for 2s",
+            "pause redis after acked for 2s",
+        ] {
+            assert!(has(s), "{s} missing from {specs:#?}");
+        }
+        assert!(!has("kill worker after acked 1"), "no middle under four steps");
+        assert!(
+            !specs.iter().any(|s| s.contains("outbox_marked") || s.contains("relay")),
+            "nothing unreported"
+        );
+        assert_eq!(specs.len(), 16, "{specs:#?}");
+        for s in &specs {
+            let parsed = Nemesis::parse(s).unwrap().resolve(|n| n == "redis").unwrap();
+            assert!(!slug(&parsed).contains(' '));
+        }
+        assert_eq!(
+            slug(&Nemesis::parse("pause worker after delivered +100ms for 5s unless alone").unwrap()),
+            "pause-worker-after-delivered-100ms-for-5s-unless-alone"
+        );
+    }
+}

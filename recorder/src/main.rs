@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
+use outbox_analyzer::check::RunVerdict;
 use outbox_recorder::actor::process;
 use outbox_recorder::cli::args::{Cli, Command};
 use outbox_recorder::cli::config::RunPlan;
@@ -50,6 +51,25 @@ fn main() -> ExitCode {
             db: args.db,
             slow_ms: args.slow_ms,
         }) as u8),
+        Command::Explore(args) => {
+            let config = match outbox_recorder::cli::config::ExploreConfig::resolve(&args) {
+                Ok(c) => c,
+                Err(e) => return fail("recorder", &Failure::from(e)),
+            };
+            let runtime = runtime();
+            let shutdown = CancellationToken::new();
+            let ended_by = Arc::new(AtomicU8::new(Exit::Interrupted as u8));
+            runtime.spawn(stop_on_signals(shutdown.clone(), ended_by.clone()));
+            match runtime.block_on(outbox_recorder::run::explore(&config, shutdown)) {
+                Ok(e) if e.interrupted => ExitCode::from(ended_by.load(Ordering::Relaxed)),
+                Ok(e) => ExitCode::from(match e.verdict {
+                    RunVerdict::Valid => 0,
+                    RunVerdict::Invalid => 1,
+                    RunVerdict::Unknown => 3,
+                }),
+                Err(e) => fail("recorder", &e),
+            }
+        }
         Command::List => {
             list();
             ExitCode::SUCCESS

@@ -28,6 +28,56 @@ Exit codes:
     )
 }
 
+/// Exit codes of `recorder explore`.
+const EXPLORE_EXIT_CODES: &str = "\
+Exit codes (as `analyzer check` gives them on the trace):
+  0    the calm run and every schedule valid
+  1    a violation (or the search failed: an error is printed)
+  2    bad command line
+  3    no violation, but something could not be decided
+  4    a service is missing or unreachable
+  129, 130, 143  ended by SIGHUP, Ctrl-C (SIGINT) or SIGTERM; what was recorded is kept";
+
+/// Arguments of `recorder explore`.
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// The system file (as `recorder run --system` takes it); its `[[scenarios]]` are not used.
+    #[arg(long, value_name = "FILE")]
+    pub system: PathBuf,
+    /// KEY=VALUE added to every process's environment (repeatable), over the file's [env].
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Tasks per scenario (default: the file's `tasks.count`).
+    #[arg(long)]
+    pub tasks: Option<u32>,
+    /// How long one scenario may take to become quiet.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub deadline: Duration,
+    /// Schedules run at a time.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// How long a searched pause of a process lasts: longer than the broker's redelivery wait.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub pause_for: Duration,
+    /// Run only the calm scenario and print what each role reports (its kinds, counts, the
+    /// gaps between its steps, how late its exports arrive).
+    #[arg(long)]
+    pub shape: bool,
+    /// The trace file to write (every schedule is a scenario of it).
+    #[arg(long, default_value = "traces/explore.parquet")]
+    pub out: PathBuf,
+    /// Also write the search as JSON (the calm verdict, the shape, every schedule with its
+    /// fault, fired count, verdict and failed invariants).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the verdicts as JUnit XML (a suite per schedule, a case per invariant).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
 /// Records the transactional-outbox protocol against real services, with real faults.
 #[derive(Debug, Parser)]
 #[command(name = "recorder", version, about, after_help = exit_codes())]
@@ -42,6 +92,10 @@ pub enum Command {
     /// Run scenarios and write an outbox-trace/1 Parquet file.
     #[command(after_help = exit_codes())]
     Run(Box<RunArgs>),
+    /// Search your own system for the faults it does not survive: a calm run learns which steps
+    /// each role reports, then every single fault on those steps runs as a scenario of its own.
+    #[command(after_help = EXPLORE_EXIT_CODES)]
+    Explore(Box<ExploreArgs>),
     /// List the scenarios, protocol variants and crash points.
     List,
     /// One actor life; started by `recorder run`, reads its spec on standard input.

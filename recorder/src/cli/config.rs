@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::{parse_scenario_arg, RunArgs, ScenarioArg};
+use super::args::{parse_scenario_arg, ExploreArgs, RunArgs, ScenarioArg};
 use crate::backend::connection::BackendKind;
 use crate::backend::endpoints::{BadEndpoint, Endpoint};
 use crate::driver::inject::{parse_service, service_name};
@@ -77,6 +77,59 @@ impl RunPlan {
 
 /// The one scenario `--chaos SEED` runs when no `--scenario` is named.
 pub const CHAOS_SCENARIO: &str = "chaos";
+
+/// A resolved `recorder explore`.
+#[derive(Debug, Clone)]
+pub struct ExploreConfig {
+    /// The system, with no scenario of its own and no fault: the search makes them.
+    pub system: SystemConfig,
+    /// Schedules at a time.
+    pub jobs: usize,
+    /// How long a searched pause of a process lasts.
+    pub pause_for: Duration,
+    /// Only the calm run and its shape.
+    pub shape_only: bool,
+    /// Where the JSON goes.
+    pub json: Option<PathBuf>,
+    /// Where the JUnit XML goes.
+    pub junit: Option<PathBuf>,
+}
+
+impl ExploreConfig {
+    /// Resolves `recorder explore`'s arguments.
+    pub fn resolve(args: &ExploreArgs) -> Result<ExploreConfig, ConfigError> {
+        let system = System::load(&args.system)?;
+        if args.jobs == 0 || args.jobs > 64 {
+            return Err(ConfigError::Scenario(format!(
+                "--jobs {}: from 1 to 64 schedules at a time",
+                args.jobs
+            )));
+        }
+        if args.tasks == Some(0) {
+            return Err(ConfigError::Scenario("--tasks 0: at least one task".into()));
+        }
+        Ok(ExploreConfig {
+            system: SystemConfig {
+                scenarios: Vec::new(),
+                faults: Vec::new(),
+                env: args.env.clone(),
+                tasks: args.tasks.unwrap_or(system.file.tasks.count),
+                chaos: None,
+                deadline: args.deadline,
+                out: args.out.clone(),
+                otlp: None,
+                report: None,
+                progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                system,
+            },
+            jobs: args.jobs,
+            pause_for: args.pause_for,
+            shape_only: args.shape,
+            json: args.json.clone(),
+            junit: args.junit.clone(),
+        })
+    }
+}
 
 fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig, ConfigError> {
     let system = System::load(path)?;

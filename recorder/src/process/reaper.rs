@@ -21,7 +21,8 @@ pub fn adopt_orphans() -> std::io::Result<()> {
     nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)
 }
 
-/// Every process that descends from this one, read from `/proc`.
+/// Every process that descends from this one, read from `/proc`, but the run's watchdog (which
+/// must outlive every scenario).
 pub fn descendants() -> Vec<i32> {
     let me = std::process::id() as i32;
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
@@ -32,6 +33,9 @@ pub fn descendants() -> Vec<i32> {
     let mut next = vec![me];
     while let Some(parent) = next.pop() {
         for &child in children.get(&parent).into_iter().flatten() {
+            if super::mark::is_watchdog(child) {
+                continue;
+            }
             found.push(child);
             next.push(child);
         }

@@ -64,6 +64,7 @@ pub fn start(out: &Path) -> std::io::Result<Watchdog> {
         .process_group(0)
         .spawn()?;
     let pipe = child.stdin.take().expect("a piped standard input");
+    super::mark::set_watchdog(child.id() as i32);
     Ok(Watchdog { _pipe: pipe, child })
 }
 

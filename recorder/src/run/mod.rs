@@ -1,11 +1,14 @@
 //! One recording from start to end, for either subject ([`recording`]): `--out` locked, the
 //! subject's shared parts up, every scenario in turn, the trace joined; the built-in lab
-//! ([`lab`]) and a team's own system ([`system`]) as its subjects; what both print and write at
+//! ([`lab`]) and a team's own system ([`system`]) as its subjects, and the systematic search of
+//! a team's system ([`explore`], judged and tabled by [`searched`]); what both print and write at
 //! the end ([`summary`]); and their temporary directory, removed on every ending and after a
 //! killed run ([`workdir`]).
 
+pub mod explore;
 pub mod lab;
 pub mod recording;
+pub mod searched;
 pub mod summary;
 pub mod system;
 pub mod workdir;
@@ -40,4 +43,60 @@ pub async fn run_system(
         progress: config.progress,
     };
     record(output, system::TeamSystem::new(config), shutdown).await
+}
+
+/// How a search ended.
+#[derive(Debug)]
+pub struct Explored {
+    /// The verdict over the trace (`analyzer check`'s).
+    pub verdict: outbox_analyzer::check::RunVerdict,
+    /// The shutdown cut it short.
+    pub interrupted: bool,
+}
+
+/// Searches a team's own system as `config` says (`recorder explore`): records the calm run and
+/// every schedule, judges the trace, prints the shape or the coverage table, writes `--json` and
+/// `--junit`.
+pub async fn explore(
+    config: &crate::cli::config::ExploreConfig,
+    shutdown: CancellationToken,
+) -> Result<Explored, Failure> {
+    use anyhow::Context as _;
+    let system = &config.system;
+    let output = Output {
+        out: &system.out,
+        otlp: None,
+        report: None,
+        progress: system.progress,
+    };
+    let mut search = explore::Explore::new(system, config.jobs, config.pause_for, config.shape_only);
+    let outcome = record(output, &mut search, shutdown).await?;
+    if config.shape_only {
+        print!("{}", searched::shape_text(&search.shape));
+    }
+    let report = outbox_analyzer::check::check_paths(std::slice::from_ref(&system.out))
+        .map_err(|e| Failure::run(anyhow::anyhow!("judging {}: {e}", system.out.display())))?;
+    let found = searched::findings(&report, &search.shape, &search.tried);
+    if !config.shape_only {
+        print!("{}", searched::table(&found));
+    } else {
+        println!("calm: {}", found.calm);
+    }
+    if let Some(path) = &config.json {
+        let text = serde_json::to_string_pretty(&found).map_err(|e| Failure::run(e.into()))?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+            .map_err(Failure::run)?;
+    }
+    if let Some(path) = &config.junit {
+        let mut xml = Vec::new();
+        outbox_analyzer::explain::junit::write(&report, &mut xml)
+            .and_then(|()| std::fs::write(path, xml))
+            .with_context(|| format!("writing {}", path.display()))
+            .map_err(Failure::run)?;
+    }
+    Ok(Explored {
+        verdict: report.verdict,
+        interrupted: outcome.interrupted,
+    })
 }

@@ -96,6 +96,32 @@ pub trait Subject {
     }
 }
 
+/// A subject lent to a recording, to read what it kept once the recording is over.
+impl<S: Subject> Subject for &mut S {
+    fn open(
+        &mut self,
+        workdir: &Path,
+    ) -> impl std::future::Future<Output = Result<Opened, Failure>> {
+        (**self).open(workdir)
+    }
+
+    fn scenario(
+        &mut self,
+        run: &Run<'_>,
+        index: usize,
+    ) -> impl std::future::Future<Output = Result<bool, Failure>> {
+        (**self).scenario(run, index)
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = ()> {
+        (**self).close()
+    }
+
+    fn finish(&mut self, tallies: &Tallies) -> Result<(), Failure> {
+        (**self).finish(tallies)
+    }
+}
+
 /// Records every scenario of `subject` to `output`.
 pub async fn record(
     output: Output<'_>,

@@ -1,0 +1,222 @@
+//! `recorder explore --system FILE` as a recording's [`Subject`]: a systematic search, no scenario
+//! to write. Scenario `calm` (no fault) learns the shape of the system; then every single-fault
+//! schedule enumerated from it ([`crate::fault::schedules`]) runs as a scenario of its own, named
+//! by its spec, `--jobs` at a time, its fault recorded as searched (`run_start.detail.searched`).
+//! A schedule whose fault did not fire runs once more (`...-again`); if it still does not, it is
+//! not reached: reported, not judged. What each schedule tried is kept for the table.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use outbox_trace::detail::{self, FaultTried, RoleShape};
+
+use super::recording::{Opened, Run, Subject};
+use crate::cli::exit::Failure;
+use crate::fault::coverage::Origin;
+use crate::fault::schedules::{singles, slug, Space};
+use crate::fault::spec::Nemesis;
+use crate::system::config::SystemConfig;
+use crate::system::scenario::{run_scenario, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
+
+/// The name of the calm scenario.
+pub const CALM: &str = "calm";
+
+/// One schedule as it ran.
+#[derive(Debug, Clone)]
+pub struct Tried {
+    /// The scenario's name in the trace (the last try's).
+    pub scenario: String,
+    /// The fault.
+    pub spec: String,
+    /// How it fired (fired 0: not reached, with why).
+    pub fault: FaultTried,
+    /// The run of it became quiet.
+    pub recovered: bool,
+}
+
+/// The search, for one recording.
+pub struct Explore<'c> {
+    config: &'c SystemConfig,
+    jobs: usize,
+    pause_for: Duration,
+    shape_only: bool,
+    shown: serde_json::Value,
+    /// What the calm run learned.
+    pub shape: BTreeMap<String, RoleShape>,
+    /// The calm run's outcome.
+    pub calm: Option<ScenarioOutcome>,
+    /// Every schedule, in the order enumerated.
+    pub tried: Vec<Tried>,
+}
+
+impl<'c> Explore<'c> {
+    /// The search of `config`'s system.
+    pub fn new(config: &'c SystemConfig, jobs: usize, pause_for: Duration, shape_only: bool) -> Self {
+        Explore {
+            config,
+            jobs: jobs.max(1),
+            pause_for,
+            shape_only,
+            shown: config.shown(),
+            shape: BTreeMap::new(),
+            calm: None,
+            tried: Vec::new(),
+        }
+    }
+
+    /// The schedules the shape calls for.
+    fn schedules(&self) -> Vec<Nemesis> {
+        let file = &self.config.system.file;
+        let instances: BTreeMap<String, u32> = file
+            .roles
+            .iter()
+            .map(|(r, spec)| (r.clone(), spec.instances))
+            .collect();
+        let services: Vec<String> = file.services.keys().cloned().collect();
+        let space = Space {
+            shape: &self.shape,
+            instances: &instances,
+            services: &services,
+            pause_for: self.pause_for,
+        };
+        singles(&space)
+            .iter()
+            .filter_map(|text| {
+                // Enumerated from the file's own names: a spec that does not resolve is a bug
+                // here, and is left out rather than run as something else.
+                Nemesis::parse(text)
+                    .and_then(|n| n.resolve(|s| file.services.contains_key(s)))
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// Runs one schedule as scenario `name`, with a budget of its own for processes that exit.
+    async fn one(&self, run: &Run<'_>, name: String, fault: Nemesis) -> Result<Tried, Failure> {
+        let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
+        let env = self.env(run, &restarts_left);
+        let outcome = run_scenario(&env, &name, std::slice::from_ref(&fault), Origin::Searched)
+            .await
+            .map_err(Failure::from)?;
+        let spec = fault.to_string();
+        let tried = outcome
+            .tried
+            .iter()
+            .find(|t| t.spec == spec)
+            .cloned()
+            .unwrap_or_else(|| FaultTried {
+                spec: spec.clone(),
+                why: Some("the scenario recorded no count of it".into()),
+                ..FaultTried::default()
+            });
+        Ok(Tried {
+            scenario: name,
+            spec,
+            fault: tried,
+            recovered: outcome.recovered,
+        })
+    }
+
+    fn env<'a>(&'a self, run: &'a Run<'_>, restarts_left: &'a AtomicU32) -> SystemEnv<'a> {
+        let config = self.config;
+        SystemEnv {
+            system: &config.system,
+            extra_env: &config.env,
+            faults: &[],
+            tasks: config.tasks,
+            chaos: None,
+            deadline: config.deadline,
+            recorder: run.recorder,
+            clock: run.clock,
+            epoch_unix_ns: run.epoch_unix_ns,
+            run_id: run.run_id,
+            workdir: run.workdir,
+            shutdown: run.shutdown,
+            restarts_left,
+            shown: &self.shown,
+        }
+    }
+
+    /// Every schedule, `jobs` at a time; those that did not fire, once more.
+    async fn search(&mut self, run: &Run<'_>) -> Result<bool, Failure> {
+        let schedules = self.schedules();
+        let total = schedules.len();
+        let this = &*self;
+        let mut done = 0;
+        let mut tried = Vec::with_capacity(total);
+        let mut runs = futures::stream::iter(schedules.into_iter().enumerate().map(|(i, f)| {
+            let name = slug(&f);
+            async move { (i, f.clone(), this.one(run, name, f).await) }
+        }))
+        .buffer_unordered(self.jobs);
+        while let Some((i, fault, result)) = runs.next().await {
+            let result = result?;
+            done += 1;
+            if self.config.progress {
+                eprintln!("[{done}/{total}] {}: fired {}", result.spec, result.fault.fired);
+            }
+            tried.push((i, fault, result));
+            if run.shutdown.is_cancelled() {
+                break;
+            }
+        }
+        drop(runs);
+        tried.sort_by_key(|(i, _, _)| *i);
+        let mut all_recovered = true;
+        for (_, fault, mut result) in tried {
+            if result.fault.fired == 0 && !run.shutdown.is_cancelled() {
+                let again = format!("{}-again", slug(&fault));
+                result = self.one(run, again, fault).await?;
+            }
+            all_recovered &= result.recovered;
+            self.tried.push(result);
+        }
+        Ok(all_recovered)
+    }
+}
+
+impl Subject for Explore<'_> {
+    async fn open(&mut self, _workdir: &Path) -> Result<Opened, Failure> {
+        crate::process::reaper::adopt_orphans()
+            .map_err(|e| Failure::run(anyhow::anyhow!("becoming a child subreaper: {e}")))?;
+        let backend = format!("system:{}", self.config.system.file.name);
+        let mut scenarios = vec![CALM.to_string()];
+        if !self.shape_only {
+            scenarios.push("schedules".to_string());
+        }
+        Ok(Opened {
+            metadata: detail::RunConfig {
+                backend: Some(backend.clone()),
+                recorder: Some(env!("CARGO_PKG_VERSION").to_string()),
+                scenarios: vec![CALM.to_string()],
+                ..detail::RunConfig::default()
+            },
+            backend,
+            protocol: None,
+            scenarios,
+        })
+    }
+
+    async fn scenario(&mut self, run: &Run<'_>, index: usize) -> Result<bool, Failure> {
+        if index > 0 {
+            return self.search(run).await;
+        }
+        let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
+        let env = self.env(run, &restarts_left);
+        let outcome = run_scenario(&env, CALM, &[], Origin::Named).await;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                crate::process::reaper::sweep().await;
+                return Err(e.into());
+            }
+        };
+        self.shape = outcome.shape.clone();
+        let recovered = outcome.recovered;
+        self.calm = Some(outcome);
+        Ok(recovered)
+    }
+}

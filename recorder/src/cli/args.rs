@@ -70,6 +70,10 @@ pub struct ExploreArgs {
     /// fault, fired count, verdict and failed invariants).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Only the schedules whose fault spec holds this text (repeatable: any of them), e.g.
+    /// `--only 'kill worker'` or `--only redis`.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Vec<String>,
     /// Also write the verdicts as JUnit XML (a suite per schedule, a case per invariant).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,

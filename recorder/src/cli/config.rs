@@ -93,6 +93,8 @@ pub struct ExploreConfig {
     pub json: Option<PathBuf>,
     /// Where the JUnit XML goes.
     pub junit: Option<PathBuf>,
+    /// Only the schedules whose spec holds one of these.
+    pub only: Vec<String>,
 }
 
 impl ExploreConfig {
@@ -127,6 +129,7 @@ impl ExploreConfig {
             shape_only: args.shape,
             json: args.json.clone(),
             junit: args.junit.clone(),
+            only: args.only.clone(),
         })
     }
 }

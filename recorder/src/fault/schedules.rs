@@ -168,18 +168,28 @@ mod tests {
         ] {
             assert!(has(s), "{s} missing from {specs:#?}");
         }
-        assert!(!has("kill worker after acked 1"), "no middle under four steps");
         assert!(
-            !specs.iter().any(|s| s.contains("outbox_marked") || s.contains("relay")),
+            !has("kill worker after acked 1"),
+            "no middle under four steps"
+        );
+        assert!(
+            !specs
+                .iter()
+                .any(|s| s.contains("outbox_marked") || s.contains("relay")),
             "nothing unreported"
         );
         assert_eq!(specs.len(), 16, "{specs:#?}");
         for s in &specs {
-            let parsed = Nemesis::parse(s).unwrap().resolve(|n| n == "redis").unwrap();
+            let parsed = Nemesis::parse(s)
+                .unwrap()
+                .resolve(|n| n == "redis")
+                .unwrap();
             assert!(!slug(&parsed).contains(' '));
         }
         assert_eq!(
-            slug(&Nemesis::parse("pause worker after delivered +100ms for 5s unless alone").unwrap()),
+            slug(
+                &Nemesis::parse("pause worker after delivered +100ms for 5s unless alone").unwrap()
+            ),
             "pause-worker-after-delivered-100ms-for-5s-unless-alone"
         );
     }

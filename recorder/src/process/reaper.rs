@@ -60,10 +60,25 @@ fn processes() -> Vec<(i32, i32)> {
     .collect()
 }
 
-/// Kills every process that still descends from this one and reaps those that end up as its
-/// children; returns how many were killed.
-pub async fn sweep() -> usize {
-    let strays = descendants();
+/// The environment variable that marks what one scenario started (its value names the
+/// scenario): scenarios that run at once each sweep their own strays only.
+pub const SCENARIO_MARK: &str = "OUTBOX_RECORDER_SCENARIO";
+
+/// Whether process `pid`'s environment holds `SCENARIO_MARK=scenario`.
+fn started_by(pid: i32, scenario: &str) -> bool {
+    let wanted = format!("{SCENARIO_MARK}={scenario}");
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+}
+
+/// Kills every process that still descends from this one (with `scenario`, only those that
+/// scenario started, by their [`SCENARIO_MARK`]) and reaps those that end up as its children;
+/// returns how many were killed.
+pub async fn sweep(scenario: Option<&str>) -> usize {
+    let mut strays = descendants();
+    if let Some(scenario) = scenario {
+        strays.retain(|&pid| started_by(pid, scenario));
+    }
     for &pid in &strays {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
@@ -111,7 +126,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         let sleeper = *found.first().expect("the sleeper is a descendant");
-        assert!(sweep().await >= 1);
+        assert!(sweep(None).await >= 1);
         assert!(
             kill(Pid::from_raw(sleeper), None).is_err(),
             "the sleeper is gone"

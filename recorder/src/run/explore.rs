@@ -50,11 +50,18 @@ pub struct Explore<'c> {
     pub calm: Option<ScenarioOutcome>,
     /// Every schedule, in the order enumerated.
     pub tried: Vec<Tried>,
+    /// Only the schedules whose spec holds one of these words (all when empty).
+    pub only: Vec<String>,
 }
 
 impl<'c> Explore<'c> {
     /// The search of `config`'s system.
-    pub fn new(config: &'c SystemConfig, jobs: usize, pause_for: Duration, shape_only: bool) -> Self {
+    pub fn new(
+        config: &'c SystemConfig,
+        jobs: usize,
+        pause_for: Duration,
+        shape_only: bool,
+    ) -> Self {
         Explore {
             config,
             jobs: jobs.max(1),
@@ -64,6 +71,7 @@ impl<'c> Explore<'c> {
             shape: BTreeMap::new(),
             calm: None,
             tried: Vec::new(),
+            only: Vec::new(),
         }
     }
 
@@ -84,6 +92,9 @@ impl<'c> Explore<'c> {
         };
         singles(&space)
             .iter()
+            .filter(|text| {
+                self.only.is_empty() || self.only.iter().any(|w| text.contains(w.as_str()))
+            })
             .filter_map(|text| {
                 // Enumerated from the file's own names: a spec that does not resolve is a bug
                 // here, and is left out rather than run as something else.
@@ -156,7 +167,10 @@ impl<'c> Explore<'c> {
             let result = result?;
             done += 1;
             if self.config.progress {
-                eprintln!("[{done}/{total}] {}: fired {}", result.spec, result.fault.fired);
+                eprintln!(
+                    "[{done}/{total}] {}: fired {}",
+                    result.spec, result.fault.fired
+                );
             }
             tried.push((i, fault, result));
             if run.shutdown.is_cancelled() {
@@ -210,7 +224,7 @@ impl Subject for Explore<'_> {
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(e) => {
-                crate::process::reaper::sweep().await;
+                crate::process::reaper::sweep(None).await;
                 return Err(e.into());
             }
         };

@@ -69,7 +69,9 @@ pub async fn explore(
         report: None,
         progress: system.progress,
     };
-    let mut search = explore::Explore::new(system, config.jobs, config.pause_for, config.shape_only);
+    let mut search =
+        explore::Explore::new(system, config.jobs, config.pause_for, config.shape_only);
+    search.only.clone_from(&config.only);
     let outcome = record(output, &mut search, shutdown).await?;
     if config.shape_only {
         print!("{}", searched::shape_text(&search.shape));
@@ -78,7 +80,8 @@ pub async fn explore(
         .map_err(|e| Failure::run(anyhow::anyhow!("judging {}: {e}", system.out.display())))?;
     let found = searched::findings(&report, &search.shape, &search.tried);
     if !config.shape_only {
-        print!("{}", searched::table(&found));
+        let services: Vec<String> = system.system.file.services.keys().cloned().collect();
+        print!("{}", searched::table(&found, &services));
     } else {
         println!("calm: {}", found.calm);
     }

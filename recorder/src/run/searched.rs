@@ -59,7 +59,10 @@ fn verdicts(report: &Report) -> BTreeMap<String, (RunVerdict, Vec<&'static str>)
                 .filter(|o| o.verdict == Verdict::Fail)
                 .map(|o| o.invariant.id())
                 .collect();
-            (report.loaded.names.name(h.scenario).to_string(), (s.verdict, failed))
+            (
+                report.loaded.names.name(h.scenario).to_string(),
+                (s.verdict, failed),
+            )
         })
         .collect()
 }
@@ -71,7 +74,12 @@ pub fn findings<'a>(
     tried: &[Tried],
 ) -> Search<'a> {
     let verdicts = verdicts(report);
-    let judged = |name: &str| verdicts.get(name).cloned().unwrap_or((RunVerdict::Unknown, Vec::new()));
+    let judged = |name: &str| {
+        verdicts
+            .get(name)
+            .cloned()
+            .unwrap_or((RunVerdict::Unknown, Vec::new()))
+    };
     let (calm, calm_failed) = judged(CALM);
     let schedules = tried
         .iter()
@@ -101,8 +109,11 @@ pub fn findings<'a>(
 }
 
 /// The row and column of a schedule in the coverage table.
-fn cell_of(spec: &str) -> Option<(String, &'static str)> {
-    let fault = Nemesis::parse(spec).ok()?;
+fn cell_of(spec: &str, services: &[String]) -> Option<(String, &'static str)> {
+    let fault = Nemesis::parse(spec)
+        .ok()?
+        .resolve(|n| services.iter().any(|s| s == n))
+        .ok()?;
     let When::After { kind, .. } = fault.when else {
         return None;
     };
@@ -115,8 +126,9 @@ fn cell_of(spec: &str) -> Option<(String, &'static str)> {
     })
 }
 
-/// The coverage table, the schedules and the verdict, for a terminal.
-pub fn table(search: &Search<'_>) -> String {
+/// The coverage table, the schedules and the verdict, for a terminal; `services` tells a
+/// service's pause from a process's.
+pub fn table(search: &Search<'_>, services: &[String]) -> String {
     // Cells keep the worst of their schedules: FAIL over unknown over not reached over ok.
     let rank = |v: &str| match v {
         "invalid" => 3,
@@ -127,7 +139,7 @@ pub fn table(search: &Search<'_>) -> String {
     let columns = ["kill", "pause", "restart", "wire"];
     let mut cells: BTreeMap<String, BTreeMap<&str, &Found>> = BTreeMap::new();
     for f in &search.schedules {
-        let Some((row, column)) = cell_of(&f.fault) else {
+        let Some((row, column)) = cell_of(&f.fault, services) else {
             continue;
         };
         let slot = cells.entry(row).or_default().entry(column).or_insert(f);
@@ -145,23 +157,48 @@ pub fn table(search: &Search<'_>) -> String {
         "valid" => "ok".to_string(),
         other => other.to_string(),
     };
+    let text: BTreeMap<&String, Vec<String>> = cells
+        .iter()
+        .map(|(row, by)| {
+            let texts = used
+                .iter()
+                .map(|c| by.get(c).map_or_else(|| "-".to_string(), |f| word(f)))
+                .collect();
+            (row, texts)
+        })
+        .collect();
+    let widths: Vec<usize> = used
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            text.values()
+                .map(|t| t[i].len())
+                .chain([c.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
     let width = cells.keys().map(String::len).max().unwrap_or(4).max(4);
     let _ = write!(out, "{:width$}", "");
-    for c in &used {
-        let _ = write!(out, "  {c:<22}");
+    for (c, w) in used.iter().zip(&widths) {
+        let _ = write!(out, "  {c:<w$}");
     }
     out.push('\n');
-    for (row, by) in &cells {
+    for (row, texts) in &text {
         let _ = write!(out, "{row:width$}");
-        for c in &used {
-            let text = by.get(c).map_or_else(|| "-".to_string(), |f| word(f));
-            let _ = write!(out, "  {text:<22}");
+        for (t, w) in texts.iter().zip(&widths) {
+            let _ = write!(out, "  {t:<w$}");
         }
         out.push('\n');
     }
     out.push('\n');
-    let _ = writeln!(out, "calm: {}{}", search.calm, failed_list(&search.calm_failed));
+    let _ = writeln!(
+        out,
+        "calm: {}{}",
+        search.calm,
+        failed_list(&search.calm_failed)
+    );
     for f in &search.schedules {
         let _ = write!(out, "{}: fired {}, {}", f.fault, f.fired, f.verdict);
         out.push_str(&failed_list(&f.failed));
@@ -201,7 +238,11 @@ pub fn shape_text(shape: &BTreeMap<String, RoleShape>) -> String {
         let lag = s.export_lag_ms.map_or_else(
             || "export lag unknown".to_string(),
             |ms| {
-                let mode = if ms <= 50 { "synchronous" } else { "asynchronous" };
+                let mode = if ms <= 50 {
+                    "synchronous"
+                } else {
+                    "asynchronous"
+                };
                 format!(
                     "exports arrive {ms} ms after a span ends (median; max {} ms): {mode}",
                     s.export_lag_max_ms.unwrap_or(ms)

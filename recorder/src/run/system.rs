@@ -81,7 +81,7 @@ impl Subject for TeamSystem<'_> {
             Ok(outcome) => outcome,
             Err(e) => {
                 // A scenario cut short leaves nothing running either.
-                crate::process::reaper::sweep().await;
+                crate::process::reaper::sweep(None).await;
                 return Err(e.into());
             }
         };

@@ -8,6 +8,7 @@ mod conformance;
 mod coverage;
 mod endings;
 mod errors;
+mod explore;
 mod external;
 mod interop;
 mod lab;

@@ -138,7 +138,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     futures::future::join_all(services.iter_mut().map(|(_, s)| s.stop(GRACE))).await;
     timeline.mark("services stopped");
     // What the scenario's processes left behind (daemons included) goes with them.
-    let swept = crate::process::reaper::sweep().await;
+    let swept = crate::process::reaper::sweep(Some(&stage.dir.display().to_string())).await;
     if swept > 0 {
         eprintln!(
             "recorder: scenario {}: stopped {swept} process(es) its processes had left running",

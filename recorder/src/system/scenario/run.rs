@@ -27,6 +27,7 @@ use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
 use crate::process::port::free_port;
+use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::Delivery;
 use crate::system::receiver::{Intake, OtlpReceiver};
 use crate::system::services::Service;
@@ -71,7 +72,9 @@ pub async fn run_scenario(
             ports.insert(actor, port);
         }
     }
-    let base = base_env(system, &values, env.extra_env);
+    let mut base = base_env(system, &values, env.extra_env);
+    // What this scenario starts carries its mark: its end sweeps its own strays only.
+    base.push((SCENARIO_MARK.to_string(), dir.display().to_string()));
 
     // Services, then setup, within the deadline and never past a signal. A run interrupted
     // here still closes its scenario (run_start, then run_end saying why), so the trace keeps

@@ -27,6 +27,7 @@ use crate::journal::author::Author;
 use crate::journal::writer::Entry;
 use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
+use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::{Delivery, OtlpProtocol};
 use crate::system::receiver::{Answer, Intake, OtlpReceiver, TOKEN_HEADER};
 use crate::system::shape::ShapeLearner;
@@ -187,6 +188,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             ("OUTBOX_ROLE".to_string(), role.to_string()),
             ("OUTBOX_INSTANCE".to_string(), instance.to_string()),
             ("OUTBOX_INCARNATION".to_string(), incarnation.to_string()),
+            (SCENARIO_MARK.to_string(), self.dir.display().to_string()),
         ]);
         if let Some(port) = self.ports.get(actor) {
             own.push(("PORT".to_string(), port.to_string()));

@@ -1,0 +1,107 @@
+//! `recorder explore`: with no scenario written, a calm run learns what each role of the Python
+//! example reports, and the schedules enumerated from it find a planted bug, naming the invariant;
+//! `analyzer check` of the same trace gives the same verdict; `--shape` prints the shape; a bad
+//! flag is one line and exit 2.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::output_text;
+
+fn example() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/otel-python/outbox-system.toml")
+}
+
+fn explore(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(assert_cmd::cargo::cargo_bin("recorder"))
+        .arg("explore")
+        .arg("--system")
+        .arg(example())
+        .arg("--out")
+        .arg(dir.join("explore.parquet"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_worker_without_dedup_is_found_with_no_scenario_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("search.json");
+    let output = explore(
+        dir.path(),
+        &[
+            "--tasks",
+            "6",
+            "--env",
+            "BUG=no-dedup",
+            "--only",
+            "kill worker",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{}", output_text(&output));
+    assert!(
+        stdout.contains("kill worker after effect_committed: fired 1, invalid: FAIL single-effect"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("calm: valid"), "{stdout}");
+    let search: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let schedules = search["schedules"].as_array().unwrap();
+    assert!(schedules.len() >= 3, "{search}");
+    assert!(schedules
+        .iter()
+        .all(|s| s["fault"].as_str().unwrap().starts_with("kill worker")));
+    assert_eq!(search["verdict"], "invalid");
+    // The trace says the same to `analyzer check`: the schedules' faults are searched, so none
+    // that did not fire makes anything unknown.
+    let check = Command::new(assert_cmd::cargo::cargo_bin("analyzer"))
+        .arg("check")
+        .arg(dir.path().join("explore.parquet"))
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1), "{}", output_text(&check));
+}
+
+#[test]
+fn the_shape_of_the_example_is_what_its_roles_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = explore(dir.path(), &["--tasks", "4", "--shape"]);
+    assert_eq!(output.status.code(), Some(0), "{}", output_text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "worker: exports arrive",
+        "  delivered",
+        "relay: ",
+        "  outbox_marked",
+        "calm: valid",
+    ] {
+        assert!(stdout.contains(line), "{line} in {stdout}");
+    }
+    assert!(
+        !stdout.contains("kill "),
+        "--shape runs no schedule: {stdout}"
+    );
+}
+
+#[test]
+fn a_bad_flag_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["--jobs", "0"][..], &["--pause-for", "soon"][..]] {
+        let output = explore(dir.path(), args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            output_text(&output)
+        );
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            err.lines().filter(|l| !l.trim().is_empty()).count() <= 2,
+            "{err}"
+        );
+    }
+}

@@ -363,6 +363,12 @@ fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
     let spec = Nemesis::parse(text)?
         .resolve(|name| file.services.contains_key(name))
         .map_err(|e| format!("fault `{text}`: {e}"))?;
+    if matches!(spec.what, crate::fault::spec::What::Wire { .. }) {
+        return Err(format!(
+            "fault `{text}`: wire faults need the recorder's proxy between each process and each \
+             service, which this version does not run yet"
+        ));
+    }
     if let Some(by) = spec.reporter() {
         if role_of(by, file).is_none() {
             return Err(format!(

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::template::Template;
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, WireFault};
 
 mod schema;
 
@@ -71,6 +71,7 @@ fn global_names(file: &SystemFile) -> BTreeSet<String> {
     let mut names = BTreeSet::from(["dir".to_string()]);
     for s in file.services.keys() {
         names.insert(format!("services.{s}.port"));
+        names.insert(format!("services.{s}.real_port"));
         names.insert(format!("services.{s}.dir"));
     }
     for (r, spec) in &file.roles {
@@ -363,10 +364,15 @@ fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
     let spec = Nemesis::parse(text)?
         .resolve(|name| file.services.contains_key(name))
         .map_err(|e| format!("fault `{text}`: {e}"))?;
-    if matches!(spec.what, crate::fault::spec::What::Wire { .. }) {
+    if let crate::fault::spec::What::Wire {
+        fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
+        ..
+    } = spec.what
+    {
         return Err(format!(
-            "fault `{text}`: wire faults need the recorder's proxy between each process and each \
-             service, which this version does not run yet"
+            "fault `{text}`: {}: the proxy relays bytes and does not read a service's protocol \
+             yet; `drop replies`, `drop requests`, `cut` and `partition` work on any service",
+            fault.kind()
         ));
     }
     if let Some(by) = spec.reporter() {

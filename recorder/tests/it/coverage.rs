@@ -168,18 +168,13 @@ fn chaos_arms_only_the_kinds_each_role_reported_and_says_what_fired() {
 }
 
 #[test]
-fn a_wire_fault_is_refused_before_anything_starts_while_no_proxy_runs() {
+fn a_wire_fault_the_proxy_cannot_read_is_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let (output, _) = common::record_system(
         dir.path(),
         &example(),
-        &[
-            "--fault",
-            "drop replies relay redis after publish_attempt 3",
-        ],
+        &["--fault", "lose puback relay redis after publish_attempt 3"],
     );
     assert_eq!(output.status.code(), Some(2), "{}", output_text(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("wire faults need the recorder's proxy")
-    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not read a service's protocol"));
 }

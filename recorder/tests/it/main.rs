@@ -26,3 +26,4 @@ mod system;
 mod system_async;
 mod system_omit;
 mod trust;
+mod wire;

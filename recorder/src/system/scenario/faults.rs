@@ -50,6 +50,33 @@ impl<'a, 'e> Stage<'a, 'e> {
             .collect()
     }
 
+    /// Switches `fault` on on the wire between `actor` and `service`, with its `fault` row.
+    pub(super) async fn wire(
+        &mut self,
+        actor: &str,
+        service: &str,
+        fault: WireFault,
+    ) -> Result<(), SystemError> {
+        let Some(proxy) = self.proxies.get(&(actor.to_string(), service.to_string())) else {
+            return Ok(());
+        };
+        if let Err(e) = proxy.apply(fault) {
+            self.skip(format!("{} {actor} {service}: {e}", fault.kind()));
+            return Ok(());
+        }
+        self.own(
+            Author::Faults,
+            Step::Fault(detail::Fault {
+                fault: fault.kind(),
+                target: Some(actor.to_string()),
+                service: Some(service.to_string()),
+                duration_ms: fault.hold().map(|h| h.as_millis() as u64),
+                ..detail::Fault::default()
+            }),
+        )
+        .await
+    }
+
     /// Whether another process of `role` than `actor` runs on (not stopped, not exited) to take
     /// its message over.
     pub(super) fn has_running_sibling(&self, actor: &str, role: &str) -> bool {
@@ -148,16 +175,14 @@ impl Targets for SystemTargets<'_, '_, '_> {
         s.group()
     }
 
+    /// A role's timed wire fault hits its first instance, which has the role's name.
     async fn wire(
         &mut self,
         target: &str,
         service: &str,
         fault: WireFault,
     ) -> Result<(), SystemError> {
-        Err(SystemError::Unavailable(format!(
-            "{} {target} {service}: the wire proxy is not available",
-            fault.kind()
-        )))
+        self.stage.wire(target, service, fault).await
     }
 
     async fn record(&self, fault: detail::Fault) -> Result<(), SystemError> {

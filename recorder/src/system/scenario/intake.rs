@@ -12,6 +12,7 @@ use outbox_trace::{CrashSite, Kind};
 use super::shared::SystemError;
 use super::stage::{Held, Kill, Stage};
 use crate::fault::pauses::Pending;
+use crate::fault::spec::What;
 use crate::fault::trigger::Reporter;
 use crate::system::file::Export;
 use crate::system::receiver::{Answer, Intake};
@@ -126,6 +127,16 @@ impl<'a, 'e> Stage<'a, 'e> {
             };
             let struck = self.trigger.on_step(who, kind);
             let strike = struck.kill.is_some();
+            // A wire fault is on before the export that set it off is answered.
+            for i in struck.wire {
+                let Some(armed) = self.trigger.armed().get(i) else {
+                    continue;
+                };
+                if let What::Wire { service, fault, .. } = &armed.nemesis.what {
+                    let (service, fault) = (service.clone(), *fault);
+                    self.wire(&actor, &service, fault).await?;
+                }
+            }
             for i in struck.services {
                 if let Some(armed) = self.trigger.armed().get(i) {
                     self.service_faults.push(armed.nemesis.clone());

@@ -29,6 +29,7 @@ use crate::journal::writer::Entry;
 use crate::process::port::free_port;
 use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::Delivery;
+use crate::system::proxy::Proxy;
 use crate::system::receiver::{Intake, OtlpReceiver};
 use crate::system::services::Service;
 use crate::system::shape::ShapeLearner;
@@ -60,6 +61,7 @@ pub async fn run_scenario(
     let mut values = Values::from([("dir".to_string(), dir.display().to_string())]);
     for (sname, s) in &services {
         values.insert(format!("services.{sname}.port"), s.port.to_string());
+        values.insert(format!("services.{sname}.real_port"), s.port.to_string());
         values.insert(format!("services.{sname}.dir"), s.dir.display().to_string());
     }
     let mut ports = BTreeMap::new();
@@ -97,6 +99,15 @@ pub async fn run_scenario(
     }
     timeline.mark("setup done");
 
+    // Every process reaches every service through a proxy of its own (wire faults).
+    let mut proxies = BTreeMap::new();
+    for (_, actor) in system.all_actors() {
+        for (sname, service) in &services {
+            let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], service.port));
+            let proxy = Proxy::start(upstream).await.map_err(run_err)?;
+            proxies.insert((actor.clone(), sname.clone()), proxy);
+        }
+    }
     let (intake_tx, mut intake) = mpsc::channel::<Intake>(256);
     let receiver = OtlpReceiver::start(intake_tx).map_err(run_err)?;
     let (exits_tx, mut exits) = mpsc::unbounded_channel();
@@ -146,6 +157,7 @@ pub async fn run_scenario(
         timed,
         origin,
         tokens: HashMap::new(),
+        proxies,
     };
 
     let tasks = make_tasks(

@@ -29,6 +29,7 @@ use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
 use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::{Delivery, OtlpProtocol};
+use crate::system::proxy::Proxy;
 use crate::system::receiver::{Answer, Intake, OtlpReceiver, TOKEN_HEADER};
 use crate::system::shape::ShapeLearner;
 use crate::system::template::Values;
@@ -102,6 +103,8 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) origin: Origin,
     /// Each process life's token: the exports that carry it are that life's.
     pub(super) tokens: HashMap<String, (String, u32)>,
+    /// The proxy between each actor and each service: `(actor, service)`.
+    pub(super) proxies: BTreeMap<(String, String), Proxy>,
 }
 
 /// A fresh token, 128 random bits in hex: no other process can guess it.
@@ -211,6 +214,12 @@ impl<'a, 'e> Stage<'a, 'e> {
         let mut values = self.values.clone();
         if let Some(port) = self.ports.get(actor) {
             values.insert("port".into(), port.to_string());
+        }
+        // Its services, through its own proxies.
+        for ((a, service), proxy) in &self.proxies {
+            if a == actor {
+                values.insert(format!("services.{service}.port"), proxy.port().to_string());
+            }
         }
         let argv: Vec<String> = spec.command.iter().map(|t| t.expand(&values)).collect();
         let mut env = self.role_env(role, actor, instance, incarnation, &values);

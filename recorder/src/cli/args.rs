@@ -70,6 +70,15 @@ pub struct ExploreArgs {
     /// fault, fired count, verdict and failed invariants).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// 1: every single fault; 2: then pairs of them drawn from --seed, until --budget is spent.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub depth: u8,
+    /// The seed pairs are drawn from (--depth 2).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How long pairs are drawn and run (--depth 2).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub budget: Duration,
     /// Only the schedules whose fault spec holds this text (repeatable: any of them), e.g.
     /// `--only 'kill worker'` or `--only redis`.
     #[arg(long, value_name = "TEXT")]

@@ -95,6 +95,8 @@ pub struct ExploreConfig {
     pub junit: Option<PathBuf>,
     /// Only the schedules whose spec holds one of these.
     pub only: Vec<String>,
+    /// `--depth 2`: the seed and budget of the pairs.
+    pub pairs: Option<(u64, Duration)>,
 }
 
 impl ExploreConfig {
@@ -130,6 +132,7 @@ impl ExploreConfig {
             json: args.json.clone(),
             junit: args.junit.clone(),
             only: args.only.clone(),
+            pairs: (args.depth == 2).then_some((args.seed, args.budget)),
         })
     }
 }

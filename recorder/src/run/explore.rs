@@ -3,7 +3,8 @@
 //! schedule enumerated from it ([`crate::fault::schedules`]) runs as a scenario of its own, named
 //! by its spec, `--jobs` at a time, its fault recorded as searched (`run_start.detail.searched`).
 //! A schedule whose fault did not fire runs once more (`...-again`); if it still does not, it is
-//! not reached: reported, not judged. What each schedule tried is kept for the table.
+//! not reached: reported, not judged. With `--depth 2`, pairs of single faults drawn from a seed
+//! follow, until a time budget is spent. What each schedule tried is kept for the table.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +17,7 @@ use outbox_trace::detail::{self, FaultTried, RoleShape};
 use super::recording::{Opened, Run, Subject};
 use crate::cli::exit::Failure;
 use crate::fault::coverage::Origin;
+use crate::fault::dice::Dice;
 use crate::fault::schedules::{singles, slug, Space};
 use crate::fault::spec::Nemesis;
 use crate::system::config::SystemConfig;
@@ -52,6 +54,8 @@ pub struct Explore<'c> {
     pub tried: Vec<Tried>,
     /// Only the schedules whose spec holds one of these words (all when empty).
     pub only: Vec<String>,
+    /// `--depth 2`: pairs of faults drawn from this seed after the singles, for this long.
+    pub pairs: Option<(u64, Duration)>,
 }
 
 impl<'c> Explore<'c> {
@@ -72,6 +76,7 @@ impl<'c> Explore<'c> {
             calm: None,
             tried: Vec::new(),
             only: Vec::new(),
+            pairs: None,
         }
     }
 
@@ -105,28 +110,46 @@ impl<'c> Explore<'c> {
             .collect()
     }
 
-    /// Runs one schedule as scenario `name`, with a budget of its own for processes that exit.
-    async fn one(&self, run: &Run<'_>, name: String, fault: Nemesis) -> Result<Tried, Failure> {
+    /// Runs one schedule (one fault, or a pair) as scenario `name`, with a budget of its own for
+    /// processes that exit. It fired when each of its faults did.
+    async fn one(&self, run: &Run<'_>, name: String, faults: Vec<Nemesis>) -> Result<Tried, Failure> {
         let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
         let env = self.env(run, &restarts_left);
-        let outcome = run_scenario(&env, &name, std::slice::from_ref(&fault), Origin::Searched)
+        let outcome = run_scenario(&env, &name, &faults, Origin::Searched)
             .await
             .map_err(Failure::from)?;
-        let spec = fault.to_string();
-        let tried = outcome
-            .tried
+        let counts: Vec<FaultTried> = faults
             .iter()
-            .find(|t| t.spec == spec)
+            .map(|f| {
+                let spec = f.to_string();
+                outcome
+                    .tried
+                    .iter()
+                    .find(|t| t.spec == spec)
+                    .cloned()
+                    .unwrap_or_else(|| FaultTried {
+                        spec,
+                        why: Some("the scenario recorded no count of it".into()),
+                        ..FaultTried::default()
+                    })
+            })
+            .collect();
+        let least = counts
+            .iter()
+            .min_by_key(|t| t.fired)
             .cloned()
-            .unwrap_or_else(|| FaultTried {
-                spec: spec.clone(),
-                why: Some("the scenario recorded no count of it".into()),
-                ..FaultTried::default()
-            });
+            .unwrap_or_default();
         Ok(Tried {
             scenario: name,
-            spec,
-            fault: tried,
+            spec: counts
+                .iter()
+                .map(|t| t.spec.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            fault: FaultTried {
+                spec: least.spec.clone(),
+                ..least
+            },
             recovered: outcome.recovered,
         })
     }
@@ -160,7 +183,7 @@ impl<'c> Explore<'c> {
         let mut tried = Vec::with_capacity(total);
         let mut runs = futures::stream::iter(schedules.into_iter().enumerate().map(|(i, f)| {
             let name = slug(&f);
-            async move { (i, f.clone(), this.one(run, name, f).await) }
+            async move { (i, f.clone(), this.one(run, name, vec![f]).await) }
         }))
         .buffer_unordered(self.jobs);
         while let Some((i, fault, result)) = runs.next().await {
@@ -183,10 +206,42 @@ impl<'c> Explore<'c> {
         for (_, fault, mut result) in tried {
             if result.fault.fired == 0 && !run.shutdown.is_cancelled() {
                 let again = format!("{}-again", slug(&fault));
-                result = self.one(run, again, fault).await?;
+                result = self.one(run, again, vec![fault]).await?;
             }
             all_recovered &= result.recovered;
             self.tried.push(result);
+        }
+        if let Some((seed, budget)) = self.pairs {
+            all_recovered &= self.pairs(run, seed, budget).await?;
+        }
+        Ok(all_recovered)
+    }
+
+    /// `--depth 2`: pairs of distinct single faults drawn from `seed`, one after another, until
+    /// `budget` has passed.
+    async fn pairs(&mut self, run: &Run<'_>, seed: u64, budget: Duration) -> Result<bool, Failure> {
+        let singles = self.schedules();
+        let mut dice = Dice::new(seed);
+        let until = std::time::Instant::now() + budget;
+        let mut all_recovered = true;
+        let mut n = 0;
+        while singles.len() >= 2 && std::time::Instant::now() < until && !run.shutdown.is_cancelled() {
+            let len = singles.len() as u64;
+            let a = dice.below(len) as usize;
+            let mut b = dice.below(len - 1) as usize;
+            if b >= a {
+                b += 1;
+            }
+            n += 1;
+            let name = format!("pair-{n}-{}+{}", slug(&singles[a]), slug(&singles[b]));
+            let tried = self
+                .one(run, name, vec![singles[a].clone(), singles[b].clone()])
+                .await?;
+            if self.config.progress {
+                eprintln!("[pair {n}] {}: fired {}", tried.spec, tried.fault.fired);
+            }
+            all_recovered &= tried.recovered;
+            self.tried.push(tried);
         }
         Ok(all_recovered)
     }

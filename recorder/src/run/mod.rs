@@ -72,6 +72,7 @@ pub async fn explore(
     let mut search =
         explore::Explore::new(system, config.jobs, config.pause_for, config.shape_only);
     search.only.clone_from(&config.only);
+    search.pairs = config.pairs;
     let outcome = record(output, &mut search, shutdown).await?;
     if config.shape_only {
         print!("{}", searched::shape_text(&search.shape));

@@ -4,20 +4,32 @@
 
 use std::time::{Duration, Instant};
 
-use outbox_recorder::system::proxy::Proxy;
 use futures::StreamExt as _;
+use outbox_recorder::system::proxy::Proxy;
 use redis::AsyncCommands as _;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port = outbox_recorder::process::port::free_port()?;
     let mut server = std::process::Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--bind", "127.0.0.1"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--bind",
+            "127.0.0.1",
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let proxy = Proxy::start(([127, 0, 0, 1], port).into()).await?;
-    for (name, p) in [("direct", port), ("proxied", proxy.port()), ("direct", port), ("proxied", proxy.port())] {
+    for (name, p) in [
+        ("direct", port),
+        ("proxied", proxy.port()),
+        ("direct", port),
+        ("proxied", proxy.port()),
+    ] {
         let client = redis::Client::open(format!("redis://127.0.0.1:{p}/0"))?;
         let mut one = client.get_multiplexed_async_connection().await?;
         let n = 20_000;

@@ -112,7 +112,12 @@ impl<'c> Explore<'c> {
 
     /// Runs one schedule (one fault, or a pair) as scenario `name`, with a budget of its own for
     /// processes that exit. It fired when each of its faults did.
-    async fn one(&self, run: &Run<'_>, name: String, faults: Vec<Nemesis>) -> Result<Tried, Failure> {
+    async fn one(
+        &self,
+        run: &Run<'_>,
+        name: String,
+        faults: Vec<Nemesis>,
+    ) -> Result<Tried, Failure> {
         let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
         let env = self.env(run, &restarts_left);
         let outcome = run_scenario(&env, &name, &faults, Origin::Searched)
@@ -225,7 +230,10 @@ impl<'c> Explore<'c> {
         let until = std::time::Instant::now() + budget;
         let mut all_recovered = true;
         let mut n = 0;
-        while singles.len() >= 2 && std::time::Instant::now() < until && !run.shutdown.is_cancelled() {
+        while singles.len() >= 2
+            && std::time::Instant::now() < until
+            && !run.shutdown.is_cancelled()
+        {
             let len = singles.len() as u64;
             let a = dice.below(len) as usize;
             let mut b = dice.below(len - 1) as usize;

@@ -105,3 +105,37 @@ fn a_bad_flag_is_one_line_and_exit_2() {
         );
     }
 }
+
+#[test]
+fn depth_two_runs_pairs_of_single_faults_after_the_singles() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("search.json");
+    let output = explore(
+        dir.path(),
+        &[
+            "--tasks",
+            "6",
+            "--only",
+            "kill worker after effect_committed",
+            "--depth",
+            "2",
+            "--budget",
+            "1s",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", output_text(&output));
+    let search: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let pairs: Vec<&serde_json::Value> = search["schedules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["fault"].as_str().unwrap().contains(" + "))
+        .collect();
+    assert!(!pairs.is_empty(), "{search}");
+    assert!(pairs
+        .iter()
+        .all(|p| p["scenario"].as_str().unwrap().starts_with("pair-")));
+}

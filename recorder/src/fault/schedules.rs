@@ -9,7 +9,10 @@
 //!   broker's redelivery wait (P, `--pause-for`); a role of one instance is paused once, after
 //!   its most frequent kind, to show that a stall is survived;
 //! - `restart SERVICE after KIND N` (first and middle occurrence) and `pause SERVICE after KIND N
-//!   for 2s` (middle occurrence) for each service and each kind any role reported.
+//!   for 2s` (middle occurrence) for each service and each kind any role reported;
+//! - on the wire, for each role, each service and each kind the role reported, at a middle
+//!   occurrence: `drop replies ROLE SERVICE after KIND N` (the request arrived, its answer was
+//!   lost) and `drop requests ROLE SERVICE after KIND N` (the request never arrived).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -69,6 +72,21 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
             }
         } else if let Some((kind, _)) = shape.kinds.iter().max_by_key(|(_, k)| k.count) {
             specs.push(format!("pause {role} after {kind} for {hold}"));
+        }
+    }
+    for (role, shape) in space.shape {
+        for service in space.services {
+            for (kind, seen) in &shape.kinds {
+                let Some(&middle) = occurrences(seen.count).last() else {
+                    continue;
+                };
+                for way in ["replies", "requests"] {
+                    specs.push(with_nth(
+                        format!("drop {way} {role} {service} after {kind}"),
+                        middle,
+                    ));
+                }
+            }
         }
     }
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
@@ -165,6 +183,8 @@ mod tests {
             "restart redis after acked",
             "pause redis after delivered 20 for 2s",
             "pause redis after acked for 2s",
+            "drop replies api redis after task_accepted 20",
+            "drop requests worker redis after acked",
         ] {
             assert!(has(s), "{s} missing from {specs:#?}");
         }
@@ -178,7 +198,7 @@ mod tests {
                 .any(|s| s.contains("outbox_marked") || s.contains("relay")),
             "nothing unreported"
         );
-        assert_eq!(specs.len(), 16, "{specs:#?}");
+        assert_eq!(specs.len(), 16 + 6, "{specs:#?}");
         for s in &specs {
             let parsed = Nemesis::parse(s)
                 .unwrap()

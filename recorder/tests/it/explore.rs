@@ -139,3 +139,25 @@ fn depth_two_runs_pairs_of_single_faults_after_the_singles() {
         .iter()
         .all(|p| p["scenario"].as_str().unwrap().starts_with("pair-")));
 }
+
+#[test]
+fn a_lost_publish_reply_on_the_wire_finds_a_worker_that_dedups_on_the_entry_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = explore(
+        dir.path(),
+        &[
+            "--tasks",
+            "8",
+            "--env",
+            "BUG=dedup-on-entry-id",
+            "--only",
+            "drop replies relay redis after publish_attempt",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", output_text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("drop replies relay redis after publish_attempt 4: fired 1, invalid: FAIL single-effect"),
+        "{stdout}"
+    );
+}

@@ -12,7 +12,7 @@ Configuration (environment only; a bad value exits 2 with one line, a missing pa
   their own, as ``OTEL_BSP_SCHEDULE_DELAY`` and ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` say; the
   recorder sets those for a role with ``export = "async"``, see outbox-system-batch.toml).
 - ``BUG``: empty, ``no-dedup``, ``dedup-outside-tx`` or ``dedup-on-entry-id`` (see worker.py), or
-  ``mark-first`` (see relay.py).
+  ``mark-first`` or ``mark-on-timeout`` (see relay.py).
 - ``OUTBOX_OMIT``: a comma-separated list of ``outbox.*`` span attributes the processes leave off
   their spans (``broker_seq``, ``attempt``, ``store_rev``, ``task_id``, ...), as a service that does
   not have them would; ``kind`` leaves off every ``outbox.*`` span attribute, so only the standard
@@ -113,7 +113,7 @@ CREATE TABLE IF NOT EXISTS counter (value INTEGER NOT NULL);
 INSERT INTO counter SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM counter);
 """
 
-BUGS = ("no-dedup", "dedup-outside-tx", "mark-first", "dedup-on-entry-id")
+BUGS = ("no-dedup", "dedup-outside-tx", "mark-first", "dedup-on-entry-id", "mark-on-timeout")
 
 #: The ``outbox.*`` span attributes to leave off (``OUTBOX_OMIT``).
 OMIT = frozenset(c.strip() for c in os.environ.get("OUTBOX_OMIT", "").split(",") if c.strip())

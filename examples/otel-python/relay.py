@@ -10,6 +10,10 @@ with the commit's ``store_rev``, ending right after that commit.
 With ``BUG=mark-first`` the relay marks a row published before it publishes it: a relay killed
 between the two loses the event for good (the analyzer's ``no-lost-task``).
 
+With ``BUG=mark-on-timeout`` the relay takes a publish that raised (no answer from Redis) as sent
+and marks the row: when the request never reached Redis, the event is lost for good. No kill
+shows it; a request lost on the wire does (``drop requests relay redis after publish_attempt``).
+
 When Redis is down the relay waits and starts again from the oldest pending row, so the rows of
 an aggregate go out in their order.
 """
@@ -66,6 +70,7 @@ def main():
     script = broker().register_script(PUBLISH)
     stop = stop_on_sigterm()
     mark_first = bug() == "mark-first"
+    mark_on_timeout = bug() == "mark-on-timeout"
     attempts = {}
     while not stop.is_set():
         pending = db.execute(
@@ -83,6 +88,9 @@ def main():
                 mark(tracer_, db, event_id)
             attempts[event_id] = attempts.get(event_id, 0) + 1
             if publish(tracer_, script, row, attempts[event_id]) is None:
+                if mark_on_timeout:
+                    mark(tracer_, db, event_id)
+                    continue
                 stop.wait(0.2)
                 break
             if not mark_first:

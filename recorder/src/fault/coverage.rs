@@ -8,7 +8,7 @@ use outbox_trace::detail::FaultTried;
 use outbox_trace::Kind;
 
 use super::duration::show_duration;
-use super::spec::{Nemesis, What, When};
+use super::spec::{Nemesis, What, When, WireFault};
 
 /// Where a scenario's faults come from, which decides how a fault that never fired is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -94,6 +94,18 @@ pub fn why_not(
                     )
                 }
                 _ => match what {
+                    What::Wire {
+                        service,
+                        fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
+                        ..
+                    } => format!(
+                        "armed on the wire, but no {} from {named} reached {service} after it",
+                        if *fault == WireFault::LosePuback {
+                            "JetStream publish"
+                        } else {
+                            "COMMIT"
+                        }
+                    ),
                     What::Pause { .. } => format!(
                         "{named} could not be paused at its {kind} steps (stopped already, or \
                          the last of its role running)"
@@ -145,6 +157,10 @@ mod tests {
         assert!(
             why("pause worker after delivered for 1s unless alone", 9000)
                 .contains("could not be paused")
+        );
+        assert_eq!(
+            why("lose commit-reply worker postgres after delivered 3", 9000),
+            "armed on the wire, but no COMMIT from worker reached postgres after it"
         );
         assert_eq!(
             why("kill relay at 12s", 9000),

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::template::Template;
-use crate::fault::spec::{Nemesis, WireFault};
+use crate::fault::spec::{Nemesis, What, WireFault};
+use crate::system::proxy::wire::Wire;
 
 mod schema;
 
@@ -364,17 +365,6 @@ fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
     let spec = Nemesis::parse(text)?
         .resolve(|name| file.services.contains_key(name))
         .map_err(|e| format!("fault `{text}`: {e}"))?;
-    if let crate::fault::spec::What::Wire {
-        fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
-        ..
-    } = spec.what
-    {
-        return Err(format!(
-            "fault `{text}`: {}: the proxy relays bytes and does not read a service's protocol \
-             yet; `drop replies`, `drop requests`, `cut` and `partition` work on any service",
-            fault.kind()
-        ));
-    }
     if let Some(by) = spec.reporter() {
         if role_of(by, file).is_none() {
             return Err(format!(
@@ -384,10 +374,30 @@ fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
         }
     }
     if let Some(service) = spec.service() {
-        if !file.services.contains_key(service) {
+        let Some(declared) = file.services.get(service) else {
             return Err(format!(
                 "fault `{text}`: no service `{service}` (services: {})",
                 names(file.services.keys())
+            ));
+        };
+        let needs = match spec.what {
+            What::Wire {
+                fault: WireFault::LoseCommitReply,
+                ..
+            } => Some(Wire::Postgres),
+            What::Wire {
+                fault: WireFault::LosePuback,
+                ..
+            } => Some(Wire::Nats),
+            _ => None,
+        };
+        if let Some(needs) = needs.filter(|&w| w != declared.wire) {
+            return Err(format!(
+                "fault `{text}`: the proxy reads this fault's reply in {} messages: give \
+                 [services.{service}] wire = \"{}\" (it says \"{}\")",
+                needs.as_str(),
+                needs.as_str(),
+                declared.wire.as_str()
             ));
         }
     }

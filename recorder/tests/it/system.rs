@@ -98,6 +98,17 @@ fn the_example_is_valid_under_every_scripted_fault() {
         rows(&events, Kind::Observed).len(),
         rows(&events, Kind::RunStart).len()
     );
+    // The wire scenarios: the lost publish reply and the lost ACK leave the rows they cause.
+    let of = |scenario: &str, kind: Kind| {
+        rows(&events, kind)
+            .into_iter()
+            .filter(|e| e.scenario == scenario)
+            .count()
+    };
+    assert!(of("publish-reply-lost", Kind::PublishUnacked) > 0);
+    assert!(of("publish-reply-lost", Kind::DuplicateSuppressed) > 0);
+    assert!(of("ack-lost", Kind::Redelivered) > 0);
+    assert!(of("ack-lost", Kind::DuplicateSuppressed) > 0);
 }
 
 #[test]

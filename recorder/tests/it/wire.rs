@@ -2,8 +2,10 @@
 //! by the recorder's proxy between each process and each service, at the step that calls for
 //! them: a publish whose answer was lost is published again and suppressed (valid), and catches a
 //! worker that dedups on the broker's entry id; an ACK that never arrives is delivered again and
-//! suppressed, and catches a worker without dedup; a partition of one worker is survived. The
-//! fault rows name the fault, the process and the service.
+//! suppressed, and catches a worker without dedup; a publish request that never arrives is
+//! published again (valid), and catches a relay that marks a publish that raised; a partition of
+//! one worker is survived. The fault rows name the fault, the process and the service, and say
+//! what was dropped.
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +82,17 @@ fn a_lost_publish_reply_is_published_again_and_suppressed_and_catches_entry_id_d
         "a second copy"
     );
     assert!(!rows(&events, Kind::DuplicateSuppressed).is_empty());
+    let dropped: Vec<_> = rows(&events, Kind::Fault)
+        .into_iter()
+        .filter_map(|e| match common::step(e) {
+            Step::Fault(f) => Some((f.dropped_bytes, f.resets, f.duration_ms)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(dropped[..], [(Some(b), Some(r), Some(ms))] if b > 0 && r >= 1 && ms >= 5_900),
+        "the reply's bytes were dropped, the connection reset after 6 s: {dropped:?}"
+    );
     let (verdict, failed, _) = under(fault, "dedup-on-entry-id");
     assert_eq!(verdict, RunVerdict::Invalid);
     assert!(failed.contains(&"single-effect"), "{failed:?}");
@@ -97,6 +110,17 @@ fn a_lost_ack_is_delivered_again_and_suppressed_and_catches_a_worker_without_ded
     let (verdict, failed, _) = under(fault, "no-dedup");
     assert_eq!(verdict, RunVerdict::Invalid);
     assert!(failed.contains(&"single-effect"), "{failed:?}");
+}
+
+#[test]
+fn a_lost_publish_request_is_published_again_and_catches_a_relay_that_marks_on_timeout() {
+    let fault = "drop requests relay redis after publish_attempt 3 for 6s";
+    let (verdict, failed, events) = under(fault, "");
+    assert_eq!(verdict, RunVerdict::Valid, "{failed:?}");
+    assert!(!rows(&events, Kind::PublishUnacked).is_empty());
+    let (verdict, failed, _) = under(fault, "mark-on-timeout");
+    assert_eq!(verdict, RunVerdict::Invalid);
+    assert!(failed.contains(&"no-lost-task"), "{failed:?}");
 }
 
 #[test]

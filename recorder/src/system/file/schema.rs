@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::duration::{parse_duration, show_duration};
+use crate::system::proxy::wire::Wire;
 use crate::system::template::Template;
 
 /// The whole file.
@@ -65,6 +66,10 @@ pub struct ServiceSpec {
         serialize_with = "show"
     )]
     pub ready_timeout: Duration,
+    /// The protocol it speaks on its port (default `tcp`): `postgres` and `nats` let a wire
+    /// fault lose one reply (`lose commit-reply`, `lose puback`).
+    #[serde(default)]
+    pub wire: Wire,
 }
 
 fn ready_timeout() -> Duration {

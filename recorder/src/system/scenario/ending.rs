@@ -146,6 +146,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         );
     }
     timeline.mark("swept");
+    stage.wire_over(true).await?;
     let interrupted = env.shutdown.is_cancelled();
     let mut end = detail::RunEnd {
         recovered: Some(recovered),

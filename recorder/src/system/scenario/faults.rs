@@ -15,7 +15,7 @@ use super::shared::SystemError;
 use super::stage::{Kill, Stage};
 use crate::fault::apply::Targets;
 use crate::fault::coverage::{why_not, Tally};
-use crate::fault::spec::{Nemesis, WireFault};
+use crate::fault::spec::{Nemesis, What, WireFault};
 use crate::fault::trigger::Armed;
 use crate::journal::author::Author;
 use crate::system::receiver::Intake;
@@ -42,39 +42,88 @@ impl<'a, 'e> Stage<'a, 'e> {
             fired: u64::from(a.fired),
             first: a.first,
         };
+        // A `lose` fault fired when it lost a reply, not when it was armed.
+        let acted = |mut t: Tally| {
+            if let What::Wire {
+                target,
+                service,
+                fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
+            } = &t.nemesis.what
+            {
+                t.fired = t.fired.min(self.wire_acted(target, service, *fault));
+            }
+            t
+        };
         own.into_iter()
             .map(step)
             .chain(self.timed.iter().cloned())
             .chain(chaos.into_iter().map(step))
+            .map(acted)
             .map(|t| t.entry(why))
             .collect()
     }
 
-    /// Switches `fault` on on the wire between `actor` and `service`, with its `fault` row.
-    pub(super) async fn wire(
-        &mut self,
-        actor: &str,
-        service: &str,
-        fault: WireFault,
-    ) -> Result<(), SystemError> {
+    /// Switches `fault` on on the wire between `actor` and `service`; its `fault` row is written
+    /// when it is over or has acted ([`Stage::wire_over`]).
+    pub(super) fn wire(&mut self, actor: &str, service: &str, fault: WireFault) {
         let Some(proxy) = self.proxies.get(&(actor.to_string(), service.to_string())) else {
-            return Ok(());
+            return;
         };
         if let Err(e) = proxy.apply(fault) {
             self.skip(format!("{} {actor} {service}: {e}", fault.kind()));
-            return Ok(());
         }
-        self.own(
-            Author::Faults,
-            Step::Fault(detail::Fault {
-                fault: fault.kind(),
-                target: Some(actor.to_string()),
-                service: Some(service.to_string()),
-                duration_ms: fault.hold().map(|h| h.as_millis() as u64),
+    }
+
+    /// Writes the `fault` row of every wire fault that is over or has acted (with `finish`, of
+    /// every one: the scenario is over), stamped with the time it began, with what it dropped.
+    pub(super) async fn wire_over(&mut self, finish: bool) -> Result<(), SystemError> {
+        let mut over = Vec::new();
+        for ((actor, service), proxy) in &self.proxies {
+            let done = if finish {
+                proxy.finish()
+            } else {
+                proxy.take_over()
+            };
+            over.extend(
+                done.into_iter()
+                    .map(|o| (actor.clone(), service.clone(), o)),
+            );
+        }
+        let now_ns = self.env.clock.now();
+        for (actor, service, o) in over {
+            let losing = matches!(o.fault, WireFault::LoseCommitReply | WireFault::LosePuback);
+            if losing {
+                self.wire_acts
+                    .push((actor.clone(), service.clone(), o.fault));
+            }
+            let began_ns = now_ns - o.began.elapsed().as_nanos() as i64;
+            let d = o.dropped;
+            let row = detail::Fault {
+                fault: o.fault.kind(),
+                target: Some(actor),
+                service: Some(service),
+                duration_ms: o.lasted.map(|l| l.as_millis() as u64),
+                dropped_bytes: Some(d.reply_bytes + d.request_bytes),
+                dropped_messages: losing.then_some(d.messages),
+                resets: Some(d.resets),
                 ..detail::Fault::default()
-            }),
-        )
-        .await
+            };
+            self.record(Author::Faults, 0, began_ns, Step::Fault(row))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// How many times a `lose` fault acted for the processes `target` names (a role or an
+    /// actor) on `service`.
+    fn wire_acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
+        let named = |actor: &str| {
+            actor == target || self.lives.get(actor).is_some_and(|l| l.role == target)
+        };
+        self.wire_acts
+            .iter()
+            .filter(|(a, s, f)| named(a) && s == service && *f == fault)
+            .count() as u64
     }
 
     /// Whether another process of `role` than `actor` runs on (not stopped, not exited) to take
@@ -182,7 +231,8 @@ impl Targets for SystemTargets<'_, '_, '_> {
         service: &str,
         fault: WireFault,
     ) -> Result<(), SystemError> {
-        self.stage.wire(target, service, fault).await
+        self.stage.wire(target, service, fault);
+        Ok(())
     }
 
     async fn record(&self, fault: detail::Fault) -> Result<(), SystemError> {

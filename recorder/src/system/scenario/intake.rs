@@ -134,7 +134,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 };
                 if let What::Wire { service, fault, .. } = &armed.nemesis.what {
                     let (service, fault) = (service.clone(), *fault);
-                    self.wire(&actor, &service, fault).await?;
+                    self.wire(&actor, &service, fault);
                 }
             }
             for i in struck.services {

@@ -104,7 +104,8 @@ pub async fn run_scenario(
     for (_, actor) in system.all_actors() {
         for (sname, service) in &services {
             let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], service.port));
-            let proxy = Proxy::start(upstream).await.map_err(run_err)?;
+            let wire = system.file.services[sname].wire;
+            let proxy = Proxy::start(upstream, wire).await.map_err(run_err)?;
             proxies.insert((actor.clone(), sname.clone()), proxy);
         }
     }
@@ -158,6 +159,7 @@ pub async fn run_scenario(
         origin,
         tokens: HashMap::new(),
         proxies,
+        wire_acts: Vec::new(),
     };
 
     let tasks = make_tasks(
@@ -264,6 +266,7 @@ pub async fn run_scenario(
             carry_out(&mut targets, &fault).await?;
         }
         stage.pauses_due(now).await?;
+        stage.wire_over(false).await?;
         let due: Vec<_> = restarts.iter().filter(|r| r.0 <= now).cloned().collect();
         restarts.retain(|r| r.0 > now);
         for (_, role, actor, incarnation) in due {

@@ -21,7 +21,7 @@ use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RES
 use crate::fault::chaos::SystemChaos;
 use crate::fault::coverage::{Origin, Tally};
 use crate::fault::pauses::Pauses;
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, WireFault};
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
@@ -105,6 +105,8 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) tokens: HashMap<String, (String, u32)>,
     /// The proxy between each actor and each service: `(actor, service)`.
     pub(super) proxies: BTreeMap<(String, String), Proxy>,
+    /// Each `lose` fault that acted: `(actor, service, fault)`.
+    pub(super) wire_acts: Vec<(String, String, WireFault)>,
 }
 
 /// A fresh token, 128 random bits in hex: no other process can guess it.

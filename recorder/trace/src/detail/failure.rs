@@ -42,5 +42,11 @@ detail_struct! {
         pub target: Option<String>,
         /// How long the fault lasted (a `pause`), in milliseconds.
         pub duration_ms: Option<u64>,
+        /// For a wire fault: the bytes it dropped, both ways.
+        pub dropped_bytes: Option<u64>,
+        /// For a wire fault that loses one reply: the protocol messages it dropped.
+        pub dropped_messages: Option<u64>,
+        /// For a wire fault: the connections it reset or refused.
+        pub resets: Option<u64>,
     }
 }

@@ -2,10 +2,16 @@
 //! role instance and every service of a system: the process reaches the service only through it
 //! (its `${services.NAME.port}` is the proxy's), so a fault can lose bytes on the wire at the exact
 //! moment a step is reported: the request arrived and its answer was lost, or the request never
-//! arrived, or the connection was cut. Bytes are relayed as they come, one task per connection.
+//! arrived, or the connection was cut. Bytes are relayed as they come, one task per connection;
+//! for a service that names its protocol ([`wire::Wire`]) a reader follows its messages
+//! ([`postgres`], [`nats`]) so that a fault can lose one reply: a commit's, a publish's ACK.
 //!
 //! What it cannot see: TLS (the bytes are relayed, but nothing inside them can be told apart) and
 //! Unix sockets (a process that reaches its service by a socket file passes no proxy).
+
+pub mod nats;
+pub mod postgres;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use self::wire::{Flow, Loss, Losses, Reader, Wire};
 use crate::fault::spec::WireFault;
 
 /// How long the proxy waits for the service to take a connection.
@@ -24,18 +31,54 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(5);
 
 /// A wire fault this proxy cannot carry out.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}: the proxy does not read this service's protocol")]
-pub struct NotOnThisWire(pub &'static str);
+#[error("{fault} needs a service with wire = \"{needs}\" (this one speaks {speaks})")]
+pub struct NotOnThisWire {
+    /// The fault, as written.
+    pub fault: &'static str,
+    /// The wire it needs.
+    pub needs: &'static str,
+    /// The service's wire.
+    pub speaks: &'static str,
+}
 
-/// What the proxy dropped and reset so far.
+/// What the proxy dropped and reset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dropped {
     /// Bytes from the service to the process discarded.
     pub reply_bytes: u64,
     /// Bytes from the process to the service discarded.
     pub request_bytes: u64,
+    /// Whole protocol messages discarded (a commit's reply, a publish's ACK).
+    pub messages: u64,
     /// Connections reset or refused.
     pub resets: u64,
+}
+
+impl std::ops::Sub for Dropped {
+    type Output = Dropped;
+
+    fn sub(self, earlier: Dropped) -> Dropped {
+        Dropped {
+            reply_bytes: self.reply_bytes - earlier.reply_bytes,
+            request_bytes: self.request_bytes - earlier.request_bytes,
+            messages: self.messages - earlier.messages,
+            resets: self.resets - earlier.resets,
+        }
+    }
+}
+
+/// A wire fault that is over, or that acted: what its `fault` row says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Over {
+    /// The fault.
+    pub fault: WireFault,
+    /// When it began (for `lose`, when the message it waited for crossed the proxy).
+    pub began: Instant,
+    /// How long it lasted, for a fault that lasts (shorter than asked when the scenario ended
+    /// first).
+    pub lasted: Option<Duration>,
+    /// What it dropped and reset.
+    pub dropped: Dropped,
 }
 
 /// Until when each direction is dropped, and new connections refused.
@@ -46,12 +89,27 @@ struct Faults {
     refuse: Option<Instant>,
 }
 
+/// A fault that lasts, under way.
+struct Active {
+    id: u64,
+    fault: WireFault,
+    began: Instant,
+    /// The counts when it began.
+    from: Dropped,
+}
+
 struct Shared {
     upstream: SocketAddr,
+    wire: Wire,
     faults: Mutex<Faults>,
     reply_bytes: AtomicU64,
     request_bytes: AtomicU64,
     resets: AtomicU64,
+    losses: Losses,
+    active: Mutex<Vec<Active>>,
+    /// The id of the next lasting fault.
+    next: AtomicU64,
+    over: Mutex<Vec<Over>>,
     /// Bumped to reset every connection open at that moment.
     reset: watch::Sender<u64>,
 }
@@ -62,8 +120,47 @@ impl Shared {
         pick(&faults).is_some_and(|until| Instant::now() < until)
     }
 
+    /// Resets every open connection.
     fn reset_all(&self) {
+        let open = self.reset.receiver_count() as u64;
+        self.resets.fetch_add(open, Ordering::Relaxed);
         self.reset.send_modify(|g| *g += 1);
+    }
+
+    fn dropped(&self) -> Dropped {
+        Dropped {
+            reply_bytes: self.reply_bytes.load(Ordering::Relaxed),
+            request_bytes: self.request_bytes.load(Ordering::Relaxed),
+            messages: 0,
+            resets: self.resets.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Ends the lasting fault `id` (if not ended yet): its connections are reset.
+    fn end(&self, id: u64) {
+        let mut active = self.active.lock().expect("proxy active");
+        let Some(at) = active.iter().position(|a| a.id == id) else {
+            return;
+        };
+        let done = active.remove(at);
+        drop(active);
+        self.reset_all();
+        let over = Over {
+            fault: done.fault,
+            began: done.began,
+            lasted: Some(done.began.elapsed()),
+            dropped: self.dropped() - done.from,
+        };
+        self.over.lock().expect("proxy over").push(over);
+    }
+
+    /// A reader for a new connection, by the service's wire.
+    fn reader(&self) -> Option<Box<dyn Reader>> {
+        match self.wire {
+            Wire::Postgres => Some(Box::new(postgres::Postgres::new())),
+            Wire::Nats => Some(Box::new(nats::Nats::new())),
+            Wire::Tcp | Wire::Redis => None,
+        }
     }
 }
 
@@ -75,16 +172,21 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Listens on a free loopback port for connections to `upstream`.
-    pub async fn start(upstream: SocketAddr) -> std::io::Result<Proxy> {
+    /// Listens on a free loopback port for connections to `upstream`, which speaks `wire`.
+    pub async fn start(upstream: SocketAddr, wire: Wire) -> std::io::Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Shared {
             upstream,
+            wire,
             faults: Mutex::new(Faults::default()),
             reply_bytes: AtomicU64::new(0),
             request_bytes: AtomicU64::new(0),
             resets: AtomicU64::new(0),
+            losses: Losses::default(),
+            active: Mutex::new(Vec::new()),
+            next: AtomicU64::new(0),
+            over: Mutex::new(Vec::new()),
             reset: watch::channel(0).0,
         });
         let accept = tokio::spawn(accept(listener, shared.clone()));
@@ -100,16 +202,43 @@ impl Proxy {
         self.port
     }
 
-    /// Switches `fault` on now; a fault that lasts resets the connections when it is over.
+    /// Switches `fault` on now. A fault that lasts resets the connections when it is over; a
+    /// `lose` waits for the next message it loses. Each is reported by [`Proxy::take_over`] when
+    /// it is over or has acted.
     pub fn apply(&self, fault: WireFault) -> Result<(), NotOnThisWire> {
         let now = Instant::now();
+        let needs = |fault: &'static str, needs: Wire| NotOnThisWire {
+            fault,
+            needs: needs.as_str(),
+            speaks: self.shared.wire.as_str(),
+        };
         let hold = match fault {
             WireFault::Cut => {
+                let from = self.shared.dropped();
                 self.shared.reset_all();
+                let dropped = self.shared.dropped() - from;
+                self.shared.over.lock().expect("proxy over").push(Over {
+                    fault,
+                    began: now,
+                    lasted: None,
+                    dropped,
+                });
                 return Ok(());
             }
-            WireFault::LoseCommitReply => return Err(NotOnThisWire("lose commit-reply")),
-            WireFault::LosePuback => return Err(NotOnThisWire("lose puback")),
+            WireFault::LoseCommitReply if self.shared.wire != Wire::Postgres => {
+                return Err(needs("lose commit-reply", Wire::Postgres));
+            }
+            WireFault::LosePuback if self.shared.wire != Wire::Nats => {
+                return Err(needs("lose puback", Wire::Nats));
+            }
+            WireFault::LoseCommitReply => {
+                self.shared.losses.arm(Loss::CommitReply);
+                return Ok(());
+            }
+            WireFault::LosePuback => {
+                self.shared.losses.arm(Loss::Puback);
+                return Ok(());
+            }
             WireFault::DropReplies { hold }
             | WireFault::DropRequests { hold }
             | WireFault::Partition { hold } => hold,
@@ -128,21 +257,62 @@ impl Proxy {
                 }
             }
         }
+        let id = self.shared.next.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .active
+            .lock()
+            .expect("proxy active")
+            .push(Active {
+                id,
+                fault,
+                began: now,
+                from: self.shared.dropped(),
+            });
         let shared = self.shared.clone();
         tokio::spawn(async move {
             tokio::time::sleep(hold).await;
-            shared.reset_all();
+            shared.end(id);
         });
         Ok(())
     }
 
+    /// The wire faults over or acted since the last call.
+    pub fn take_over(&self) -> Vec<Over> {
+        let mut over = std::mem::take(&mut *self.shared.over.lock().expect("proxy over"));
+        over.extend(self.shared.losses.drain().into_iter().map(|lost| Over {
+            fault: match lost.what {
+                Loss::CommitReply => WireFault::LoseCommitReply,
+                Loss::Puback => WireFault::LosePuback,
+            },
+            began: lost.began,
+            lasted: None,
+            dropped: Dropped {
+                reply_bytes: lost.bytes,
+                request_bytes: 0,
+                messages: lost.messages,
+                resets: lost.resets,
+            },
+        }));
+        over.sort_by_key(|o| o.began);
+        over
+    }
+
+    /// Ends every fault that lasts now (the scenario is over), then reports as
+    /// [`Proxy::take_over`] does.
+    pub fn finish(&self) -> Vec<Over> {
+        let ids: Vec<u64> = (self.shared.active.lock().expect("proxy active"))
+            .iter()
+            .map(|a| a.id)
+            .collect();
+        for id in ids {
+            self.shared.end(id);
+        }
+        self.take_over()
+    }
+
     /// What it dropped and reset so far.
     pub fn dropped(&self) -> Dropped {
-        Dropped {
-            reply_bytes: self.shared.reply_bytes.load(Ordering::Relaxed),
-            request_bytes: self.shared.request_bytes.load(Ordering::Relaxed),
-            resets: self.shared.resets.load(Ordering::Relaxed),
-        }
+        self.shared.dropped()
     }
 }
 
@@ -161,7 +331,8 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
         };
         let _ = client.set_nodelay(true);
         if shared.until(|f| f.refuse) {
-            refuse(client, &shared);
+            shared.resets.fetch_add(1, Ordering::Relaxed);
+            refuse(client);
             continue;
         }
         let shared = shared.clone();
@@ -172,67 +343,94 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
             match upstream {
                 Ok(Ok(server)) => {
                     let _ = server.set_nodelay(true);
-                    relay(client, server, &shared, reset).await;
+                    let reader = shared.reader();
+                    relay(client, server, &shared, reset, reader).await;
                 }
-                _ => refuse(client, &shared),
+                _ => refuse(client),
             }
         });
     }
 }
 
 /// Closes `stream` with a reset (RST) rather than an orderly end.
-fn refuse(stream: TcpStream, shared: &Shared) {
+fn refuse(stream: TcpStream) {
     let _ = stream.set_zero_linger();
-    shared.resets.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Relays one connection both ways until both ends are done or a reset comes.
+/// Relays one connection both ways until both ends are done or a reset comes. `reader` follows
+/// the protocol while every byte passes; a direction dropped for a while loses its place, and
+/// the connection is relayed unread from then on.
 async fn relay(
     mut client: TcpStream,
     mut server: TcpStream,
     shared: &Shared,
     mut reset: watch::Receiver<u64>,
+    mut reader: Option<Box<dyn Reader>>,
 ) {
     let mut up = vec![0u8; 16 * 1024];
     let mut down = vec![0u8; 16 * 1024];
+    let mut out = Vec::with_capacity(16 * 1024);
     let (mut client_open, mut server_open) = (true, true);
     while client_open || server_open {
-        tokio::select! {
+        let flow = tokio::select! {
             read = client.read(&mut up), if client_open => match read {
                 Ok(0) | Err(_) => {
                     client_open = false;
                     let _ = server.shutdown().await;
+                    Flow::Go
                 }
                 Ok(n) if shared.until(|f| f.requests) => {
                     shared.request_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    reader = None;
+                    Flow::Go
                 }
                 Ok(n) => {
-                    if server.write_all(&up[..n]).await.is_err() {
+                    let (bytes, flow) = match &mut reader {
+                        None => (&up[..n], Flow::Go),
+                        Some(r) => {
+                            out.clear();
+                            let flow = r.request(&up[..n], &mut out, &shared.losses);
+                            (&out[..], flow)
+                        }
+                    };
+                    if server.write_all(bytes).await.is_err() {
                         break;
                     }
+                    flow
                 }
             },
             read = server.read(&mut down), if server_open => match read {
                 Ok(0) | Err(_) => {
                     server_open = false;
                     let _ = client.shutdown().await;
+                    Flow::Go
                 }
                 Ok(n) if shared.until(|f| f.replies) => {
                     shared.reply_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    reader = None;
+                    Flow::Go
                 }
                 Ok(n) => {
-                    if client.write_all(&down[..n]).await.is_err() {
+                    let (bytes, flow) = match &mut reader {
+                        None => (&down[..n], Flow::Go),
+                        Some(r) => {
+                            out.clear();
+                            let flow = r.reply(&down[..n], &mut out, &shared.losses);
+                            (&out[..], flow)
+                        }
+                    };
+                    if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
                         break;
                     }
+                    flow
                 }
             },
-            changed = reset.changed() => {
-                if changed.is_ok() {
-                    refuse(server, shared);
-                    refuse(client, shared);
-                }
-                return;
-            }
+            _ = reset.changed() => Flow::Reset,
+        };
+        if flow == Flow::Reset {
+            refuse(server);
+            refuse(client);
+            return;
         }
     }
 }
@@ -272,7 +470,7 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_pass_until_a_fault_drops_them_and_the_end_of_the_fault_resets() {
-        let proxy = Proxy::start(echo().await).await.unwrap();
+        let proxy = Proxy::start(echo().await, Wire::Tcp).await.unwrap();
         let mut c = TcpStream::connect(("127.0.0.1", proxy.port()))
             .await
             .unwrap();
@@ -302,11 +500,17 @@ mod tests {
         let cut = tokio::time::timeout(Duration::from_secs(1), fresh.read(&mut buf)).await;
         assert!(matches!(cut, Ok(Err(_)) | Ok(Ok(0))), "{cut:?}");
         assert!(proxy.apply(WireFault::LosePuback).is_err());
+        let over = proxy.take_over();
+        let kinds: Vec<_> = over.iter().map(|o| o.fault.kind()).collect();
+        use outbox_trace::FaultKind as K;
+        assert_eq!(kinds, [K::DropReplies, K::Cut], "{over:?}");
+        assert!(over[0].dropped.reply_bytes >= 4 && over[0].dropped.resets == 1);
+        assert_eq!(over[1].dropped.resets, 1, "the fresh connection");
     }
 
     #[tokio::test]
     async fn a_partition_refuses_new_connections_and_drops_requests() {
-        let proxy = Proxy::start(echo().await).await.unwrap();
+        let proxy = Proxy::start(echo().await, Wire::Tcp).await.unwrap();
         let mut open = TcpStream::connect(("127.0.0.1", proxy.port()))
             .await
             .unwrap();

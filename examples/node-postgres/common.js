@@ -7,7 +7,8 @@
  * - `DATABASE_URL`: the PostgreSQL database. `NATS_URL`: the NATS server (JetStream enabled).
  * - `OTEL_EXPORTER_OTLP_ENDPOINT` (required by the three services), `OTEL_SERVICE_NAME`,
  *   `OTEL_RESOURCE_ATTRIBUTES`: read by the OpenTelemetry SDK itself, as for any service.
- * - `BUG`: empty, `mark-before-ack` (relay.js), `ack-before-commit` or `racy-dedup` (worker.js).
+ * - `BUG`: empty, `mark-before-ack` or `mark-on-timeout` (relay.js), `ack-before-commit` or
+ *   `racy-dedup` (worker.js).
  *
  * Tracing is the OpenTelemetry JS SDK with its OTLP protobuf exporter and a simple span
  * processor, plus the `pg` auto-instrumentation (so `db.*` spans appear beside the `outbox.*`
@@ -76,7 +77,7 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS counters (counter_key text PRIMARY KEY, value bigint NOT NULL);
 `;
 
-const BUGS = ['mark-before-ack', 'ack-before-commit', 'racy-dedup'];
+const BUGS = ['mark-before-ack', 'mark-on-timeout', 'ack-before-commit', 'racy-dedup'];
 
 /** The environment variable `name`; without a default it must be set and not empty. */
 function setting(name, fallback) {

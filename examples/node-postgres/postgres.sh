@@ -2,8 +2,10 @@
 # PostgreSQL for the recorder, from Debian's package (postgresql, version 15 or later).
 #
 #   postgres.sh serve DIR PORT   initdb into DIR/data on the first start (trust authentication,
-#                                superuser "outbox"), then exec postgres on 127.0.0.1:PORT with its
-#                                socket in DIR; a restart finds the data directory and recovers.
+#                                superuser "outbox"), then exec postgres on 127.0.0.1:PORT, TCP
+#                                only (no Unix socket: its path would be limited to 107 bytes, and
+#                                a client on it would pass the recorder's proxy by);
+#                                a restart finds the data directory and recovers.
 #   postgres.sh ready PORT       exits 0 once the server accepts connections (pg_isready).
 #
 # PostgreSQL refuses to run as root. Run as root (a container, a CI machine), it runs as the user
@@ -77,5 +79,5 @@ exec_as() {
     fi
     exec "$@"
 }
-exec_as "$bin/postgres" -D "$dir/data" -p "$port" -h 127.0.0.1 -k "$dir" \
+exec_as "$bin/postgres" -D "$dir/data" -p "$port" -h 127.0.0.1 -k "" \
     -c max_connections=50 -c shared_buffers=32MB -c recovery_init_sync_method=syncfs

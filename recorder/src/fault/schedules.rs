@@ -12,7 +12,10 @@
 //!   for 2s` (middle occurrence) for each service and each kind any role reported;
 //! - on the wire, for each role, each service and each kind the role reported, at a middle
 //!   occurrence: `drop replies ROLE SERVICE after KIND N` (the request arrived, its answer was
-//!   lost) and `drop requests ROLE SERVICE after KIND N` (the request never arrived).
+//!   lost) and `drop requests ROLE SERVICE after KIND N` (the request never arrived); for a
+//!   service whose protocol the proxy reads, `lose commit-reply ROLE SERVICE after KIND N` (the
+//!   next COMMIT after each kind) and, for a role that publishes, `lose puback ROLE SERVICE after
+//!   publish_attempt N` (that publish's ACK).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,7 +23,7 @@ use std::time::Duration;
 use outbox_trace::detail::RoleShape;
 
 use super::duration::show_duration;
-use super::spec::Nemesis;
+use super::spec::{Nemesis, WireFault};
 
 /// How long a searched pause of a service holds.
 const SERVICE_PAUSE: Duration = Duration::from_secs(2);
@@ -34,6 +37,9 @@ pub struct Space<'a> {
     pub instances: &'a BTreeMap<String, u32>,
     /// The system's services.
     pub services: &'a [String],
+    /// The services whose protocol the proxy reads, each with the fault that loses one of its
+    /// replies (`lose commit-reply`, `lose puback`).
+    pub lossy: &'a [(String, WireFault)],
     /// How long a searched pause of a process holds.
     pub pause_for: Duration,
 }
@@ -86,6 +92,24 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
                         middle,
                     ));
                 }
+            }
+        }
+    }
+    for (role, shape) in space.shape {
+        for (service, fault) in space.lossy {
+            for (kind, seen) in &shape.kinds {
+                let Some(&middle) = occurrences(seen.count).last() else {
+                    continue;
+                };
+                let verb = match fault {
+                    WireFault::LoseCommitReply => "lose commit-reply",
+                    WireFault::LosePuback if kind == "publish_attempt" => "lose puback",
+                    _ => continue,
+                };
+                specs.push(with_nth(
+                    format!("{verb} {role} {service} after {kind}"),
+                    middle,
+                ));
             }
         }
     }
@@ -166,6 +190,7 @@ mod tests {
             shape: &shape,
             instances: &instances,
             services: &services,
+            lossy: &[],
             pause_for: Duration::from_secs(5),
         });
         let has = |s: &str| specs.iter().any(|x| x == s);
@@ -211,6 +236,47 @@ mod tests {
                 &Nemesis::parse("pause worker after delivered +100ms for 5s unless alone").unwrap()
             ),
             "pause-worker-after-delivered-100ms-for-5s-unless-alone"
+        );
+    }
+
+    #[test]
+    fn a_service_whose_protocol_is_read_gets_the_faults_that_lose_one_reply() {
+        let shape = BTreeMap::from([
+            (
+                "relay".to_string(),
+                role(&[
+                    ("publish_attempt", 40, Some(30)),
+                    ("outbox_marked", 40, None),
+                ]),
+            ),
+            ("worker".to_string(), role(&[("delivered", 40, Some(200))])),
+        ]);
+        let instances = BTreeMap::new();
+        let services = ["nats".to_string(), "postgres".to_string()];
+        let lossy = [
+            ("nats".to_string(), WireFault::LosePuback),
+            ("postgres".to_string(), WireFault::LoseCommitReply),
+        ];
+        let specs = singles(&Space {
+            shape: &shape,
+            instances: &instances,
+            services: &services,
+            lossy: &lossy,
+            pause_for: Duration::from_secs(5),
+        });
+        let lose: Vec<&str> = specs
+            .iter()
+            .filter(|s| s.starts_with("lose"))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            lose,
+            [
+                "lose puback relay nats after publish_attempt 20",
+                "lose commit-reply relay postgres after outbox_marked 20",
+                "lose commit-reply relay postgres after publish_attempt 20",
+                "lose commit-reply worker postgres after delivered 20",
+            ]
         );
     }
 }

@@ -19,8 +19,9 @@ use crate::cli::exit::Failure;
 use crate::fault::coverage::Origin;
 use crate::fault::dice::Dice;
 use crate::fault::schedules::{singles, slug, Space};
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, WireFault};
 use crate::system::config::SystemConfig;
+use crate::system::proxy::wire::Wire;
 use crate::system::scenario::{run_scenario, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
 
 /// The name of the calm scenario.
@@ -89,10 +90,23 @@ impl<'c> Explore<'c> {
             .map(|(r, spec)| (r.clone(), spec.instances))
             .collect();
         let services: Vec<String> = file.services.keys().cloned().collect();
+        let lossy: Vec<(String, WireFault)> = file
+            .services
+            .iter()
+            .filter_map(|(name, spec)| {
+                let fault = match spec.wire {
+                    Wire::Postgres => WireFault::LoseCommitReply,
+                    Wire::Nats => WireFault::LosePuback,
+                    Wire::Tcp | Wire::Redis => return None,
+                };
+                Some((name.clone(), fault))
+            })
+            .collect();
         let space = Space {
             shape: &self.shape,
             instances: &instances,
             services: &services,
+            lossy: &lossy,
             pause_for: self.pause_for,
         };
         singles(&space)

@@ -529,4 +529,25 @@ http = { url = "http://127.0.0.1:${roles.api.port}/t", body = '{"id": "${task}"}
         let e = load(&MINIMAL.replace("[roles.worker]", "[roles.worker-3]")).unwrap_err();
         assert!(e.to_string().contains("worker-3"), "{e}");
     }
+
+    #[test]
+    fn a_fault_that_reads_a_protocol_needs_the_service_to_declare_it() {
+        let with = |wire: &str, fault: &str| {
+            let text = MINIMAL.replace(
+                "\"${dir}\"]\n",
+                &format!("\"${{dir}}\"]\nwire = \"{wire}\"\n"),
+            );
+            load(&format!(
+                "{text}\n[[scenarios]]\nname = \"s\"\nfaults = [\"{fault}\"]\n"
+            ))
+        };
+        let e = with("tcp", "lose commit-reply worker redis after delivered").unwrap_err();
+        assert!(e.to_string().contains("wire = \"postgres\""), "{e}");
+        let e = with("redis", "lose puback worker redis after delivered").unwrap_err();
+        assert!(e.to_string().contains("wire = \"nats\""), "{e}");
+        assert!(with("postgres", "lose commit-reply worker redis after delivered").is_ok());
+        assert!(with("nats", "lose puback worker redis after delivered 2").is_ok());
+        let e = with("smtp", "cut worker redis after delivered").unwrap_err();
+        assert!(e.to_string().contains("smtp"), "{e}");
+    }
 }

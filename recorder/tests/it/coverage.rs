@@ -168,7 +168,7 @@ fn chaos_arms_only_the_kinds_each_role_reported_and_says_what_fired() {
 }
 
 #[test]
-fn a_wire_fault_the_proxy_cannot_read_is_refused_before_anything_starts() {
+fn a_wire_fault_on_a_service_of_another_protocol_is_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let (output, _) = common::record_system(
         dir.path(),
@@ -176,5 +176,10 @@ fn a_wire_fault_the_proxy_cannot_read_is_refused_before_anything_starts() {
         &["--fault", "lose puback relay redis after publish_attempt 3"],
     );
     assert_eq!(output.status.code(), Some(2), "{}", output_text(&output));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("does not read a service's protocol"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(r#"give [services.redis] wire = "nats" (it says "redis")"#),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }

@@ -1,8 +1,9 @@
 //! `recorder run --system` on a production stack: the Node.js example (`examples/node-postgres`:
 //! PostgreSQL, NATS JetStream, the OpenTelemetry JS SDK whose export is asynchronous, each step's
 //! export awaited). The reference is valid while each role is killed right after a step and both
-//! services are restarted; each planted bug is caught, with its own invariant, by the fault the
-//! example names for it.
+//! services are restarted, and while a commit's reply, a publish's ACK and a worker's ACK are lost
+//! on the wire; each planted bug is caught, with its own invariant, by the fault the example
+//! names for it.
 //!
 //! Node.js, npm, nats-server and PostgreSQL's server must be installed (`scripts/deps.sh`): a
 //! missing one fails the test with one line saying which, never a silent skip. The example's npm
@@ -181,6 +182,87 @@ fn the_node_example_is_valid_when_each_role_is_killed_and_postgres_and_nats_rest
     assert_eq!(rows(&events, Kind::Observed).len(), 1);
 }
 
+/// The fault rows of `events`: kind, target, service, messages dropped, connections reset.
+type WireRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<u64>,
+    Option<u64>,
+);
+
+fn fault_rows(events: &[outbox_trace::Event]) -> Vec<WireRow> {
+    rows(events, Kind::Fault)
+        .iter()
+        .filter_map(|e| match common::step(e) {
+            Step::Fault(f) => Some((
+                f.fault.to_string(),
+                f.target,
+                f.service,
+                f.dropped_messages,
+                f.resets,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_node_example_is_valid_when_a_commit_reply_a_publish_ack_or_a_consumer_ack_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, out) = run_example(
+        dir.path(),
+        &[
+            "--scenario",
+            "commit-reply-lost",
+            "--scenario",
+            "puback-lost",
+            "--scenario",
+            "ack-lost",
+        ],
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
+    assert_eq!(
+        report.verdict,
+        RunVerdict::Valid,
+        "failed: {:?}\n{}",
+        failed(&report),
+        output_text(&output)
+    );
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let of = |scenario: &str| -> Vec<outbox_trace::Event> {
+        events
+            .iter()
+            .filter(|e| e.scenario == scenario)
+            .cloned()
+            .collect()
+    };
+    // The commit's reply was dropped whole (its CommandComplete and ReadyForQuery at least) and
+    // the worker's connection reset; the worker found its own commit by its key.
+    let commit = of("commit-reply-lost");
+    let lost = fault_rows(&commit);
+    assert!(
+        matches!(&lost[..], [(k, Some(w), Some(s), Some(m), Some(1))]
+            if k == "lose-commit-reply" && w.starts_with("worker") && s == "postgres" && *m >= 2),
+        "{lost:?}"
+    );
+    // The publish was stored, its ACK dropped: the relay published again, a worker suppressed it.
+    let puback = of("puback-lost");
+    let lost = fault_rows(&puback);
+    assert!(
+        matches!(&lost[..], [(k, Some(r), Some(s), Some(1), _)]
+            if k == "lose-puback" && r.starts_with("relay") && s == "nats"),
+        "{lost:?}"
+    );
+    assert!(!rows(&puback, Kind::PublishUnacked).is_empty());
+    assert!(!rows(&puback, Kind::DuplicateSuppressed).is_empty());
+    // The worker's ACK never arrived: JetStream delivered the order again.
+    let ack = of("ack-lost");
+    assert!(!rows(&ack, Kind::Redelivered).is_empty());
+    assert!(!rows(&ack, Kind::DuplicateSuppressed).is_empty());
+}
+
 /// Runs the example's `calm` scenario with `BUG=bug` and `args`, up to `tries` times (a timed
 /// pause may land while the paused worker holds no order); the analyzer must fail `invariant` in
 /// one of them, and never call the trace anything but valid or invalid.
@@ -249,5 +331,20 @@ fn a_dedup_check_outside_the_commit_is_caught_by_a_pause() {
         ],
         "single-effect",
         3,
+    );
+}
+
+/// Only the wire shows this one: the publish request never reaches NATS, the relay's publish
+/// times out, and the relay marks the row anyway.
+#[test]
+fn a_relay_that_marks_a_publish_that_timed_out_is_caught_by_a_lost_publish_request() {
+    caught(
+        "mark-on-timeout",
+        &[
+            "--fault",
+            "drop requests relay nats after publish_attempt 3 for 5s",
+        ],
+        "no-lost-task",
+        1,
     );
 }

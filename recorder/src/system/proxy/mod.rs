@@ -157,8 +157,8 @@ impl Shared {
     /// A reader for a new connection, by the service's wire.
     fn reader(&self) -> Option<Box<dyn Reader>> {
         match self.wire {
-            Wire::Postgres => Some(Box::new(postgres::Postgres::new())),
-            Wire::Nats => Some(Box::new(nats::Nats::new())),
+            Wire::Postgres => Some(Box::<postgres::Postgres>::default()),
+            Wire::Nats => Some(Box::<nats::Nats>::default()),
             Wire::Tcp | Wire::Redis => None,
         }
     }

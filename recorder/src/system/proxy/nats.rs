@@ -91,13 +91,12 @@ fn payload_size(line: &[u8]) -> usize {
 fn jetstream_reply(line: &[u8]) -> Option<Vec<u8>> {
     let words = words(line);
     let op = words.first()?;
-    let reply = if op.eq_ignore_ascii_case(b"PUB") && words.len() == 4 {
-        words[2]
-    } else if op.eq_ignore_ascii_case(b"HPUB") && words.len() == 5 {
-        words[2]
-    } else {
+    let publishes = (op.eq_ignore_ascii_case(b"PUB") && words.len() == 4)
+        || (op.eq_ignore_ascii_case(b"HPUB") && words.len() == 5);
+    if !publishes {
         return None;
-    };
+    }
+    let reply = words[2];
     let subject = words[1];
     let internal = [&b"$JS."[..], b"$SYS.", b"_INBOX."]
         .iter()
@@ -117,6 +116,7 @@ fn addressed_to(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// One connection to a NATS server.
+#[derive(Default)]
 pub struct Nats {
     up: Lines,
     down: Lines,
@@ -126,18 +126,6 @@ pub struct Nats {
     dropping: Option<u64>,
     /// A line outgrew [`LONGEST_LINE`]: relayed unread.
     opaque: bool,
-}
-
-impl Nats {
-    pub fn new() -> Nats {
-        Nats {
-            up: Lines::default(),
-            down: Lines::default(),
-            losing: None,
-            dropping: None,
-            opaque: false,
-        }
-    }
 }
 
 impl Reader for Nats {
@@ -238,7 +226,7 @@ mod tests {
     #[test]
     fn the_ack_of_the_next_jetstream_publish_is_dropped_whole() {
         let losses = Losses::default();
-        let mut nats = Nats::new();
+        let mut nats = Nats::default();
         let info = b"INFO {\"server_id\":\"x\",\"jetstream\":true}\r\nPING\r\n";
         assert_eq!(feed(&mut nats, false, info, &losses), info);
         losses.arm(Loss::Puback);
@@ -279,7 +267,7 @@ mod tests {
     #[test]
     fn a_publish_before_the_fault_is_armed_keeps_its_ack() {
         let losses = Losses::default();
-        let mut nats = Nats::new();
+        let mut nats = Nats::default();
         feed(
             &mut nats,
             true,

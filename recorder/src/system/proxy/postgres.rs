@@ -131,8 +131,8 @@ struct Losing {
     messages: u64,
 }
 
-impl Postgres {
-    pub fn new() -> Postgres {
+impl Default for Postgres {
+    fn default() -> Postgres {
         Postgres {
             up: Splitter::default(),
             down: Splitter::typed(),
@@ -144,7 +144,9 @@ impl Postgres {
             opaque: false,
         }
     }
+}
 
+impl Postgres {
     /// A commit sent: its reply is lost if a `lose commit-reply` waits.
     fn commit_sent(&mut self, losses: &Losses) {
         if self.losing.is_none() && losses.take(Loss::CommitReply) {
@@ -339,7 +341,7 @@ mod tests {
     #[test]
     fn the_reply_to_the_next_commit_is_dropped_and_the_connection_reset() {
         let losses = Losses::default();
-        let mut pg = Postgres::new();
+        let mut pg = Postgres::default();
         // An SSL request refused, then the startup; the server authenticates.
         let (_, flow) = trickle(&mut pg, true, &untyped(SSL_REQUEST), &losses);
         assert_eq!(flow, Flow::Go);
@@ -378,7 +380,7 @@ mod tests {
     #[test]
     fn a_parsed_commit_loses_the_reply_that_follows_its_sync() {
         let losses = Losses::default();
-        let mut pg = Postgres::new();
+        let mut pg = Postgres::default();
         let mut out = Vec::new();
         pg.request(&untyped(196_608), &mut out, &losses);
         pg.reply(&typed(b'Z', b"I"), &mut out, &losses);
@@ -408,7 +410,7 @@ mod tests {
     #[test]
     fn an_encrypted_connection_is_relayed_unread() {
         let losses = Losses::default();
-        let mut pg = Postgres::new();
+        let mut pg = Postgres::default();
         let mut out = Vec::new();
         pg.request(&untyped(SSL_REQUEST), &mut out, &losses);
         pg.reply(b"S\x16\x03\x01", &mut out, &losses);

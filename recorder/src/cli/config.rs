@@ -9,7 +9,7 @@ use crate::backend::connection::BackendKind;
 use crate::backend::endpoints::{BadEndpoint, Endpoint};
 use crate::driver::inject::{parse_service, service_name};
 use crate::driver::scenario::{LoadSpec, ScenarioName};
-use crate::fault::spec::{Nemesis, What};
+use crate::fault::spec::{Nemesis, What, WireFault};
 use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::system::config::SystemConfig;
@@ -364,13 +364,24 @@ fn lab_fault(
     let spec = Nemesis::parse(text)?
         .resolve(|name| parse_service(name).is_some())
         .map_err(|e| format!("fault `{text}`: {e}"))?;
-    if matches!(spec.what, What::Wire { .. }) {
-        return Err(format!(
-            "fault `{text}`: the lab's actors reach their services directly: wire faults are for \
-             `--system` runs (the lab's lost publish ACK and lost consumer ACK are its scenarios)"
-        ));
+    if let What::Wire { target, fault, .. } = &spec.what {
+        let why = if !own_services || cluster > 1 {
+            Some("wire faults need the recorder's own single servers (its proxies stand between each actor and each of them)")
+        } else if *fault == WireFault::LoseCommitReply {
+            Some("the lab has no PostgreSQL: `lose commit-reply` is for `--system` runs")
+        } else if *fault == WireFault::LosePuback && spec.service() != Some("nats") {
+            Some("`lose puback` reads NATS: its service is `nats`")
+        } else if target.starts_with("receiver") {
+            Some("the receiver reaches no service")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!("fault `{text}`: {why}"));
+        }
     }
-    if spec.follows_a_step() && spec.service().is_some() {
+    let wire = matches!(spec.what, What::Wire { .. });
+    if spec.follows_a_step() && spec.service().is_some() && !wire {
         return Err(format!(
             "fault `{text}`: in the lab a service's faults are timed (`restart nats at 2s`, \
              `pause nats at 1s for 2s`); after a step, they are for `--system` runs"

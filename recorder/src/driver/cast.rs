@@ -244,6 +244,11 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         by_actor.or_else(|| self.slots.iter().position(|s| s.role.name() == target))
     }
 
+    /// The actor `target` names: itself, or a role's first actor.
+    pub fn actor_of(&self, target: &str) -> Option<String> {
+        self.slot_of(target).map(|i| self.slots[i].id.to_string())
+    }
+
     /// SIGKILLs the current life of the actor `target` names (a role: its first actor), or,
     /// between lives, the next one as soon as it runs.
     pub fn kill_target(&mut self, target: &str) {

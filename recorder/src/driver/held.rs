@@ -2,7 +2,8 @@
 //! waits (see [`crate::protocol::hold`]); the scenario's [`Trigger`] decides what the step sets off.
 //! A kill SIGKILLs the life's process group before it is answered, so it dies right after that
 //! step; a pause answers, then SIGSTOPs the process `delay` later and SIGCONTs it after `hold`,
-//! with a `fault` row; anything else is just answered.
+//! with a `fault` row; a wire fault is switched on on the actor's proxy before the answer;
+//! anything else is just answered.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,8 @@ use outbox_trace::{detail, CrashSite, FaultKind, Kind, Step};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
+use super::wire::LabWire;
+use crate::fault::spec::What;
 use crate::fault::trigger::{Reporter, Trigger};
 use crate::journal::author::{ActorId, Author};
 use crate::journal::clock::RunClock;
@@ -24,6 +27,8 @@ use crate::journal::writer::{Entry, Recorder};
 pub struct Aim {
     /// The faults and their counts.
     pub trigger: Arc<Mutex<Trigger>>,
+    /// The actors' proxies, when the scenario has wire faults.
+    pub wire: Option<Arc<LabWire>>,
 }
 
 /// One life's means to answer its held reports.
@@ -50,10 +55,10 @@ impl Held {
     /// A step of `kind` was reported and is held: carries out what it sets off and answers,
     /// unless it kills the life (then returns the crash point).
     pub async fn answer(&self, aim: Option<&Aim>, kind: Kind) -> Option<CrashSite> {
+        let actor = self.actor.to_string();
         let struck = aim.and_then(|aim| {
             let mut trigger = aim.trigger.lock().ok()?;
-            let actor = self.actor.to_string();
-            Some(trigger.on_step(
+            let struck = trigger.on_step(
                 Reporter {
                     actor: &actor,
                     role: self.actor.role.name(),
@@ -62,7 +67,18 @@ impl Held {
                     at: Duration::from_nanos(self.clock.now().max(0) as u64),
                 },
                 kind,
-            ))
+            );
+            // A wire fault is on before the step is answered.
+            if let Some(wire) = &aim.wire {
+                for &i in &struck.wire {
+                    if let Some(What::Wire { service, fault, .. }) =
+                        trigger.armed().get(i).map(|a| &a.nemesis.what)
+                    {
+                        wire.apply(&actor, service, *fault);
+                    }
+                }
+            }
+            Some(struck)
         });
         let struck = struck.unwrap_or_default();
         if let Some(point) = struck.kill {

@@ -12,6 +12,7 @@ use outbox_trace::{detail, FaultKind, Step};
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
+use super::wire::LabWire;
 use crate::actor::wire::ActorSpec;
 use crate::backend::services::{LocalService, ServiceKind};
 use crate::fault::apply::Targets;
@@ -85,6 +86,8 @@ pub struct LabTargets<'s, 'a, 'c, F: Fn(&Slot) -> ActorSpec> {
     /// The process groups of the lab's services, by spec name (`nats`, `nats-2`), as they were
     /// when the fault came due.
     pub groups: Vec<(String, i32)>,
+    /// The actors' proxies, when the scenario has wire faults.
+    pub wire: Option<&'s LabWire>,
 }
 
 impl<F: Fn(&Slot) -> ActorSpec> Targets for LabTargets<'_, '_, '_, F> {
@@ -112,9 +115,16 @@ impl<F: Fn(&Slot) -> ActorSpec> Targets for LabTargets<'_, '_, '_, F> {
         Some(*group)
     }
 
-    /// The lab's actors reach their services directly: its faults take no wire fault (its
-    /// `--fault` check refuses them), so there is nothing to switch.
-    async fn wire(&mut self, _: &str, _: &str, _: WireFault) -> Result<(), ScenarioError> {
+    /// A role's timed wire fault hits its first actor, as its kill does.
+    async fn wire(
+        &mut self,
+        target: &str,
+        service: &str,
+        fault: WireFault,
+    ) -> Result<(), ScenarioError> {
+        if let (Some(wire), Some(actor)) = (self.wire, self.cast.actor_of(target)) {
+            wire.apply(&actor, service, fault);
+        }
         Ok(())
     }
 

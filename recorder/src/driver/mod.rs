@@ -1,6 +1,7 @@
 //! Running one scenario ([`run_scenario`]): the scenario table ([`scenario`]), the actor processes
 //! kept alive ([`cast`], over [`supervisor`]), the chaos plan carried out ([`inject`]), the ground
-//! truth read back ([`observer`]); [`env`] is what a scenario shares with the whole run.
+//! truth read back ([`observer`]), the actors put behind proxies for wire faults ([`wire`]); [`env`]
+//! is what a scenario shares with the whole run.
 
 pub mod cast;
 pub mod env;
@@ -10,3 +11,4 @@ pub mod observer;
 pub mod run_scenario;
 pub mod scenario;
 pub mod supervisor;
+pub mod wire;

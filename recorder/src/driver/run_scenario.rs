@@ -19,6 +19,7 @@ use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use super::held::Aim;
 use super::scenario::Scenario;
+use super::wire::LabWire;
 use super::{inject, observer};
 use crate::actor::wire::ActorSpec;
 use crate::backend::connection::{BackendKind, Connection, Endpoints};
@@ -29,7 +30,7 @@ use crate::backend::services::ServiceKind;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::fault::apply::apply;
 use crate::fault::coverage::{why_not, Tally};
-use crate::fault::spec::Nemesis;
+use crate::fault::spec::{Nemesis, What, WireFault};
 use crate::fault::trigger::Trigger;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
@@ -100,8 +101,27 @@ async fn run_on<B: Backend>(
         .map_err(|e| drive(e.into()))?;
     faults.extend(env.faults.iter().map(ToString::to_string));
     let trigger = Trigger::new(env.faults);
+    // A wire fault puts every actor behind proxies of its own.
+    let lab_wire = if env
+        .faults
+        .iter()
+        .any(|f| matches!(f.what, What::Wire { .. }))
+    {
+        let mut actors = vec!["api".to_string(), "relay".to_string()];
+        actors.extend((1..=scenario.workers).map(|i| match scenario.workers {
+            1 => "worker".to_string(),
+            _ => format!("worker-{i}"),
+        }));
+        let wire = LabWire::start(&actors, &connection.endpoints)
+            .await
+            .map_err(|e| drive(e.into()))?;
+        Some(Arc::new(wire))
+    } else {
+        None
+    };
     let aim = (!trigger.is_empty()).then(|| Aim {
         trigger: Arc::new(Mutex::new(trigger)),
+        wire: lab_wire.clone(),
     });
     let start = RunStart {
         protocol: Some(env.protocol.name().to_string()),
@@ -137,6 +157,9 @@ async fn run_on<B: Backend>(
     let spec = |s: &Slot| {
         let mut connection = connection.clone();
         connection.member = s.id.to_string();
+        if let Some(wire) = &lab_wire {
+            connection.endpoints = wire.endpoints_for(&s.id.to_string(), &connection.endpoints);
+        }
         if s.role == Role::Api && scenario.api_broker_down {
             connection.endpoints = with_dead_broker(connection.endpoints);
         }
@@ -239,10 +262,14 @@ async fn run_on<B: Backend>(
                 cast: &mut cast,
                 stamp: &stamp,
                 groups: inject::service_groups(env).await,
+                wire: lab_wire.as_deref(),
             };
             apply(&mut targets, fault).await?;
         }
         acks_before = acks_now;
+        if let Some(wire) = &lab_wire {
+            wire.record(env, &stamp, false).await?;
+        }
         let all_alive = cast.tend(&stamp).await.map_err(drive)?;
         let progress = match control.progress().await {
             Ok(p) => p,
@@ -306,6 +333,9 @@ async fn run_on<B: Backend>(
         STOP_GRACE
     };
     cast.stop_all(grace).await.map_err(drive)?;
+    if let Some(wire) = &lab_wire {
+        wire.record(env, &stamp, true).await?;
+    }
     let elapsed_ms = started.elapsed().as_millis() as u64;
     if env.trace {
         observer::record_unreported_creates(env, &control, &stamp).await?;
@@ -353,10 +383,24 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
 /// says why one never fired), then the timed ones.
 fn tried(aim: Option<&Aim>, timed: &[Tally], ran: Duration) -> Vec<FaultTried> {
     let trigger = aim.and_then(|a| a.trigger.lock().ok().map(|t| t.armed().to_vec()));
+    let wire = aim.and_then(|a| a.wire.as_deref());
     let step = trigger.unwrap_or_default().into_iter().map(|a| {
+        let mut fired = u64::from(a.fired);
+        // A `lose` fault fired when it lost a reply, not when its step came.
+        if let (
+            Some(wire),
+            What::Wire {
+                target,
+                service,
+                fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
+            },
+        ) = (wire, &a.nemesis.what)
+        {
+            fired = fired.min(wire.acted(target, service, *fault));
+        }
         let tally = Tally {
             nemesis: a.nemesis,
-            fired: u64::from(a.fired),
+            fired,
             first: a.first,
         };
         tally.entry(|f| why_not(f, |_, _| u64::from(a.seen), ran))

@@ -179,3 +179,99 @@ fn a_fault_naming_what_the_lab_has_not_is_refused_before_anything_starts() {
         assert!(text.contains(says), "{args:?}: {text}");
     }
 }
+
+/// The lab's two lost ACKs, faked inside its actors by `lost-publish-ack` and
+/// `lost-consumer-ack`, are also lost on the wire by the recorder's proxy between the actor and
+/// NATS, with the same verdicts and the same figures, on the reference and without dedup.
+#[test]
+fn the_labs_lost_acks_on_the_wire_give_the_verdicts_of_its_failpoints() {
+    for protocol in ["reference", "no-dedup"] {
+        for (lab_scenario, wire_fault) in [
+            (
+                "lost-publish-ack",
+                "lose puback relay nats after publish_attempt",
+            ),
+            (
+                "lost-consumer-ack",
+                "drop requests worker nats after effect_committed for 3s",
+            ),
+        ] {
+            let (inside, on_wire) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            record_ok(
+                inside.path(),
+                &["--protocol", protocol, "--scenario", lab_scenario],
+            );
+            let events = record_ok(
+                on_wire.path(),
+                &[
+                    "--protocol",
+                    protocol,
+                    "--scenario",
+                    "place-order",
+                    "--fault",
+                    wire_fault,
+                ],
+            );
+            let (a, b) = (failed(inside.path()), failed(on_wire.path()));
+            assert_eq!(a, b, "{protocol} {wire_fault}: the same invariants fail");
+            assert_eq!(
+                protocol == "no-dedup",
+                b.contains(&"single-effect"),
+                "{protocol} {wire_fault}: {b:?}"
+            );
+            // The wire's fault row names the fault, the actor and the service.
+            let rows: Vec<_> = events
+                .iter()
+                .filter(|e| e.kind == Kind::Fault)
+                .map(|e| {
+                    let f = fault(e);
+                    (f.fault.to_string(), f.target, f.service)
+                })
+                .collect();
+            let kind = if wire_fault.starts_with("lose") {
+                "lose-puback"
+            } else {
+                "drop-requests"
+            };
+            assert!(
+                matches!(&rows[..], [(k, Some(_), Some(s))] if k == kind && s == "nats"),
+                "{rows:?}"
+            );
+            let copies = |e: &[Event], k: Kind| e.iter().filter(|x| x.kind == k).count();
+            let inside_events = outbox_trace::read_trace(&trace_path(inside.path()))
+                .unwrap()
+                .events;
+            for k in [
+                Kind::PublishAttempt,
+                Kind::DuplicateSuppressed,
+                Kind::Redelivered,
+            ] {
+                assert_eq!(
+                    copies(&inside_events, k),
+                    copies(&events, k),
+                    "{protocol} {wire_fault}: {k}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wire_fault_the_lab_cannot_carry_out_is_refused_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (fault, says) in [
+        (
+            "lose commit-reply worker etcd after delivered",
+            "no PostgreSQL",
+        ),
+        (
+            "lose puback relay etcd after publish_attempt",
+            "its service is `nats`",
+        ),
+    ] {
+        let output = record(dir.path(), &["--scenario", "place-order", "--fault", fault]);
+        assert_eq!(output.status.code(), Some(2), "{fault}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}

@@ -12,6 +12,9 @@
 //!   enough for a broker to hand its message to another instance (`unless alone`).
 //! - **Services.** For each service, one pair in sixteen restarts it, or pauses it for 1 to 3 s,
 //!   right after that step of that role.
+//! - **The wire.** For each service, one pair in eight drops the replies, or the requests, between
+//!   the reporting process and that service for 2 to 6 s from that step on (its own dice, so a
+//!   seed's kills, pauses and service faults are the same with or without it).
 //!
 //! What was armed, with each fault's fired count, is `run_end.detail.chaos.armed`.
 
@@ -22,7 +25,7 @@ use outbox_trace::Kind;
 use serde::Serialize;
 
 use crate::fault::dice::Dice;
-use crate::fault::spec::{Nemesis, What, When};
+use crate::fault::spec::{Nemesis, What, When, WireFault};
 use crate::fault::trigger::Trigger;
 
 /// One pair in this many is left without a kill.
@@ -35,6 +38,10 @@ const SERVICE_ONE_IN: u64 = 16;
 const PAUSE_HOLD_MS: (u64, u64) = (3000, 5000);
 /// How long a chaos pause of a service holds, in ms.
 const SERVICE_HOLD_MS: (u64, u64) = (1000, 3000);
+/// One pair in this many loses bytes on the wire to each service.
+const WIRE_ONE_IN: u64 = 8;
+/// How long a chaos wire fault holds, in ms.
+const WIRE_HOLD_MS: (u64, u64) = (2000, 6000);
 
 /// What a team's system offers a chaos draw before it runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,7 +77,8 @@ impl SystemChaos {
             seed,
             rules: "each (role, kind) armed when first reported: a kill 7 in 8, a pause of every \
                     instance into the gap after it 1 in 2 (roles of several instances), each \
-                    service restarted or paused after it 1 in 16",
+                    service restarted or paused after it 1 in 16, the replies or the requests \
+                    between the process and each service dropped for 2-6 s after it 1 in 8",
             tasks,
             layout: layout.clone(),
             armed: Vec::new(),
@@ -148,6 +156,32 @@ impl SystemChaos {
                 }
             };
             faults.push(Nemesis { what, when });
+        }
+        let mut wire = self.dice(role, kind, "wire");
+        for service in &self.layout.services {
+            if wire.below(WIRE_ONE_IN) != 0 {
+                continue;
+            }
+            let nth = self.nth(&mut wire, 1);
+            let hold = between(&mut wire, WIRE_HOLD_MS);
+            let fault = if wire.below(2) == 0 {
+                WireFault::DropReplies { hold }
+            } else {
+                WireFault::DropRequests { hold }
+            };
+            faults.push(Nemesis {
+                what: What::Wire {
+                    target: role.to_string(),
+                    service: service.clone(),
+                    fault,
+                },
+                when: When::After {
+                    kind,
+                    nth,
+                    delay: Duration::ZERO,
+                    by: None,
+                },
+            });
         }
         self.arm(trigger, role, kind, faults);
     }
@@ -357,5 +391,35 @@ mod tests {
         );
         c.first_report(&mut t, "worker", Kind::Acked);
         assert!(c.indexes().count() >= 1);
+    }
+
+    #[test]
+    fn the_wire_is_drawn_on_its_own_dice_for_the_role_that_reported() {
+        let mut drawn = 0;
+        for seed in 1..=40 {
+            let mut t = Trigger::default();
+            let mut chaos = SystemChaos::draw(seed, 40, &layout(&[]));
+            chaos.first_report(&mut t, "worker", Kind::Delivered);
+            for spec in specs(&t).iter().filter(|s| s.starts_with("drop")) {
+                drawn += 1;
+                assert!(
+                    spec.starts_with("drop replies worker redis after delivered")
+                        || spec.starts_with("drop requests worker redis after delivered"),
+                    "{spec}"
+                );
+            }
+            // The kills and the service faults are those of the same seed without the wire.
+            let others: Vec<String> = specs(&t)
+                .into_iter()
+                .filter(|s| !s.starts_with("drop"))
+                .collect();
+            let mut dice = chaos.dice("worker", Kind::Delivered, "first");
+            let spared = dice.below(SPARE_ONE_IN) == 0;
+            assert_eq!(others.iter().any(|s| s.starts_with("kill")), !spared);
+        }
+        assert!(
+            (2..=12).contains(&drawn),
+            "about one seed in eight: {drawn}"
+        );
     }
 }

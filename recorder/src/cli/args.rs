@@ -86,6 +86,9 @@ pub struct ExploreArgs {
     /// Also write the verdicts as JUnit XML (a suite per schedule, a case per invariant).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Stop at the first schedule found invalid: the schedules running finish, no other starts.
+    #[arg(long)]
+    pub fail_fast: bool,
     /// No progress lines.
     #[arg(long, short)]
     pub quiet: bool,

@@ -97,6 +97,8 @@ pub struct ExploreConfig {
     pub only: Vec<String>,
     /// `--depth 2`: the seed and budget of the pairs.
     pub pairs: Option<(u64, Duration)>,
+    /// Stop at the first invalid schedule.
+    pub fail_fast: bool,
 }
 
 impl ExploreConfig {
@@ -133,6 +135,7 @@ impl ExploreConfig {
             junit: args.junit.clone(),
             only: args.only.clone(),
             pairs: (args.depth == 2).then_some((args.seed, args.budget)),
+            fail_fast: args.fail_fast,
         })
     }
 }

@@ -30,7 +30,7 @@ use join::join_segments;
 use place::failed;
 
 pub use join::salvage;
-pub use place::{parts_dir, Target};
+pub use place::{parts_dir, segment_path, Target};
 
 /// How often a segment is closed while events flow.
 const SEGMENT_INTERVAL: Duration = Duration::from_secs(1);
@@ -130,6 +130,9 @@ enum Message {
     Step(Box<Entry>),
     /// Answer once everything queued before has been taken in (and tallied).
     Sync(tokio::sync::oneshot::Sender<()>),
+    /// Answer once everything queued before is on disk in closed segments, with the number of
+    /// the last one.
+    Seal(tokio::sync::oneshot::Sender<u32>),
 }
 
 impl Recorder {
@@ -142,6 +145,14 @@ impl Recorder {
     pub async fn sync(&self) -> anyhow::Result<()> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.send(Message::Sync(tx)).await?;
+        rx.await.map_err(|_| stopped())
+    }
+
+    /// Waits until every event queued so far is in a closed segment of `parts_dir(out)`
+    /// (`seg-NNNNNN.parquet`, readable as a trace of its own); returns the last segment's number.
+    pub async fn seal(&self) -> anyhow::Result<u32> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Message::Seal(tx)).await?;
         rx.await.map_err(|_| stopped())
     }
 
@@ -241,6 +252,11 @@ impl Writer {
                 Ok(Some(Message::Sync(done))) => {
                     let _ = done.send(());
                 }
+                Ok(Some(Message::Seal(done))) => {
+                    self.flush()?;
+                    last_flush = Instant::now();
+                    let _ = done.send(self.segment);
+                }
                 Ok(None) => break,
                 Err(_) => {}
             }
@@ -293,7 +309,7 @@ impl Writer {
             return Ok(());
         }
         self.segment += 1;
-        let path = self.parts.join(format!("seg-{:06}.parquet", self.segment));
+        let path = segment_path(&self.parts, self.segment);
         let tmp = path.with_extension("tmp");
         let (file, watch) = output::WatchedFile::create(&tmp)
             .with_context(|| format!("writing {}", path.display()))?;

@@ -8,18 +8,20 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use outbox_trace::detail::{self, FaultTried, RoleShape};
 
 use super::recording::{Opened, Run, Subject};
+use super::searched::verdict_of;
 use crate::cli::exit::Failure;
 use crate::fault::coverage::Origin;
 use crate::fault::dice::Dice;
 use crate::fault::schedules::{singles, slug, Space};
 use crate::fault::spec::{Nemesis, WireFault};
+use crate::journal::writer::{parts_dir, segment_path};
 use crate::system::config::SystemConfig;
 use crate::system::proxy::wire::Wire;
 use crate::system::scenario::{run_scenario, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
@@ -38,6 +40,8 @@ pub struct Tried {
     pub fault: FaultTried,
     /// The run of it became quiet.
     pub recovered: bool,
+    /// Judged invalid as it ended (`--fail-fast` only; the findings judge the whole trace).
+    pub invalid: bool,
 }
 
 /// The search, for one recording.
@@ -57,6 +61,13 @@ pub struct Explore<'c> {
     pub only: Vec<String>,
     /// `--depth 2`: pairs of faults drawn from this seed after the singles, for this long.
     pub pairs: Option<(u64, Duration)>,
+    /// `--fail-fast`: each schedule is judged as it ends, and the first invalid one stops the
+    /// search (the schedules running finish; no other starts).
+    pub fail_fast: bool,
+    /// The schedule that stopped the search.
+    pub stopped_at: Option<String>,
+    /// How many schedules it left unrun.
+    pub not_run: usize,
 }
 
 impl<'c> Explore<'c> {
@@ -78,6 +89,9 @@ impl<'c> Explore<'c> {
             tried: Vec::new(),
             only: Vec::new(),
             pairs: None,
+            fail_fast: false,
+            stopped_at: None,
+            not_run: 0,
         }
     }
 
@@ -134,9 +148,17 @@ impl<'c> Explore<'c> {
     ) -> Result<Tried, Failure> {
         let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
         let env = self.env(run, &restarts_left);
+        let from = match self.fail_fast {
+            true => Some(run.recorder.seal().await.map_err(Failure::run)?),
+            false => None,
+        };
         let outcome = run_scenario(&env, &name, &faults, Origin::Searched)
             .await
             .map_err(Failure::from)?;
+        let invalid = match from {
+            Some(from) => self.judged_invalid(run, from, &name).await?,
+            None => false,
+        };
         let counts: Vec<FaultTried> = faults
             .iter()
             .map(|f| {
@@ -170,7 +192,40 @@ impl<'c> Explore<'c> {
                 ..least
             },
             recovered: outcome.recovered,
+            invalid,
         })
+    }
+
+    /// Whether scenario `name` is invalid, judged by the analyzer on its own rows: those of the
+    /// segments written since segment `from` (every row of a scenario that began after it),
+    /// gathered into a file of their own in the run's working directory (never among the
+    /// segments, which are the trace) for as long as the judging takes.
+    async fn judged_invalid(&self, run: &Run<'_>, from: u32, name: &str) -> Result<bool, Failure> {
+        let to = run.recorder.seal().await.map_err(Failure::run)?;
+        let parts = parts_dir(&self.config.out);
+        let judging = run.workdir.join(format!("judging-{name}.parquet"));
+        let gathered = (|| -> Result<(), outbox_trace::TraceError> {
+            let mut rows = Vec::new();
+            for n in from + 1..=to {
+                let segment = segment_path(&parts, n);
+                if segment.exists() {
+                    let trace = outbox_trace::read_trace(&segment)?;
+                    rows.extend(trace.events.into_iter().filter(|e| e.scenario == name));
+                }
+            }
+            let mut writer = outbox_trace::TraceWriter::create(&judging, None)?;
+            writer.write(&rows)?;
+            writer.finish()?;
+            Ok(())
+        })();
+        let judged = gathered.map_err(|e| e.to_string()).and_then(|()| {
+            outbox_analyzer::check::check_paths(std::slice::from_ref(&judging))
+                .map_err(|e| e.to_string())
+        });
+        let _ = std::fs::remove_file(&judging);
+        let report =
+            judged.map_err(|e| Failure::run(anyhow::anyhow!("judging {name} as it ended: {e}")))?;
+        Ok(verdict_of(&report, name) == Some(outbox_analyzer::check::RunVerdict::Invalid))
     }
 
     fn env<'a>(&'a self, run: &'a Run<'_>, restarts_left: &'a AtomicU32) -> SystemEnv<'a> {
@@ -200,13 +255,31 @@ impl<'c> Explore<'c> {
         let this = &*self;
         let mut done = 0;
         let mut tried = Vec::with_capacity(total);
+        let stop = AtomicBool::new(false);
+        let stop = &stop;
         let mut runs = futures::stream::iter(schedules.into_iter().enumerate().map(|(i, f)| {
             let name = slug(&f);
-            async move { (i, f.clone(), this.one(run, name, vec![f]).await) }
+            async move {
+                if stop.load(Ordering::SeqCst) {
+                    return (i, f, None);
+                }
+                let result = this.one(run, name, vec![f.clone()]).await;
+                (i, f, Some(result))
+            }
         }))
         .buffer_unordered(self.jobs);
+        let mut stopped_at = None;
+        let mut not_run = 0;
         while let Some((i, fault, result)) = runs.next().await {
+            let Some(result) = result else {
+                not_run += 1;
+                continue;
+            };
             let result = result?;
+            if result.invalid && stopped_at.is_none() {
+                stop.store(true, Ordering::SeqCst);
+                stopped_at = Some(result.scenario.clone());
+            }
             done += 1;
             if self.config.progress {
                 eprintln!(
@@ -220,17 +293,20 @@ impl<'c> Explore<'c> {
             }
         }
         drop(runs);
+        self.stopped_at = stopped_at;
+        self.not_run = not_run;
         tried.sort_by_key(|(i, _, _)| *i);
         let mut all_recovered = true;
         for (_, fault, mut result) in tried {
-            if result.fault.fired == 0 && !run.shutdown.is_cancelled() {
+            let retry = self.stopped_at.is_none() && !run.shutdown.is_cancelled();
+            if result.fault.fired == 0 && retry {
                 let again = format!("{}-again", slug(&fault));
                 result = self.one(run, again, vec![fault]).await?;
             }
             all_recovered &= result.recovered;
             self.tried.push(result);
         }
-        if let Some((seed, budget)) = self.pairs {
+        if let (Some((seed, budget)), None) = (self.pairs, &self.stopped_at) {
             all_recovered &= self.pairs(run, seed, budget).await?;
         }
         Ok(all_recovered)
@@ -263,7 +339,12 @@ impl<'c> Explore<'c> {
                 eprintln!("[pair {n}] {}: fired {}", tried.spec, tried.fault.fired);
             }
             all_recovered &= tried.recovered;
+            let invalid = tried.invalid;
             self.tried.push(tried);
+            if invalid {
+                self.stopped_at = self.tried.last().map(|t| t.scenario.clone());
+                break;
+            }
         }
         Ok(all_recovered)
     }

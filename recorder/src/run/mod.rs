@@ -73,9 +73,16 @@ pub async fn explore(
         explore::Explore::new(system, config.jobs, config.pause_for, config.shape_only);
     search.only.clone_from(&config.only);
     search.pairs = config.pairs;
+    search.fail_fast = config.fail_fast;
     let outcome = record(output, &mut search, shutdown).await?;
     if config.shape_only {
         print!("{}", searched::shape_text(&search.shape));
+    }
+    if let Some(first) = &search.stopped_at {
+        eprintln!(
+            "recorder: explore: stopped at the first invalid schedule ({first}); {} schedule(s) not run (--fail-fast)",
+            search.not_run
+        );
     }
     let report = outbox_analyzer::check::check_paths(std::slice::from_ref(&system.out))
         .map_err(|e| Failure::run(anyhow::anyhow!("judging {}: {e}", system.out.display())))?;

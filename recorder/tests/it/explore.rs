@@ -161,3 +161,51 @@ fn a_lost_publish_reply_on_the_wire_finds_a_worker_that_dedups_on_the_entry_id()
         "{stdout}"
     );
 }
+
+#[test]
+fn fail_fast_stops_at_the_first_invalid_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("search.json");
+    let output = explore(
+        dir.path(),
+        &[
+            "--tasks",
+            "6",
+            "--env",
+            "BUG=no-dedup",
+            "--only",
+            "kill worker",
+            "--jobs",
+            "1",
+            "--fail-fast",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", output_text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .contains("stopped at the first invalid schedule (kill-worker-after-effect_committed)"),
+        "{stderr}"
+    );
+    let search: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let schedules = search["schedules"].as_array().unwrap();
+    let verdicts: Vec<&str> = schedules
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    // One at a time, in the order enumerated: everything before the first invalid one ran and
+    // was valid, nothing after it ran.
+    assert_eq!(verdicts.last(), Some(&"invalid"), "{search}");
+    assert!(
+        verdicts[..verdicts.len() - 1].iter().all(|v| *v == "valid"),
+        "{search}"
+    );
+    assert!(
+        schedules.last().unwrap()["fault"] == "kill worker after effect_committed",
+        "{search}"
+    );
+    assert!(!stderr.contains(" 0 schedule(s) not run"), "{stderr}");
+}

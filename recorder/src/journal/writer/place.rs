@@ -19,6 +19,11 @@ pub fn parts_dir(out: &Path) -> PathBuf {
     output::sibling(out, ".parts")
 }
 
+/// The `n`-th segment in `parts`.
+pub fn segment_path(parts: &Path, n: u32) -> PathBuf {
+    parts.join(format!("seg-{n:06}.parquet"))
+}
+
 /// The error for a failed write of `path`: a full disk is named, with where the rows are kept.
 pub(super) fn failed(e: anyhow::Error, path: &Path, kept: &Path) -> OutputError {
     if output::is_no_space(&e) {

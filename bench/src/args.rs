@@ -26,7 +26,7 @@ pub struct BenchArgs {
     /// Where the traces, the log and results.json go.
     #[arg(long, default_value = "bench")]
     pub out: PathBuf,
-    /// The examples of the `system` part (repeatable; default: all).
+    /// The examples of the `system` and `explore` parts (repeatable; default: all).
     #[arg(long = "example", value_name = "EXAMPLE",
           value_parser = clap::builder::PossibleValuesParser::new(["otel-python", "node-postgres"]))]
     pub examples: Vec<String>,
@@ -149,19 +149,22 @@ pub enum BenchPart {
     Detection,
     /// The example service under `--system --chaos`: reference valid, bugs caught.
     System,
+    /// `recorder explore` on the example services: schedules, time, which found each bug.
+    Explore,
     /// Spans per second from the OTLP receiver's socket into a trace.
     Intake,
 }
 
 impl BenchPart {
     /// Every part, in the order they run.
-    pub const ALL: [BenchPart; 7] = [
+    pub const ALL: [BenchPart; 8] = [
         BenchPart::Pipeline,
         BenchPart::Overhead,
         BenchPart::Memory,
         BenchPart::Chaos,
         BenchPart::Detection,
         BenchPart::System,
+        BenchPart::Explore,
         BenchPart::Intake,
     ];
 
@@ -174,6 +177,7 @@ impl BenchPart {
             BenchPart::Chaos => "chaos",
             BenchPart::Detection => "detection",
             BenchPart::System => "system",
+            BenchPart::Explore => "explore",
             BenchPart::Intake => "intake",
         }
     }

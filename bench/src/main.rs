@@ -14,6 +14,8 @@
 //! - `system`: the example services (`examples/otel-python`, `examples/node-postgres`) under
 //!   `recorder run --system --chaos`, reference and planted bugs, seed by seed, and their
 //!   throughput beside the built-in protocol's ([`system`]).
+//! - `explore`: `recorder explore` on each example service, reference and planted bugs: the
+//!   schedules, the time, and which schedules found each bug ([`explore`]).
 //! - `intake`: spans per second from the OTLP receiver's socket into a Parquet trace
 //!   ([`intake`]).
 //!
@@ -27,6 +29,7 @@ mod args;
 mod campaign;
 mod child;
 mod detection;
+mod explore;
 mod intake;
 mod raw;
 mod recording;
@@ -160,6 +163,7 @@ async fn measure(
             BenchPart::Chaos => bench.chaos(args, results.get(part.name()))?,
             BenchPart::Detection => bench.detection(args, results.get(part.name()))?,
             BenchPart::System => bench.system(args, results.get(part.name()), &endpoints)?,
+            BenchPart::Explore => bench.explore(args)?,
             BenchPart::Intake => intake::measure(&args.out).await?,
         };
         println!("{}", markdown(part, &value));
@@ -272,14 +276,7 @@ impl Bench {
     ) -> anyhow::Result<Value> {
         std::fs::create_dir_all(self.out.join("system"))?;
         let root = args.root()?;
-        let examples: Vec<system::Example> = if args.examples.is_empty() {
-            system::EXAMPLES.to_vec()
-        } else {
-            args.examples
-                .iter()
-                .filter_map(|label| system::example(label))
-                .collect()
-        };
+        let examples = self.examples(args);
         let jobs = system::jobs(&root, &examples, args.seeds);
         let fresh = runs::run_all(self, "system", &jobs, args.jobs)?;
         let mut rows = Vec::new();
@@ -313,6 +310,50 @@ impl Bench {
         }
         let throughput = system::throughput_table(previous, rows);
         Ok(system::tables(&runs::merge(previous, fresh), &throughput))
+    }
+
+    /// `recorder explore` on each example, once per build.
+    fn explore(&self, args: &BenchArgs) -> anyhow::Result<Value> {
+        std::fs::create_dir_all(self.out.join("explore"))?;
+        let root = args.root()?;
+        let mut rows = Vec::new();
+        for example in self.examples(args) {
+            for (build, flags) in explore::builds(&example) {
+                eprintln!("bench: explore {} {build}", example.label);
+                let name = format!("explore/{}-{build}", example.label);
+                let trace = self.out.join(format!("{name}.parquet"));
+                let json = self.out.join(format!("{name}.json"));
+                let all = explore::args(&root, &example, &flags, &trace, &json);
+                let finished = child::run(&self.recorder, &all, &self.log)?;
+                anyhow::ensure!(
+                    matches!(finished.code, Some(0 | 1 | 3)),
+                    "recorder {} failed ({:?}); see {}",
+                    all.join(" "),
+                    finished.code,
+                    self.log.display()
+                );
+                let search: Value = serde_json::from_slice(&std::fs::read(&json)?)?;
+                rows.push(explore::row(
+                    &example,
+                    build,
+                    &search,
+                    finished.wall.as_secs_f64(),
+                ));
+            }
+        }
+        Ok(explore::table(rows))
+    }
+
+    /// The examples `--example` names (all without it).
+    fn examples(&self, args: &BenchArgs) -> Vec<system::Example> {
+        if args.examples.is_empty() {
+            system::EXAMPLES.to_vec()
+        } else {
+            args.examples
+                .iter()
+                .filter_map(|label| system::example(label))
+                .collect()
+        }
     }
 
     /// The detection runs, merged with the outcomes `previous` holds.

@@ -35,6 +35,8 @@ pub struct Example {
     pub calm: Option<&'static str>,
     /// Worker instances the file runs (the built-in protocol gets as many for the comparison).
     pub workers: u32,
+    /// The planted bugs `recorder explore` is asked to find (the `explore` part).
+    pub explore_builds: &'static [&'static str],
 }
 
 /// The examples, in the tables' order.
@@ -47,6 +49,13 @@ pub const EXAMPLES: [Example; 2] = [
         chaos_window: "2s",
         calm: None,
         workers: 2,
+        explore_builds: &[
+            "no-dedup",
+            "dedup-outside-tx",
+            "dedup-on-entry-id",
+            "mark-first",
+            "mark-on-timeout",
+        ],
     },
     Example {
         label: "node-postgres",
@@ -61,6 +70,12 @@ pub const EXAMPLES: [Example; 2] = [
         chaos_window: "10s",
         calm: Some("calm"),
         workers: 3,
+        explore_builds: &[
+            "mark-before-ack",
+            "ack-before-commit",
+            "racy-dedup",
+            "mark-on-timeout",
+        ],
     },
 ];
 

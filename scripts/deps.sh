@@ -11,6 +11,7 @@
 #          duckdb, datafusion and pyspark with a Java runtime (openjdk-17-jre-headless): the engines
 #          `analyzer sql` is checked on, xmllint (libxml2-utils: the JUnit XML of `analyzer check
 #          --junit` checked against the schema CI reporters read)
+#   the book: mdbook (cargo install, without its server: `mdbook build docs`)
 #   examples/node-postgres: PostgreSQL's server (Debian's postgresql), Node.js and npm, and the
 #          example's npm packages (npm ci, from its package-lock.json)
 set -euo pipefail
@@ -67,6 +68,12 @@ fi
 if ! command -v cargo-nextest >/dev/null && ! cargo nextest --version >/dev/null 2>&1; then
   echo "deps: installing cargo-nextest" >&2
   cargo install --locked cargo-nextest
+fi
+
+# The book (docs/): mdbook's binary, without its server and file watcher.
+if ! command -v mdbook >/dev/null && [ ! -x "$HOME/.cargo/bin/mdbook" ]; then
+  echo "deps: installing mdbook" >&2
+  cargo install --locked --no-default-features --features search mdbook
 fi
 
 node_example="$(dirname "$0")/../examples/node-postgres"

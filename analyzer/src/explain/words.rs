@@ -460,8 +460,8 @@ fn commit_word(kind: Kind) -> &'static str {
     }
 }
 
-/// Where the README says which spans to emit, with which attributes.
-pub const SPANS_TABLE: &str = "README.md, \"Which spans to emit\"";
+/// Where the book says which spans to emit, with which attributes.
+pub const SPANS_TABLE: &str = "docs/src/own-service.md, \"Which spans to emit\"";
 
 /// What the trace lacks, for the unknown verdicts that lack columns or kinds: one line each,
 /// naming the attribute that adds it (empty when nothing is lacking).

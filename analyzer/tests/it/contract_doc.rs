@@ -1,16 +1,28 @@
-//! The README's table of kinds is the contract crate's kind table: generated from
-//! `outbox_trace::Kind` and held to it here. On a mismatch the test prints the table to paste.
-//! The `detail` keys the checks read are named in the README too (each by `detail_key!`, so a
-//! renamed field breaks the build, then this test).
+//! The book's table of kinds (`docs/src/trace-format.md`) is the contract crate's kind table:
+//! generated from `outbox_trace::Kind` and held to it here. On a mismatch the test prints the
+//! table to paste. The `detail` keys the checks read are named in the book too (each by
+//! `detail_key!`, so a renamed field breaks the build, then this test).
 
 use outbox_trace::{detail_key, Kind};
 
+/// Every chapter of the book, one after another.
 fn readme() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    std::fs::read_to_string(path).expect("README.md")
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("docs/src")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("a chapter"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-/// The table of kinds and their required fields, as the README holds it.
+/// The table of kinds and their required fields, as the book holds it.
 fn kinds_table() -> String {
     let mut t = String::from("| kind | required fields |\n|---|---|\n");
     for kind in Kind::ALL {
@@ -30,7 +42,7 @@ fn kinds_table() -> String {
 }
 
 #[test]
-fn the_readme_table_of_kinds_is_the_code_s() {
+fn the_books_table_of_kinds_is_the_code_s() {
     let readme = readme();
     let start = "<!-- kinds: generated from outbox_trace::Kind; analyzer/tests/it/contract_doc.rs checks it -->\n";
     let from = readme.find(start).expect("the kinds marker") + start.len();
@@ -42,12 +54,12 @@ fn the_readme_table_of_kinds_is_the_code_s() {
     assert_eq!(
         &readme[from..to],
         want,
-        "README.md's table of kinds differs from the code; paste:\n{want}"
+        "docs/src/trace-format.md's table of kinds differs from the code; paste:\n{want}"
     );
 }
 
 #[test]
-fn the_readme_names_every_detail_key_the_checks_read() {
+fn the_book_names_every_detail_key_the_checks_read() {
     let readme = readme();
     let keys = [
         detail_key!(RunStart.counter_start),
@@ -70,7 +82,7 @@ fn the_readme_names_every_detail_key_the_checks_read() {
     for key in keys {
         assert!(
             readme.contains(&format!("`{key}`")),
-            "README.md does not name the detail key `{key}`"
+            "the book (docs/src) does not name the detail key `{key}`"
         );
     }
 }

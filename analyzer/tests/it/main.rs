@@ -4,6 +4,7 @@
 mod common;
 mod variants;
 
+mod book;
 mod cli;
 mod cli_draw;
 mod compare;

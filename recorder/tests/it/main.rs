@@ -3,6 +3,7 @@
 //! trace back through the contract crate and the analyzer.
 
 mod chaos;
+mod ci_recipe;
 mod common;
 mod conformance;
 mod coverage;

@@ -1,0 +1,129 @@
+//! The book in `docs/` builds with `mdbook` (the binary `scripts/deps.sh` installs), and every
+//! link inside it resolves: each relative `href` of the built pages names a file of the book, and
+//! each `#anchor` an `id` on that page. The README's and CONTRIBUTING's relative links name files
+//! of the repository. A missing `mdbook` fails the test with one line saying how to install it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `mdbook` on the PATH, else where `cargo install` puts it.
+fn mdbook() -> PathBuf {
+    let installed = std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".cargo/bin/mdbook"))
+        .filter(|p| p.exists());
+    let on_path = Command::new("mdbook")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    match (on_path, installed) {
+        (true, _) => PathBuf::from("mdbook"),
+        (false, Some(path)) => path,
+        (false, None) => panic!(
+            "`mdbook` is not installed: the book test needs it (scripts/deps.sh installs it with \
+             `cargo install mdbook`)"
+        ),
+    }
+}
+
+/// The values of `attribute="..."` in `html`.
+fn values<'a>(html: &'a str, attribute: &str) -> Vec<&'a str> {
+    let open = format!("{attribute}=\"");
+    html.match_indices(&open)
+        .filter_map(|(at, _)| {
+            let from = at + open.len();
+            html[from..].find('"').map(|len| &html[from..from + len])
+        })
+        .collect()
+}
+
+/// Every link that leaves the page for another place of the same site (not a URL with a
+/// scheme, not a bare `#` of a script).
+fn internal(href: &str) -> bool {
+    !(href.is_empty()
+        || href == "#"
+        || href.contains("://")
+        || href.starts_with("mailto:")
+        || href.starts_with("javascript:"))
+}
+
+#[test]
+fn the_book_builds_and_every_link_in_it_resolves() {
+    let out = tempfile::tempdir().unwrap();
+    let built = Command::new(mdbook())
+        .arg("build")
+        .arg(root().join("docs"))
+        .arg("--dest-dir")
+        .arg(out.path())
+        .output()
+        .expect("mdbook runs");
+    assert!(
+        built.status.success(),
+        "mdbook build docs failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let pages: Vec<PathBuf> = std::fs::read_dir(out.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "html"))
+        .collect();
+    assert!(pages.len() >= 10, "{pages:?}");
+    let ids: BTreeMap<PathBuf, BTreeSet<String>> = pages
+        .iter()
+        .map(|p| {
+            let html = std::fs::read_to_string(p).unwrap();
+            let ids = values(&html, "id").into_iter().map(String::from).collect();
+            (p.clone(), ids)
+        })
+        .collect();
+    let mut broken = Vec::new();
+    for page in &pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        for href in values(&html, "href").into_iter().filter(|h| internal(h)) {
+            let (file, anchor) = href.split_once('#').unwrap_or((href, ""));
+            let target = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let name = page.file_name().unwrap().to_string_lossy();
+            if !target.exists() {
+                broken.push(format!("{name}: {href} (no such file)"));
+            } else if !anchor.is_empty() {
+                let known = ids.get(&target).is_some_and(|ids| ids.contains(anchor));
+                if !known {
+                    broken.push(format!("{name}: {href} (no such anchor)"));
+                }
+            }
+        }
+    }
+    broken.sort();
+    broken.dedup();
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_readme_and_contributing_link_to_files_that_exist() {
+    let mut broken = Vec::new();
+    for doc in ["README.md", "CONTRIBUTING.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let link = &rest[..end];
+            if !internal(link) || link.starts_with('#') {
+                continue;
+            }
+            let file = link.split_once('#').map_or(link, |(f, _)| f);
+            if !root().join(file).exists() {
+                broken.push(format!("{doc}: {link}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}

@@ -1,7 +1,9 @@
 //! The book in `docs/` builds with `mdbook` (the binary `scripts/deps.sh` installs), and every
 //! link inside it resolves: each relative `href` of the built pages names a file of the book, and
 //! each `#anchor` an `id` on that page. The README's and CONTRIBUTING's relative links name files
-//! of the repository. A missing `mdbook` fails the test with one line saying how to install it.
+//! of the repository. Every line of a fenced block marked `sh,runnable` is run from the
+//! repository's root against the built binaries, and exits as its comment says (`(exit N)`, else
+//! 0). A missing `mdbook` fails the test with one line saying how to install it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -172,4 +174,61 @@ fn the_readme_and_contributing_link_to_files_that_exist() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The lines of every `sh,runnable` block of the book: (chapter, line).
+fn runnable() -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    let dir = root().join("docs/src");
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    chapters.sort();
+    for chapter in chapters {
+        let name = chapter.file_name().unwrap().to_string_lossy().to_string();
+        let mut inside = false;
+        for line in std::fs::read_to_string(&chapter).unwrap().lines() {
+            if line.starts_with("```") {
+                inside = line.trim() == "```sh,runnable";
+                continue;
+            }
+            if inside && !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+                lines.push((name.clone(), line.to_string()));
+            }
+        }
+    }
+    lines
+}
+
+#[test]
+fn every_runnable_command_of_the_book_exits_as_it_says() {
+    let lines = runnable();
+    assert!(lines.len() >= 4, "{lines:?}");
+    let bin = assert_cmd::cargo::cargo_bin("analyzer");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (chapter, line) in lines {
+        let want = line
+            .split_once("(exit ")
+            .and_then(|(_, rest)| rest.split(')').next()?.parse::<i32>().ok())
+            .unwrap_or(0);
+        let output = Command::new("bash")
+            .args(["-c", &line])
+            .current_dir(root())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(want),
+            "{chapter}: {line}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

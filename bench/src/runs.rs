@@ -92,6 +92,8 @@ impl Outcome {
 pub fn run_all(bench: &Bench, part: &str, list: &[Job], jobs: u32) -> anyhow::Result<Vec<Outcome>> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let invalid = AtomicUsize::new(0);
+    let started = std::time::Instant::now();
     let results: Mutex<Vec<Option<anyhow::Result<Outcome>>>> =
         Mutex::new(list.iter().map(|_| None).collect());
     std::thread::scope(|scope| {
@@ -101,9 +103,25 @@ pub fn run_all(bench: &Bench, part: &str, list: &[Job], jobs: u32) -> anyhow::Re
                 let Some(job) = list.get(i) else { break };
                 let outcome = one(bench, job).or_else(|_| one(bench, job));
                 let failed = outcome.is_err();
+                let found = outcome.as_ref().is_ok_and(|o| o.verdict == "invalid");
+                let found =
+                    invalid.fetch_add(usize::from(found), Ordering::Relaxed) + usize::from(found);
                 results.lock().expect("results lock")[i] = Some(outcome);
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                eprintln!("bench: {part} {n}/{} {}", list.len(), job.name);
+                let left = started
+                    .elapsed()
+                    .mul_f64((list.len() - n) as f64 / n as f64)
+                    .as_secs();
+                // A progress line on a terminal; a log (not a terminal) gets none.
+                if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                    eprintln!(
+                        "bench: {part} {n}/{} {} · {found} invalid so far · about {}m {}s left",
+                        list.len(),
+                        job.name,
+                        left / 60,
+                        left % 60
+                    );
+                }
                 if failed {
                     // Let the other threads finish what they hold; take no new job.
                     next.store(list.len(), Ordering::Relaxed);

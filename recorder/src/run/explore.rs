@@ -19,12 +19,14 @@ use super::searched::verdict_of;
 use crate::cli::exit::Failure;
 use crate::fault::coverage::Origin;
 use crate::fault::dice::Dice;
+use crate::fault::duration::show_duration;
 use crate::fault::schedules::{singles, slug, Space};
 use crate::fault::spec::{Nemesis, WireFault};
 use crate::journal::writer::{parts_dir, segment_path};
 use crate::system::config::SystemConfig;
 use crate::system::proxy::wire::Wire;
 use crate::system::scenario::{run_scenario, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
+use outbox_analyzer::check::RunVerdict;
 
 /// The name of the calm scenario.
 pub const CALM: &str = "calm";
@@ -40,8 +42,16 @@ pub struct Tried {
     pub fault: FaultTried,
     /// The run of it became quiet.
     pub recovered: bool,
-    /// Judged invalid as it ended (`--fail-fast` only; the findings judge the whole trace).
-    pub invalid: bool,
+    /// Its verdict as it ended (with `--fail-fast` or a progress line; the findings judge the
+    /// whole trace).
+    pub judged: Option<RunVerdict>,
+}
+
+impl Tried {
+    /// Judged invalid as it ended.
+    fn invalid(&self) -> bool {
+        self.judged == Some(RunVerdict::Invalid)
+    }
 }
 
 /// The search, for one recording.
@@ -148,16 +158,18 @@ impl<'c> Explore<'c> {
     ) -> Result<Tried, Failure> {
         let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
         let env = self.env(run, &restarts_left);
-        let from = match self.fail_fast {
+        // Judged as it ends when the search may stop on it, or shows its progress.
+        let judge = self.fail_fast || self.config.progress;
+        let from = match judge {
             true => Some(run.recorder.seal().await.map_err(Failure::run)?),
             false => None,
         };
         let outcome = run_scenario(&env, &name, &faults, Origin::Searched)
             .await
             .map_err(Failure::from)?;
-        let invalid = match from {
-            Some(from) => self.judged_invalid(run, from, &name).await?,
-            None => false,
+        let judged = match from {
+            Some(from) => Some(self.judged(run, from, &name).await?),
+            None => None,
         };
         let counts: Vec<FaultTried> = faults
             .iter()
@@ -192,15 +204,15 @@ impl<'c> Explore<'c> {
                 ..least
             },
             recovered: outcome.recovered,
-            invalid,
+            judged,
         })
     }
 
-    /// Whether scenario `name` is invalid, judged by the analyzer on its own rows: those of the
+    /// The verdict of scenario `name`, judged by the analyzer on its own rows: those of the
     /// segments written since segment `from` (every row of a scenario that began after it),
     /// gathered into a file of their own in the run's working directory (never among the
     /// segments, which are the trace) for as long as the judging takes.
-    async fn judged_invalid(&self, run: &Run<'_>, from: u32, name: &str) -> Result<bool, Failure> {
+    async fn judged(&self, run: &Run<'_>, from: u32, name: &str) -> Result<RunVerdict, Failure> {
         let to = run.recorder.seal().await.map_err(Failure::run)?;
         let parts = parts_dir(&self.config.out);
         let judging = run.workdir.join(format!("judging-{name}.parquet"));
@@ -225,7 +237,7 @@ impl<'c> Explore<'c> {
         let _ = std::fs::remove_file(&judging);
         let report =
             judged.map_err(|e| Failure::run(anyhow::anyhow!("judging {name} as it ended: {e}")))?;
-        Ok(verdict_of(&report, name) == Some(outbox_analyzer::check::RunVerdict::Invalid))
+        Ok(verdict_of(&report, name).unwrap_or(RunVerdict::Unknown))
     }
 
     fn env<'a>(&'a self, run: &'a Run<'_>, restarts_left: &'a AtomicU32) -> SystemEnv<'a> {
@@ -270,21 +282,30 @@ impl<'c> Explore<'c> {
         .buffer_unordered(self.jobs);
         let mut stopped_at = None;
         let mut not_run = 0;
+        let mut invalid = 0;
+        let started = std::time::Instant::now();
         while let Some((i, fault, result)) = runs.next().await {
             let Some(result) = result else {
                 not_run += 1;
                 continue;
             };
             let result = result?;
-            if result.invalid && stopped_at.is_none() {
+            if result.invalid() && self.fail_fast && stopped_at.is_none() {
                 stop.store(true, Ordering::SeqCst);
                 stopped_at = Some(result.scenario.clone());
             }
             done += 1;
+            invalid += usize::from(result.invalid());
             if self.config.progress {
+                let left = started
+                    .elapsed()
+                    .mul_f64((total - done) as f64 / done as f64);
                 eprintln!(
-                    "[{done}/{total}] {}: fired {}",
-                    result.spec, result.fault.fired
+                    "[{done}/{total}] {}: fired {}, {} · {invalid} invalid so far · about {} left",
+                    result.spec,
+                    result.fault.fired,
+                    result.judged.map_or("?", RunVerdict::as_str),
+                    show_duration(Duration::from_secs(left.as_secs()))
                 );
             }
             tried.push((i, fault, result));
@@ -339,9 +360,9 @@ impl<'c> Explore<'c> {
                 eprintln!("[pair {n}] {}: fired {}", tried.spec, tried.fault.fired);
             }
             all_recovered &= tried.recovered;
-            let invalid = tried.invalid;
+            let invalid = tried.invalid();
             self.tried.push(tried);
-            if invalid {
+            if invalid && self.fail_fast {
                 self.stopped_at = self.tried.last().map(|t| t.scenario.clone());
                 break;
             }

@@ -209,3 +209,47 @@ fn fail_fast_stops_at_the_first_invalid_schedule() {
     );
     assert!(!stderr.contains(" 0 schedule(s) not run"), "{stderr}");
 }
+
+/// On a terminal (here a pseudo-terminal that `script` opens) each schedule gets a progress line:
+/// done of total, its verdict, the invalid ones so far and the time left; off a terminal, and
+/// with `--quiet`, none.
+#[test]
+fn progress_lines_show_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = assert_cmd::cargo::cargo_bin("recorder");
+    let command = |quiet: &str| {
+        format!(
+            "{} explore --system {} --out {} --tasks 6 --env BUG=no-dedup --only 'kill worker after effect_committed' {quiet} 2>&1",
+            recorder.display(),
+            example().display(),
+            dir.path().join("explore.parquet").display()
+        )
+    };
+    let on_terminal = Command::new("script")
+        .args(["-qec", &command(""), "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&on_terminal.stdout);
+    assert!(
+        text.contains("[1/2] kill worker after effect_committed")
+            && text.contains("invalid so far"),
+        "{text}"
+    );
+    assert!(text.contains("left"), "{text}");
+    let quiet = Command::new("script")
+        .args(["-qec", &command("--quiet"), "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&quiet.stdout);
+    assert!(!text.contains("invalid so far"), "{text}");
+    let piped = explore(
+        dir.path(),
+        &[
+            "--tasks",
+            "6",
+            "--only",
+            "kill worker after effect_committed",
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("so far"));
+}

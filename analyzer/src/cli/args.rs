@@ -329,4 +329,7 @@ pub struct CheckArgs {
     /// id; its line reads `<invariant> skipped`.
     #[arg(long = "skip", value_name = "INVARIANT", value_parser = parse_invariant)]
     pub skip: Vec<crate::check::Invariant>,
+    /// No progress line (one shows on a terminal while a file takes more than a second to read).
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -57,6 +57,9 @@ pub fn sql(config: &SqlConfig, out: &mut dyn Write) -> Result<Exit, Error> {
 
 /// Runs `analyzer check`.
 pub fn check(config: &CheckConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    if config.progress {
+        crate::model::load::progress::show();
+    }
     let mut report = crate::check::check_paths(&config.paths)?;
     report.skip(&config.skip);
     if let Some(path) = &config.junit {

@@ -30,6 +30,8 @@ pub struct CheckConfig {
     pub skip: Vec<crate::check::Invariant>,
     /// Where to write JUnit XML too.
     pub junit: Option<PathBuf>,
+    /// A progress line for a long read (on a terminal, without `--quiet`).
+    pub progress: bool,
 }
 
 /// The inputs in the order given, each once: one file named twice (by any path that leads to
@@ -48,6 +50,7 @@ impl From<CheckArgs> for CheckConfig {
             paths: each_once(a.paths),
             skip: a.skip,
             junit: a.junit,
+            progress: !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             format: if a.json {
                 CheckFormat::Json
             } else {

@@ -79,3 +79,31 @@ fn every_view_handles_a_large_trace() {
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("no divergence"), "{text}");
 }
+
+/// A check that reads for more than a second shows a progress line on a terminal (here a
+/// pseudo-terminal that `script` opens), and none off a terminal or with `--quiet`.
+#[test]
+fn a_long_check_shows_its_progress_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("larger.parquet");
+    outbox_analyzer::model::synth::write(&path, 3_000_000).expect("write");
+    let binary = assert_cmd::cargo::cargo_bin("analyzer");
+    let on_terminal = |quiet: &str| {
+        let command = format!("{} check {} {quiet}", binary.display(), path.display());
+        let out = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = on_terminal("");
+    assert!(
+        text.contains("analyzer: reading larger.parquet: ") && text.contains("rows), about"),
+        "{text}"
+    );
+    assert!(text.contains("verdict: valid"), "{text}");
+    assert!(!on_terminal("--quiet").contains("analyzer: reading"));
+    let (code, piped) = analyzer(&["check", path.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    assert!(!piped.contains("analyzer: reading"), "{piped}");
+}

@@ -6,7 +6,7 @@
 //! Files: this one (what a load gives, and `read`, which drives the three stages), `error` (why
 //! a file could not be loaded), `sink` (where the rows go), then the stages: `names` (the string
 //! columns as ids), `build` (the rows built from the columns), `group` (each row handed to the
-//! history of its `(run_id, scenario)`).
+//! history of its `(run_id, scenario)`); `progress` draws a long read's line on a terminal.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,7 @@ mod build;
 mod error;
 mod group;
 mod names;
+pub mod progress;
 mod sink;
 
 use build::{Built, Spent};
@@ -186,8 +187,10 @@ pub(crate) fn read(
     };
     std::thread::scope(|scope| -> Result<(), LoadError> {
         // On an early return the decoders stop at their next send.
+        let mut meter = progress::Meter::new(path, known_rows);
         for built in Ordered::start(scope, path, trace, options, stages) {
             let built = built?;
+            meter.add(built.rows.len() as u64);
             let rows = outbox_trace::guarded(|| Ok(state.batch(built, histories, sink)))??;
             spent.give(rows);
         }

@@ -2,13 +2,16 @@
 one) through Playwright and checks what a reader does with it. Run by analyzer/tests/it/html_report.rs.
 
     python3 html_report.py REPORT.html --task TASK --screenshot OUT.png [--violations N --event E]
+                           [--coverage CELLS --coverage-fail CELLS]
 
 Fails (exit 1, one line per failure) on: a console error or page error; a request for anything but
 the file itself; violations or the filter not visible on load; violation 1's chain (clicked, and
 opened as REPORT.html#violation-1) not an <svg> in #chain naming its event; the task typed into
 #filter (on input, then on Enter) not shown as an <svg> naming it; a chain drawn in the page from
 the embedded rows that differs, text for text, from the one the analyzer drew in advance; a
-timeline without an <svg>, whose crash count disagrees with the figures, or that does not zoom.
+timeline without an <svg>, whose crash count disagrees with the figures, or that does not zoom;
+with --coverage, a coverage matrix (#coverage) without that many linked cells and --coverage-fail
+FAIL cells, or whose first FAIL cell, clicked, does not open a violation's chain.
 Exit 2 when Chromium or Playwright is missing.
 """
 import argparse
@@ -62,6 +65,8 @@ def main():
     ap.add_argument("--screenshot", required=True)
     ap.add_argument("--violations", type=int, default=0)
     ap.add_argument("--event", default=None)
+    ap.add_argument("--coverage", type=int, default=0)
+    ap.add_argument("--coverage-fail", type=int, default=0)
     a = ap.parse_args()
 
     if not pathlib.Path(CHROMIUM).exists():
@@ -137,6 +142,18 @@ def main():
         page.click("#tl-zoom")
         zoomed = float(page.input_value("#tl-to"))
         expect(zoomed < end or end == 0, f"zooming to {end / 2} s left the range ending at {zoomed} s")
+
+        # The coverage matrix: its cells, and a FAIL cell that opens its scenario's violation.
+        cells = page.eval_on_selector_all("#coverage td a", "els => els.length")
+        expect(cells == a.coverage, f"{cells} linked cells in #coverage, expected {a.coverage}")
+        failing = page.eval_on_selector_all("#coverage td.cov-fail", "els => els.length")
+        expect(failing == a.coverage_fail,
+               f"{failing} FAIL cells in #coverage, expected {a.coverage_fail}")
+        if a.coverage_fail:
+            page.evaluate("() => document.getElementById('chain').replaceChildren()")
+            page.locator("#coverage td.cov-fail a").first.click()
+            page.wait_for_function("() => location.hash.startsWith('#violation-')")
+            page.wait_for_selector("#chain svg")
 
         pathlib.Path(a.screenshot).parent.mkdir(parents=True, exist_ok=True)
         if a.violations:

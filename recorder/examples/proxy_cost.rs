@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
+use outbox_recorder::system::proxy::wire::Wire;
 use outbox_recorder::system::proxy::Proxy;
 use redis::AsyncCommands as _;
 
@@ -23,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .stdout(std::process::Stdio::null())
         .spawn()?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let proxy = Proxy::start(([127, 0, 0, 1], port).into()).await?;
+    let proxy = Proxy::start(([127, 0, 0, 1], port).into(), Wire::Redis).await?;
     for (name, p) in [
         ("direct", port),
         ("proxied", proxy.port()),

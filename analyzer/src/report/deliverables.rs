@@ -1,7 +1,8 @@
 //! `analyzer report`: the lab's deliverables from one recording. For every scenario: the lab JSON
 //! figures, the most eventful task's chain (SVG and Mermaid), the boundaries diagram and the
 //! invariant table; then `report.md` embedding them, the SQLite + Redis lab lines, and the facts an
-//! ADR on retention, atomic scope and the shared counter needs; and `report.html`, the whole report
+//! ADR on retention, atomic scope and the shared counter needs; `coverage.svg`, the coverage
+//! matrix (where the scenarios recorded what they tried); and `report.html`, the whole report
 //! as one self-contained page ([`crate::report::page`], [`crate::report::html`]). Same input, same bytes.
 
 use std::collections::BTreeSet;
@@ -391,7 +392,14 @@ pub fn write_report(
     }
     write(&dir.join("report.md"), md.as_bytes())?;
     written.push(dir.join("report.md"));
-    let html = super::html::to_html(&page::build(scenes, traces, &eventful)?)?;
+    let page = page::build(scenes, traces, &eventful)?;
+    // What the scenarios tried, fault by fault, where they recorded it.
+    if !page.coverage.rows.is_empty() {
+        let svg = crate::views::coverage::svg(&page.coverage);
+        write(&dir.join("coverage.svg"), svg.as_bytes())?;
+        written.push(dir.join("coverage.svg"));
+    }
+    let html = super::html::to_html(&page)?;
     write(&dir.join("report.html"), html.as_bytes())?;
     written.push(dir.join("report.html"));
     Ok(written)

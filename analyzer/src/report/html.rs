@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 
 use crate::report::page::Page;
+use crate::views::coverage::{Matrix, State};
 
 const CSS: &str = include_str!("html/report.css");
 const JS: &str = include_str!("html/report.js");
@@ -49,6 +50,7 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
         })
         .collect();
     let title = escape(&format!("outbox-trace report · {}", names.join(", ")));
+    let coverage = coverage_table(&page.coverage);
     let mut html = String::with_capacity(1 << 16);
     let _ = write!(
         html,
@@ -87,7 +89,7 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
 <div id="chain"></div>
 </section>
 </div>
-<section id="timeline-section">
+{coverage}<section id="timeline-section">
 <h2>Timeline</h2>
 <div id="timeline-controls"></div>
 <div id="timeline"></div>
@@ -121,6 +123,53 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
     }
     let _ = write!(html, "<script>\n{JS}</script>\n</body>\n</html>\n");
     Ok(html)
+}
+
+/// The coverage matrix as a table (nothing when no scenario recorded what it tried): each cell
+/// names what its scenarios found and links to the worst one's first violation, or to the
+/// scenario; its title lists the faults in it.
+fn coverage_table(m: &Matrix) -> String {
+    if m.rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<section id=\"coverage-section\">\n<h2>Coverage</h2>\n<p>What the scenarios tried, \
+         fault by fault: each cell the worst its scenarios found.</p>\n\
+         <table id=\"coverage\">\n<thead><tr><th>target · step</th>",
+    );
+    for col in &m.columns {
+        let _ = write!(out, "<th>{}</th>", escape(col));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &m.rows {
+        let _ = write!(out, "<tr><th>{}</th>", escape(&row.label));
+        for cell in &row.cells {
+            match cell {
+                None => out.push_str("<td class=\"cov-none\">-</td>"),
+                Some(c) => {
+                    let href = match c.violation.filter(|_| c.state == State::Violation) {
+                        Some(n) => format!("#violation-{n}"),
+                        None => format!("#scenario-{}", c.scene),
+                    };
+                    let class = match c.state {
+                        State::Fired => "cov-fired",
+                        State::NeverFired => "cov-never",
+                        State::Unknown => "cov-unknown",
+                        State::Violation => "cov-fail",
+                    };
+                    let _ = write!(
+                        out,
+                        "<td class=\"{class}\" title=\"{}\"><a href=\"{href}\">{}</a></td>",
+                        escape(&c.faults.join("\n")),
+                        c.state.as_str()
+                    );
+                }
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+    out
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::explain;
 use crate::model::intern::{FastMap, Id, IdTable};
 use crate::render::{self, layout, RenderError};
 use crate::views::chain::{self, Chain, NumberedViolation};
+use crate::views::coverage::{self, Matrix};
 use crate::views::scene::{Scene, Scenes};
 
 /// The most eventful tasks drawn in advance per scenario.
@@ -54,6 +55,8 @@ pub struct Page {
     pub drawn: Vec<Drawn>,
     /// The ids (task, event, aggregate) and actor names the embedded rows use.
     pub names: Vec<String>,
+    /// What the scenarios tried, fault by fault (empty when none recorded it).
+    pub coverage: Matrix,
     /// What was capped, for the page to say.
     pub caps: Caps,
     /// The embedded rows per scenario (`None` beyond [`MAX_ROWS`]); written apart from the rest.
@@ -302,6 +305,11 @@ pub fn build_capped(
 ) -> Result<Page, RenderError> {
     let mut drawn = Vec::new();
     let numbered = chain::violations(scenes);
+    let mut first_violation = std::collections::BTreeMap::new();
+    for v in &numbered {
+        first_violation.entry(v.scene).or_insert(v.number);
+    }
+    let coverage = coverage::matrix(scenes, &first_violation);
     let mut violations = Vec::with_capacity(numbered.len());
     for v in &numbered {
         let (title, svg) = draw(&chain::violation_chain(scenes, v))?;
@@ -359,6 +367,7 @@ pub fn build_capped(
         violations,
         drawn,
         names: names.names,
+        coverage,
         caps: Caps {
             eventful: EVENTFUL,
             steps: layout::MAX_STEPS,

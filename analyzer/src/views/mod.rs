@@ -5,6 +5,7 @@
 pub mod boundaries;
 pub mod chain;
 pub mod compare;
+pub mod coverage;
 pub mod diff;
 pub mod scene;
 pub mod timeline;

@@ -31,12 +31,14 @@ fn analyzer(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-/// What the browser should find: violation 1's event, how many violations, and a task whose
-/// chain the page must draw itself (one not drawn in advance, when there is one).
+/// What the browser should find: violation 1's event, how many violations, a task whose chain
+/// the page must draw itself (one not drawn in advance, when there is one), and the coverage
+/// matrix's linked cells and FAIL cells.
 struct Expect {
     violations: usize,
     event: Option<String>,
     task: String,
+    coverage: (usize, usize),
 }
 
 fn expectations(trace: &Path) -> Expect {
@@ -51,10 +53,21 @@ fn expectations(trace: &Path) -> Expect {
         })
     };
     let task = pick(false).or_else(|| pick(true));
+    let first: std::collections::BTreeMap<usize, usize> = violations
+        .iter()
+        .rev()
+        .map(|v| (v.scene, v.number))
+        .collect();
+    let matrix = outbox_analyzer::views::coverage::matrix(&scenes, &first);
+    let cells = matrix.rows.iter().flat_map(|r| r.cells.iter().flatten());
+    let fail = |c: &&outbox_analyzer::views::coverage::Cell| {
+        c.state == outbox_analyzer::views::coverage::State::Violation
+    };
     Expect {
         violations: violations.len(),
         event: violations.first().and_then(|v| v.event.clone()),
         task: task.expect("the trace has a task"),
+        coverage: (cells.clone().count(), cells.filter(fail).count()),
     }
 }
 
@@ -86,6 +99,8 @@ fn expect_browser(html: &Path, e: &Expect, name: &str) -> std::process::Output {
         .args(["--task", &e.task])
         .arg("--screenshot")
         .arg(shots.join(format!("{name}.png")));
+    cmd.args(["--coverage", &e.coverage.0.to_string()])
+        .args(["--coverage-fail", &e.coverage.1.to_string()]);
     if let Some(event) = &e.event {
         cmd.args(["--violations", &e.violations.to_string(), "--event", event]);
     } else {
@@ -111,6 +126,33 @@ fn broken_recording_in_a_browser() {
         "the fixture is broken"
     );
     in_browser(&trace, "broken");
+}
+
+/// An explore trace of the Python example without dedup (kills of the worker and a pause of
+/// Redis, made by `recorder explore`): the page shows its coverage matrix, FAIL where a schedule
+/// broke an invariant, each cell a link to what it found.
+#[test]
+fn explore_trace_shows_its_coverage_matrix_in_a_browser() {
+    let trace = fixture("explore_no_dedup.parquet");
+    let e = expectations(&trace);
+    assert_eq!(
+        e.coverage,
+        (4, 2),
+        "kill after acked, delivered, effect_committed; pause redis"
+    );
+    in_browser(&trace, "explore");
+    // `report -o DIR` draws the same matrix as SVG.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = analyzer(&[
+        "report",
+        trace.to_str().unwrap(),
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let svg = std::fs::read_to_string(dir.path().join("coverage.svg")).unwrap();
+    assert_eq!(svg.matches(">FAIL<").count(), 2, "{svg}");
+    assert!(svg.contains("worker · effect_committed"), "{svg}");
 }
 
 #[test]

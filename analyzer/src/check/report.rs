@@ -101,6 +101,17 @@ pub struct Report {
 }
 
 impl Report {
+    /// The verdict of the (first) scenario named `name`, if the report holds one.
+    pub fn verdict_of(&self, name: &str) -> Option<RunVerdict> {
+        self.scenarios
+            .iter()
+            .find(|s| {
+                let h = &self.loaded.histories[s.history];
+                self.loaded.names.name(h.scenario) == name
+            })
+            .map(|s| s.verdict)
+    }
+
     /// Leaves `skip` out of every scenario's verdict and the combined one: their outcomes say
     /// [`Verdict::Skipped`] and nothing else.
     pub fn skip(&mut self, skip: &[super::Invariant]) {

@@ -15,7 +15,6 @@ use futures::StreamExt as _;
 use outbox_trace::detail::{self, FaultTried, RoleShape};
 
 use super::recording::{Opened, Run, Subject};
-use super::searched::verdict_of;
 use crate::cli::exit::Failure;
 use crate::fault::coverage::Origin;
 use crate::fault::dice::Dice;
@@ -237,7 +236,7 @@ impl<'c> Explore<'c> {
         let _ = std::fs::remove_file(&judging);
         let report =
             judged.map_err(|e| Failure::run(anyhow::anyhow!("judging {name} as it ended: {e}")))?;
-        Ok(verdict_of(&report, name).unwrap_or(RunVerdict::Unknown))
+        Ok(report.verdict_of(name).unwrap_or(RunVerdict::Unknown))
     }
 
     fn env<'a>(&'a self, run: &'a Run<'_>, restarts_left: &'a AtomicU32) -> SystemEnv<'a> {

@@ -67,11 +67,6 @@ fn verdicts(report: &Report) -> BTreeMap<String, (RunVerdict, Vec<&'static str>)
         .collect()
 }
 
-/// The verdict of scenario `name` in `report`, if it holds that scenario.
-pub fn verdict_of(report: &Report, name: &str) -> Option<RunVerdict> {
-    verdicts(report).remove(name).map(|(v, _)| v)
-}
-
 /// The search's findings from the judged trace.
 pub fn findings<'a>(
     report: &Report,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use outbox_trace::{detail, Step};
+use outbox_trace::Step;
 
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::backend::connection::Endpoints;
@@ -107,22 +107,11 @@ impl LabWire {
                 proxy.take_over()
             };
             for o in over {
-                let losing = matches!(o.fault, WireFault::LoseCommitReply | WireFault::LosePuback);
-                if losing {
+                if o.loses() {
                     let mut acts = self.acts.lock().expect("wire acts");
                     acts.push((actor.clone(), service.clone(), o.fault));
                 }
-                let d = o.dropped;
-                let row = detail::Fault {
-                    fault: o.fault.kind(),
-                    target: Some(actor.clone()),
-                    service: Some(service.clone()),
-                    duration_ms: o.lasted.map(|l| l.as_millis() as u64),
-                    dropped_bytes: Some(d.reply_bytes + d.request_bytes),
-                    dropped_messages: losing.then_some(d.messages),
-                    resets: Some(d.resets),
-                    ..detail::Fault::default()
-                };
+                let row = o.row(actor, service);
                 let mut entry = stamp.entry(Author::Faults, Step::Fault(row));
                 entry.ts_ns = now_ns - o.began.elapsed().as_nanos() as i64;
                 env.recorder.record(entry).await.map_err(drive)?;

@@ -141,6 +141,16 @@ mod tests {
                 .unwrap()
         };
         let (mut marked, mut other) = (spawn(&mark), spawn("/elsewhere.parquet"));
+        // Until it has exec'd, a child's environment is still the test's own.
+        let wanted = format!("{MARK}={mark}");
+        let carries = || {
+            std::fs::read(format!("/proc/{}/environ", marked.id()))
+                .is_ok_and(|e| e.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !carries() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(stop_marked(&mark), 1);
         assert!(
             marked.wait().unwrap().code().is_none(),

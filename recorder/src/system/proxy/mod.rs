@@ -81,6 +81,31 @@ pub struct Over {
     pub dropped: Dropped,
 }
 
+impl Over {
+    /// Whether it lost one reply (`lose commit-reply`, `lose puback`).
+    pub fn loses(&self) -> bool {
+        matches!(
+            self.fault,
+            WireFault::LoseCommitReply | WireFault::LosePuback
+        )
+    }
+
+    /// Its `fault` row, for the process `actor` and its `service`.
+    pub fn row(&self, actor: &str, service: &str) -> outbox_trace::detail::Fault {
+        let d = self.dropped;
+        outbox_trace::detail::Fault {
+            fault: self.fault.kind(),
+            target: Some(actor.to_string()),
+            service: Some(service.to_string()),
+            duration_ms: self.lasted.map(|l| l.as_millis() as u64),
+            dropped_bytes: Some(d.reply_bytes + d.request_bytes),
+            dropped_messages: self.loses().then_some(d.messages),
+            resets: Some(d.resets),
+            ..outbox_trace::detail::Fault::default()
+        }
+    }
+}
+
 /// Until when each direction is dropped, and new connections refused.
 #[derive(Debug, Default)]
 struct Faults {

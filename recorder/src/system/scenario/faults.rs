@@ -91,23 +91,12 @@ impl<'a, 'e> Stage<'a, 'e> {
         }
         let now_ns = self.env.clock.now();
         for (actor, service, o) in over {
-            let losing = matches!(o.fault, WireFault::LoseCommitReply | WireFault::LosePuback);
-            if losing {
+            if o.loses() {
                 self.wire_acts
                     .push((actor.clone(), service.clone(), o.fault));
             }
             let began_ns = now_ns - o.began.elapsed().as_nanos() as i64;
-            let d = o.dropped;
-            let row = detail::Fault {
-                fault: o.fault.kind(),
-                target: Some(actor),
-                service: Some(service),
-                duration_ms: o.lasted.map(|l| l.as_millis() as u64),
-                dropped_bytes: Some(d.reply_bytes + d.request_bytes),
-                dropped_messages: losing.then_some(d.messages),
-                resets: Some(d.resets),
-                ..detail::Fault::default()
-            };
+            let row = o.row(&actor, &service);
             self.record(Author::Faults, 0, began_ns, Step::Fault(row))
                 .await?;
         }

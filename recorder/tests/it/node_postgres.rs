@@ -348,3 +348,46 @@ fn a_relay_that_marks_a_publish_that_timed_out_is_caught_by_a_lost_publish_reque
         1,
     );
 }
+
+/// A lost commit reply finds the racy dedup too: the worker's commit is made, its reply lost;
+/// the worker tries the commit again, and without a second look at the key it applies the effect
+/// twice, the second time reported to no one: the store holds one result more than the trace.
+#[test]
+fn a_lost_commit_reply_catches_a_worker_whose_retry_skips_the_key() {
+    caught(
+        "racy-dedup",
+        &[
+            "--fault",
+            "lose commit-reply worker postgres after delivered 3",
+        ],
+        "observed-agrees",
+        1,
+    );
+}
+
+/// A `lose` fault counts when it lost a reply, not when its step came: the workers publish
+/// nothing to JetStream (their ACKs go to `$JS.ACK.`), so `lose puback` aimed at one is armed and
+/// never acts; it is reported as never fired, with why, and the scenario is not called valid.
+#[test]
+fn a_lose_fault_that_never_acted_is_not_counted_as_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, out) = run_example(
+        dir.path(),
+        &[
+            "--scenario",
+            "calm",
+            "--fault",
+            "lose puback worker nats after delivered 3",
+        ],
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("never fired: armed on the wire, but no JetStream publish from worker reached nats after it"),
+        "{stderr}"
+    );
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
+    assert_eq!(report.verdict, RunVerdict::Unknown, "{:?}", failed(&report));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    assert!(fault_rows(&events).is_empty(), "no fault row for a fault that never acted");
+}

@@ -382,6 +382,35 @@ fn refuse(stream: TcpStream) {
     let _ = stream.set_zero_linger();
 }
 
+/// A direction of a connection.
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    /// From the process toward the service.
+    Request,
+    /// From the service toward the process.
+    Reply,
+}
+
+/// What to pass on of `bytes`, read in `way`: the bytes themselves without a reader, else what
+/// the reader put in `out`; and what to do with the connection then.
+fn through<'a>(
+    reader: &mut Option<Box<dyn Reader>>,
+    way: Way,
+    bytes: &'a [u8],
+    out: &'a mut Vec<u8>,
+    losses: &Losses,
+) -> (&'a [u8], Flow) {
+    let Some(r) = reader else {
+        return (bytes, Flow::Go);
+    };
+    out.clear();
+    let flow = match way {
+        Way::Request => r.request(bytes, out, losses),
+        Way::Reply => r.reply(bytes, out, losses),
+    };
+    (&out[..], flow)
+}
+
 /// Relays one connection both ways until both ends are done or a reset comes. `reader` follows
 /// the protocol while every byte passes; a direction dropped for a while loses its place, and
 /// the connection is relayed unread from then on.
@@ -410,14 +439,8 @@ async fn relay(
                     Flow::Go
                 }
                 Ok(n) => {
-                    let (bytes, flow) = match &mut reader {
-                        None => (&up[..n], Flow::Go),
-                        Some(r) => {
-                            out.clear();
-                            let flow = r.request(&up[..n], &mut out, &shared.losses);
-                            (&out[..], flow)
-                        }
-                    };
+                    let (bytes, flow) =
+                        through(&mut reader, Way::Request, &up[..n], &mut out, &shared.losses);
                     if server.write_all(bytes).await.is_err() {
                         break;
                     }
@@ -436,14 +459,8 @@ async fn relay(
                     Flow::Go
                 }
                 Ok(n) => {
-                    let (bytes, flow) = match &mut reader {
-                        None => (&down[..n], Flow::Go),
-                        Some(r) => {
-                            out.clear();
-                            let flow = r.reply(&down[..n], &mut out, &shared.losses);
-                            (&out[..], flow)
-                        }
-                    };
+                    let (bytes, flow) =
+                        through(&mut reader, Way::Reply, &down[..n], &mut out, &shared.losses);
                     if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
                         break;
                     }

@@ -389,5 +389,8 @@ fn a_lose_fault_that_never_acted_is_not_counted_as_tried() {
     let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
     assert_eq!(report.verdict, RunVerdict::Unknown, "{:?}", failed(&report));
     let events = outbox_trace::read_trace(&out).unwrap().events;
-    assert!(fault_rows(&events).is_empty(), "no fault row for a fault that never acted");
+    assert!(
+        fault_rows(&events).is_empty(),
+        "no fault row for a fault that never acted"
+    );
 }

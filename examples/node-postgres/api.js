@@ -9,8 +9,8 @@
  * The outbox row's `aggregate_seq` is the next number of its aggregate, taken under a
  * transaction-scoped advisory lock on the aggregate, so an aggregate's rows commit in their order.
  *
- * The request's span carries `outbox.task_id` and `outbox.event_id`; after the commit it gets
- * two span events, `task_accepted` and `intent_recorded`, both with the commit's
+ * After the commit the request's span gets two span events, `task_accepted` and
+ * `intent_recorded`, both with `outbox.task_id`, `outbox.event_id` and the commit's
  * `outbox.store_rev` (equal numbers: one atomic transaction). The span ends, and its export is
  * awaited, before the answer is sent.
  *
@@ -105,22 +105,25 @@ function readTask(text) {
 }
 
 async function handle(task) {
-  const span = traced.tracer.startSpan('POST /tasks', {
-    kind: SpanKind.SERVER,
-    attributes: { 'outbox.task_id': task.taskId },
-  });
+  // The span itself carries no `outbox.*` attribute: one that did, with no kind on it or its
+  // events, would be refused (a request that reports no step, such as a replay, says nothing).
+  const span = traced.tracer.startSpan('POST /tasks', { kind: SpanKind.SERVER });
   let status;
   let body;
   try {
     const done = await createRetrying(task.taskId, task.aggregateId, task.amount);
-    span.setAttribute('outbox.event_id', done.eventId);
     // A new row, or one this life committed without learning it: report the commit.
     if (done.created || done.mine) {
       uncertain.delete(task.taskId);
-      span.addEvent('task_accepted', common.outbox('task_accepted', { store_rev: done.rev }));
+      const ids = { task_id: task.taskId, event_id: done.eventId };
+      span.addEvent(
+        'task_accepted',
+        common.outbox('task_accepted', { ...ids, store_rev: done.rev }),
+      );
       span.addEvent(
         'intent_recorded',
         common.outbox('intent_recorded', {
+          ...ids,
           store_rev: done.rev,
           aggregate_id: done.aggregateId,
           aggregate_seq: done.aggregateSeq,

@@ -4,9 +4,11 @@ Body: ``{"task_id": "...", "aggregate_id": "...", "amount": N}``. Answers 201 wi
 a new task, 200 with the first event id for a task id it already has (nothing changes), 400 for a
 body it cannot read. Serves on 127.0.0.1:``PORT``.
 
-The request's span carries ``outbox.task_id`` and ``outbox.event_id``; after the commit it gets two
-span events, ``task_accepted`` and ``intent_recorded``, both with the commit's ``outbox.store_rev``
-(equal numbers: one atomic transaction). The span ends, and is exported, before the answer is sent.
+After the commit the request's span gets two span events, ``task_accepted`` and
+``intent_recorded``, both with ``outbox.task_id``, ``outbox.event_id`` and the commit's
+``outbox.store_rev`` (equal numbers: one atomic transaction). The span itself carries no ``outbox.*``
+attribute: a span that does, with no kind on it or its events, is refused (a request that commits
+nothing reports nothing). The span ends, and is exported, before the answer is sent.
 """
 
 import json
@@ -17,8 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from common import (begin, bump_rev, fail, kept, outbox, set_kept, setting, stop_on_sigterm,
-                    store, tracer)
+from common import begin, bump_rev, fail, outbox, setting, stop_on_sigterm, store, tracer
 
 
 def create(db, task_id, amount, aggregate_id):
@@ -78,7 +79,7 @@ def serve(port, tracer_, db):
                 return
             task_id, amount, aggregate_id = task
             with tracer_.start_as_current_span(
-                "POST /tasks", kind=SpanKind.SERVER, attributes=kept({"outbox.task_id": task_id}),
+                "POST /tasks", kind=SpanKind.SERVER,
                 record_exception=False, set_status_on_exception=False,
             ) as span:
                 try:
@@ -88,13 +89,13 @@ def serve(port, tracer_, db):
                     span.set_status(Status(StatusCode.ERROR, f"store: {error}"))
                     self.answer(503, {"error": f"store: {error}"})
                     return
-                set_kept(span, "outbox.event_id", event_id)
                 if rev is not None:
-                    span.add_event("task_accepted", outbox("task_accepted", store_rev=rev))
+                    ids = {"task_id": task_id, "event_id": event_id}
+                    span.add_event("task_accepted", outbox("task_accepted", store_rev=rev, **ids))
                     span.add_event(
                         "intent_recorded",
                         outbox("intent_recorded", store_rev=rev, aggregate_id=aggregate_id,
-                               aggregate_seq=aggregate_seq),
+                               aggregate_seq=aggregate_seq, **ids),
                     )
             self.answer(201 if rev is not None else 200, {"task_id": task_id, "event_id": event_id})
 

@@ -120,11 +120,10 @@ OMIT = frozenset(c.strip() for c in os.environ.get("OUTBOX_OMIT", "").split(",")
 
 
 def kept(attributes):
-    """``attributes`` without the ``outbox.*`` ones ``OUTBOX_OMIT`` leaves off."""
+    """``attributes`` without the ``outbox.*`` ones ``OUTBOX_OMIT`` leaves off (``kind`` leaves off
+    ``outbox.kind`` alone, as a helper that forgets it would)."""
     def keep(key):
-        if not key.startswith("outbox."):
-            return True
-        return "kind" not in OMIT and key[len("outbox."):] not in OMIT
+        return not key.startswith("outbox.") or key[len("outbox."):] not in OMIT
     return {k: v for k, v in attributes.items() if keep(k)}
 
 

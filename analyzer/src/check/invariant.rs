@@ -79,6 +79,8 @@ pub enum LostRows {
 /// - `tied`: the measures of `analyzer compare` its failure puts in doubt;
 /// - `judges`: the kinds it judges (the contract's rule "zero rows are no evidence where work
 ///   happened");
+/// - `reads_observed`: whether it compares the trace with the store read back (`observed`), which
+///   a scenario cut short (`run_end` missing or `interrupted`) leaves in doubt;
 /// - `files`: the name of its files, `check/<files>.rs` (its rule, `Rule`) and `sql/<files>.rs`
 ///   (its SQL, `part`).
 macro_rules! invariants {
@@ -88,7 +90,7 @@ macro_rules! invariants {
             id: $id:literal, class: $class:ident, lost_spans: $spans:ident,
             lost_rows: $rows:ident $(($stored:ident))?, sql_prefix: $prefix:literal,
             tied: [$($tied:ident),*], judges: [$($judged:ident),*],
-            files: $files:ident $(,)?
+            reads_observed: $observed:literal, files: $files:ident $(,)?
         }
     )+) => {
         /// The invariants the analyzer checks, with the contract's ids.
@@ -126,6 +128,12 @@ macro_rules! invariants {
                 match self { $(Invariant::$variant => $prefix,)+ }
             }
 
+            /// Whether it compares the trace with the last `observed` row (the store read back):
+            /// where the scenario was cut short, that comparison is no evidence.
+            pub fn reads_observed(self) -> bool {
+                match self { $(Invariant::$variant => $observed,)+ }
+            }
+
             /// The kinds it judges: in a scenario that shows work, zero rows of them (not
             /// declared) make it `unknown` (none: it decides as its own file says).
             pub fn judges(self) -> &'static [outbox_trace::Kind] {
@@ -139,7 +147,7 @@ macro_rules! invariants {
             id: $id:literal, class: $class:ident, lost_spans: $spans:ident,
             lost_rows: $rows:ident $(($stored:ident))?, sql_prefix: $prefix:literal,
             tied: [$($tied:ident),*], judges: [$($judged:ident),*],
-            files: $files:ident $(,)?
+            reads_observed: $observed:literal, files: $files:ident $(,)?
         }
     )+) => {
         $then! { $($variant $files)+ }
@@ -150,7 +158,7 @@ macro_rules! invariants {
             id: $id:literal, class: $class:ident, lost_spans: $spans:ident,
             lost_rows: $rows:ident $(($stored:ident))?, sql_prefix: $prefix:literal,
             tied: [$($tied:ident),*], judges: [$($judged:ident),*],
-            files: $files:ident $(,)?
+            reads_observed: $observed:literal, files: $files:ident $(,)?
         }
     )+) => {
         $then! { $($variant [$($tied),*])+ }
@@ -161,53 +169,53 @@ macro_rules! invariants {
             /// No event and no task has more than one `effect_committed`.
             SingleEffect {
                 id: "single-effect", class: Safety, lost_spans: Never, lost_rows: Never,
-                sql_prefix: "se", tied: [Effects, Counter], judges: [EffectCommitted], files: single_effect,
+                sql_prefix: "se", tied: [Effects, Counter], judges: [EffectCommitted], reads_observed: false, files: single_effect,
             }
             /// Every `task_accepted` has an `intent_recorded` with the same event and `store_rev`.
             IntentAtomic {
                 id: "intent-atomic", class: Safety, lost_spans: Touched,
                 lost_rows: Covers(Intents), sql_prefix: "ia", tied: [Tasks], judges: [TaskAccepted],
-                files: intent_atomic,
+                reads_observed: false, files: intent_atomic,
             }
             /// Every `outbox_marked` follows a `publish_acked` of the same event.
             MarkAfterPuback {
                 id: "mark-after-puback", class: Safety, lost_spans: Touched, lost_rows: Never,
                 sql_prefix: "mp", tied: [PublishAttempts],
-                judges: [OutboxMarked], files: mark_after_puback,
+                judges: [OutboxMarked], reads_observed: false, files: mark_after_puback,
             }
             /// Every `acked` follows, in the same actor incarnation, a commit or suppression of
             /// that delivery.
             AckAfterCommit {
                 id: "ack-after-commit", class: Safety, lost_spans: Touched,
                 lost_rows: Any(Effects), sql_prefix: "ac", tied: [Acks], judges: [Acked],
-                files: ack_after_commit,
+                reads_observed: false, files: ack_after_commit,
             }
             /// Per aggregate, first publications go out in ascending `aggregate_seq`.
             AggregateOrder {
                 id: "aggregate-order", class: Safety, lost_spans: Touched, lost_rows: Never,
-                sql_prefix: "ao", tied: [], judges: [], files: aggregate_order,
+                sql_prefix: "ao", tied: [], judges: [], reads_observed: false, files: aggregate_order,
             }
             /// Commits step the counter by exactly their amount; the observed counter is their sum.
             CounterExact {
                 id: "counter-exact", class: Safety, lost_spans: Any, lost_rows: Any(Effects),
-                sql_prefix: "ce", tied: [Counter], judges: [EffectCommitted], files: counter_exact,
+                sql_prefix: "ce", tied: [Counter], judges: [EffectCommitted], reads_observed: true, files: counter_exact,
             }
             /// The observed totals agree with the trace.
             ObservedAgrees {
                 id: "observed-agrees", class: Safety, lost_spans: Never, lost_rows: Totals,
-                sql_prefix: "oa", tied: [StreamCopies, Effects], judges: [], files: observed_agrees,
+                sql_prefix: "oa", tied: [StreamCopies, Effects], judges: [], reads_observed: true, files: observed_agrees,
             }
             /// No event has more than one `external_applied`.
             ExternalSingleEffect {
                 id: "external-single-effect", class: Safety, lost_spans: Never, lost_rows: Never,
-                sql_prefix: "es", tied: [], judges: [], files: external_single_effect,
+                sql_prefix: "es", tied: [], judges: [], reads_observed: false, files: external_single_effect,
             }
             /// On a recovered run, every accepted task has an effect.
             NoLostTask {
                 id: "no-lost-task", class: Liveness, lost_spans: Any,
                 lost_rows: Covers(Effects), sql_prefix: "nl", tied: [Effects, Counter],
                 judges: [TaskAccepted],
-                files: no_lost_task,
+                reads_observed: false, files: no_lost_task,
             }
         }
     };

@@ -15,15 +15,20 @@
 //! `observed-agrees` states the disagreement itself, which is true of the trace and the store:
 //! it fails, with the counts; but where some actor life may have lost rows (see `lost_spans`), a
 //! total the store holds more of than the trace is the trace's shortfall, and `unknown` naming
-//! that life. Duplicates (`single-effect`, `external-single-effect`) stay failures: missing rows
-//! only hide them.
+//! that life. So it is where the scenario's own wire fault lost commit replies ([`own_fault`]):
+//! the store holds no more effects beyond the trace than replies were lost, and agrees with
+//! itself (results, dedup keys and tasks done equal), so a retry that found its commit and did
+//! not report it explains the difference; a retry that applied the effect again (results above
+//! dedup keys or tasks done) does not, and still fails. Duplicates (`single-effect`,
+//! `external-single-effect`) stay failures: missing rows only hide them.
 
 use std::collections::BTreeSet;
 
 use outbox_trace::detail::Observed;
 use outbox_trace::Kind;
 
-use super::outcome::{Held, Shortfall};
+use super::outcome::{Held, Shortfall, Total};
+use super::rule::Ends;
 use super::{Finding, LostRows, Outcome, Reason, Stored, Verdict, Violation, EXAMPLES};
 use crate::model::intern::{Id, IdSet, Interner};
 use crate::model::row::Row;
@@ -122,11 +127,35 @@ pub fn store_holds_more(v: &Violation) -> bool {
     )
 }
 
+/// [`Reason::RepliesLost`] where the scenario's own wire fault lost commit replies that explain
+/// the effects the store holds beyond the trace: no more are missing than replies were lost, and
+/// the store agrees with itself (those of `results`, `dedup_keys`, `tasks_done` it gives are
+/// equal).
+pub fn own_fault(ends: &Ends, short: Shortfalls) -> Option<Reason> {
+    let lost = ends.replies_lost.as_ref()?;
+    let short = short.effects?;
+    let (_, o) = ends.observed.as_ref()?;
+    let figures: Vec<i64> = [o.results(), o.dedup_keys, o.tasks_done]
+        .into_iter()
+        .flatten()
+        .collect();
+    let agrees = figures.windows(2).all(|w| w[0] == w[1]);
+    let covered = lost
+        .replies
+        .is_none_or(|n| short.missing() <= i64::try_from(n).unwrap_or(i64::MAX));
+    (agrees && covered).then(|| Reason::RepliesLost {
+        lost: lost.clone(),
+        short,
+    })
+}
+
 /// Makes the failures honest about the rows the store shows missing, and about the totals of
-/// `observed-agrees` that lives which may have lost rows (`lossy`) explain.
+/// `observed-agrees` that lives which may have lost rows (`lossy`), or the scenario's own fault
+/// (`own`, from [`own_fault`]), explain.
 pub fn apply(
     short: Shortfalls,
     lossy: &BTreeSet<(Id, u32)>,
+    own: Option<Reason>,
     names: &Interner,
     outcomes: &mut [Outcome],
 ) {
@@ -136,7 +165,10 @@ pub fn apply(
             LostRows::Any(stored) => short.of(stored),
             LostRows::Covers(stored) => short.of(stored).filter(|s| found <= s.missing()),
             LostRows::Totals => {
-                observed_agrees(o, lossy, names);
+                match &own {
+                    Some(reason) if lossy.is_empty() => by_own_fault(o, reason),
+                    _ => observed_agrees(o, lossy, names),
+                }
                 continue;
             }
             LostRows::Never => None,
@@ -145,6 +177,28 @@ pub fn apply(
             *o = Outcome::unknown(o.invariant, Reason::StoreHoldsMore(s));
         }
     }
+}
+
+/// `observed-agrees` where the scenario's own fault lost commit replies: the effect totals the
+/// store holds more of go; the outcome is unknown, for `reason`, when none is left.
+fn by_own_fault(o: &mut Outcome, reason: &Reason) {
+    let effects = |v: &Violation| {
+        store_holds_more(v)
+            && matches!(
+                v.finding,
+                Finding::ObservedMismatch {
+                    total: Total::Results | Total::Processed | Total::DedupKeys,
+                    ..
+                }
+            )
+    };
+    o.violations.retain(|v| !effects(v));
+    if o.violations.is_empty() {
+        *o = Outcome::unknown(o.invariant, reason.clone());
+        return;
+    }
+    o.more = o.violations.len().saturating_sub(EXAMPLES);
+    o.violations.truncate(EXAMPLES);
 }
 
 /// `observed-agrees` (whose rule keeps all its violations: there are at most six): where some

@@ -15,14 +15,16 @@
 //! never fired leaves it `unknown`), [`outcome`] (what a decision is), [`rule`] (what a rule is),
 //! one file per invariant, [`scan`] (the engine feeding every rule at once), `lost_spans` (the
 //! contract's rule for rows a killed process never exported), [`lost_rows`] (its rule for rows
-//! the store holds and the trace lacks), `evidence` (its rules for zero rows where work happened
-//! and for refused or unmapped spans), [`memory`] and [`streamed`] (the
+//! the store holds and the trace lacks, or its own wire fault lost the replies of), `cut_short`
+//! (its rule for a scenario whose `run_end` is missing or interrupted), `evidence` (its rules for
+//! zero rows where work happened and for refused or unmapped spans), [`memory`] and [`streamed`] (the
 //! two runs), [`run`] (from paths to a [`Report`]).
 
 mod ack_after_commit;
 mod aggregate_order;
 mod counter_exact;
 pub mod coverage;
+mod cut_short;
 mod evidence;
 mod external_single_effect;
 mod intent_atomic;
@@ -50,6 +52,6 @@ pub use outcome::{
     earliest, Finding, Held, Outcome, Reason, Shortfall, Total, Verdict, Violation, EXAMPLES,
 };
 pub use report::{Report, RunVerdict, ScenarioReport};
-pub use rule::{row32, Decision, Ends, Gather, Pos, Rule, Skips};
+pub use rule::{row32, Decision, Ends, Gather, Pos, RepliesLost, Rule, Skips};
 pub use run::{analyse, check_paths};
 pub use scan::{Gathering, Scan, Scanned};

@@ -45,8 +45,8 @@ pub enum Reason {
     /// The producer refused spans of this kind for want of columns it requires (see
     /// `run_end.detail.refused`): rows of it are missing, and could change the verdict.
     Refused {
-        /// The kind.
-        kind: Kind,
+        /// The kind; `None` for spans that named no kind (`run_end.detail.refused["(none)"]`).
+        kind: Option<Kind>,
         /// How many spans.
         spans: u64,
         /// The columns they lacked.
@@ -113,6 +113,21 @@ pub enum Reason {
         incarnation: u32,
         /// How many more lives may have.
         others: usize,
+    },
+    /// The scenario was cut short (`run_end` missing, or `interrupted`): the store was read
+    /// while the scenario may still have been running, so a comparison with it is no evidence.
+    CutShort {
+        /// Whether the `run_end` row is missing (else it says `interrupted`).
+        no_run_end: bool,
+    },
+    /// `observed-agrees`: the store holds more effects than the trace, and the scenario's own
+    /// wire fault lost at least as many commit replies while the store agrees with itself: a
+    /// retry that found its commit and did not report it would explain it.
+    RepliesLost {
+        /// What the fault lost.
+        lost: super::rule::RepliesLost,
+        /// What the store holds beyond the trace.
+        short: Shortfall,
     },
     /// Rows the check needed lacked a required field and were skipped.
     MissingFields {

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart};
-use outbox_trace::{Detail, Field, Kind};
+use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart, NO_KIND};
+use outbox_trace::{Detail, FaultKind, Field, Kind};
 
 use super::outcome::{Outcome, Reason};
 use crate::model::intern::{FastMap, Id, Interner};
@@ -130,6 +130,40 @@ pub struct Ends {
     /// `counter_start` and the observed `counter` of keyed counters, by the key's id (see
     /// [`Ends::resolve`]).
     keyed: FastMap<Id, (Option<i64>, Option<i64>)>,
+    /// The commit replies the scenario's own wire faults lost, if any did.
+    pub replies_lost: Option<RepliesLost>,
+}
+
+/// Replies to commits that the scenario's own wire faults lost (`fault` rows of
+/// `lose-commit-reply`, or `drop-replies` that dropped bytes): the commit happened, its reply
+/// never reached the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepliesLost {
+    /// The first such fault's kind, as its row names it.
+    pub fault: FaultKind,
+    /// Its target, as its row names it.
+    pub target: Option<String>,
+    /// How many replies; `None` when a fault dropped bytes without counting messages (any
+    /// number may have been replies to commits).
+    pub replies: Option<u64>,
+}
+
+impl RepliesLost {
+    /// Adds what the fault row `f` lost, if it lost replies.
+    fn add(lost: &mut Option<RepliesLost>, f: &outbox_trace::detail::Fault) {
+        let counted = f.dropped_messages.is_some_and(|n| n > 0);
+        let replies = match f.fault {
+            FaultKind::LoseCommitReply | FaultKind::DropReplies if counted => f.dropped_messages,
+            FaultKind::DropReplies if f.dropped_bytes.is_some_and(|n| n > 0) => None,
+            _ => return,
+        };
+        let into = lost.get_or_insert_with(|| RepliesLost {
+            fault: f.fault.clone(),
+            target: f.target.clone(),
+            replies: Some(0),
+        });
+        into.replies = into.replies.zip(replies).map(|(a, b)| a.saturating_add(b));
+    }
 }
 
 impl Ends {
@@ -150,6 +184,11 @@ impl Ends {
             }
             Kind::RunEnd => {
                 self.run_end = Some((at, detail.and_then(Detail::run_end).cloned()));
+            }
+            Kind::Fault => {
+                if let Some(f) = detail.and_then(Detail::fault) {
+                    RepliesLost::add(&mut self.replies_lost, f);
+                }
             }
             _ => {}
         }
@@ -209,6 +248,15 @@ impl Ends {
         }
     }
 
+    /// Whether the scenario was cut short: its `run_end` is missing, or says `interrupted`. The
+    /// store was then read (if at all) while the scenario may still have been running.
+    pub fn cut_short(&self) -> bool {
+        match &self.run_end {
+            None => true,
+            Some((_, end)) => end.as_ref().is_some_and(RunEnd::interrupted),
+        }
+    }
+
     /// How many rows of `kind` the scenario has.
     pub fn rows(&self, kind: Kind) -> u64 {
         self.rows.get(kind as usize).copied().unwrap_or(0)
@@ -259,10 +307,15 @@ impl Ends {
             })
     }
 
-    /// [`Reason::Refused`] when the producer refused spans of `kind`.
+    /// [`Reason::Refused`] when the producer refused spans of `kind`, or spans without a kind
+    /// (counted under [`NO_KIND`]: they could have been of any kind).
     pub fn refused(&self, kind: Kind) -> Option<Reason> {
         let end = self.run_end.as_ref()?.1.as_ref()?;
-        let r = end.refused.get(kind.as_str()).filter(|r| r.spans > 0)?;
+        let counted = |key: &str| end.refused.get(key).filter(|r| r.spans > 0);
+        let (kind, r) = match counted(kind.as_str()) {
+            Some(r) => (Some(kind), r),
+            None => (None, counted(NO_KIND)?),
+        };
         Some(Reason::Refused {
             kind,
             spans: r.spans,

@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 
 use outbox_trace::{Detail, FigureTally, Figures, Kind};
 
-use super::evidence;
 use super::invariant::Invariant;
 use super::lost_rows::{self, Traced};
 use super::lost_spans::{self, Lives};
@@ -16,6 +15,7 @@ use super::{
     ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
     mark_after_puback, no_lost_task, observed_agrees, single_effect,
 };
+use super::{cut_short, evidence};
 use crate::model::history::History;
 use crate::model::intern::{Id, Interner};
 use crate::model::row::Row;
@@ -197,8 +197,10 @@ impl Scanned {
     pub fn settle(self, h: &History, names: &Interner) -> Vec<Outcome> {
         let mut outcomes = self.outcomes;
         let lossy = self.lives.incomplete();
+        cut_short::apply(&self.ends, &mut outcomes);
         lost_spans::apply(&lossy, h, names, &mut outcomes);
-        lost_rows::apply(self.shortfalls, &lossy, names, &mut outcomes);
+        let own = lost_rows::own_fault(&self.ends, self.shortfalls);
+        lost_rows::apply(self.shortfalls, &lossy, own, names, &mut outcomes);
         evidence::apply(&self.ends, &self.reads, &mut outcomes);
         outcomes
     }

@@ -149,7 +149,11 @@ impl Sink for Feed {
         let scan = &mut self.scans[h];
         // Few rows have a detail kept: only theirs is parsed (and dropped).
         match detail {
-            Some(text) => scan.row(at, row, Some(&Detail::parse(row.kind, text))),
+            Some(text) => {
+                let detail =
+                    Detail::parse(row.kind, text).map_err(LoadError::bad_detail(row.seq))?;
+                scan.row(at, row, Some(&detail));
+            }
             None => scan.row(at, row, None),
         }
         Ok(())
@@ -242,7 +246,9 @@ impl Sink for Keep {
             let history = &mut histories[h];
             let mut row = row.clone();
             if let Some(text) = detail {
-                history.attach_detail(&mut row, text);
+                history
+                    .attach_detail(&mut row, text)
+                    .map_err(LoadError::bad_detail(row.seq))?;
             }
             history.keep_at(at, row);
         }

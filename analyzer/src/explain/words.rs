@@ -106,6 +106,31 @@ pub fn reason(r: &Reason) -> String {
                 s.store, s.trace
             )
         }
+        Reason::CutShort { no_run_end } => format!(
+            "{}: the store was read while the scenario may still have been running",
+            if *no_run_end {
+                "the scenario has no run_end row"
+            } else {
+                "the scenario was interrupted"
+            }
+        ),
+        Reason::RepliesLost { lost, short } => {
+            let (store, trace) = held_words(short.held);
+            let replies = lost
+                .replies
+                .map_or_else(|| "replies".to_string(), |n| format!("{n} replies"));
+            format!(
+                "the store holds {} {store}, the trace {} {trace}; the scenario's own fault {}{} \
+                 lost {replies} to commits, and a retry that finds its commit and does not \
+                 report it leaves one effect unreported each (report the commit your retry finds)",
+                short.store,
+                short.trace,
+                lost.fault.as_str(),
+                lost.target
+                    .as_deref()
+                    .map_or_else(String::new, |t| format!(" on {t}")),
+            )
+        }
         Reason::TraceShort {
             total,
             store,
@@ -130,8 +155,9 @@ pub fn reason(r: &Reason) -> String {
             spans,
             missing,
         } => format!(
-            "{spans} {kind} span(s) were refused for want of {} (run_end.detail.refused): \
+            "{spans} {} span(s) were refused for want of {} (run_end.detail.refused): \
              the rows they would have given could change this",
+            kind.map_or("kind-less", Kind::as_str),
             missing.join(", ")
         ),
         Reason::Unmapped {
@@ -190,7 +216,8 @@ pub fn reason(r: &Reason) -> String {
 }
 
 /// What rows missing from a trace mean, for the reasons and explanations that find them.
-pub const LOST: &str = "spans were lost; see what to turn off";
+pub const LOST: &str =
+    "the trace lacks rows (a step never reported, or a span never exported); see what to turn off";
 
 /// The store's total and the trace's count, in words, of a lost-rows comparison.
 pub fn held_words(held: Held) -> (&'static str, &'static str) {
@@ -481,8 +508,12 @@ pub fn what_to_add(outcomes: &[&crate::check::Outcome]) -> Vec<String> {
         match &o.reason {
             Some(Reason::Refused { kind, missing, .. }) => {
                 let add: Vec<String> = missing.iter().map(|c| format!("`outbox.{c}`")).collect();
+                let whose = kind.map_or_else(
+                    || "spans with `outbox.*` attributes".to_string(),
+                    |k| format!("{k}: its spans"),
+                );
                 lines.insert(format!(
-                    "{kind}: its spans lack {}; add {} to them",
+                    "{whose} lack {}; add {} to them",
                     missing.join(", "),
                     add.join(", ")
                 ));

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use outbox_trace::detail::{Observed, RunEnd, RunStart};
+use outbox_trace::detail::{BadDetail, Observed, RunEnd, RunStart};
 use outbox_trace::{Detail, Kind};
 
 use crate::model::index::Indices;
@@ -129,13 +129,16 @@ impl History {
         self.positions.get_or_insert_with(Vec::new);
     }
 
-    /// Keeps `text` as `row`'s detail, decoded once by the row's kind.
-    pub fn attach_detail(&mut self, row: &mut Row, text: &str) {
+    /// Keeps `text` as `row`'s detail, decoded once by the row's kind; a detail with a field of
+    /// the wrong type is kept by none.
+    pub fn attach_detail(&mut self, row: &mut Row, text: &str) -> Result<(), BadDetail> {
+        let typed = Detail::parse(row.kind, text)?;
         row.detail = u32::try_from(self.details.len()).ok();
         self.details.push(KeptDetail {
             text: text.into(),
-            typed: Detail::parse(row.kind, text),
+            typed,
         });
+        Ok(())
     }
 
     /// The kept `detail` of a row, typed.

@@ -44,7 +44,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             0,
             Step::TaskAccepted {
                 about: about(&task),
-                store_rev: rev,
+                store_rev: Some(rev),
                 amount: None,
                 note: note(),
             },
@@ -54,7 +54,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             0,
             Step::IntentRecorded {
                 about: about(&task).loose(),
-                store_rev: rev,
+                store_rev: Some(rev),
                 amount: None,
                 note: note(),
             },
@@ -83,7 +83,7 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             0,
             Step::OutboxMarked {
                 about: event(),
-                store_rev: rev + 1,
+                store_rev: Some(rev + 1),
                 note: note(),
             },
         );
@@ -95,9 +95,9 @@ pub fn write(path: &Path, rows: u64) -> Result<(u64, u64), TraceError> {
             life,
             Step::EffectCommitted {
                 about: About::new(ev.clone(), task.clone()),
-                store_rev: rev + 2,
-                amount: 2,
-                counter,
+                store_rev: Some(rev + 2),
+                amount: Some(2),
+                counter: Some(counter),
                 counter_key: None,
                 broker_seq: None,
                 note: note(),

@@ -623,3 +623,49 @@ fn a_life_with_its_crash_row_is_complete_and_its_violation_stays() {
     );
     assert_eq!(verdicts(&path).0, 1);
 }
+
+#[test]
+fn a_span_exported_twice_checks_as_the_file_without_the_copy() {
+    // An exporter's retry, or a collector's redelivery: the same trace and span id again.
+    let source = fixture("etcd_reference.otlp.jsonl");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let copy = text
+        .lines()
+        .find_map(|line| {
+            let mut request: Value = serde_json::from_str(line).unwrap();
+            let spans = &mut request["resourceSpans"][0]["scopeSpans"][0]["spans"];
+            let commit = spans
+                .as_array()?
+                .iter()
+                .find(|s| s["name"] == "effect_committed")?
+                .clone();
+            *spans = json!([commit]);
+            Some(request.to_string())
+        })
+        .expect("the fixture has a commit");
+    let dir = tempfile::tempdir().unwrap();
+    let twice = dir.path().join("twice.otlp.jsonl");
+    std::fs::write(&twice, format!("{text}{copy}\n")).unwrap();
+    assert_eq!(verdicts(&twice), verdicts(&source));
+    assert_eq!(verdicts(&source).0, 0);
+    // The import counts the copy in the scenario's run_end.
+    let out = dir.path().join("imported.parquet");
+    analyzer()
+        .args([
+            "import",
+            twice.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let copies: u64 = read_trace(&out)
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| e.kind == Kind::RunEnd)
+        .filter_map(|e| outbox_trace::Detail::parse(e.kind, e.detail.as_deref()?).ok())
+        .filter_map(|d| d.run_end()?.duplicate_spans)
+        .sum();
+    assert_eq!(copies, 1);
+}

@@ -61,9 +61,73 @@ fn per_key(t: &mut Vec<Event>) {
     );
 }
 
+fn set_run_end(t: &mut [Event], detail: &str) {
+    let at = find(t, RunEnd, None);
+    t[at].detail = Some(detail.into());
+}
+
+/// The worker's reply to evt-3's commit was lost by the scenario's own fault: its retry found
+/// the dedup key and suppressed, without reporting the commit it found.
+fn reply_lost(t: &mut Vec<Event>) {
+    let at = find(t, EffectCommitted, Some("evt-3"));
+    t[at] = ev(DuplicateSuppressed, "worker").task("t-3").event("evt-3");
+    t.insert(
+        at,
+        ev(Fault, "faults")
+            .detail(r#"{"fault":"lose-commit-reply","target":"postgres","dropped_messages":1}"#),
+    );
+    set_observed(
+        t,
+        r#"{"stream_messages":3,"counter":10,"results":3,"dedup_keys":3,"tasks_done":3}"#,
+    );
+}
+
 /// The traces, by name.
 pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
     vec![
+        (
+            "kindless-refused",
+            edit(|t| {
+                third_lost(t);
+                set_run_end(
+                    t,
+                    r#"{"recovered":true,"refused":{"(none)":{"spans":2,"missing":["kind"]}}}"#,
+                );
+            }),
+        ),
+        (
+            "interrupted",
+            edit(|t| {
+                set_observed(t, r#"{"stream_messages":3,"counter":12,"results":4}"#);
+                set_run_end(t, r#"{"recovered":false,"reason":"interrupted"}"#);
+            }),
+        ),
+        (
+            "interrupted-step",
+            edit(|t| {
+                set_run_end(t, r#"{"recovered":false,"reason":"interrupted"}"#);
+                let at = find(t, EffectCommitted, Some("evt-2"));
+                t[at].counter = Some(6);
+            }),
+        ),
+        (
+            "no-run-end",
+            edit(|t| {
+                without(&[RunEnd])(t);
+                set_observed(t, r#"{"stream_messages":3,"counter":12,"results":4}"#);
+            }),
+        ),
+        ("reply-lost", edit(reply_lost)),
+        (
+            "reply-lost-applied-again",
+            edit(|t| {
+                reply_lost(t);
+                set_observed(
+                    t,
+                    r#"{"stream_messages":3,"counter":15,"results":4,"dedup_keys":3,"tasks_done":3}"#,
+                );
+            }),
+        ),
         ("counter-per-key", edit(per_key)),
         (
             "counter-per-key-step",
@@ -175,6 +239,57 @@ pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
 
 /// `(trace, invariant, verdict, reason)` for every invariant these traces are about.
 const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
+    (
+        "kindless-refused",
+        "observed-agrees",
+        Verdict::Unknown,
+        "2 kind-less span(s) were refused for want of kind",
+    ),
+    (
+        "kindless-refused",
+        "single-effect",
+        Verdict::Unknown,
+        "refused for want of kind",
+    ),
+    (
+        "interrupted",
+        "observed-agrees",
+        Verdict::Unknown,
+        "the scenario was interrupted: the store was read while",
+    ),
+    (
+        "interrupted",
+        "counter-exact",
+        Verdict::Unknown,
+        "the scenario was interrupted",
+    ),
+    ("interrupted", "single-effect", Verdict::Pass, ""),
+    ("interrupted-step", "counter-exact", Verdict::Fail, ""),
+    (
+        "no-run-end",
+        "observed-agrees",
+        Verdict::Unknown,
+        "the scenario has no run_end row",
+    ),
+    (
+        "no-run-end",
+        "counter-exact",
+        Verdict::Unknown,
+        "the scenario has no run_end row",
+    ),
+    (
+        "reply-lost",
+        "observed-agrees",
+        Verdict::Unknown,
+        "own fault lose-commit-reply on postgres lost 1 replies to commits",
+    ),
+    ("reply-lost", "single-effect", Verdict::Pass, ""),
+    (
+        "reply-lost-applied-again",
+        "observed-agrees",
+        Verdict::Fail,
+        "",
+    ),
     ("counter-per-key", "counter-exact", Verdict::Pass, ""),
     ("counter-per-key-step", "counter-exact", Verdict::Fail, ""),
     ("counter-per-key-final", "counter-exact", Verdict::Fail, ""),
@@ -254,8 +369,8 @@ const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
         "store-holds-more",
         "no-lost-task",
         Verdict::Unknown,
-        "the store holds 3 completed tasks, the trace 2 tasks with an effect: spans were lost; \
-         see what to turn off",
+        "the store holds 3 completed tasks, the trace 2 tasks with an effect: the trace lacks rows \
+         (a step never reported, or a span never exported); see what to turn off",
     ),
     (
         "store-holds-more",
@@ -288,7 +403,7 @@ const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
         "store-holds-more-intents",
         "intent-atomic",
         Verdict::Unknown,
-        "the store holds 3 outbox rows, the trace 2 intents: spans were lost",
+        "the store holds 3 outbox rows, the trace 2 intents: the trace lacks rows",
     ),
     (
         "more-lost-tasks-than-missing",
@@ -320,7 +435,7 @@ fn a_disagreement_the_store_holds_more_of_says_rows_were_lost() {
     let report = check(&edit(third_lost));
     let text = explanation(&report, "observed-agrees");
     assert!(
-        text.contains("the store holds more than the trace: spans were lost"),
+        text.contains("the store holds more than the trace: the trace lacks rows"),
         "{text}"
     );
     // The kept examples are at most three, with the rest counted.
@@ -401,4 +516,23 @@ fn a_skipped_invariant_leaves_the_verdict_and_the_exit_code() {
     let (code, _, err) = run(&["--skip", "no-such-invariant"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("no invariant `no-such-invariant`"), "{err}");
+}
+
+#[test]
+fn a_detail_field_of_the_wrong_type_is_bad_input_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = lab();
+    t[0].detail = Some(r#"{"tasks":3,"counter_start":[1,2]}"#.into());
+    let path = write(dir.path(), "bad-detail.parquet", &t);
+    for command in ["check", "report"] {
+        assert_cmd::Command::cargo_bin("analyzer")
+            .unwrap()
+            .arg(command)
+            .arg(&path)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(
+                "the row with seq 1: run_start: detail field `counter_start` holds a list",
+            ));
+    }
 }

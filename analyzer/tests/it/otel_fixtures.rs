@@ -115,7 +115,7 @@ fn batch_kill_is_unknown_with_the_counts(dir: &Path) {
     assert_eq!(verdict, "unknown");
     assert!(
         reason.starts_with("the store holds 40 completed tasks, the trace ")
-            && reason.ends_with("tasks with an effect: spans were lost; see what to turn off"),
+            && reason.ends_with("tasks with an effect: the trace lacks rows (a step never reported, or a span never exported); see what to turn off"),
         "{reason}"
     );
 }

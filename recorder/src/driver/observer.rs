@@ -73,7 +73,7 @@ pub async fn record_unreported_creates<B: Control>(
             0,
             Step::TaskAccepted {
                 about,
-                store_rev: task.store_rev,
+                store_rev: Some(task.store_rev),
                 amount: task.amount,
                 note: note(),
             },
@@ -94,7 +94,7 @@ pub async fn record_unreported_creates<B: Control>(
             1,
             Step::IntentRecorded {
                 about,
-                store_rev: intent.store_rev,
+                store_rev: Some(intent.store_rev),
                 amount: intent.amount,
                 note: note(),
             },
@@ -139,9 +139,9 @@ pub async fn record_unreported_commits<B: Control>(
     for commit in missing {
         let step = Step::EffectCommitted {
             about: About::new(commit.event_id, commit.task_id),
-            store_rev: commit.store_rev,
-            amount: commit.amount,
-            counter: commit.counter,
+            store_rev: Some(commit.store_rev),
+            amount: Some(commit.amount),
+            counter: Some(commit.counter),
             counter_key: None,
             broker_seq: None,
             note: Note {

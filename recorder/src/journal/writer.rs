@@ -70,7 +70,9 @@ impl Tally {
             Step::Observed(observed) => self.figures.observe(observed),
             Step::RunEnd(end) => self.recovered = end.recovered,
             Step::EffectCommitted {
-                about, store_rev, ..
+                about,
+                store_rev: Some(store_rev),
+                ..
             } => {
                 self.committed.insert((*store_rev, about.event_id.clone()));
             }

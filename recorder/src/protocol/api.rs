@@ -81,7 +81,7 @@ pub async fn dual_write<B: Store + Broker>(
     commit.before_reporting(ctx, &intent);
     ctx.emit(Step::TaskAccepted {
         about: intent.about(),
-        store_rev: commit.store_rev,
+        store_rev: Some(commit.store_rev),
         amount: Some(intent.amount),
         note: Note::default(),
     });
@@ -136,7 +136,7 @@ pub async fn create<S: Store>(
     commit.before_reporting(ctx, &intent);
     ctx.emit(Step::TaskAccepted {
         about: intent.about(),
-        store_rev: commit.store_rev,
+        store_rev: Some(commit.store_rev),
         amount: Some(intent.amount),
         note: Note::default(),
     });
@@ -150,7 +150,7 @@ pub async fn create<S: Store>(
     intent.aggregate_seq = seq;
     ctx.emit(Step::IntentRecorded {
         about: intent.about().loose(),
-        store_rev: rev,
+        store_rev: Some(rev),
         amount: Some(intent.amount),
         note: Note::default(),
     });
@@ -175,14 +175,14 @@ fn accepted_with_intent(ctx: &mut ActorCtx, task: &TaskSpec, created: Created) {
     about.aggregate_seq = aggregate_seq;
     ctx.emit(Step::TaskAccepted {
         about,
-        store_rev,
+        store_rev: Some(store_rev),
         amount: Some(intent.amount),
         note: Note::default(),
     });
     ctx.crash_point(CrashPoint::ApiBeforeReportingIntent, Some(&intent));
     ctx.emit(Step::IntentRecorded {
         about: intent.about().loose(),
-        store_rev,
+        store_rev: Some(store_rev),
         amount: Some(intent.amount),
         note: Note::default(),
     });

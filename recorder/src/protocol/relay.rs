@@ -157,7 +157,7 @@ async fn mark<S: Store>(ctx: &mut ActorCtx, store: &S, batch: &[&Intent]) -> any
         if let Some(rev) = rev {
             ctx.emit(Step::OutboxMarked {
                 about: intent.about().loose(),
-                store_rev: rev,
+                store_rev: Some(rev),
                 note: Note::default(),
             });
         }

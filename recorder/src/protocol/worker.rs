@@ -145,9 +145,9 @@ async fn commit<S: Store, H>(
                     );
                     ctx.emit(Step::EffectCommitted {
                         about: delivery.intent.about(),
-                        store_rev,
-                        amount: delivery.intent.amount,
-                        counter,
+                        store_rev: Some(store_rev),
+                        amount: Some(delivery.intent.amount),
+                        counter: Some(counter),
                         counter_key: None,
                         broker_seq: Some(delivery.broker_seq),
                         note: Note::default(),
@@ -231,7 +231,7 @@ async fn call_external(
     for attempt in 1.. {
         ctx.emit(Step::ExternalRequest {
             about: intent.about().loose(),
-            attempt,
+            attempt: Some(attempt),
             amount: Some(intent.amount),
             note: Note {
                 idempotency_key: Some(key.is_some()),

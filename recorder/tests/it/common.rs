@@ -83,7 +83,7 @@ pub fn step(e: &Event) -> Step {
 
 /// The typed `detail` of a row (`NotAnObject` when it has none).
 pub fn detail(e: &Event) -> Detail {
-    Detail::parse(e.kind, e.detail.as_deref().unwrap_or(""))
+    Detail::parse(e.kind, e.detail.as_deref().unwrap_or("")).expect("a readable detail")
 }
 
 /// The crash point of a `crash` row.

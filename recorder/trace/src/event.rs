@@ -90,21 +90,35 @@ impl Event {
 
     /// The required fields of this event's kind that are missing.
     pub fn missing_fields(&self) -> Vec<crate::Field> {
-        use crate::Field::*;
         self.kind
             .required_fields()
             .iter()
             .copied()
-            .filter(|f| match f {
-                TaskId => self.task_id.is_none(),
-                EventId => self.event_id.is_none(),
-                StoreRev => self.store_rev.is_none(),
-                Attempt => self.attempt.is_none(),
-                BrokerSeq => self.broker_seq.is_none(),
-                Amount => self.amount.is_none(),
-                Counter => self.counter.is_none(),
-                Detail => self.detail.is_none(),
-            })
+            .filter(|&f| !self.has(f))
             .collect()
+    }
+
+    /// The fields identifying this event's step that are missing ([`crate::Field::identifies`]):
+    /// an event lacking one is no step.
+    pub fn missing_identity(&self) -> Vec<crate::Field> {
+        self.kind
+            .identifying_fields()
+            .filter(|&f| !self.has(f))
+            .collect()
+    }
+
+    /// Whether the event carries `field`.
+    pub fn has(&self, field: crate::Field) -> bool {
+        use crate::Field::*;
+        match field {
+            TaskId => self.task_id.is_some(),
+            EventId => self.event_id.is_some(),
+            StoreRev => self.store_rev.is_some(),
+            Attempt => self.attempt.is_some(),
+            BrokerSeq => self.broker_seq.is_some(),
+            Amount => self.amount.is_some(),
+            Counter => self.counter.is_some(),
+            Detail => self.detail.is_some(),
+        }
     }
 }

@@ -38,6 +38,14 @@ impl Field {
             Field::Detail => "detail",
         }
     }
+
+    /// Whether the field identifies a step (`task_id`, `event_id`, a required `detail`): a span
+    /// that lacks it is refused. The others (`store_rev`, `amount`, `counter`, `attempt`,
+    /// `broker_seq`) are what some invariants read: a row without them is kept, and only those
+    /// invariants are `unknown`.
+    pub fn identifies(self) -> bool {
+        matches!(self, Field::TaskId | Field::EventId | Field::Detail)
+    }
 }
 
 macro_rules! kinds {
@@ -60,6 +68,12 @@ macro_rules! kinds {
             /// The fields the contract requires for this kind (beyond the always-required columns).
             pub fn required_fields(self) -> &'static [Field] {
                 match self { $(Kind::$variant => &[$(Field::$field),*],)+ }
+            }
+
+            /// The required fields that identify a step of this kind ([`Field::identifies`]):
+            /// a row or span without one is no step.
+            pub fn identifying_fields(self) -> impl Iterator<Item = Field> {
+                self.required_fields().iter().copied().filter(|f| f.identifies())
             }
         }
 

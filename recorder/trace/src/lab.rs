@@ -117,6 +117,7 @@ mod tests {
 
     fn json(text: &str) -> Observed {
         Detail::parse(Kind::Observed, text)
+            .unwrap()
             .observed()
             .unwrap()
             .clone()

@@ -22,6 +22,21 @@ pub enum LoadError {
     /// streams (it is then loaded whole and sorted instead).
     #[error("the rows of a run are not in ascending seq order")]
     NotInSeqOrder,
+    /// A row's `detail` holds a field of the wrong type.
+    #[error("the row with seq {seq}: {error}")]
+    BadDetail {
+        /// The row's `seq`.
+        seq: u64,
+        /// Which field, of which kind.
+        error: outbox_trace::detail::BadDetail,
+    },
+}
+
+impl LoadError {
+    /// The error of the row with `seq`, whose detail could not be read.
+    pub fn bad_detail(seq: u64) -> impl FnOnce(outbox_trace::detail::BadDetail) -> LoadError {
+        move |error| LoadError::BadDetail { seq, error }
+    }
 }
 
 /// A load error together with the file it concerns: `<path>: <reason>`, one line. The reason is

@@ -51,7 +51,9 @@ impl Sink for Keep {
         let history = &mut histories[h];
         let mut row = row.clone();
         if let Some(text) = detail {
-            history.attach_detail(&mut row, text);
+            history
+                .attach_detail(&mut row, text)
+                .map_err(LoadError::bad_detail(row.seq))?;
         }
         history.push(row);
         Ok(())

@@ -194,7 +194,10 @@ impl<'a, 'e> Stage<'a, 'e> {
         match why {
             Why::Refused(missing) => self.skip(missing.to_string()),
             Why::Rejected { kind, reason } => self.skip(format!("{kind}: refused, {reason}")),
-            Why::Unmapped(_) => {}
+            Why::Kindless => {
+                self.skip("a span with outbox.* attributes but no kind: refused".to_string())
+            }
+            Why::Unmapped(_) | Why::Copy => {}
         }
     }
 

@@ -38,15 +38,15 @@ impl CounterValue {
         }
     }
 
-    /// Decodes a JSON value leniently: a number or decimal string is one counter, an object
-    /// counters by key (entries that are not integers left out); anything else is `None`.
+    /// Decodes a JSON value: a number or decimal string is one counter, an object whose every
+    /// value is one counters by key; anything else is `None`.
     pub fn from_json(v: &Value) -> Option<CounterValue> {
         match v {
-            Value::Object(map) => Some(CounterValue::ByKey(
-                map.iter()
-                    .filter_map(|(k, v)| lenient::int_of(v).map(|n| (k.clone(), n)))
-                    .collect(),
-            )),
+            Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| lenient::int_of(v).map(|n| (k.clone(), n)))
+                .collect::<Option<_>>()
+                .map(CounterValue::ByKey),
             other => lenient::int_of(other).map(CounterValue::One),
         }
     }

@@ -1,10 +1,13 @@
-//! Lenient reading of a detail object: the one mechanism every detail struct reads its fields by.
+//! Reading a detail object: the one mechanism every detail struct reads its fields by.
 //!
 //! [`detail_struct!`] declares a detail struct: each field is read from its key through
-//! [`Lenient`] (by the field's type) or through a reader the declaration names, a missing key
-//! gives the field's default, and keys the struct does not name are kept in `other`. A value of
-//! the wrong type reads as absent; an integer may be a JSON number or a decimal string. A field
-//! is written only when it says something ([`Lenient::is_absent`]).
+//! [`Lenient`] (by the field's type) or through a reader the declaration names, a missing key (or
+//! `null`) gives the field's default, and keys the struct does not name are kept in `other`. An
+//! integer may be a JSON number or a decimal string (lenient in spelling); a value of the wrong
+//! type (`counter_start: [1, 2]`, a list item or an object entry of the wrong type) makes the
+//! object unreadable, naming the field: the contract gives each field its type, and a value
+//! read as absent would decide a verdict on what the producer never said. A field is written
+//! only when it says something ([`Lenient::is_absent`]).
 
 use std::collections::BTreeMap;
 
@@ -23,9 +26,33 @@ pub trait Lenient: Sized {
     }
 }
 
-/// A field's value from `v`: what [`Lenient`] reads, or the field's default.
-pub fn read<T: Lenient + Default>(v: Value) -> T {
-    T::from_json(v).unwrap_or_default()
+/// A field's value from `v`: the field's default for `null`, else what [`Lenient`] reads;
+/// `Err` says what `v` holds instead.
+pub fn read<T: Lenient + Default>(v: Value) -> Result<T, &'static str> {
+    if v.is_null() {
+        return Ok(T::default());
+    }
+    let found = shape(&v);
+    T::from_json(v).ok_or(found)
+}
+
+/// What a JSON value is, for a message.
+fn shape(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The error of a detail field holding a value of the wrong type.
+pub fn wrong<E: serde::de::Error>(field: &str, found: &str) -> E {
+    E::custom(format!(
+        "detail field `{field}` holds {found} of the wrong type"
+    ))
 }
 
 /// An integer from a JSON number or a decimal string.
@@ -97,10 +124,13 @@ impl Lenient for CrashSite {
     }
 }
 
-/// Absent where the value holds none.
+/// Absent for `null`; otherwise the value must read as `T`.
 impl<T: Lenient> Lenient for Option<T> {
     fn from_json(v: Value) -> Option<Self> {
-        Some(T::from_json(v))
+        if v.is_null() {
+            return Some(None);
+        }
+        T::from_json(v).map(Some)
     }
 
     fn is_absent(&self) -> bool {
@@ -108,12 +138,11 @@ impl<T: Lenient> Lenient for Option<T> {
     }
 }
 
-/// A list: its items that read as `T` (the others left out); anything but a list reads as
-/// absent.
+/// A list whose every item reads as `T`.
 impl<T: Lenient> Lenient for Vec<T> {
     fn from_json(v: Value) -> Option<Self> {
         match v {
-            Value::Array(items) => Some(items.into_iter().filter_map(T::from_json).collect()),
+            Value::Array(items) => items.into_iter().map(T::from_json).collect(),
             _ => None,
         }
     }
@@ -123,16 +152,14 @@ impl<T: Lenient> Lenient for Vec<T> {
     }
 }
 
-/// An object: its entries whose values read as `T` (the others left out); anything but an
-/// object reads as absent.
+/// An object whose every value reads as `T`.
 impl<T: Lenient> Lenient for BTreeMap<String, T> {
     fn from_json(v: Value) -> Option<Self> {
         match v {
-            Value::Object(map) => Some(
-                map.into_iter()
-                    .filter_map(|(k, v)| Some((k, T::from_json(v)?)))
-                    .collect(),
-            ),
+            Value::Object(map) => map
+                .into_iter()
+                .map(|(k, v)| Some((k, T::from_json(v)?)))
+                .collect(),
             _ => None,
         }
     }
@@ -169,11 +196,12 @@ pub fn texts(v: Value) -> Vec<String> {
     out
 }
 
-/// Declares a detail struct whose every field reads leniently.
+/// Declares a detail struct whose every field reads by its type.
 ///
 /// Each field is read from the key of its name by [`Lenient`] (`pub tasks: Option<i64>,`), or by
 /// the reader named after `=` (`pub faults: Vec<String> = lenient::texts,`, a function from a
-/// [`Value`]). A missing key gives the field's default. The struct gets a last field `other`
+/// [`Value`] that reads anything). A missing key or `null` gives the field's default; a value of
+/// the wrong type fails the whole object, naming the field. The struct gets a last field `other`
 /// with the keys it does not name, written back after the named ones. Fields are written under
 /// their own names, and only when [`Lenient::is_absent`] is false.
 macro_rules! detail_struct {
@@ -205,7 +233,13 @@ macro_rules! detail_struct {
                         $field: match other.remove(stringify!($field)) {
                             Some(v) => $crate::detail::lenient::detail_struct!(
                                 @read v $(, $reader)?
-                            ),
+                            )
+                            .map_err(|found| {
+                                $crate::detail::lenient::wrong::<D::Error>(
+                                    stringify!($field),
+                                    found,
+                                )
+                            })?,
                             None => Default::default(),
                         },
                     )*
@@ -218,7 +252,7 @@ macro_rules! detail_struct {
         $crate::detail::lenient::read($v)
     };
     (@read $v:ident, $reader:path) => {
-        $reader($v)
+        Ok::<_, &'static str>($reader($v))
     };
 }
 

@@ -1,10 +1,10 @@
 //! The `detail` column, typed: one struct per kind that carries a detail object, decoded once.
 //!
 //! `detail` is JSON text in the file. Writers build these structs and serialize them; readers
-//! decode them with [`Detail::parse`]. Decoding is lenient, as a reader of other producers' files
-//! must be: an integer may be a JSON number or a decimal string, a value of the wrong type reads
-//! as absent, and keys this contract does not name are kept in `other` (one mechanism does it for
-//! every struct: see `lenient`). Nothing outside this module looks a `detail` key up by its name.
+//! decode them with [`Detail::parse`]. Decoding is lenient in spelling, as a reader of other
+//! producers' files must be: an integer may be a JSON number or a decimal string, and keys this
+//! contract does not name are kept in `other`; a value of the wrong type is a [`BadDetail`] naming
+//! its field, never read as absent (one mechanism does it for every struct: see `lenient`). Nothing outside this module looks a `detail` key up by its name.
 
 use serde_json::Value;
 
@@ -25,7 +25,7 @@ pub use note::Note;
 pub use observed::Observed;
 pub use run::{
     ArmedStep, ChaosArmed, FaultTried, KindShape, Refused, RoleShape, RunConfig, RunEnd, RunStart,
-    Unmapped, UNMAPPED_NAMES,
+    Unmapped, INTERRUPTED, NO_KIND, UNMAPPED_NAMES,
 };
 
 /// The JSON key of a detail field: `detail_key!(Observed.counter)` is the [`DetailKey`]
@@ -87,12 +87,22 @@ pub enum Detail {
     NotAnObject,
 }
 
+/// A `detail` object holding a field of the wrong type (`counter_start: [1, 2]`): bad input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct BadDetail {
+    /// The kind of the row.
+    pub kind: Kind,
+    /// Which field, and what it holds.
+    pub message: String,
+}
+
 impl Detail {
     /// Decodes the `detail` text of a row of `kind`. Text that is not a JSON object gives
-    /// [`Detail::NotAnObject`]; it never fails.
-    pub fn parse(kind: Kind, text: &str) -> Detail {
+    /// [`Detail::NotAnObject`]; an object with a field of the wrong type is a [`BadDetail`].
+    pub fn parse(kind: Kind, text: &str) -> Result<Detail, BadDetail> {
         let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
-            return Detail::NotAnObject;
+            return Ok(Detail::NotAnObject);
         };
         let value = Value::Object(map);
         let typed = match kind {
@@ -103,8 +113,10 @@ impl Detail {
             Kind::RunEnd => serde_json::from_value(value).map(Detail::RunEnd),
             _ => serde_json::from_value(value).map(Detail::Note),
         };
-        // The lenient fields accept any JSON value, so an object always decodes.
-        typed.unwrap_or(Detail::NotAnObject)
+        typed.map_err(|e| BadDetail {
+            kind,
+            message: e.to_string(),
+        })
     }
 
     /// The JSON text of this detail; `null` for [`Detail::NotAnObject`].

@@ -59,6 +59,9 @@ detail_struct! {
         pub refused: BTreeMap<String, Refused>,
         /// Spans that mapped to no kind at all.
         pub unmapped: Option<Unmapped>,
+        /// Spans received again with a trace id and span id already taken (an exporter's retry):
+        /// each copy after the first gave no row.
+        pub duplicate_spans: Option<u64>,
         /// Every fault the scenario named, searched or drew, and how often it fired.
         pub faults: Vec<FaultTried>,
         /// What the chaos draw armed as the roles reported their steps, with each entry's
@@ -157,6 +160,14 @@ detail_struct! {
     }
 }
 
+/// The key of `run_end.detail.refused` under which spans are counted that carry `outbox.*`
+/// attributes but no kind (neither on the span nor on its events): they are refused for want of
+/// `kind`, and count as refused spans of every kind.
+pub const NO_KIND: &str = "(none)";
+
+/// The `run_end.detail.reason` of a scenario cut short by a signal to the recorder.
+pub const INTERRUPTED: &str = "interrupted";
+
 /// Up to how many span names [`Unmapped`] keeps.
 pub const UNMAPPED_NAMES: usize = 5;
 
@@ -212,6 +223,12 @@ impl RunEnd {
         self.faults
             .iter()
             .filter(move |f| f.fired == 0 && start.faults.contains(&f.spec))
+    }
+
+    /// Whether the scenario was interrupted (a signal to the recorder): `reason` says
+    /// [`INTERRUPTED`].
+    pub fn interrupted(&self) -> bool {
+        self.reason.as_deref() == Some(INTERRUPTED)
     }
 
     /// Whether the producer counted spans it could not map (refused or unmapped).

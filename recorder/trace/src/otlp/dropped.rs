@@ -1,12 +1,14 @@
 //! Spans that gave no row, as the contract's "Refused spans" counts them: a span that names a kind
 //! but lacks a column the kind requires is *refused* (counted by kind, with the missing
-//! columns); a span that maps to no kind at all is *unmapped* (counted, with up to five names).
+//! columns), and so is a span with `outbox.*` attributes but no kind (counted under
+//! [`NO_KIND`], missing `kind`); a span that maps to no kind at all is *unmapped* (counted, with
+//! up to five names); a span whose trace and span id were already taken is a *copy* (counted).
 //! The recorder writes the counts into `run_end.detail` ([`Tally::fill`]); a whole file keeps
 //! them in the `run_end` of each scenario, or in one it synthesizes.
 
 use std::collections::BTreeMap;
 
-use crate::detail::{Refused, RunEnd, Unmapped};
+use crate::detail::{Refused, RunEnd, Unmapped, NO_KIND};
 use crate::step::MissingFields;
 
 /// One span that gave no row, and the run and scenario its attributes name.
@@ -27,6 +29,10 @@ pub enum Why {
     Refused(MissingFields),
     /// It maps to no kind; its name.
     Unmapped(String),
+    /// It carries `outbox.*` attributes of its own but no kind, and none of its events names one.
+    Kindless,
+    /// Its trace id and span id were already taken: a copy of a span already mapped.
+    Copy,
     /// It names a kind, but is not taken for `reason`: the kind is the recorder's own, the
     /// export carried no token of a process the recorder started, the span claims another actor
     /// than the process that sent it, or its time is past any the trace can hold.
@@ -45,6 +51,8 @@ pub struct Counts {
     pub refused: BTreeMap<String, Refused>,
     /// The spans that mapped to no kind.
     pub unmapped: Unmapped,
+    /// The copies of spans already mapped.
+    pub copies: u64,
 }
 
 impl Counts {
@@ -57,6 +65,12 @@ impl Counts {
                 .or_default()
                 .add(m.fields.iter().map(|f| f.column().to_string())),
             Why::Unmapped(name) => self.unmapped.add(name),
+            Why::Kindless => self
+                .refused
+                .entry(NO_KIND.to_string())
+                .or_default()
+                .add(std::iter::once("kind".to_string())),
+            Why::Copy => self.copies += 1,
             Why::Rejected { kind, reason } => self
                 .refused
                 .entry(kind.as_str().to_string())
@@ -67,7 +81,7 @@ impl Counts {
 
     /// Whether nothing was counted.
     pub fn is_empty(&self) -> bool {
-        self.refused.is_empty() && self.unmapped.spans == 0
+        self.refused.is_empty() && self.unmapped.spans == 0 && self.copies == 0
     }
 
     /// Writes the counts into a `run_end` detail, adding to any it holds.
@@ -85,6 +99,9 @@ impl Counts {
                     into.reasons.push(m.clone());
                 }
             }
+        }
+        if self.copies > 0 {
+            *end.duplicate_spans.get_or_insert(0) += self.copies;
         }
         if self.unmapped.spans > 0 {
             end.unmapped

@@ -43,6 +43,10 @@ struct ScopeSpans {
 #[serde(rename_all = "camelCase")]
 struct Span {
     #[serde(default)]
+    trace_id: Option<String>,
+    #[serde(default)]
+    span_id: Option<String>,
+    #[serde(default)]
     name: Option<String>,
     #[serde(default)]
     start_time_unix_nano: Option<Json>,
@@ -131,7 +135,12 @@ fn span(s: Span) -> Result<spans::Span, String> {
             attributes: attributes(e.attributes),
         });
     }
+    let key = match (&s.trace_id, &s.span_id) {
+        (Some(t), Some(i)) => spans::SpanKey::of_hex(t, i),
+        _ => None,
+    };
     Ok(spans::Span {
+        key,
         start_unix_ns,
         end_unix_ns,
         error: is_error(s.status.as_ref()),

@@ -11,9 +11,14 @@
 //!   `settle` gives `acked` unless it was negative; `create` and other spans give nothing.
 //! - A delivery is `redelivered` when `outbox.attempt` > 1, or when the span carries RabbitMQ's
 //!   flag (`messaging.rabbitmq.message.redelivered`, or `outbox.redelivered`) set true.
-//! - An event that lacks a column its kind requires gives no row, and a span that maps to no
-//!   kind (and carries no `outbox.*` attribute of its own) gives none either: both are kept as
-//!   [`Dropped`] for the counts of `run_end`.
+//! - An event that lacks a column identifying its step (`event_id`, `task_id` where its kind
+//!   lists it) gives no row (it is *refused*); one that lacks only columns some invariants read
+//!   (`store_rev`, `amount`, `counter`, `attempt`, `broker_seq`) is kept. A span that carries
+//!   `outbox.*` attributes of its own but no kind, and whose events name none, is refused for
+//!   want of `kind` (such a span frames steps only when its events report them). A span that
+//!   maps to no kind and carries no `outbox.*` attribute gives no row either (*unmapped*); a
+//!   span whose trace and span id were already taken is an exporter's retry (a *copy*) and gives
+//!   nothing again. All are kept as [`Dropped`] for the counts of `run_end`.
 //!
 //! The mapping is stateful only for the receive/process pairs: the first span of a pair gives the
 //! event, the second is paired with it (a [`Out::Merge`] moves the event to the earlier start,
@@ -25,11 +30,11 @@
 //! span: it gives no event and leaves the state as it was.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::dropped::{Dropped, Why};
 use super::key;
-use super::spans::{Attribute, Span, Value};
+use super::spans::{Attribute, Span, SpanKey, Value};
 use crate::position::{redis_entry_id, BrokerPosition};
 use crate::step::MissingFields;
 use crate::{Event, Kind};
@@ -101,6 +106,8 @@ pub(crate) struct Mapper {
     default_run_id: String,
     unpaired: HashMap<DeliveryKey, VecDeque<Unpaired>>,
     next_id: u64,
+    /// The keys of the spans mapped so far: a span with one of them again is a copy.
+    seen: HashSet<SpanKey>,
     /// The spans, or events of spans, that gave no row since [`Mapper::take_dropped`].
     dropped: Vec<Dropped>,
 }
@@ -117,6 +124,15 @@ impl Mapper {
     /// The events of `span`, whose resource has the attributes `resource`. `Err` says why the
     /// span cannot be mapped; the mapper is then as it was.
     pub fn span(&mut self, resource: &[Attribute], span: &Span) -> Result<Vec<Out>, String> {
+        if span.key.is_some_and(|k| self.seen.contains(&k)) {
+            let (run_id, scenario) = self.place(&Attrs([&span.attributes, resource, &[]]));
+            self.dropped.push(Dropped {
+                run_id,
+                scenario,
+                why: Why::Copy,
+            });
+            return Ok(Vec::new());
+        }
         let (start, end) = match (span.start_unix_ns, span.end_unix_ns) {
             (Some(s), Some(e)) => (s, e),
             (Some(t), None) | (None, Some(t)) => (t, t),
@@ -193,24 +209,31 @@ impl Mapper {
             operation.as_deref(),
             Some("send" | "publish" | "receive" | "process" | "settle" | "create")
         );
-        // A span with `outbox.*` attributes of its own and no kind frames its steps (a request
-        // span whose events report them): it speaks the contract, and says nothing more here.
-        let framing = span
-            .attributes
-            .iter()
-            .any(|kv| kv.key.starts_with("outbox."));
-        if made.is_empty() && !understood && !framing {
+        if let Some(k) = span.key {
+            self.seen.insert(k);
+        }
+        if made.is_empty() && !understood {
+            // A span with `outbox.*` attributes of its own speaks the contract: without a kind
+            // on it or its events, it is refused, not unmapped.
+            let speaks = span
+                .attributes
+                .iter()
+                .any(|kv| kv.key.starts_with("outbox."));
             let (run_id, scenario) = self.place(&attrs);
             self.dropped.push(Dropped {
                 run_id,
                 scenario,
-                why: Why::Unmapped(span.name.clone()),
+                why: if speaks {
+                    Why::Kindless
+                } else {
+                    Why::Unmapped(span.name.clone())
+                },
             });
         }
         let mut out = Vec::with_capacity(made.len());
         let mut inside = 0u32;
         for mut m in made {
-            let missing = m.pending.event.missing_fields();
+            let missing = m.pending.event.missing_identity();
             if m.pending.unknown_kind.is_none() && !missing.is_empty() {
                 let e = &m.pending.event;
                 self.dropped.push(Dropped {

@@ -237,6 +237,7 @@ fn resource_spans(all: Vec<ResourceSpans>) -> spans::Request {
 
 fn span(s: Span) -> spans::Span {
     spans::Span {
+        key: spans::SpanKey::of(&s.trace_id, &s.span_id),
         name: s.name,
         start_unix_ns: time(s.start_time_unix_nano),
         end_unix_ns: time(s.end_time_unix_nano),

@@ -1,6 +1,7 @@
 //! The spans of one OTLP message, whatever its encoding: the neutral model the mapping reads.
 //! [`super::json`] and [`super::proto`] decode into it; only what the mapping needs is kept
-//! (ids, links, scopes and dropped counts are not).
+//! (its trace and span id, to know a span received twice; links, scopes and dropped counts are
+//! not).
 
 use std::borrow::Cow;
 
@@ -31,6 +32,9 @@ pub struct ResourceSpans {
 /// One span.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Span {
+    /// Its trace id and span id, folded into one key ([`SpanKey::of`]); `None` when either is
+    /// absent or malformed (such a span is never taken for a copy of another).
+    pub key: Option<SpanKey>,
     /// The span's name (for messages only: the mapping never reads it).
     pub name: String,
     /// Start, nanoseconds since the Unix epoch; `None` when absent (or 0, protobuf's default).
@@ -43,6 +47,43 @@ pub struct Span {
     pub attributes: Vec<Attribute>,
     /// Its span events, in message order.
     pub events: Vec<SpanEvent>,
+}
+
+/// A span's identity: its trace id folded to 64 bits, then its span id. Two spans share a key
+/// when their ids are equal (an exporter's retry, a collector's redelivery), or with a chance
+/// of about n^2 / 2^129 otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SpanKey(u128);
+
+impl SpanKey {
+    /// The key of a span with these ids: 16 bytes of trace id, 8 of span id; `None` for ids of
+    /// other lengths or all zeros (OTLP's "invalid").
+    pub fn of(trace_id: &[u8], span_id: &[u8]) -> Option<SpanKey> {
+        let trace: [u8; 16] = trace_id.try_into().ok()?;
+        let span: [u8; 8] = span_id.try_into().ok()?;
+        if trace == [0; 16] || span == [0; 8] {
+            return None;
+        }
+        let half = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or_default());
+        let fold = half(&trace[..8]) ^ half(&trace[8..]).rotate_left(17);
+        Some(SpanKey((u128::from(fold) << 64) | u128::from(half(&span))))
+    }
+
+    /// The key of a span whose ids are hex text (OTLP JSON).
+    pub fn of_hex(trace_id: &str, span_id: &str) -> Option<SpanKey> {
+        SpanKey::of(&hex(trace_id)?, &hex(span_id)?)
+    }
+}
+
+/// The bytes of a hex string, or `None` if it is not one.
+fn hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// One span event.

@@ -278,6 +278,7 @@ fn every_otlp_fixture_maps_alike_whole_and_spilled() {
 /// A span of `name` from `start` to `end` with attributes `attrs`.
 fn span(name: &str, start: u64, end: u64, attrs: Vec<Attribute>) -> Span {
     Span {
+        key: None,
         name: name.into(),
         start_unix_ns: Some(start),
         end_unix_ns: Some(end),

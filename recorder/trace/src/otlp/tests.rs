@@ -27,6 +27,7 @@ fn events(text: &str) -> (Vec<Event>, bool) {
 /// digits only is an integer).
 fn span(start: u64, end: u64, attrs: &[&str]) -> Span {
     Span {
+        key: None,
         name: "s".into(),
         start_unix_ns: Some(start),
         end_unix_ns: Some(end),
@@ -513,6 +514,12 @@ fn protobuf_and_json_requests_decode_to_the_same_spans() {
         message: String::new(),
         code: proto::STATUS_CODE_ERROR,
     });
+    // The ids the JSON below spells in hex.
+    commit.trace_id = vec![
+        0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6,
+        0x0c,
+    ];
+    commit.span_id = vec![0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74];
     let bytes = proto_request(vec![commit]).encode_to_vec();
     let from_proto = decode_request(&bytes, Body::Protobuf).unwrap();
     let json = json!({"resourceSpans": [{
@@ -537,6 +544,7 @@ fn protobuf_and_json_requests_decode_to_the_same_spans() {
             "status": {"code": "STATUS_CODE_ERROR"}}]}]}]});
     let from_json = decode_request(json.to_string().as_bytes(), Body::Json).unwrap();
     assert_eq!(from_proto, from_json);
+    assert!(from_json.resource_spans[0].spans[0].key.is_some());
     assert_eq!(from_proto.span_count(), 1);
     assert!(from_proto.resource_spans[0].spans[0].error);
     let mapped = LiveMapper::new().map(&from_proto);
@@ -705,17 +713,27 @@ fn a_broker_without_positions_maps_and_refused_or_unmapped_spans_are_counted() {
                 "messaging.message.id=m-1",
             ],
         ),
-        // An own kind without a column it requires, and a span of no kind at all.
+        // An own kind without a column identifying its step, a span of no kind at all, and
+        // one with `outbox.*` attributes but no kind (on it or its events).
         span(
             400,
             410,
             &[
                 "outbox.kind=task_accepted",
-                "outbox.task_id=t-1",
                 "outbox.event_id=m-1",
+                "outbox.store_rev=3",
             ],
         ),
         get,
+        span(
+            500,
+            510,
+            &[
+                "outbox.task_id=t-1",
+                "outbox.event_id=m-1",
+                "outbox.store_rev=4",
+            ],
+        ),
     ];
     let mapped = LiveMapper::new().map(&request("svc", "i-1", spans));
     let kinds: Vec<(&str, Option<u32>, Option<u64>)> = mapped
@@ -738,12 +756,13 @@ fn a_broker_without_positions_maps_and_refused_or_unmapped_spans_are_counted() {
         counts.add(&d.why);
     }
     assert!(matches!(&mapped.dropped[0].why, Why::Refused(m) if m.kind == Kind::TaskAccepted));
+    assert!(matches!(&mapped.dropped[2].why, Why::Kindless));
     let mut end = crate::detail::RunEnd::default();
     counts.fill(&mut end);
     let text = serde_json::to_string(&end).unwrap();
     assert_eq!(
         text,
-        r#"{"refused":{"task_accepted":{"spans":1,"missing":["store_rev"]}},"unmapped":{"spans":1,"names":["GET /tasks"]}}"#
+        r#"{"refused":{"(none)":{"spans":1,"missing":["kind"]},"task_accepted":{"spans":1,"missing":["task_id"]}},"unmapped":{"spans":1,"names":["GET /tasks"]}}"#
     );
     // And back, leniently (a bare count is a count).
     let back: crate::detail::RunEnd =
@@ -751,5 +770,48 @@ fn a_broker_without_positions_maps_and_refused_or_unmapped_spans_are_counted() {
     assert_eq!(back.refused["acked"].spans, 3);
     assert_eq!(back.unmapped.unwrap().spans, 2);
     let back: crate::detail::RunEnd = serde_json::from_str(&text).unwrap();
-    assert_eq!(back.refused["task_accepted"].missing, vec!["store_rev"]);
+    assert_eq!(back.refused["task_accepted"].missing, vec!["task_id"]);
+}
+
+#[test]
+fn a_span_received_twice_gives_its_rows_once_and_the_copy_is_counted() {
+    let mut commit = span(
+        100,
+        110,
+        &[
+            "outbox.kind=effect_committed",
+            "outbox.event_id=m-1",
+            "outbox.task_id=t-1",
+        ],
+    );
+    commit.key =
+        super::spans::SpanKey::of_hex("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let mut other = commit.clone();
+    other.key =
+        super::spans::SpanKey::of_hex("0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7");
+    let mut live = LiveMapper::new();
+    let first = live.map(&request("svc", "i-1", vec![commit.clone(), other]));
+    // Without amount, counter or store_rev the commit is a row all the same.
+    assert_eq!(first.events.len(), 2, "{first:?}");
+    assert!(first.dropped.is_empty(), "{first:?}");
+    let again = live.map(&request("svc", "i-1", vec![commit]));
+    assert!(again.events.is_empty(), "{again:?}");
+    assert!(matches!(
+        again.dropped[..],
+        [super::Dropped {
+            why: super::Why::Copy,
+            ..
+        }]
+    ));
+    let mut counts = super::Counts::default();
+    counts.add(&again.dropped[0].why);
+    let mut end = crate::detail::RunEnd::default();
+    counts.fill(&mut end);
+    assert_eq!(end.duplicate_spans, Some(1));
+    // Ids of the wrong length or all zeros identify nothing.
+    assert_eq!(super::spans::SpanKey::of(&[0; 16], &[1; 8]), None);
+    assert_eq!(
+        super::spans::SpanKey::of_hex("abc", "b7ad6b7169203331"),
+        None
+    );
 }

@@ -1,5 +1,7 @@
-//! The steps of a trace, typed: one variant of [`Step`] per kind, holding exactly the fields the
-//! contract requires of that kind (never optional) and the optional columns it may carry.
+//! The steps of a trace, typed: one variant of [`Step`] per kind, holding the fields that
+//! identify a step of that kind (never optional: `event_id`, `task_id` where listed, a required
+//! `detail`) and the columns it may carry (optional, among them the ones only some invariants
+//! read: `store_rev`, `amount`, `counter`, `attempt`).
 //!
 //! A step is complete by construction, so the row made from it by [`Step::into_event`] (the one
 //! conversion from a step to the flat columns) always passes the reader's checks.
@@ -40,8 +42,10 @@ pub enum Step {
     TaskAccepted {
         /// The accepted task and the event its outbox record will publish.
         about: About<String>,
-        /// The `store_rev` of the transaction that wrote the task and its idempotency key.
-        store_rev: i64,
+        /// The `store_rev` of the transaction that wrote the task and its idempotency key, where
+        /// the store numbers its transactions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store_rev: Option<i64>,
         /// What the task's effect will add to the counter.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
@@ -55,7 +59,8 @@ pub enum Step {
         about: About,
         /// The `store_rev` of the transaction that wrote the record; a correct protocol writes it
         /// with the task, so it equals the task's.
-        store_rev: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store_rev: Option<i64>,
         /// What the task's effect will add to the counter.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,
@@ -115,7 +120,8 @@ pub enum Step {
         /// The event whose outbox record was marked.
         about: About,
         /// The `store_rev` of the transaction that marked the record.
-        store_rev: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store_rev: Option<i64>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -153,11 +159,14 @@ pub enum Step {
         /// The event that caused the effect and the task it completes.
         about: About<String>,
         /// The `store_rev` of the effect's transaction; effects committed in one batch share it.
-        store_rev: i64,
-        /// What this effect added to the counter.
-        amount: i64,
-        /// The counter right after this commit.
-        counter: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store_rev: Option<i64>,
+        /// What this effect added to the counter, where the service keeps one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        amount: Option<i64>,
+        /// The counter right after this commit, where the service keeps one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<i64>,
         /// Which counter, for a service with one counter per key; `None` = the run's one counter.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         counter_key: Option<String>,
@@ -218,7 +227,8 @@ pub enum Step {
         /// The event whose `event_id` is the request's idempotency key.
         about: About,
         /// The call's attempt (1-based).
-        attempt: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
         /// The amount the receiver is asked to pay.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         amount: Option<i64>,

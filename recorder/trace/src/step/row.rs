@@ -14,14 +14,6 @@ fn column<T: Clone>(value: &Option<T>) -> Option<T> {
     value.clone()
 }
 
-/// A required field, or the error naming it.
-fn need<T>(kind: Kind, value: Option<T>, field: Field) -> Result<T, MissingFields> {
-    value.ok_or(MissingFields {
-        kind,
-        fields: vec![field],
-    })
-}
-
 /// The error of a row whose kind requires a `detail` object it lacks.
 fn no_detail(kind: Kind) -> MissingFields {
     MissingFields {
@@ -139,9 +131,9 @@ required_detail!(Crash, Fault, Observed, RunEnd);
 ///
 /// - `Variant {}`: a step without fields;
 /// - `Variant(detail)`: a step that is its detail;
-/// - `Variant { about; column: Field, column, ...; detail }`: a step about an event, with its
-///   columns (named as the variant's fields and the [`Event`]'s columns; `: Field` marks a
-///   required one, which the variant holds plain and the row must have) and its detail.
+/// - `Variant { about; column, ...; detail }`: a step about an event, with its optional columns
+///   (named as the variant's fields and the [`Event`]'s columns) and its detail. What identifies
+///   the step (`about`, a required detail) is read first; a row lacking it is no step.
 ///
 /// The reads and writes of `about` and the detail depend on their types (`Subject`,
 /// `DetailPart`). A row missing from the table, or one that does not match its variant, fails to
@@ -170,16 +162,21 @@ macro_rules! steps {
         impl TryFrom<&Event> for Step {
             type Error = MissingFields;
 
-            /// Reads a row back as a step; fails naming the required fields the row lacks.
+            /// Reads a row back as a step; fails naming the fields identifying its step that the
+            /// row lacks.
             fn try_from(e: &Event) -> Result<Step, MissingFields> {
-                let missing = e.missing_fields();
+                let missing = e.missing_identity();
                 if !missing.is_empty() {
                     return Err(MissingFields {
                         kind: e.kind,
                         fields: missing,
                     });
                 }
-                let detail = e.detail.as_deref().map(|t| Detail::parse(e.kind, t));
+                // A detail with a field of the wrong type is no detail this step can hold.
+                let detail = match e.detail.as_deref().map(|t| Detail::parse(e.kind, t)) {
+                    Some(Err(_)) => return Err(no_detail(e.kind)),
+                    other => other.transpose().ok().flatten(),
+                };
                 Ok(match e.kind {
                     $( Kind::$variant => steps!(@read e detail $variant $shape), )+
                 })
@@ -196,20 +193,18 @@ macro_rules! steps {
     (@bind $variant:ident {}) => { Step::$variant };
     (@bind $variant:ident ($detail:ident)) => { Step::$variant($detail) };
     (@bind $variant:ident
-        { $about:ident; $($column:ident $(: $field:ident)?),*; $detail:ident }) => {
+        { $about:ident; $($column:ident),*; $detail:ident }) => {
         Step::$variant { $about, $($column,)* $detail }
     };
 
     // Writes the bound fields to the row `e`.
     (@write $e:ident {}) => { {} };
     (@write $e:ident ($detail:ident)) => { $e.detail = DetailPart::into_detail($detail) };
-    (@write $e:ident { $about:ident; $($column:ident $(: $field:ident)?),*; $detail:ident }) => {{
+    (@write $e:ident { $about:ident; $($column:ident),*; $detail:ident }) => {{
         Subject::write_to($about, &mut $e);
-        $( $e.$column = steps!(@put $column $(: $field)?); )*
+        $( $e.$column = $column; )*
         $e.detail = DetailPart::into_detail($detail);
     }};
-    (@put $column:ident) => { $column };
-    (@put $column:ident : $field:ident) => { Some($column) };
 
     // Reads the variant from the row `e` and its decoded `detail`.
     (@read $e:ident $d:ident $variant:ident {}) => { Step::$variant };
@@ -217,42 +212,34 @@ macro_rules! steps {
         Step::$variant(DetailPart::from_detail($d).ok_or_else(|| no_detail($e.kind))?)
     };
     (@read $e:ident $d:ident $variant:ident
-        { $about:ident; $($column:ident $(: $field:ident)?),*; $detail:ident }) => {
+        { $about:ident; $($column:ident),*; $detail:ident }) => {
         Step::$variant {
             $about: Subject::read_from($e)?,
-            $( $column: steps!(@get $e $column $(: $field)?), )*
+            $( $column: column(&$e.$column), )*
             $detail: DetailPart::from_detail($d).ok_or_else(|| no_detail($e.kind))?,
         }
-    };
-    (@get $e:ident $column:ident) => { column(&$e.$column) };
-    (@get $e:ident $column:ident : $field:ident) => {
-        need($e.kind, column(&$e.$column), Field::$field)?
     };
 }
 
 steps! {
     RunStart(detail),
-    TaskAccepted { about; store_rev: StoreRev, amount; note },
-    IntentRecorded { about; store_rev: StoreRev, amount; note },
+    TaskAccepted { about; store_rev, amount; note },
+    IntentRecorded { about; store_rev, amount; note },
     PublishAttempt { about; attempt; note },
     PublishAcked { about; attempt, broker_seq; note },
     PublishUnacked { about; attempt; note },
     PublishFailed { about; attempt; note },
-    OutboxMarked { about; store_rev: StoreRev; note },
+    OutboxMarked { about; store_rev; note },
     Delivered { about; attempt, broker_seq; note },
     Redelivered { about; attempt, broker_seq; note },
-    EffectCommitted {
-        about;
-        store_rev: StoreRev, amount: Amount, counter: Counter, counter_key, broker_seq;
-        note
-    },
+    EffectCommitted { about; store_rev, amount, counter, counter_key, broker_seq; note },
     DuplicateSuppressed { about; broker_seq; note },
     CommitConflict { about; broker_seq; note },
     Acked { about; broker_seq; note },
     Crash { about; ; crash },
     Restart {},
     Fault(detail),
-    ExternalRequest { about; attempt: Attempt, amount; note },
+    ExternalRequest { about; attempt, amount; note },
     ExternalApplied { about; amount; note },
     ExternalReplayed { about; amount; note },
     Observed(detail),

@@ -34,13 +34,13 @@ fn every_step() -> Vec<Step> {
         }),
         Step::TaskAccepted {
             about: task_about(),
-            store_rev: 7,
+            store_rev: Some(7),
             amount: Some(3),
             note: none(),
         },
         Step::IntentRecorded {
             about: about(),
-            store_rev: 7,
+            store_rev: Some(7),
             amount: Some(3),
             note: Note {
                 seen_in: Some("store".into()),
@@ -76,16 +76,16 @@ fn every_step() -> Vec<Step> {
         },
         Step::OutboxMarked {
             about: about(),
-            store_rev: 9,
+            store_rev: Some(9),
             note: none(),
         },
         Step::delivery(about(), 1, 11),
         Step::delivery(about(), 3, 11),
         Step::EffectCommitted {
             about: task_about(),
-            store_rev: 12,
-            amount: 3,
-            counter: 10,
+            store_rev: Some(12),
+            amount: Some(3),
+            counter: Some(10),
             counter_key: Some("item-1".into()),
             broker_seq: Some(11),
             note: none(),
@@ -127,7 +127,7 @@ fn every_step() -> Vec<Step> {
         }),
         Step::ExternalRequest {
             about: about(),
-            attempt: 1,
+            attempt: Some(1),
             amount: Some(3),
             note: Note {
                 idempotency_key: Some(false),
@@ -240,20 +240,38 @@ fn details_are_written_with_sorted_keys_and_notes_only_when_they_say_something()
 
 #[test]
 fn a_row_missing_a_required_field_is_no_step() {
-    let mut row = every_step()
-        .into_iter()
-        .find(|s| s.kind() == Kind::EffectCommitted)
-        .unwrap()
-        .into_event(identity());
-    row.counter = None;
+    let commit = || {
+        every_step()
+            .into_iter()
+            .find(|s| s.kind() == Kind::EffectCommitted)
+            .unwrap()
+            .into_event(identity())
+    };
+    let mut row = commit();
     row.task_id = None;
     let err = Step::try_from(&row).unwrap_err();
     assert_eq!(err.kind, Kind::EffectCommitted);
-    assert_eq!(err.fields, vec![Field::TaskId, Field::Counter]);
+    assert_eq!(err.fields, vec![Field::TaskId]);
+    assert_eq!(err.to_string(), "a `effect_committed` row lacks task_id");
+
+    // What only some invariants read is no part of the step's identity: the row is kept.
+    let mut counterless = commit();
+    counterless.counter = None;
+    counterless.amount = None;
+    counterless.store_rev = None;
     assert_eq!(
-        err.to_string(),
-        "a `effect_committed` row lacks task_id, counter"
+        counterless.missing_fields(),
+        vec![Field::Amount, Field::Counter, Field::StoreRev]
     );
+    assert!(matches!(
+        Step::try_from(&counterless),
+        Ok(Step::EffectCommitted {
+            store_rev: None,
+            amount: None,
+            counter: None,
+            ..
+        })
+    ));
 
     let mut crash = Step::crash("exit", None).into_event(identity());
     crash.detail = Some("not json".into());

@@ -122,7 +122,7 @@ fn a_named_wire_fault_over_a_connection_that_carries_nothing_did_not_fire_and_sa
     for tried in &end.faults {
         assert!(!tried.why.as_deref().unwrap_or("").contains("lost"), "{tried:?}");
     }
-    // What passed the proxies: the workers' one PING to `side`, every role's Redis traffic.
+    // What passed the proxies: the workers' one PING to `side`, the relay's and the workers' Redis traffic.
     let passed = |role: &str, service: &str| {
         end.wire
             .iter()
@@ -135,7 +135,7 @@ fn a_named_wire_fault_over_a_connection_that_carries_nothing_did_not_fire_and_sa
         end.wire
     );
     assert_eq!(passed("api", "side"), None, "{:?}", end.wire);
-    assert!(passed("api", "redis").is_some_and(|(to, back)| to > 0 && back > 0));
+    assert!(passed("relay", "redis").is_some_and(|(to, back)| to > 0 && back > 0));
     // The scenario's named faults did not fire: it tested nothing, and says so.
     let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
     assert_eq!(report.verdict, RunVerdict::Unknown);

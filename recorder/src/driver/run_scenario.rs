@@ -406,11 +406,14 @@ fn on_the_wire(
     mut t: Tally,
     why: impl FnOnce(&Nemesis) -> String,
 ) -> FaultTried {
-    let (Some(wire), What::Wire {
-        target,
-        service,
-        fault,
-    }) = (wire, &t.nemesis.what)
+    let (
+        Some(wire),
+        What::Wire {
+            target,
+            service,
+            fault,
+        },
+    ) = (wire, &t.nemesis.what)
     else {
         return t.entry(why);
     };

@@ -83,9 +83,8 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
             specs.push(format!("pause {role} after {kind} for {hold}"));
         }
     }
-    let wired = |role: &String, service: &String| {
-        space.wired.contains(&(role.clone(), service.clone()))
-    };
+    let wired =
+        |role: &String, service: &String| space.wired.contains(&(role.clone(), service.clone()));
     for (role, shape) in space.shape {
         for service in space.services.iter().filter(|s| wired(role, s)) {
             for (kind, seen) in &shape.kinds {
@@ -220,7 +219,9 @@ mod tests {
             ]
         );
         // The other faults do not depend on the wire.
-        assert!(specs.iter().any(|s| s == "restart kafka after task_accepted"));
+        assert!(specs
+            .iter()
+            .any(|s| s == "restart kafka after task_accepted"));
         assert!(specs.iter().any(|s| s == "kill api after task_accepted"));
     }
 

@@ -72,7 +72,8 @@ fn with_side(dir: &Path) -> PathBuf {
         \"--dir\", \"${dir}\", \"--save\", \"\"]\n\
         ready = [\"redis-cli\", \"-p\", \"${port}\", \"ping\"]\n\
         wire = \"tcp\"\n\n[env]\n";
-    let worker = "command = [\"sh\", \"-c\", \"redis-cli -p ${services.side.port} ping >/dev/null; \
+    let worker =
+        "command = [\"sh\", \"-c\", \"redis-cli -p ${services.side.port} ping >/dev/null; \
         (while redis-cli -p ${services.side.real_port} ping >/dev/null; do sleep 0.2; done) & \
         exec python3 worker.py\"]\ninstances = 2";
     let text = text.replacen("[env]\n", side, 1).replacen(
@@ -120,7 +121,10 @@ fn a_named_wire_fault_over_a_connection_that_carries_nothing_did_not_fire_and_sa
         "no byte from api to side went through the proxy"
     );
     for tried in &end.faults {
-        assert!(!tried.why.as_deref().unwrap_or("").contains("lost"), "{tried:?}");
+        assert!(
+            !tried.why.as_deref().unwrap_or("").contains("lost"),
+            "{tried:?}"
+        );
     }
     // What passed the proxies: the workers' one PING to `side`, the relay's and the workers' Redis traffic.
     let passed = |role: &str, service: &str| {
@@ -168,7 +172,9 @@ fn a_search_tries_no_wire_fault_where_the_calm_run_passed_no_byte_and_reaches_no
         .collect();
     assert_eq!(faults.len(), 2, "{faults:?}");
     assert!(
-        faults.iter().all(|f| f.starts_with("drop ") && f.contains(" worker side ")),
+        faults
+            .iter()
+            .all(|f| f.starts_with("drop ") && f.contains(" worker side ")),
         "no wire schedule for a role that never connected to side: {faults:?}"
     );
     for s in schedules {
@@ -178,7 +184,10 @@ fn a_search_tries_no_wire_fault_where_the_calm_run_passed_no_byte_and_reaches_no
         assert!(why.contains("crossed the proxy while it lasted"), "{s}");
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("0 valid, 0 invalid, 0 unknown, 2 not reached"), "{stdout}");
+    assert!(
+        stdout.contains("0 valid, 0 invalid, 0 unknown, 2 not reached"),
+        "{stdout}"
+    );
 }
 
 fn wire_rows(events: &[outbox_trace::Event]) -> Vec<(FaultKind, Option<String>, Option<String>)> {

@@ -613,7 +613,11 @@ mod tests {
         proxy.apply(WireFault::Cut).unwrap();
         let acted: Vec<bool> = proxy.finish().iter().map(Over::acted).collect();
         assert_eq!(acted, [true, true]);
-        assert_eq!(proxy.passed(), (11, 11), "dropped bytes are not counted as passed");
+        assert_eq!(
+            proxy.passed(),
+            (11, 11),
+            "dropped bytes are not counted as passed"
+        );
     }
 
     #[tokio::test]

@@ -29,8 +29,8 @@ use crate::backend::etcd_jetstream::EtcdJetStream;
 use crate::backend::services::ServiceKind;
 use crate::backend::sqlite_redis::SqliteRedis;
 use crate::fault::apply::apply;
-use crate::fault::coverage::{why_not, Tally};
-use crate::fault::spec::{Nemesis, What, WireFault};
+use crate::fault::coverage::{why_not, wire_idle, Tally};
+use crate::fault::spec::{Nemesis, What};
 use crate::fault::trigger::Trigger;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
@@ -380,33 +380,49 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
 
 /// The `--fault` specs of a scenario with how often each fired (`run_end.detail.faults`): the
 /// step-following ones as the trigger counted them (its count of the target's steps of the kind
-/// says why one never fired), then the timed ones.
+/// says why one never fired), then the timed ones. A wire fault fired when it acted on traffic,
+/// not when its step or its time came.
 fn tried(aim: Option<&Aim>, timed: &[Tally], ran: Duration) -> Vec<FaultTried> {
     let trigger = aim.and_then(|a| a.trigger.lock().ok().map(|t| t.armed().to_vec()));
     let wire = aim.and_then(|a| a.wire.as_deref());
     let step = trigger.unwrap_or_default().into_iter().map(|a| {
-        let mut fired = u64::from(a.fired);
-        // A `lose` fault fired when it lost a reply, not when its step came.
-        if let (
-            Some(wire),
-            What::Wire {
-                target,
-                service,
-                fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
-            },
-        ) = (wire, &a.nemesis.what)
-        {
-            fired = fired.min(wire.acted(target, service, *fault));
-        }
         let tally = Tally {
             nemesis: a.nemesis,
-            fired,
+            fired: u64::from(a.fired),
             first: a.first,
         };
-        tally.entry(|f| why_not(f, |_, _| u64::from(a.seen), ran))
+        on_the_wire(wire, tally, |f| why_not(f, |_, _| u64::from(a.seen), ran))
     });
-    step.chain(timed.iter().map(|t| t.entry(|f| why_not(f, |_, _| 0, ran))))
-        .collect()
+    let timed = timed
+        .iter()
+        .map(|t| on_the_wire(wire, t.clone(), |f| why_not(f, |_, _| 0, ran)));
+    step.chain(timed).collect()
+}
+
+/// The entry of tally `t`, a wire fault's counted only as often as it acted on traffic (with
+/// why, when it never did).
+fn on_the_wire(
+    wire: Option<&LabWire>,
+    mut t: Tally,
+    why: impl FnOnce(&Nemesis) -> String,
+) -> FaultTried {
+    let (
+        Some(wire),
+        What::Wire {
+            target,
+            service,
+            fault,
+        },
+    ) = (wire, &t.nemesis.what)
+    else {
+        return t.entry(why);
+    };
+    let switched_on = t.fired > 0;
+    t.fired = t.fired.min(wire.acted(target, service, *fault));
+    let idle = (switched_on && t.fired == 0)
+        .then(|| wire_idle(target, service, *fault, wire.passed(target, service)))
+        .flatten();
+    t.entry(|f| idle.unwrap_or_else(|| why(f)))
 }
 
 /// The kinds whose reports a slot's next life holds: those its step-following faults follow.

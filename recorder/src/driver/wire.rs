@@ -20,7 +20,7 @@ use crate::system::proxy::Proxy;
 /// The proxies of one scenario: one per actor and service.
 pub struct LabWire {
     proxies: BTreeMap<(String, String), Proxy>,
-    /// Each `lose` fault that acted: `(actor, service, fault)`.
+    /// Each wire fault that acted on traffic: `(actor, service, fault)`.
     acts: Mutex<Vec<(String, String, WireFault)>>,
 }
 
@@ -107,7 +107,7 @@ impl LabWire {
                 proxy.take_over()
             };
             for o in over {
-                if o.loses() {
+                if o.acted() {
                     let mut acts = self.acts.lock().expect("wire acts");
                     acts.push((actor.clone(), service.clone(), o.fault));
                 }
@@ -120,18 +120,31 @@ impl LabWire {
         Ok(())
     }
 
-    /// How many times a `lose` fault acted for the actors `target` names (a role, or one
-    /// actor) on `service`.
+    /// How many times a wire fault acted on traffic for the actors `target` names (a role, or
+    /// one actor) on `service`.
     pub fn acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
-        let named = |actor: &str| {
-            actor == target
-                || actor
-                    .rsplit_once('-')
-                    .is_some_and(|(role, n)| role == target && n.parse::<u32>().is_ok())
-        };
         let acts = self.acts.lock().expect("wire acts");
         acts.iter()
-            .filter(|(a, s, f)| named(a) && s == service && *f == fault)
+            .filter(|(a, s, f)| named(target, a) && s == service && *f == fault)
             .count() as u64
     }
+
+    /// The bytes that went through the proxies between the actors `target` names and `service`
+    /// so far: `(toward the service, back)`.
+    pub fn passed(&self, target: &str, service: &str) -> (u64, u64) {
+        self.proxies
+            .iter()
+            .filter(|((a, s), _)| s == service && named(target, a))
+            .map(|(_, p)| p.passed())
+            .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2))
+    }
+}
+
+/// Whether `actor` is one of the actors `target` names: itself, or its role (`worker` names
+/// `worker-2`).
+fn named(target: &str, actor: &str) -> bool {
+    actor == target
+        || actor
+            .rsplit_once('-')
+            .is_some_and(|(role, n)| role == target && n.parse::<u32>().is_ok())
 }

@@ -117,6 +117,41 @@ pub fn why_not(
     }
 }
 
+/// Why wire fault `fault` on the wire between `target` and `service`, switched on, never acted:
+/// `passed` is what went through those proxies in the whole scenario (toward the service, back).
+/// `None` for a `lose` fault on a wire that carried bytes ([`why_not`] says it then).
+pub fn wire_idle(
+    target: &str,
+    service: &str,
+    fault: WireFault,
+    passed: (u64, u64),
+) -> Option<String> {
+    if passed == (0, 0) {
+        return Some(format!(
+            "no byte from {target} to {service} went through the proxy"
+        ));
+    }
+    let (to, back) = passed;
+    let whole = format!("{to} bytes to {service} and {back} back in the whole scenario");
+    Some(match fault {
+        WireFault::Cut => format!(
+            "no connection from {target} to {service} was open through the proxy when it was \
+             cut ({whole})"
+        ),
+        WireFault::DropReplies { .. } => format!(
+            "no byte from {service} to {target} crossed the proxy while it lasted ({whole})"
+        ),
+        WireFault::DropRequests { .. } => format!(
+            "no byte from {target} to {service} crossed the proxy while it lasted ({whole})"
+        ),
+        WireFault::Partition { .. } => format!(
+            "no byte between {target} and {service} crossed the proxy and no connection was \
+             tried while it lasted ({whole})"
+        ),
+        WireFault::LoseCommitReply | WireFault::LosePuback => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +165,34 @@ mod tests {
             _ => 0,
         };
         why_not(&fault, count, Duration::from_millis(ran_ms))
+    }
+
+    #[test]
+    fn a_wire_fault_that_never_acted_says_what_crossed_the_proxy() {
+        let hold = Duration::from_secs(2);
+        assert_eq!(
+            wire_idle("api", "kafka", WireFault::DropReplies { hold }, (0, 0)).as_deref(),
+            Some("no byte from api to kafka went through the proxy")
+        );
+        assert_eq!(
+            wire_idle("worker", "kafka", WireFault::DropRequests { hold }, (31, 9)).as_deref(),
+            Some(
+                "no byte from worker to kafka crossed the proxy while it lasted (31 bytes to \
+                 kafka and 9 back in the whole scenario)"
+            )
+        );
+        assert!(wire_idle("worker", "pg", WireFault::Cut, (5, 5))
+            .is_some_and(|w| w.starts_with("no connection from worker to pg was open")));
+        assert_eq!(
+            wire_idle("worker", "pg", WireFault::LoseCommitReply, (5, 5)),
+            None
+        );
+        for fault in [WireFault::Cut, WireFault::Partition { hold }] {
+            for passed in [(0, 0), (3, 4)] {
+                let why = wire_idle("api", "kafka", fault, passed).unwrap();
+                assert!(!why.contains("lost"), "{why}");
+            }
+        }
     }
 
     #[test]

@@ -10,14 +10,14 @@
 //!   its most frequent kind, to show that a stall is survived;
 //! - `restart SERVICE after KIND N` (first and middle occurrence) and `pause SERVICE after KIND N
 //!   for 2s` (middle occurrence) for each service and each kind any role reported;
-//! - on the wire, for each role, each service and each kind the role reported, at a middle
-//!   occurrence: `drop replies ROLE SERVICE after KIND N` (the request arrived, its answer was
+//! - on the wire, for each role and each service whose connections passed bytes through the
+//!   recorder's proxy in the calm run, and each kind the role reported, at a middle occurrence: `drop replies ROLE SERVICE after KIND N` (the request arrived, its answer was
 //!   lost) and `drop requests ROLE SERVICE after KIND N` (the request never arrived); for a
 //!   service whose protocol the proxy reads, `lose commit-reply ROLE SERVICE after KIND N` (the
 //!   next COMMIT after each kind) and, for a role that publishes, `lose puback ROLE SERVICE after
 //!   publish_attempt N` (that publish's ACK).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use outbox_trace::detail::RoleShape;
@@ -37,6 +37,9 @@ pub struct Space<'a> {
     pub instances: &'a BTreeMap<String, u32>,
     /// The system's services.
     pub services: &'a [String],
+    /// The `(role, service)` pairs whose connections passed bytes through the proxy in the calm
+    /// run: the only ones a wire fault can act on.
+    pub wired: &'a BTreeSet<(String, String)>,
     /// The services whose protocol the proxy reads, each with the fault that loses one of its
     /// replies (`lose commit-reply`, `lose puback`).
     pub lossy: &'a [(String, WireFault)],
@@ -80,8 +83,10 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
             specs.push(format!("pause {role} after {kind} for {hold}"));
         }
     }
+    let wired =
+        |role: &String, service: &String| space.wired.contains(&(role.clone(), service.clone()));
     for (role, shape) in space.shape {
-        for service in space.services {
+        for service in space.services.iter().filter(|s| wired(role, s)) {
             for (kind, seen) in &shape.kinds {
                 let Some(&middle) = occurrences(seen.count).last() else {
                     continue;
@@ -96,7 +101,7 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
         }
     }
     for (role, shape) in space.shape {
-        for (service, fault) in space.lossy {
+        for (service, fault) in space.lossy.iter().filter(|(s, _)| wired(role, s)) {
             for (kind, seen) in &shape.kinds {
                 let Some(&middle) = occurrences(seen.count).last() else {
                     continue;
@@ -175,6 +180,51 @@ mod tests {
         }
     }
 
+    fn pairs(of: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+        of.iter()
+            .map(|(r, s)| (r.to_string(), s.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn no_wire_fault_is_enumerated_where_the_calm_run_passed_no_byte() {
+        let shape = BTreeMap::from([
+            ("api".to_string(), role(&[("task_accepted", 40, Some(30))])),
+            ("worker".to_string(), role(&[("delivered", 40, Some(200))])),
+        ]);
+        let services = ["kafka".to_string(), "postgres".to_string()];
+        let lossy = [("postgres".to_string(), WireFault::LoseCommitReply)];
+        let wired = pairs(&[("worker", "kafka"), ("api", "postgres")]);
+        let specs = singles(&Space {
+            shape: &shape,
+            instances: &BTreeMap::new(),
+            services: &services,
+            wired: &wired,
+            lossy: &lossy,
+            pause_for: Duration::from_secs(5),
+        });
+        let wire: Vec<&str> = specs
+            .iter()
+            .filter(|s| s.starts_with("drop") || s.starts_with("lose"))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            wire,
+            [
+                "drop replies api postgres after task_accepted 20",
+                "drop requests api postgres after task_accepted 20",
+                "drop replies worker kafka after delivered 20",
+                "drop requests worker kafka after delivered 20",
+                "lose commit-reply api postgres after task_accepted 20",
+            ]
+        );
+        // The other faults do not depend on the wire.
+        assert!(specs
+            .iter()
+            .any(|s| s == "restart kafka after task_accepted"));
+        assert!(specs.iter().any(|s| s == "kill api after task_accepted"));
+    }
+
     #[test]
     fn every_reported_step_gets_its_faults_and_no_other_does() {
         let shape = BTreeMap::from([
@@ -186,10 +236,12 @@ mod tests {
         ]);
         let instances = BTreeMap::from([("api".to_string(), 1), ("worker".to_string(), 2)]);
         let services = ["redis".to_string()];
+        let wired = pairs(&[("api", "redis"), ("worker", "redis")]);
         let specs = singles(&Space {
             shape: &shape,
             instances: &instances,
             services: &services,
+            wired: &wired,
             lossy: &[],
             pause_for: Duration::from_secs(5),
         });
@@ -257,10 +309,17 @@ mod tests {
             ("nats".to_string(), WireFault::LosePuback),
             ("postgres".to_string(), WireFault::LoseCommitReply),
         ];
+        let wired = pairs(&[
+            ("relay", "nats"),
+            ("relay", "postgres"),
+            ("worker", "nats"),
+            ("worker", "postgres"),
+        ]);
         let specs = singles(&Space {
             shape: &shape,
             instances: &instances,
             services: &services,
+            wired: &wired,
             lossy: &lossy,
             pause_for: Duration::from_secs(5),
         });

@@ -86,20 +86,22 @@ pub enum What {
 /// What a wire fault does to the bytes between a process and a service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireFault {
-    /// Every byte from the service to the process is discarded for `hold`, then its
-    /// connections are reset: the request arrived, its answer was lost.
+    /// Every byte from the service to the process is discarded for `hold`, then (if any was)
+    /// its connections are reset: the request arrived, its answer was lost.
     DropReplies {
         /// How long.
         hold: Duration,
     },
-    /// Every byte from the process to the service is discarded for `hold`, then reset.
+    /// Every byte from the process to the service is discarded for `hold`, then (if any was)
+    /// its connections are reset.
     DropRequests {
         /// How long.
         hold: Duration,
     },
     /// The process's connections to the service are reset now.
     Cut,
-    /// New connections refused, open ones black-holed both ways for `hold`, then reset.
+    /// New connections refused, open ones black-holed both ways for `hold`, then (if a byte was
+    /// dropped) reset.
     Partition {
         /// How long.
         hold: Duration,

@@ -1,12 +1,14 @@
 //! `recorder explore --system FILE` as a recording's [`Subject`]: a systematic search, no scenario
-//! to write. Scenario `calm` (no fault) learns the shape of the system; then every single-fault
-//! schedule enumerated from it ([`crate::fault::schedules`]) runs as a scenario of its own, named
-//! by its spec, `--jobs` at a time, its fault recorded as searched (`run_start.detail.searched`).
-//! A schedule whose fault did not fire runs once more (`...-again`); if it still does not, it is
-//! not reached: reported, not judged. With `--depth 2`, pairs of single faults drawn from a seed
-//! follow, until a time budget is spent. What each schedule tried is kept for the table.
+//! to write. Scenario `calm` (no fault) learns the shape of the system, and which roles' connections
+//! to which services pass the recorder's proxy; then every single-fault schedule enumerated from
+//! it ([`crate::fault::schedules`]) runs as a scenario of its own, named by its spec, `--jobs` at a
+//! time, its fault recorded as searched (`run_start.detail.searched`). A schedule whose fault did
+//! not fire (for a wire fault: did not act on traffic) runs once more (`...-again`); if it still
+//! does not, it is not reached: reported, not judged. With `--depth 2`, pairs of single faults
+//! drawn from a seed follow, until a time budget is spent. What each schedule tried is kept for
+//! the table. After a signal no schedule starts, and those running end as interrupted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
@@ -125,10 +127,19 @@ impl<'c> Explore<'c> {
                 Some((name.clone(), fault))
             })
             .collect();
+        // A wire fault can act only where the calm run's connections passed the proxy.
+        let wired: BTreeSet<(String, String)> = self
+            .calm
+            .iter()
+            .flat_map(|c| &c.wire)
+            .filter(|w| w.request_bytes + w.reply_bytes > 0)
+            .map(|w| (w.role.clone(), w.service.clone()))
+            .collect();
         let space = Space {
             shape: &self.shape,
             instances: &instances,
             services: &services,
+            wired: &wired,
             lossy: &lossy,
             pause_for: self.pause_for,
         };
@@ -271,7 +282,8 @@ impl<'c> Explore<'c> {
         let mut runs = futures::stream::iter(schedules.into_iter().enumerate().map(|(i, f)| {
             let name = slug(&f);
             async move {
-                if stop.load(Ordering::SeqCst) {
+                // Nothing starts after `--fail-fast` stopped the search or a signal ended it.
+                if stop.load(Ordering::SeqCst) || run.shutdown.is_cancelled() {
                     return (i, f, None);
                 }
                 let result = this.one(run, name, vec![f.clone()]).await;
@@ -307,10 +319,9 @@ impl<'c> Explore<'c> {
                     show_duration(Duration::from_secs(left.as_secs()))
                 );
             }
+            // After a signal the schedules still running end as interrupted (each writes its
+            // `run_end`), so they are waited for, not dropped.
             tried.push((i, fault, result));
-            if run.shutdown.is_cancelled() {
-                break;
-            }
         }
         drop(runs);
         self.stopped_at = stopped_at;

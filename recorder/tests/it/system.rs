@@ -328,6 +328,11 @@ pub(crate) fn marked(mark: &str) -> Vec<i32> {
 
 /// Starts the example in a session of its own (as a terminal would run it), marked.
 fn start_marked(dir: &Path, mark: &str) -> std::process::Child {
+    start_marked_with(dir, mark, &[])
+}
+
+/// The same with `args` added.
+fn start_marked_with(dir: &Path, mark: &str, args: &[&str]) -> std::process::Child {
     let mut command = recorder();
     command
         .args(["run", "--quiet", "--system"])
@@ -335,6 +340,7 @@ fn start_marked(dir: &Path, mark: &str) -> std::process::Child {
         .arg("--out")
         .arg(dir.join("run.parquet"))
         .args(["--tasks", "400", "--env", mark])
+        .args(args)
         .env(
             mark.split_once('=').unwrap().0,
             mark.split_once('=').unwrap().1,
@@ -388,6 +394,66 @@ fn ctrl_c_to_the_terminal_group_ends_the_run_and_leaves_no_process() {
         unreachable!()
     };
     assert_eq!(end.recovered, Some(false));
+}
+
+/// Ctrl-C `after` the roles started (on a loaded machine the first delivery may take seconds),
+/// while the workers are inside their work (1.5 s between
+/// receive and commit): the processes are stopped before the stores are read back, so no commit
+/// lands after the `observed` row, `run_end` says `interrupted`, and the analyzer finds nothing
+/// invalid in the correct example.
+fn ctrl_c_while_workers_commit(after: Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!(
+        "OUTBOX_TEST_MARK=commit-{}-{}",
+        after.as_secs(),
+        std::process::id()
+    );
+    let child = start_marked_with(dir.path(), &mark, &["--env", "WORK_MS=1500"]);
+    std::thread::sleep(after);
+    killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
+    none_left(&mark);
+    let out = dir.path().join("run.parquet");
+    let trace = outbox_trace::read_trace(&out).expect("the trace");
+    // Workers were inside their work when the signal came.
+    assert!(
+        !rows(&trace.events, Kind::Delivered).is_empty(),
+        "no delivery within {after:?}"
+    );
+    let committed = rows(&trace.events, Kind::EffectCommitted);
+    if let Some(observed) = rows(&trace.events, Kind::Observed).first() {
+        let late: Vec<u64> = committed
+            .iter()
+            .map(|e| e.seq)
+            .filter(|&seq| seq > observed.seq)
+            .collect();
+        assert!(
+            late.is_empty(),
+            "commits after the observed row (seq {}): {late:?}",
+            observed.seq
+        );
+    }
+    let end = rows(&trace.events, Kind::RunEnd);
+    let end = common::run_end(end.last().expect("run_end"));
+    assert_eq!(end.reason.as_deref(), Some("interrupted"));
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
+    assert_ne!(
+        report.verdict,
+        RunVerdict::Invalid,
+        "failed: {:?}",
+        failed(&report)
+    );
+}
+
+#[test]
+fn ctrl_c_at_6s_while_workers_commit_leaves_no_commit_after_the_observed_row() {
+    ctrl_c_while_workers_commit(Duration::from_secs(6));
+}
+
+#[test]
+fn ctrl_c_at_8s_while_workers_commit_leaves_no_commit_after_the_observed_row() {
+    ctrl_c_while_workers_commit(Duration::from_secs(8));
 }
 
 /// A role's shell that leaves a daemon behind, holding the role's standard output: the run does

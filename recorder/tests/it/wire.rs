@@ -5,7 +5,10 @@
 //! suppressed, and catches a worker without dedup; a publish request that never arrives is
 //! published again (valid), and catches a relay that marks a publish that raised; a partition of
 //! one worker is survived. The fault rows name the fault, the process and the service, and say
-//! what was dropped.
+//! what was dropped. A wire fault fires only when it acts on traffic: on a service a role reaches
+//! through the proxy once and then at its own address (as a Kafka client does after its first
+//! metadata request), its faults are not reached, and none is searched for a role that never
+//! connected to it.
 
 use std::path::{Path, PathBuf};
 
@@ -47,7 +50,144 @@ fn under(fault: &str, bug: &str) -> (RunVerdict, Vec<&'static str>, Vec<outbox_t
         .map(|o| o.invariant.id())
         .collect();
     let events = outbox_trace::read_trace(&out).unwrap().events;
+    // The fault acted on traffic: fired, so the verdict is the fault's.
+    let end = rows(&events, Kind::RunEnd);
+    let end = common::run_end(end.last().expect("run_end"));
+    assert!(
+        end.faults.iter().all(|f| f.fired > 0),
+        "{fault}: {:?}",
+        end.faults
+    );
     (report.verdict, failed, events)
+}
+
+/// The example with a second service, `side` (a Redis on `wire = "tcp"`), which each worker
+/// reaches through its proxy once as it starts (one PING) and from then on at the service's own
+/// port, every 200 ms; the API and the relay never connect to it.
+fn with_side(dir: &Path) -> PathBuf {
+    let path = example(dir);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let side = "[services.side]\n\
+        command = [\"redis-server\", \"--port\", \"${port}\", \"--bind\", \"127.0.0.1\", \
+        \"--dir\", \"${dir}\", \"--save\", \"\"]\n\
+        ready = [\"redis-cli\", \"-p\", \"${port}\", \"ping\"]\n\
+        wire = \"tcp\"\n\n[env]\n";
+    let worker =
+        "command = [\"sh\", \"-c\", \"redis-cli -p ${services.side.port} ping >/dev/null; \
+        (while redis-cli -p ${services.side.real_port} ping >/dev/null; do sleep 0.2; done) & \
+        exec python3 worker.py\"]\ninstances = 2";
+    let text = text.replacen("[env]\n", side, 1).replacen(
+        "command = [\"python3\", \"worker.py\"]\ninstances = 2",
+        worker,
+        1,
+    );
+    assert!(text.contains("services.side.real_port"), "{text}");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_named_wire_fault_over_a_connection_that_carries_nothing_did_not_fire_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = with_side(dir.path());
+    let (output, out) = common::record_system(
+        dir.path(),
+        &system,
+        &[
+            "--tasks",
+            "8",
+            "--fault",
+            "drop requests worker side after delivered 2 for 1s",
+            "--fault",
+            "drop replies api side after task_accepted 2 for 1s",
+        ],
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let end = rows(&events, Kind::RunEnd);
+    let end = common::run_end(end.last().expect("run_end"));
+    let why = |spec: &str| {
+        let tried = end.faults.iter().find(|f| f.spec == spec).expect(spec);
+        assert_eq!(tried.fired, 0, "{tried:?}");
+        tried.why.clone().unwrap_or_default()
+    };
+    let worker = why("drop requests worker side after delivered 2 for 1s");
+    assert!(
+        worker.starts_with("no byte from worker to side crossed the proxy while it lasted"),
+        "{worker}"
+    );
+    assert_eq!(
+        why("drop replies api side after task_accepted 2 for 1s"),
+        "no byte from api to side went through the proxy"
+    );
+    for tried in &end.faults {
+        assert!(
+            !tried.why.as_deref().unwrap_or("").contains("lost"),
+            "{tried:?}"
+        );
+    }
+    // What passed the proxies: the workers' one PING to `side`, the relay's and the workers' Redis traffic.
+    let passed = |role: &str, service: &str| {
+        end.wire
+            .iter()
+            .find(|w| w.role == role && w.service == service)
+            .map(|w| (w.request_bytes, w.reply_bytes))
+    };
+    assert!(
+        passed("worker", "side").is_some_and(|(to, back)| to > 0 && to < 200 && back > 0),
+        "{:?}",
+        end.wire
+    );
+    assert_eq!(passed("api", "side"), None, "{:?}", end.wire);
+    assert!(passed("relay", "redis").is_some_and(|(to, back)| to > 0 && back > 0));
+    // The scenario's named faults did not fire: it tested nothing, and says so.
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
+    assert_eq!(report.verdict, RunVerdict::Unknown);
+}
+
+#[test]
+fn a_search_tries_no_wire_fault_where_the_calm_run_passed_no_byte_and_reaches_none_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = with_side(dir.path());
+    let json = dir.path().join("search.json");
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("recorder"))
+        .arg("explore")
+        .arg("--system")
+        .arg(&system)
+        .arg("--out")
+        .arg(dir.path().join("explore.parquet"))
+        .args(["--tasks", "6", "--jobs", "2", "--json"])
+        .arg(&json)
+        .args(["--only", "worker side after delivered"])
+        .args(["--only", "api side", "--only", "relay side"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", output_text(&output));
+    let search: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let schedules = search["schedules"].as_array().unwrap();
+    let faults: Vec<&str> = schedules
+        .iter()
+        .map(|s| s["fault"].as_str().unwrap())
+        .collect();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(
+        faults
+            .iter()
+            .all(|f| f.starts_with("drop ") && f.contains(" worker side ")),
+        "no wire schedule for a role that never connected to side: {faults:?}"
+    );
+    for s in schedules {
+        assert_eq!(s["fired"], 0, "{s}");
+        assert_eq!(s["verdict"], "not reached", "{s}");
+        let why = s["why"].as_str().unwrap_or_default();
+        assert!(why.contains("crossed the proxy while it lasted"), "{s}");
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("0 valid, 0 invalid, 0 unknown, 2 not reached"),
+        "{stdout}"
+    );
 }
 
 fn wire_rows(events: &[outbox_trace::Event]) -> Vec<(FaultKind, Option<String>, Option<String>)> {

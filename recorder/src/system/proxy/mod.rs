@@ -90,6 +90,13 @@ impl Over {
         )
     }
 
+    /// Whether it acted on traffic: bytes or messages dropped, connections reset or refused. A
+    /// fault over an idle or unused connection did not.
+    pub fn acted(&self) -> bool {
+        let d = self.dropped;
+        d.reply_bytes + d.request_bytes + d.messages + d.resets > 0
+    }
+
     /// Its `fault` row, for the process `actor` and its `service`.
     pub fn row(&self, actor: &str, service: &str) -> outbox_trace::detail::Fault {
         let d = self.dropped;
@@ -130,6 +137,8 @@ struct Shared {
     reply_bytes: AtomicU64,
     request_bytes: AtomicU64,
     resets: AtomicU64,
+    /// Bytes relayed (not dropped) each way.
+    passed: [AtomicU64; 2],
     losses: Losses,
     active: Mutex<Vec<Active>>,
     /// The id of the next lasting fault.
@@ -161,7 +170,9 @@ impl Shared {
         }
     }
 
-    /// Ends the lasting fault `id` (if not ended yet): its connections are reset.
+    /// Ends the lasting fault `id` (if not ended yet). A fault that dropped bytes broke its
+    /// connections' streams, which are reset; one that dropped none leaves them as they are (an
+    /// idle connection a partition passed over is not cut when it heals).
     fn end(&self, id: u64) {
         let mut active = self.active.lock().expect("proxy active");
         let Some(at) = active.iter().position(|a| a.id == id) else {
@@ -169,7 +180,10 @@ impl Shared {
         };
         let done = active.remove(at);
         drop(active);
-        self.reset_all();
+        let so_far = self.dropped() - done.from;
+        if so_far.reply_bytes + so_far.request_bytes > 0 {
+            self.reset_all();
+        }
         let over = Over {
             fault: done.fault,
             began: done.began,
@@ -208,6 +222,7 @@ impl Proxy {
             reply_bytes: AtomicU64::new(0),
             request_bytes: AtomicU64::new(0),
             resets: AtomicU64::new(0),
+            passed: [AtomicU64::new(0), AtomicU64::new(0)],
             losses: Losses::default(),
             active: Mutex::new(Vec::new()),
             next: AtomicU64::new(0),
@@ -227,9 +242,9 @@ impl Proxy {
         self.port
     }
 
-    /// Switches `fault` on now. A fault that lasts resets the connections when it is over; a
-    /// `lose` waits for the next message it loses. Each is reported by [`Proxy::take_over`] when
-    /// it is over or has acted.
+    /// Switches `fault` on now. A fault that lasts resets the connections when it is over (if it
+    /// dropped bytes); a `lose` waits for the next message it loses. Each is reported by
+    /// [`Proxy::take_over`] when it is over or has acted.
     pub fn apply(&self, fault: WireFault) -> Result<(), NotOnThisWire> {
         let now = Instant::now();
         let needs = |fault: &'static str, needs: Wire| NotOnThisWire {
@@ -339,6 +354,16 @@ impl Proxy {
     pub fn dropped(&self) -> Dropped {
         self.shared.dropped()
     }
+
+    /// The bytes it relayed so far (not those dropped): `(toward the service, toward the
+    /// process)`.
+    pub fn passed(&self) -> (u64, u64) {
+        let [requests, replies] = &self.shared.passed;
+        (
+            requests.load(Ordering::Relaxed),
+            replies.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl Drop for Proxy {
@@ -439,6 +464,7 @@ async fn relay(
                     Flow::Go
                 }
                 Ok(n) => {
+                    shared.passed[0].fetch_add(n as u64, Ordering::Relaxed);
                     let (bytes, flow) =
                         through(&mut reader, Way::Request, &up[..n], &mut out, &shared.losses);
                     if server.write_all(bytes).await.is_err() {
@@ -459,6 +485,7 @@ async fn relay(
                     Flow::Go
                 }
                 Ok(n) => {
+                    shared.passed[1].fetch_add(n as u64, Ordering::Relaxed);
                     let (bytes, flow) =
                         through(&mut reader, Way::Reply, &down[..n], &mut out, &shared.losses);
                     if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
@@ -548,6 +575,49 @@ mod tests {
         assert_eq!(kinds, [K::DropReplies, K::Cut], "{over:?}");
         assert!(over[0].dropped.reply_bytes >= 4 && over[0].dropped.resets == 1);
         assert_eq!(over[1].dropped.resets, 1, "the fresh connection");
+    }
+
+    #[tokio::test]
+    async fn a_fault_over_an_idle_connection_drops_nothing_cuts_nothing_and_did_not_act() {
+        let proxy = Proxy::start(echo().await, Wire::Tcp).await.unwrap();
+        let mut c = TcpStream::connect(("127.0.0.1", proxy.port()))
+            .await
+            .unwrap();
+        assert_eq!(ask(&mut c, b"hello").await.as_deref(), Some(&b"hello"[..]));
+        assert_eq!(proxy.passed(), (5, 5));
+        let hold = Duration::from_millis(200);
+        for fault in [
+            WireFault::DropReplies { hold },
+            WireFault::DropRequests { hold },
+            WireFault::Partition { hold },
+        ] {
+            proxy.apply(fault).unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let over = proxy.finish();
+        assert_eq!(over.len(), 3, "{over:?}");
+        assert!(over.iter().all(|o| !o.acted()), "{over:?}");
+        assert_eq!(
+            ask(&mut c, b"still").await.as_deref(),
+            Some(&b"still"[..]),
+            "the idle connection was left as it was"
+        );
+        // One that drops a byte acted; so does a cut of an open connection.
+        proxy.apply(WireFault::DropRequests { hold }).unwrap();
+        assert_eq!(ask(&mut c, b"gone").await, None);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut fresh = TcpStream::connect(("127.0.0.1", proxy.port()))
+            .await
+            .unwrap();
+        assert!(ask(&mut fresh, b"x").await.is_some());
+        proxy.apply(WireFault::Cut).unwrap();
+        let acted: Vec<bool> = proxy.finish().iter().map(Over::acted).collect();
+        assert_eq!(acted, [true, true]);
+        assert_eq!(
+            proxy.passed(),
+            (11, 11),
+            "dropped bytes are not counted as passed"
+        );
     }
 
     #[tokio::test]

@@ -1,5 +1,8 @@
 //! The end of a scenario: the stores read back with every process still up (`observe`), every
-//! process stopped while its last exports are taken in, the services stopped, and `run_end`.
+//! process stopped while its last exports are taken in, the services stopped, and `run_end`. A
+//! scenario interrupted by a signal stops its processes first and reads the stores back after, so
+//! its `observed` row comes after every commit its processes made (its `run_end` says
+//! `interrupted`).
 
 use std::time::{Duration, Instant};
 
@@ -46,88 +49,28 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         delivered,
     } = ending;
     let env = stage.env;
-    let system = env.system;
-    let values = stage.values.clone();
-    let base = stage.base_env.clone();
-    let dir = stage.dir.clone();
-    // The stores read back, with every process still up.
     for actor in stage.pauses.stopped() {
         if let Some(life) = stage.lives.get(actor) {
             life.child.signal(Signal::SIGCONT);
         }
     }
-    if let Some(observe) = &system.file.observe {
-        let argv: Vec<String> = observe.command.iter().map(|t| t.expand(&values)).collect();
-        // The stores are read back even after a signal (what was recorded is kept, and the
-        // ground truth with it), within a short bound then, and never past a second signal's
-        // worth of patience.
-        let limit = if env.shutdown.is_cancelled() {
-            OBSERVE_AFTER_SIGNAL.min(env.deadline)
-        } else {
-            env.deadline
-        };
-        let observed = run_command(
-            "observe",
-            &argv,
-            &base,
-            &system.root,
-            dir.join("logs/observe.log"),
-            limit,
-            &CancellationToken::new(),
-        )
-        .await;
-        match observed {
-            Ok((status, out, last)) => {
-                match serde_json::from_str::<serde_json::Value>(out.trim()) {
-                    Ok(value @ serde_json::Value::Object(_)) => {
-                        let observed: detail::Observed =
-                            serde_json::from_value(value).map_err(run_err)?;
-                        stage
-                            .own(Author::Observer, Step::Observed(observed))
-                            .await?;
-                    }
-                    _ => {
-                        stage.outcome.no_observed = Some(format!(
-                            "observe (status {status}) printed no JSON object; {last}"
-                        ));
-                    }
-                }
-            }
-            Err(CommandError::Spawn(e)) => return Err(e.into()),
-            Err(e) => stage.outcome.no_observed = Some(e.to_string()),
-        }
-    }
-
     let timeline = Timeline::new(&stage.name, started);
-    timeline.mark("observed");
     // Everything stops; exits from here on are no crashes.
     drop(exits);
-    for life in stage.lives.values_mut() {
-        life.child.terminate();
+    if env.shutdown.is_cancelled() {
+        // Interrupted: the processes may be in the middle of their work, so they are stopped
+        // before the stores are read back; no commit lands after the snapshot.
+        stop_processes(&mut stage, &mut intake).await?;
+        timeline.mark("processes stopped");
+        observe(&mut stage).await?;
+        timeline.mark("observed");
+    } else {
+        // The stores read back with every process still up (quiet, or past the deadline).
+        observe(&mut stage).await?;
+        timeline.mark("observed");
+        stop_processes(&mut stage, &mut intake).await?;
+        timeline.mark("processes stopped");
     }
-    // While they stop, their last exports are taken in and answered, so none waits on one;
-    // the wait ends as soon as the last of them is gone.
-    let until = tokio::time::Instant::now() + GRACE;
-    let watches: Vec<_> = stage.lives.values().map(|l| l.child.exit_watch()).collect();
-    let mut gone = std::pin::pin!(async move {
-        for mut watch in watches {
-            let _ = watch.wait_for(Option::is_some).await;
-        }
-    });
-    loop {
-        tokio::select! {
-            Some(item) = intake.recv() => stage.take(item).await?.answer(),
-            _ = &mut gone => break,
-            _ = tokio::time::sleep_until(until) => break,
-        }
-    }
-    for life in stage.lives.values_mut() {
-        life.child.kill().await;
-    }
-    while let Ok(item) = intake.try_recv() {
-        stage.take(item).await?.answer();
-    }
-    timeline.mark("processes stopped");
     // A paused service heeds no SIGTERM until it is continued.
     for (_, service) in &services {
         if let Some(group) = service.group() {
@@ -167,7 +110,14 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     stage.outcome.dropped.fill(&mut end);
     end.faults = stage.tried();
     end.chaos = stage.chaos.as_ref().map(|c| c.report(&stage.trigger));
+    // A drawn wire fault fired as its count in `faults` says (when it acted on traffic).
+    for armed in end.chaos.iter_mut().flat_map(|c| c.armed.iter_mut()) {
+        if let Some(tried) = end.faults.iter().find(|t| t.spec == armed.fault) {
+            armed.fired = armed.fired.min(tried.fired);
+        }
+    }
     end.shape = stage.shape.summary();
+    end.wire = stage.wire_traffic();
     if stage.origin == Origin::Named {
         let drawn = |spec: &str| {
             end.chaos
@@ -197,7 +147,91 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     }
     stage.outcome.tried = end.faults.clone();
     stage.outcome.shape = end.shape.clone();
+    stage.outcome.wire = end.wire.clone();
     stage.own(Author::Recorder, Step::RunEnd(end)).await?;
     stage.outcome.recovered = recovered;
     Ok(stage.outcome)
+}
+
+/// Runs `observe` (if the file has one) and writes its `observed` row, or says why there is none.
+async fn observe(stage: &mut Stage<'_, '_>) -> Result<(), SystemError> {
+    let env = stage.env;
+    let system = env.system;
+    let Some(observe) = &system.file.observe else {
+        return Ok(());
+    };
+    let argv: Vec<String> = observe
+        .command
+        .iter()
+        .map(|t| t.expand(&stage.values))
+        .collect();
+    // The stores are read back even after a signal (what was recorded is kept, and the ground
+    // truth with it), within a short bound then, and never past a second signal's worth of
+    // patience.
+    let limit = if env.shutdown.is_cancelled() {
+        OBSERVE_AFTER_SIGNAL.min(env.deadline)
+    } else {
+        env.deadline
+    };
+    let observed = run_command(
+        "observe",
+        &argv,
+        &stage.base_env,
+        &system.root,
+        stage.dir.join("logs/observe.log"),
+        limit,
+        &CancellationToken::new(),
+    )
+    .await;
+    match observed {
+        Ok((status, out, last)) => match serde_json::from_str::<serde_json::Value>(out.trim()) {
+            Ok(value @ serde_json::Value::Object(_)) => {
+                let observed: detail::Observed = serde_json::from_value(value).map_err(run_err)?;
+                stage
+                    .own(Author::Observer, Step::Observed(observed))
+                    .await?;
+            }
+            _ => {
+                stage.outcome.no_observed = Some(format!(
+                    "observe (status {status}) printed no JSON object; {last}"
+                ));
+            }
+        },
+        Err(CommandError::Spawn(e)) => return Err(e.into()),
+        Err(e) => stage.outcome.no_observed = Some(e.to_string()),
+    }
+    Ok(())
+}
+
+/// Stops every process of the scenario (SIGTERM, then SIGKILL after [`GRACE`]) while their last
+/// exports are taken in and answered, so none waits on one; the wait ends as soon as the last of
+/// them is gone.
+async fn stop_processes(
+    stage: &mut Stage<'_, '_>,
+    intake: &mut mpsc::Receiver<Intake>,
+) -> Result<(), SystemError> {
+    for life in stage.lives.values_mut() {
+        life.child.terminate();
+    }
+    let until = tokio::time::Instant::now() + GRACE;
+    let watches: Vec<_> = stage.lives.values().map(|l| l.child.exit_watch()).collect();
+    let mut gone = std::pin::pin!(async move {
+        for mut watch in watches {
+            let _ = watch.wait_for(Option::is_some).await;
+        }
+    });
+    loop {
+        tokio::select! {
+            Some(item) = intake.recv() => stage.take(item).await?.answer(),
+            _ = &mut gone => break,
+            _ = tokio::time::sleep_until(until) => break,
+        }
+    }
+    for life in stage.lives.values_mut() {
+        life.child.kill().await;
+    }
+    while let Ok(item) = intake.try_recv() {
+        stage.take(item).await?.answer();
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 //! restart at a time from the first task) on the primitives the fault layer asks of a subject;
 //! and what the scenario tried, fault by fault, for `run_end`.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -14,7 +15,7 @@ use tokio::sync::mpsc;
 use super::shared::SystemError;
 use super::stage::{Kill, Stage};
 use crate::fault::apply::Targets;
-use crate::fault::coverage::{why_not, Tally};
+use crate::fault::coverage::{why_not, wire_idle, Tally};
 use crate::fault::spec::{Nemesis, What, WireFault};
 use crate::fault::trigger::Armed;
 use crate::journal::author::Author;
@@ -42,25 +43,33 @@ impl<'a, 'e> Stage<'a, 'e> {
             fired: u64::from(a.fired),
             first: a.first,
         };
-        // A `lose` fault fired when it lost a reply, not when it was armed.
-        let acted = |mut t: Tally| {
-            if let What::Wire {
-                target,
-                service,
-                fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
-            } = &t.nemesis.what
-            {
-                t.fired = t.fired.min(self.wire_acted(target, service, *fault));
-            }
-            t
-        };
         own.into_iter()
             .map(step)
             .chain(self.timed.iter().cloned())
             .chain(chaos.into_iter().map(step))
-            .map(acted)
-            .map(|t| t.entry(why))
+            .map(|t| self.on_the_wire(t, &why))
             .collect()
+    }
+
+    /// The entry of tally `t`. A wire fault fired when it acted on traffic (bytes or a message
+    /// dropped, a connection cut, reset or refused), not when it was switched on: one that passed
+    /// over an idle or unused connection did not fire, and says why.
+    fn on_the_wire(&self, mut t: Tally, why: &impl Fn(&Nemesis) -> String) -> detail::FaultTried {
+        let What::Wire {
+            target,
+            service,
+            fault,
+        } = &t.nemesis.what
+        else {
+            return t.entry(why);
+        };
+        let switched_on = t.fired > 0;
+        t.fired = t.fired.min(self.wire_acted(target, service, *fault));
+        if !switched_on || t.fired > 0 {
+            return t.entry(why);
+        }
+        let passed = self.wire_passed(target, service);
+        t.entry(|n| wire_idle(target, service, *fault, passed).unwrap_or_else(|| why(n)))
     }
 
     /// Switches `fault` on on the wire between `actor` and `service`; its `fault` row is written
@@ -91,7 +100,7 @@ impl<'a, 'e> Stage<'a, 'e> {
         }
         let now_ns = self.env.clock.now();
         for (actor, service, o) in over {
-            if o.loses() {
+            if o.acted() {
                 self.wire_acts
                     .push((actor.clone(), service.clone(), o.fault));
             }
@@ -103,16 +112,51 @@ impl<'a, 'e> Stage<'a, 'e> {
         Ok(())
     }
 
-    /// How many times a `lose` fault acted for the processes `target` names (a role or an
-    /// actor) on `service`.
+    /// Whether `actor` is one of the processes `target` names (a role or an actor).
+    fn named(&self, target: &str, actor: &str) -> bool {
+        actor == target || self.lives.get(actor).is_some_and(|l| l.role == target)
+    }
+
+    /// How many times a wire fault acted for the processes `target` names on `service`.
     fn wire_acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
-        let named = |actor: &str| {
-            actor == target || self.lives.get(actor).is_some_and(|l| l.role == target)
-        };
         self.wire_acts
             .iter()
-            .filter(|(a, s, f)| named(a) && s == service && *f == fault)
+            .filter(|(a, s, f)| self.named(target, a) && s == service && *f == fault)
             .count() as u64
+    }
+
+    /// The bytes that went through the proxies between the processes `target` names and
+    /// `service` in the whole scenario: `(toward the service, back)`.
+    fn wire_passed(&self, target: &str, service: &str) -> (u64, u64) {
+        self.proxies
+            .iter()
+            .filter(|((a, s), _)| s == service && self.named(target, a))
+            .map(|(_, p)| p.passed())
+            .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2))
+    }
+
+    /// The bytes each role's processes passed through the proxies to and from each service
+    /// (`run_end.detail.wire`): only the pairs that passed any.
+    pub(super) fn wire_traffic(&self) -> Vec<detail::WireTraffic> {
+        let mut by: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+        for ((actor, service), proxy) in &self.proxies {
+            let role = self.lives.get(actor).map_or(actor, |l| &l.role);
+            let (requests, replies) = proxy.passed();
+            let sum = by.entry((role.clone(), service.clone())).or_default();
+            *sum = (sum.0 + requests, sum.1 + replies);
+        }
+        by.into_iter()
+            .filter(|(_, (requests, replies))| requests + replies > 0)
+            .map(
+                |((role, service), (request_bytes, reply_bytes))| detail::WireTraffic {
+                    role,
+                    service,
+                    request_bytes,
+                    reply_bytes,
+                    ..detail::WireTraffic::default()
+                },
+            )
+            .collect()
     }
 
     /// Whether another process of `role` than `actor` runs on (not stopped, not exited) to take

@@ -143,4 +143,6 @@ pub struct ScenarioOutcome {
     pub tried: Vec<outbox_trace::detail::FaultTried>,
     /// What each role reported: `run_end.detail.shape`.
     pub shape: std::collections::BTreeMap<String, outbox_trace::detail::RoleShape>,
+    /// What each role passed through the proxies to each service: `run_end.detail.wire`.
+    pub wire: Vec<outbox_trace::detail::WireTraffic>,
 }

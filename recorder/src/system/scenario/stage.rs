@@ -105,7 +105,7 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) tokens: HashMap<String, (String, u32)>,
     /// The proxy between each actor and each service: `(actor, service)`.
     pub(super) proxies: BTreeMap<(String, String), Proxy>,
-    /// Each `lose` fault that acted: `(actor, service, fault)`.
+    /// Each wire fault that acted on traffic: `(actor, service, fault)`.
     pub(super) wire_acts: Vec<(String, String, WireFault)>,
 }
 

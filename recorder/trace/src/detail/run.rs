@@ -69,6 +69,24 @@ detail_struct! {
         pub chaos: Option<ChaosArmed>,
         /// What each role reported, by role: the shape the recorder learned.
         pub shape: BTreeMap<String, RoleShape>,
+        /// The bytes each role's processes passed to and from each service through the
+        /// recorder's proxies (`recorder run --system`), one entry per pair that passed any.
+        pub wire: Vec<WireTraffic>,
+    }
+}
+
+detail_struct! {
+    /// One entry of `run_end.detail.wire`: what one role's processes passed through the proxies
+    /// to one service, in the whole scenario.
+    pub struct WireTraffic {
+        /// The role.
+        pub role: String,
+        /// The service.
+        pub service: String,
+        /// Bytes from the role's processes toward the service.
+        pub request_bytes: u64,
+        /// Bytes from the service toward the role's processes.
+        pub reply_bytes: u64,
     }
 }
 
@@ -134,7 +152,14 @@ detail_struct! {
     }
 }
 
-lenient::objects!(FaultTried, ChaosArmed, ArmedStep, RoleShape, KindShape);
+lenient::objects!(
+    FaultTried,
+    ChaosArmed,
+    ArmedStep,
+    RoleShape,
+    KindShape,
+    WireTraffic
+);
 
 detail_struct! {
     /// One entry of `run_end.detail.refused`: the spans of one kind that gave no row.

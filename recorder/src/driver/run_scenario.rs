@@ -234,7 +234,7 @@ async fn run_on<B: Backend>(
     let mut end_reason = "quiet";
     let recovered = loop {
         if env.shutdown.is_cancelled() {
-            end_reason = "interrupted";
+            end_reason = outbox_trace::detail::INTERRUPTED;
             break false;
         }
         if started.elapsed() > env.deadline {

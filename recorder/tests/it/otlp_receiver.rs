@@ -612,3 +612,46 @@ async fn grpc_answers_a_bad_message_a_dropped_answer_and_another_method_with_the
     assert_eq!((stats.requests, stats.bad_bodies), (4, 1));
     receiver.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_span_received_twice_gives_its_row_once_and_the_copy_is_counted() {
+    // An exporter that did not get its answer in time sends the same spans again.
+    let (tx, mut rx) = mpsc::channel::<Intake>(4);
+    let receiver = OtlpReceiver::start(tx).unwrap();
+    let body = serde_json::json!({"resourceSpans": [{
+        "resource": {"attributes": [
+            {"key": "service.name", "value": {"stringValue": "worker"}}]},
+        "scopeSpans": [{"spans": [{
+            "traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174",
+            "name": "commit", "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+            "attributes": [
+                {"key": "outbox.kind", "value": {"stringValue": "effect_committed"}},
+                {"key": "outbox.event_id", "value": {"stringValue": "e-1"}},
+                {"key": "outbox.task_id", "value": {"stringValue": "t-1"}}]}]}]}]})
+    .to_string()
+    .into_bytes();
+    let consumer = tokio::spawn(async move {
+        let mut mapper = LiveMapper::new();
+        let (mut rows, mut counts) = (0, outbox_trace::otlp::Counts::default());
+        for _ in 0..2 {
+            let intake = next(&mut rx).await;
+            let mapped = mapper.map(&intake.request);
+            rows += mapped.events.len();
+            for d in &mapped.dropped {
+                counts.add(&d.why);
+            }
+            intake.answer(Answer::accepted());
+        }
+        (rows, counts)
+    });
+    for _ in 0..2 {
+        let (status, _) = post_async(receiver.http_endpoint(), JSON, body.clone()).await;
+        assert_eq!(status, 200);
+    }
+    let (rows, counts) = consumer.await.unwrap();
+    assert_eq!(rows, 1, "the copy gives no second commit");
+    let mut end = outbox_trace::detail::RunEnd::default();
+    counts.fill(&mut end);
+    assert_eq!(end.duplicate_spans, Some(1));
+    receiver.stop().await;
+}

@@ -63,11 +63,11 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         stop_processes(&mut stage, &mut intake).await?;
         timeline.mark("processes stopped");
         observe(&mut stage).await?;
-        timeline.mark("observed");
+        timeline.mark("store read back");
     } else {
         // The stores read back with every process still up (quiet, or past the deadline).
         observe(&mut stage).await?;
-        timeline.mark("observed");
+        timeline.mark("store read back");
         stop_processes(&mut stage, &mut intake).await?;
         timeline.mark("processes stopped");
     }
@@ -99,7 +99,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         tasks_resent: Some(delivered.resent),
         tasks_unanswered: Some(delivered.unanswered),
         reason: if interrupted {
-            Some("interrupted".into())
+            Some(outbox_trace::detail::INTERRUPTED.into())
         } else if !recovered {
             Some("deadline".into())
         } else {

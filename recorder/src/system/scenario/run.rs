@@ -471,7 +471,7 @@ async fn interrupted_early(
     let end = detail::RunEnd {
         recovered: Some(false),
         elapsed_ms: Some(started.elapsed().as_millis() as u64),
-        reason: Some("interrupted".into()),
+        reason: Some(outbox_trace::detail::INTERRUPTED.into()),
         ..detail::RunEnd::default()
     };
     record(Step::RunEnd(end)).await.map_err(SystemError::Run)?;

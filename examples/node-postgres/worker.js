@@ -21,6 +21,10 @@
  * again; a commit whose reply was lost is found by its key, written by this life, and reported
  * then with the numbers stored beside the key.
  *
+ * `REPORT_FOUND=0`: a commit whose reply was lost is not reported when the retry finds it (the
+ * retry suppresses it as a duplicate): still correct, but the trace then lacks a commit the store
+ * holds, which the analyzer can only call unknown.
+ *
  * `BUG=ack-before-commit`: the ACK is sent before the commit; a worker killed between the two
  * loses the order. `BUG=racy-dedup`: the key is looked up before the work, in a statement of its
  * own, and the commit inserts it without a second look: two workers holding the same copy at once
@@ -36,6 +40,7 @@ const { SpanKind, SpanStatusCode } = common.api;
 const store = new common.Store();
 const theBug = common.bug();
 const workMs = common.number('WORK_MS', 100);
+const reportFound = common.number('REPORT_FOUND', 1) !== 0;
 const stop = common.stopOnSignal();
 const stopped = () => stop.stopped;
 /** Event id -> the store_rev of a commit this life sent without learning its outcome. */
@@ -68,7 +73,8 @@ function commit(order, check, attempt) {
       // This life's own commit, whose reply it never got (the key carries its store_rev):
       // report it now.
       const row = rows[0];
-      if (row && row.committed_by === common.LIFE && uncertain.get(eventId) === Number(row.store_rev)) {
+      const own = row && row.committed_by === common.LIFE;
+      if (reportFound && own && uncertain.get(eventId) === Number(row.store_rev)) {
         return { rev: Number(row.store_rev), counter: Number(row.counter) };
       }
       return null;

@@ -22,21 +22,30 @@ fn readme() -> String {
         .join("\n")
 }
 
-/// The table of kinds and their required fields, as the book holds it.
+/// The table of kinds and their required fields, as the book holds it: those that identify a
+/// step, then those only some invariants read.
 fn kinds_table() -> String {
-    let mut t = String::from("| kind | required fields |\n|---|---|\n");
-    for kind in Kind::ALL {
-        let fields: Vec<String> = kind
-            .required_fields()
-            .iter()
-            .map(|f| format!("`{}`", f.column()))
-            .collect();
-        let fields = if fields.is_empty() {
+    let mut t = String::from(
+        "| kind | identify the step | read by some invariants |\n|---|---|---|\n",
+    );
+    let list = |fields: Vec<String>| {
+        if fields.is_empty() {
             "-".to_string()
         } else {
             fields.join(", ")
+        }
+    };
+    for kind in Kind::ALL {
+        let (identify, read): (Vec<_>, Vec<_>) =
+            kind.required_fields().iter().partition(|f| f.identifies());
+        let names = |fs: Vec<&outbox_trace::Field>| {
+            list(fs.iter().map(|f| format!("`{}`", f.column())).collect())
         };
-        t.push_str(&format!("| `{kind}` | {fields} |\n"));
+        t.push_str(&format!(
+            "| `{kind}` | {} | {} |\n",
+            names(identify),
+            names(read)
+        ));
     }
     t
 }

@@ -365,6 +365,38 @@ fn a_lost_commit_reply_catches_a_worker_whose_retry_skips_the_key() {
     );
 }
 
+/// A correct worker that does not report the commit its retry finds, after the scenario's own
+/// fault lost that commit's reply: the store holds one effect more than the trace, which the
+/// fault explains (the store agrees with itself), so nothing fails and the verdict names the
+/// fault; the racy dedup under the same fault still fails (above).
+#[test]
+fn a_lost_commit_reply_the_worker_does_not_report_is_unknown_naming_the_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, out) = run_example(
+        dir.path(),
+        &[
+            "--scenario",
+            "calm",
+            "--env",
+            "REPORT_FOUND=0",
+            "--fault",
+            "lose commit-reply worker postgres after delivered 3",
+        ],
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    let report = analyse(&[out]).expect("the trace keeps the contract");
+    assert!(failed(&report).is_empty(), "{:?}", failed(&report));
+    let observed = report
+        .scenarios
+        .iter()
+        .flat_map(|s| &s.outcomes)
+        .find(|o| o.invariant.id() == "observed-agrees")
+        .unwrap();
+    assert_eq!(observed.verdict, Verdict::Unknown);
+    let reason = outbox_analyzer::explain::reason(observed.reason.as_ref().unwrap());
+    assert!(reason.contains("own fault lose-commit-reply"), "{reason}");
+}
+
 /// A `lose` fault counts when it lost a reply, not when its step came: the workers publish
 /// nothing to JetStream (their ACKs go to `$JS.ACK.`), so `lose puback` aimed at one is armed and
 /// never acts; it is reported as never fired, with why, and the scenario is not called valid.

@@ -92,6 +92,36 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
     }
 }
 
+/// Why a scenario cut short decides nothing against the store.
+fn cut_short(no_run_end: bool) -> String {
+    let why = if no_run_end {
+        "the scenario has no run_end row"
+    } else {
+        "the scenario was interrupted"
+    };
+    format!("{why}: the store was read while the scenario may still have been running")
+}
+
+/// Why the effects the store holds beyond the trace are the scenario's own fault's doing.
+fn replies_lost(lost: &crate::check::RepliesLost, short: &crate::check::Shortfall) -> String {
+    let (store, trace) = held_words(short.held);
+    let replies = lost
+        .replies
+        .map_or_else(|| "replies".to_string(), |n| format!("{n} replies"));
+    let on = lost
+        .target
+        .as_deref()
+        .map_or_else(String::new, |t| format!(" on {t}"));
+    format!(
+        "the store holds {} {store}, the trace {} {trace}; the scenario's own fault {}{on} lost \
+         {replies} to commits, and a retry that finds its commit and does not report it leaves \
+         one effect unreported each (report the commit your retry finds)",
+        short.store,
+        short.trace,
+        lost.fault.as_str(),
+    )
+}
+
 /// The reason as a short phrase.
 pub fn reason(r: &Reason) -> String {
     match r {
@@ -106,31 +136,8 @@ pub fn reason(r: &Reason) -> String {
                 s.store, s.trace
             )
         }
-        Reason::CutShort { no_run_end } => format!(
-            "{}: the store was read while the scenario may still have been running",
-            if *no_run_end {
-                "the scenario has no run_end row"
-            } else {
-                "the scenario was interrupted"
-            }
-        ),
-        Reason::RepliesLost { lost, short } => {
-            let (store, trace) = held_words(short.held);
-            let replies = lost
-                .replies
-                .map_or_else(|| "replies".to_string(), |n| format!("{n} replies"));
-            format!(
-                "the store holds {} {store}, the trace {} {trace}; the scenario's own fault {}{} \
-                 lost {replies} to commits, and a retry that finds its commit and does not \
-                 report it leaves one effect unreported each (report the commit your retry finds)",
-                short.store,
-                short.trace,
-                lost.fault.as_str(),
-                lost.target
-                    .as_deref()
-                    .map_or_else(String::new, |t| format!(" on {t}")),
-            )
-        }
+        Reason::CutShort { no_run_end } => cut_short(*no_run_end),
+        Reason::RepliesLost { lost, short } => replies_lost(lost, short),
         Reason::TraceShort {
             total,
             store,

@@ -36,7 +36,9 @@
 mod ack_after_commit;
 mod aggregate_order;
 mod counter_exact;
+mod coverage;
 mod dialect;
+mod evidence;
 mod external_single_effect;
 mod intent_atomic;
 mod lost_rows;

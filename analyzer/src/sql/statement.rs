@@ -8,8 +8,9 @@ use outbox_trace::{detail_key, Kind};
 use super::dialect::DialectError;
 use super::query::{positions, Part, Query, EXAMPLES, LATE};
 use super::{
-    ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
-    lost_rows, mark_after_puback, no_lost_task, observed_agrees, single_effect, Dialect,
+    ack_after_commit, aggregate_order, counter_exact, coverage, evidence, external_single_effect,
+    intent_atomic, lost_rows, mark_after_puback, no_lost_task, observed_agrees, single_effect,
+    Dialect,
 };
 use crate::check::{Invariant, LostSpans};
 
@@ -131,8 +132,8 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         "lossy_n",
         "SELECT run_id, scenario, count(*) AS n FROM lossy GROUP BY run_id, scenario",
     );
-    let mut cols = vec![lost_rows::columns(&mut q)];
-    let mut joins = String::new();
+    let (tried, mut joins) = coverage::columns(&mut q);
+    let mut cols = vec![lost_rows::columns(&mut q), tried];
     let mut finals = Vec::new();
     let mut witnessed = Vec::new();
     for &inv in &invariants {
@@ -145,6 +146,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         }
         let (c, j, f) = verdict(&mut q, inv, p, &parts);
         cols.push(c);
+        cols.push(q.evidence_columns(inv));
         joins.push_str(&j);
         finals.push(f);
         if parts.count.is_none() && inv.lost_spans() == LostSpans::Touched {
@@ -168,8 +170,45 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
             cols.join(", ")
         ),
     );
+    verdicts(&mut q, &invariants, &finals);
+    Ok((q, invariants))
+}
+
+/// `settled` (one row per scenario: each invariant's verdict, count and reason after the
+/// lost-span and lost-rows rules, and the columns the evidence rule reads) and `verdicts`: the
+/// evidence rule (`crate::check::evidence::apply`) applied, one row per invariant, with the
+/// scenario's verdict (`crate::check::ScenarioReport`: the worst, and `unknown` rather than
+/// valid where a named fault never fired).
+fn verdicts(q: &mut Query, invariants: &[Invariant], finals: &[Settled]) {
+    let cols: Vec<String> = invariants
+        .iter()
+        .zip(finals)
+        .map(|(inv, f)| {
+            let p = inv.sql_prefix();
+            format!(
+                "{} AS {p}_v0, {} AS {p}_n0, {} AS {p}_r0, CASE WHEN {} THEN 1 ELSE 0 END AS {p}_l0, \
+                 w.{p}_refused, w.{p}_doubt",
+                f.v, f.n, f.r, f.lost
+            )
+        })
+        .collect();
+    q.cte(
+        "settled",
+        format!(
+            "SELECT w.run_id, w.scenario, w.unfired, {} FROM wide w",
+            cols.join(", ")
+        ),
+    );
+    let last: Vec<(String, String, String)> = invariants
+        .iter()
+        .map(|inv| {
+            let p = inv.sql_prefix();
+            let (v, n, r) = (format!("w.{p}_v0"), format!("w.{p}_n0"), format!("w.{p}_r0"));
+            evidence::settle(*inv, (&v, &n, &r), &format!("w.{p}_l0 = 1"))
+        })
+        .collect();
     let case = |pick: &dyn Fn(&(String, String, String)) -> &String| {
-        let whens: String = finals
+        let whens: String = last
             .iter()
             .enumerate()
             .map(|(i, f)| format!(" WHEN {i} THEN {}", pick(f)))
@@ -182,17 +221,26 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         .map(|(i, inv)| format!(" WHEN {i} THEN '{}'", inv.id()))
         .collect();
     q.cte(
-        "verdicts",
+        "judged",
         format!(
-            "SELECT w.run_id, w.scenario, i.pos, CASE i.pos{ids} END AS invariant, \
-             {} AS verdict, {} AS violations, {} AS reason FROM wide w CROSS JOIN ({}) i",
+            "SELECT w.run_id, w.scenario, w.unfired, i.pos, CASE i.pos{ids} END AS invariant, \
+             {} AS verdict, {} AS violations, {} AS reason FROM settled w CROSS JOIN ({}) i",
             case(&|f| &f.0),
             case(&|f| &f.1),
             case(&|f| &f.2),
             positions("pos", invariants.len())
         ),
     );
-    Ok((q, invariants))
+    let worst = "max(CASE verdict WHEN 'fail' THEN 2 WHEN 'unknown' THEN 1 ELSE 0 END) \
+                 OVER (PARTITION BY run_id, scenario)";
+    q.cte(
+        "verdicts",
+        format!(
+            "SELECT run_id, scenario, pos, invariant, verdict, violations, reason, \
+             CASE WHEN {worst} = 2 THEN 'invalid' WHEN {worst} = 1 OR unfired > 0 THEN 'unknown' \
+             ELSE 'valid' END AS scenario_verdict, unfired AS unfired_named FROM judged"
+        ),
+    );
 }
 
 /// One invariant's verdict: the columns it adds to `wide`, the joins they need, and its final
@@ -203,7 +251,7 @@ fn verdict(
     inv: Invariant,
     p: &str,
     part: &Part,
-) -> (String, String, (String, String, String)) {
+) -> (String, String, Settled) {
     let t = q.d.text();
     let on = |a: &str| format!(" ON {a}.run_id = s.run_id AND {a}.scenario = s.scenario");
     let mut joins = String::new();
@@ -256,6 +304,7 @@ fn verdict(
             crash = Kind::Crash
         )
     };
+    let mut short = "FALSE".to_string();
     let out = match lost {
         LostSpans::Never if part.lost.is_some() => {
             let (count, text) = part.lost.clone().unwrap_or_default();
@@ -266,6 +315,7 @@ fn verdict(
             let lossy = format!("{v} = 'fail' AND w.{p}_actor IS NOT NULL");
             let left = format!("{n} - w.{p}_lost");
             let gone = format!("{lossy} AND {left} = 0");
+            short = gone.clone();
             let inc = d.to_text(&format!("w.{p}_inc"));
             let others = format!("w.{p}_lives - 1");
             let more = format!(
@@ -322,7 +372,24 @@ fn verdict(
             )
         }
     };
-    (cols.join(", "), joins, lost_rows::apply(inv, out))
+    let (out, gone) = lost_rows::apply(inv, out);
+    let settled = Settled {
+        v: out.0,
+        n: out.1,
+        r: out.2,
+        lost: format!("({short}) OR ({gone})"),
+    };
+    (cols.join(", "), joins, settled)
+}
+
+/// An invariant's verdict, count and reason over a row of `wide` (alias `w`) once the
+/// lost-span and lost-rows rules are applied, and when those rules made it unknown (rows seem
+/// lost against the store).
+struct Settled {
+    v: String,
+    n: String,
+    r: String,
+    lost: String,
 }
 
 /// `CASE{whens} ELSE {otherwise} END`, or `otherwise` without cases.
@@ -390,7 +457,8 @@ fn touched(q: &mut Query, witnessed: &[(&str, String)]) {
 pub fn statement(req: &Request) -> Result<String, DialectError> {
     let (q, _) = build(req)?;
     Ok(q.finish(
-        "SELECT run_id, scenario, invariant, verdict, CAST(violations AS BIGINT) AS violations, reason\n\
+        "SELECT run_id, scenario, invariant, verdict, CAST(violations AS BIGINT) AS violations, reason, \
+         scenario_verdict, CAST(unfired_named AS BIGINT) AS unfired_named\n\
          FROM verdicts\nORDER BY run_id, scenario, pos\n",
     ))
 }

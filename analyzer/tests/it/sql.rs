@@ -583,6 +583,23 @@ fn agree(engine: &str, paths: &[PathBuf]) -> BTreeMap<String, Verdicts> {
     got
 }
 
+/// Each rule of `rules` shows in the SQL's verdicts as `rules::SHOWN` says.
+fn every_rule_shows(got: &BTreeMap<String, Verdicts>) {
+    let mut wrong = Vec::new();
+    for &(trace, inv, verdict, n, reason) in rules::SHOWN {
+        let (_, v) = got
+            .iter()
+            .find(|(p, _)| Path::new(p).file_stem().unwrap() == trace)
+            .unwrap_or_else(|| panic!("no trace {trace}"));
+        let (_, have) = v.iter().find(|(k, _)| k.2 == inv).unwrap();
+        let said = have.2.as_deref().unwrap_or("");
+        if have.0 != verdict || have.1 != n || !said.contains(reason) {
+            wrong.push(format!("{trace} {inv}: {have:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Every invariant fails on some trace, and the SQL says so too (agreement already holds): the
 /// SQL detects each violation the native checker detects.
 fn every_invariant_fails_somewhere(got: &BTreeMap<String, Verdicts>) {
@@ -607,6 +624,7 @@ fn duckdb_gives_the_native_verdicts_on_every_trace() {
     let dir = tempfile::tempdir().unwrap();
     let got = agree("duckdb", &traces(dir.path()));
     every_invariant_fails_somewhere(&got);
+    every_rule_shows(&got);
 }
 
 #[test]
@@ -614,6 +632,7 @@ fn datafusion_gives_the_native_verdicts_on_every_trace() {
     let dir = tempfile::tempdir().unwrap();
     let got = agree("datafusion", &traces(dir.path()));
     every_invariant_fails_somewhere(&got);
+    every_rule_shows(&got);
 }
 
 #[test]

@@ -280,3 +280,32 @@ pub fn expected() -> Vec<(&'static str, &'static str, &'static str, i64, Option<
     ));
     e
 }
+
+/// `(trace, invariant, verdict, violations, part of the reason)` each rule must give, so every
+/// rule is seen both ways (`invariant` [`super::SCENARIO`]: the scenario's verdict and its named
+/// faults that never fired).
+pub const SHOWN: &[(&str, &str, &str, i64, &str)] = &[
+    // The measured case: standard spans only, the store read.
+    ("rabbitmq-standard-spans", "observed-agrees", "unknown", 0, "no effect_committed rows"),
+    ("rabbitmq-standard-spans", "ack-after-commit", "unknown", 0, "no effect_committed or"),
+    ("rabbitmq-standard-spans", "single-effect", "unknown", 0, "no effect_committed rows"),
+    ("rabbitmq-unmapped", "single-effect", "unknown", 0, "6 span(s) (orders process, charge)"),
+    ("rabbitmq-unmapped", "external-single-effect", "pass", 0, "no external calls"),
+    ("no-broker-seq", "ack-after-commit", "pass", 0, ""),
+    ("no-broker-seq", "observed-agrees", "pass", 0, ""),
+    ("two-copies", "ack-after-commit", "unknown", 0, "1 ACK(s) without a position"),
+    ("no-dedup-no-broker-seq", "single-effect", "fail", 1, ""),
+    ("no-task-id", "no-lost-task", "unknown", 0, "lack task_id"),
+    ("commits-without-rev-amount-counter", "counter-exact", "unknown", 0, "store_rev"),
+    ("commits-without-rev-amount-counter", "single-effect", "pass", 0, ""),
+    ("refused-publish-acked", "mark-after-puback", "unknown", 0, "for want of event_id, broker_seq"),
+    ("refused-publish-acked", "single-effect", "pass", 0, ""),
+    ("refused-where-store-holds-more", "ack-after-commit", "unknown", 0, "1 effect_committed span(s)"),
+    ("no-commit-rows-unmapped", "single-effect", "unknown", 0, "3 span(s) (charge card) mapped"),
+    ("named-fault-never-fired", super::SCENARIO, "unknown", 1, ""),
+    ("named-json-fault-never-fired", super::SCENARIO, "unknown", 1, ""),
+    ("named-fault-fired", super::SCENARIO, "valid", 0, ""),
+    ("interrupted", "no-lost-task", "pass", 0, ""),
+    ("lost-commit-reply-more-than-lost", "observed-agrees", "fail", 2, ""),
+    ("lost-commit-reply-store-disagrees", "observed-agrees", "fail", 1, ""),
+];

@@ -30,7 +30,11 @@ pub(super) fn columns(q: &mut Query) -> (String, String) {
         false,
         &d.regex_group("detail", &list(detail_key!(RunStart.faults).as_str())),
     );
-    let marked = d.replace_all(&tried, &format!("[}}]{WS},{WS}[{{]"), &format!("}}{BETWEEN}{{"));
+    let marked = d.replace_all(
+        &tried,
+        &format!("[}}]{WS},{WS}[{{]"),
+        &format!("}}{BETWEEN}{{"),
+    );
     let entries = q.cte(
         "cov_entries",
         format!(

@@ -68,8 +68,10 @@ impl Query {
     /// The text of the object under `run_end.detail.refused` (objects one level deep inside).
     fn refused_body(&self) -> String {
         let key = key_pattern(detail_key!(RunEnd.refused).as_str());
-        self.d
-            .regex_group("detail", &format!("{key}[{{]((?:[^{{}}]|[{{][^{{}}]*[}}])*)[}}]"))
+        self.d.regex_group(
+            "detail",
+            &format!("{key}[{{]((?:[^{{}}]|[{{][^{{}}]*[}}])*)[}}]"),
+        )
     }
 
     /// The entry of `run_end.detail.refused` under `key`: its spans (null unless above zero)
@@ -84,7 +86,10 @@ impl Query {
             "TRY_CAST({} AS BIGINT)",
             d.regex_group(
                 &entry,
-                &format!("{}([0-9]+)", key_pattern(detail_key!(Refused.spans).as_str()))
+                &format!(
+                    "{}([0-9]+)",
+                    key_pattern(detail_key!(Refused.spans).as_str())
+                )
             )
         );
         let spans = self.note(
@@ -145,7 +150,10 @@ impl Query {
             "TRY_CAST({} AS BIGINT)",
             d.regex_group(
                 &obj,
-                &format!("{}([0-9]+)", key_pattern(detail_key!(Unmapped.spans).as_str()))
+                &format!(
+                    "{}([0-9]+)",
+                    key_pattern(detail_key!(Unmapped.spans).as_str())
+                )
             )
         );
         let spans = self.note(
@@ -261,9 +269,7 @@ impl Query {
             })
             .collect();
         let doubt = self.doubt(reads);
-        format!(
-            "CAST(CASE{whens} END AS {t}) AS {p}_refused, CAST({doubt} AS {t}) AS {p}_doubt"
-        )
+        format!("CAST(CASE{whens} END AS {t}) AS {p}_refused, CAST({doubt} AS {t}) AS {p}_doubt")
     }
 }
 
@@ -279,8 +285,7 @@ pub(super) fn settle(
     let refused = format!("w.{p}_refused");
     let doubt = format!("w.{p}_doubt");
     // Missing rows only hide duplicates: those failures stay.
-    let removable =
-        !(inv.lost_spans() == LostSpans::Never && inv.lost_rows() == LostRows::Never);
+    let removable = !(inv.lost_spans() == LostSpans::Never && inv.lost_rows() == LostRows::Never);
     let fail = if removable {
         format!(" OR {v} = 'fail'")
     } else {

@@ -183,7 +183,13 @@ fn comparisons(q: &mut Query, keys: &str) -> Vec<Compared> {
             true,
             &[Kind::PublishAcked],
         ),
-        row(Total::Tasks, tasks, n("tasks"), false, &[Kind::TaskAccepted]),
+        row(
+            Total::Tasks,
+            tasks,
+            n("tasks"),
+            false,
+            &[Kind::TaskAccepted],
+        ),
         row(
             Total::Intents,
             outbox,
@@ -205,7 +211,12 @@ fn lost(q: &Query, compared: &[Compared], counted: &[String]) -> (String, String
         .collect();
     let count: Vec<String> = more
         .iter()
-        .map(|(c, w)| format!("CASE WHEN {w} AND {} > {} THEN 1 ELSE 0 END", c.store, c.trace))
+        .map(|(c, w)| {
+            format!(
+                "CASE WHEN {w} AND {} > {} THEN 1 ELSE 0 END",
+                c.store, c.trace
+            )
+        })
         .collect();
     let text: String = more
         .iter()

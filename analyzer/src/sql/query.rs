@@ -317,8 +317,12 @@ impl Query {
             .map(|(i, (k, pick, _))| {
                 let k = k.as_str();
                 match pick {
-                    Pick::First => format!(", max(CASE WHEN kind = '{k}' AND rf = 1 THEN n{i} END) AS n{i}"),
-                    Pick::Last => format!(", max(CASE WHEN kind = '{k}' AND rl = 1 THEN n{i} END) AS n{i}"),
+                    Pick::First => {
+                        format!(", max(CASE WHEN kind = '{k}' AND rf = 1 THEN n{i} END) AS n{i}")
+                    }
+                    Pick::Last => {
+                        format!(", max(CASE WHEN kind = '{k}' AND rl = 1 THEN n{i} END) AS n{i}")
+                    }
                     Pick::Sum => format!(", sum(CASE WHEN kind = '{k}' THEN n{i} END) AS n{i}"),
                 }
             })

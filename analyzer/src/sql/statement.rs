@@ -203,7 +203,11 @@ fn verdicts(q: &mut Query, invariants: &[Invariant], finals: &[Settled]) {
         .iter()
         .map(|inv| {
             let p = inv.sql_prefix();
-            let (v, n, r) = (format!("w.{p}_v0"), format!("w.{p}_n0"), format!("w.{p}_r0"));
+            let (v, n, r) = (
+                format!("w.{p}_v0"),
+                format!("w.{p}_n0"),
+                format!("w.{p}_r0"),
+            );
             evidence::settle(*inv, (&v, &n, &r), &format!("w.{p}_l0 = 1"))
         })
         .collect();
@@ -246,12 +250,7 @@ fn verdicts(q: &mut Query, invariants: &[Invariant], finals: &[Settled]) {
 /// One invariant's verdict: the columns it adds to `wide`, the joins they need, and its final
 /// verdict, count and reason over a row of `wide` (alias `w`): the native verdict rule, then
 /// the lost-span rule.
-fn verdict(
-    q: &mut Query,
-    inv: Invariant,
-    p: &str,
-    part: &Part,
-) -> (String, String, Settled) {
+fn verdict(q: &mut Query, inv: Invariant, p: &str, part: &Part) -> (String, String, Settled) {
     let t = q.d.text();
     let on = |a: &str| format!(" ON {a}.run_id = s.run_id AND {a}.scenario = s.scenario");
     let mut joins = String::new();

@@ -71,7 +71,9 @@ fn lost_replies(t: &mut Vec<Event>, fault: &str, results: &str, dedup: &str) {
     set_detail(
         t,
         Observed,
-        &format!(r#"{{"stream_messages":3,"counter":10,"results":{results},"dedup_keys":{dedup}}}"#),
+        &format!(
+            r#"{{"stream_messages":3,"counter":10,"results":{results},"dedup_keys":{dedup}}}"#
+        ),
     );
     let at = find(t, Observed, None);
     t.insert(at, ev(Fault, "faults").detail(fault));
@@ -223,7 +225,13 @@ pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
 
 /// `(trace, invariant, verdict, violations, reason)` where the rules `check` gains alongside the
 /// SQL decide; everywhere else the SQL gives `analyzer check`'s verdicts.
-pub fn expected() -> Vec<(&'static str, &'static str, &'static str, i64, Option<String>)> {
+pub fn expected() -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    i64,
+    Option<String>,
+)> {
     let refused = |kind: &str| {
         Some(format!(
             "4 {kind} span(s) were refused for want of kind (run_end.detail.refused): the rows \
@@ -234,13 +242,33 @@ pub fn expected() -> Vec<(&'static str, &'static str, &'static str, i64, Option<
     let interrupted = Some(format!("run_end.detail.reason is interrupted: {still}"));
     let no_end = Some(format!("no run_end row: {still}"));
     let mut e = vec![
-        ("no-outbox-kind", "single-effect", refused("effect_committed")),
+        (
+            "no-outbox-kind",
+            "single-effect",
+            refused("effect_committed"),
+        ),
         ("no-outbox-kind", "intent-atomic", refused("task_accepted")),
-        ("no-outbox-kind", "mark-after-puback", refused("publish_acked")),
+        (
+            "no-outbox-kind",
+            "mark-after-puback",
+            refused("publish_acked"),
+        ),
         ("no-outbox-kind", "ack-after-commit", refused("delivered")),
-        ("no-outbox-kind", "aggregate-order", refused("intent_recorded")),
-        ("no-outbox-kind", "counter-exact", refused("effect_committed")),
-        ("no-outbox-kind", "observed-agrees", refused("effect_committed")),
+        (
+            "no-outbox-kind",
+            "aggregate-order",
+            refused("intent_recorded"),
+        ),
+        (
+            "no-outbox-kind",
+            "counter-exact",
+            refused("effect_committed"),
+        ),
+        (
+            "no-outbox-kind",
+            "observed-agrees",
+            refused("effect_committed"),
+        ),
         (
             "no-outbox-kind",
             "external-single-effect",
@@ -249,7 +277,11 @@ pub fn expected() -> Vec<(&'static str, &'static str, &'static str, i64, Option<
         ("no-outbox-kind", "no-lost-task", refused("task_accepted")),
         ("interrupted", "observed-agrees", interrupted.clone()),
         ("interrupted", "counter-exact", interrupted.clone()),
-        ("interrupted-wrong-step", "observed-agrees", interrupted.clone()),
+        (
+            "interrupted-wrong-step",
+            "observed-agrees",
+            interrupted.clone(),
+        ),
         ("no-run-end", "observed-agrees", no_end.clone()),
         ("no-run-end", "counter-exact", no_end),
     ]
@@ -257,7 +289,13 @@ pub fn expected() -> Vec<(&'static str, &'static str, &'static str, i64, Option<
     .map(|(t, i, r)| (t, i, "unknown", 0, r))
     .collect::<Vec<_>>();
     // A wrong step stays a failure: only the comparison with the store is in doubt.
-    e.push(("interrupted-wrong-step", "counter-exact", "fail", 1, interrupted));
+    e.push((
+        "interrupted-wrong-step",
+        "counter-exact",
+        "fail",
+        1,
+        interrupted,
+    ));
     let fault = |store: &str, name: &str, lost: &str| {
         Some(format!(
             "the store holds {store} effects, the trace 3: the {name} fault dropped {lost}, \
@@ -286,26 +324,110 @@ pub fn expected() -> Vec<(&'static str, &'static str, &'static str, i64, Option<
 /// faults that never fired).
 pub const SHOWN: &[(&str, &str, &str, i64, &str)] = &[
     // The measured case: standard spans only, the store read.
-    ("rabbitmq-standard-spans", "observed-agrees", "unknown", 0, "no effect_committed rows"),
-    ("rabbitmq-standard-spans", "ack-after-commit", "unknown", 0, "no effect_committed or"),
-    ("rabbitmq-standard-spans", "single-effect", "unknown", 0, "no effect_committed rows"),
-    ("rabbitmq-unmapped", "single-effect", "unknown", 0, "6 span(s) (orders process, charge)"),
-    ("rabbitmq-unmapped", "external-single-effect", "pass", 0, "no external calls"),
+    (
+        "rabbitmq-standard-spans",
+        "observed-agrees",
+        "unknown",
+        0,
+        "no effect_committed rows",
+    ),
+    (
+        "rabbitmq-standard-spans",
+        "ack-after-commit",
+        "unknown",
+        0,
+        "no effect_committed or",
+    ),
+    (
+        "rabbitmq-standard-spans",
+        "single-effect",
+        "unknown",
+        0,
+        "no effect_committed rows",
+    ),
+    (
+        "rabbitmq-unmapped",
+        "single-effect",
+        "unknown",
+        0,
+        "6 span(s) (orders process, charge)",
+    ),
+    (
+        "rabbitmq-unmapped",
+        "external-single-effect",
+        "pass",
+        0,
+        "no external calls",
+    ),
     ("no-broker-seq", "ack-after-commit", "pass", 0, ""),
     ("no-broker-seq", "observed-agrees", "pass", 0, ""),
-    ("two-copies", "ack-after-commit", "unknown", 0, "1 ACK(s) without a position"),
+    (
+        "two-copies",
+        "ack-after-commit",
+        "unknown",
+        0,
+        "1 ACK(s) without a position",
+    ),
     ("no-dedup-no-broker-seq", "single-effect", "fail", 1, ""),
     ("no-task-id", "no-lost-task", "unknown", 0, "lack task_id"),
-    ("commits-without-rev-amount-counter", "counter-exact", "unknown", 0, "store_rev"),
-    ("commits-without-rev-amount-counter", "single-effect", "pass", 0, ""),
-    ("refused-publish-acked", "mark-after-puback", "unknown", 0, "for want of event_id, broker_seq"),
+    (
+        "commits-without-rev-amount-counter",
+        "counter-exact",
+        "unknown",
+        0,
+        "store_rev",
+    ),
+    (
+        "commits-without-rev-amount-counter",
+        "single-effect",
+        "pass",
+        0,
+        "",
+    ),
+    (
+        "refused-publish-acked",
+        "mark-after-puback",
+        "unknown",
+        0,
+        "for want of event_id, broker_seq",
+    ),
     ("refused-publish-acked", "single-effect", "pass", 0, ""),
-    ("refused-where-store-holds-more", "ack-after-commit", "unknown", 0, "1 effect_committed span(s)"),
-    ("no-commit-rows-unmapped", "single-effect", "unknown", 0, "3 span(s) (charge card) mapped"),
+    (
+        "refused-where-store-holds-more",
+        "ack-after-commit",
+        "unknown",
+        0,
+        "1 effect_committed span(s)",
+    ),
+    (
+        "no-commit-rows-unmapped",
+        "single-effect",
+        "unknown",
+        0,
+        "3 span(s) (charge card) mapped",
+    ),
     ("named-fault-never-fired", super::SCENARIO, "unknown", 1, ""),
-    ("named-json-fault-never-fired", super::SCENARIO, "unknown", 1, ""),
+    (
+        "named-json-fault-never-fired",
+        super::SCENARIO,
+        "unknown",
+        1,
+        "",
+    ),
     ("named-fault-fired", super::SCENARIO, "valid", 0, ""),
     ("interrupted", "no-lost-task", "pass", 0, ""),
-    ("lost-commit-reply-more-than-lost", "observed-agrees", "fail", 2, ""),
-    ("lost-commit-reply-store-disagrees", "observed-agrees", "fail", 1, ""),
+    (
+        "lost-commit-reply-more-than-lost",
+        "observed-agrees",
+        "fail",
+        2,
+        "",
+    ),
+    (
+        "lost-commit-reply-store-disagrees",
+        "observed-agrees",
+        "fail",
+        1,
+        "",
+    ),
 ];

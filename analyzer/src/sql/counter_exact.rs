@@ -121,33 +121,10 @@ fn by_key(
 ) -> Part {
     let k_effect_committed = Kind::EffectCommitted.as_str();
     let d = q.d;
-    let start_one = q.note(
-        Kind::RunStart,
-        false,
-        &d.json_int("detail", detail_key!(RunStart.counter_start)),
-    );
-    let start_text = q.note(Kind::RunStart, false, "detail");
-    let observed_one = q.note(
-        Kind::Observed,
-        true,
-        &d.json_int("detail", detail_key!(Observed.counter)),
-    );
-    let observed_text = q.note(Kind::Observed, true, "detail");
     let observed_at = q.note(Kind::Observed, true, "seq");
-    let present = q.note(Kind::Observed, true, "1");
-    // The start and the observed value of the counter `key` (an expression), over `s`.
-    let start = |key: &str| {
-        format!(
-            "coalesce(CASE WHEN {key} IS NULL THEN {start_one} ELSE {} END, 0)",
-            d.json_keyed_int(&start_text, detail_key!(RunStart.counter_start), key)
-        )
-    };
-    let observed = |key: &str| {
-        format!(
-            "(CASE WHEN {present} IS NULL THEN NULL WHEN {key} IS NULL THEN {observed_one} ELSE {} END)",
-            d.json_keyed_int(&observed_text, detail_key!(Observed.counter), key)
-        )
-    };
+    let k = Keyed::of(q);
+    let start = |key: &str| k.start(key);
+    let observed = |key: &str| k.observed(key);
     q.cte(
         &format!("{p}_win"),
         format!(
@@ -231,4 +208,58 @@ fn by_key(
         (format!("{skips} IS NOT NULL"), "unknown", skips.clone()),
     ];
     part
+}
+
+/// The start and the observed value of a counter given by key, read from the first
+/// `run_start` and the last `observed` row (a number for the one counter, an object by key).
+struct Keyed {
+    d: super::Dialect,
+    start_one: String,
+    start_text: String,
+    observed_one: String,
+    observed_text: String,
+    present: String,
+}
+
+impl Keyed {
+    fn of(q: &mut Query) -> Keyed {
+        let d = q.d;
+        Keyed {
+            d,
+            start_one: q.note(
+                Kind::RunStart,
+                false,
+                &d.json_int("detail", detail_key!(RunStart.counter_start)),
+            ),
+            start_text: q.note(Kind::RunStart, false, "detail"),
+            observed_one: q.note(
+                Kind::Observed,
+                true,
+                &d.json_int("detail", detail_key!(Observed.counter)),
+            ),
+            observed_text: q.note(Kind::Observed, true, "detail"),
+            present: q.note(Kind::Observed, true, "1"),
+        }
+    }
+
+    /// The start of the counter `key` (an expression over `s`; null: the one counter).
+    fn start(&self, key: &str) -> String {
+        format!(
+            "coalesce(CASE WHEN {key} IS NULL THEN {} ELSE {} END, 0)",
+            self.start_one,
+            self.d
+                .json_keyed_int(&self.start_text, detail_key!(RunStart.counter_start), key)
+        )
+    }
+
+    /// The observed value of the counter `key`, null where the observed row does not give it.
+    fn observed(&self, key: &str) -> String {
+        format!(
+            "(CASE WHEN {} IS NULL THEN NULL WHEN {key} IS NULL THEN {} ELSE {} END)",
+            self.present,
+            self.observed_one,
+            self.d
+                .json_keyed_int(&self.observed_text, detail_key!(Observed.counter), key)
+        )
+    }
 }

@@ -65,6 +65,7 @@ mod evidence;
 mod external_single_effect;
 mod intent_atomic;
 mod lost_rows;
+mod lost_spans;
 mod mark_after_puback;
 mod no_lost_task;
 mod observed_agrees;

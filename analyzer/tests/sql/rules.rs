@@ -5,10 +5,11 @@
 //! where work happened, a named fault that never fired, an interrupted run, and a lost commit
 //! reply.
 //!
-//! [`EXPECTED`] gives the verdicts of the rules `check` gains alongside the SQL (the `"(none)"`
+//! [`expected`] gives the verdicts of the rules `check` gains alongside the SQL (the `"(none)"`
 //! entry of `run_end.detail.refused`, a run without `run_end` or interrupted, the scenario's own
 //! wire fault that lost replies): on those `(trace, invariant)` the SQL is held to them, on every
-//! other to `analyzer check` itself.
+//! other to `analyzer check` itself. [`SHOWN`] says what each rule must show, so that each is
+//! seen both ways.
 
 use crate::common::*;
 use crate::variants;

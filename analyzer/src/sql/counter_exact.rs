@@ -2,10 +2,13 @@
 //! by `seq`) step the counter by their amount from `run_start.detail.counter_start` (else 0), each
 //! from the counter the commit before it reported; the last `observed` row's counter is the start
 //! plus every amount. With `--counter-key`, each `counter_key` has its own chain, start and final
-//! value ([`by_key`]).
+//! value ([`by_key`]). Where the store was read while the scenario may still have run (no
+//! `run_end`, or one that says `interrupted`), only the steps are judged: without a wrong step
+//! the verdict is `unknown`.
 
 use outbox_trace::{detail_key, Field, Kind};
 
+use super::observed_agrees::interrupted;
 use super::query::{lit, Part, Query};
 use crate::check::Reason;
 
@@ -35,9 +38,11 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         &d.json_int("detail", detail_key!(Observed.counter)),
     );
     let observed_at = q.note(Kind::Observed, true, "seq");
+    let cut = interrupted(q);
     if q.counter_key {
-        return by_key(q, p, skips, commits, revs);
+        return by_key(q, p, skips, commits, revs, cut);
     }
+    let (cut, cut_reason) = cut;
     q.cte(
         &format!("{p}_win"),
         format!(
@@ -61,9 +66,11 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         ),
     );
     let wrong_steps = q.counts(&format!("{p}_n"), &steps);
-    // The last observed counter against the start plus every amount.
+    // The last observed counter against the start plus every amount, unless the store was
+    // read while the scenario may still have run.
     let wrong_total = format!(
-        "{observed} IS NOT NULL AND {observed} <> coalesce({start}, 0) + coalesce({total}, 0)"
+        "{observed} IS NOT NULL AND {observed} <> coalesce({start}, 0) + coalesce({total}, 0) \
+         AND NOT {cut}"
     );
     let violations = q.cte(
         &format!("{p}_v"),
@@ -81,7 +88,7 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
         violations,
         witness,
         Some(format!(
-            "CASE WHEN {observed} IS NULL THEN {} END",
+            "CASE WHEN {cut} THEN {cut_reason} WHEN {observed} IS NULL THEN {} END",
             lit(&Reason::NoObservedCounter)
         )),
     );
@@ -104,36 +111,20 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
 /// for the one counter, an object by key), and each key with commits (the one counter when there
 /// are none) against the observed `counter` of that key; a key the observed row does not give
 /// makes the verdict unknown, as a missing observed counter does.
-fn by_key(q: &mut Query, p: &str, skips: String, commits: String, revs: String) -> Part {
+fn by_key(
+    q: &mut Query,
+    p: &str,
+    skips: String,
+    commits: String,
+    revs: String,
+    (cut, cut_reason): (String, String),
+) -> Part {
     let k_effect_committed = Kind::EffectCommitted.as_str();
     let d = q.d;
-    let start_one = q.note(
-        Kind::RunStart,
-        false,
-        &d.json_int("detail", detail_key!(RunStart.counter_start)),
-    );
-    let start_text = q.note(Kind::RunStart, false, "detail");
-    let observed_one = q.note(
-        Kind::Observed,
-        true,
-        &d.json_int("detail", detail_key!(Observed.counter)),
-    );
-    let observed_text = q.note(Kind::Observed, true, "detail");
     let observed_at = q.note(Kind::Observed, true, "seq");
-    let present = q.note(Kind::Observed, true, "1");
-    // The start and the observed value of the counter `key` (an expression), over `s`.
-    let start = |key: &str| {
-        format!(
-            "coalesce(CASE WHEN {key} IS NULL THEN {start_one} ELSE {} END, 0)",
-            d.json_keyed_int(&start_text, detail_key!(RunStart.counter_start), key)
-        )
-    };
-    let observed = |key: &str| {
-        format!(
-            "(CASE WHEN {present} IS NULL THEN NULL WHEN {key} IS NULL THEN {observed_one} ELSE {} END)",
-            d.json_keyed_int(&observed_text, detail_key!(Observed.counter), key)
-        )
-    };
+    let k = Keyed::of(q);
+    let start = |key: &str| k.start(key);
+    let observed = |key: &str| k.observed(key);
     q.cte(
         &format!("{p}_win"),
         format!(
@@ -169,8 +160,10 @@ fn by_key(q: &mut Query, p: &str, skips: String, commits: String, revs: String) 
     let finals = q.cte(
         &format!("{p}_finals"),
         format!(
-            "SELECT k.run_id, k.scenario, {observed_at} AS vat, {} AS observed, \
-             {} + coalesce(k.total, 0) AS expected FROM {keys} k \
+            "SELECT k.run_id, k.scenario, {observed_at} AS vat, \
+             CASE WHEN {cut} THEN NULL ELSE {} END AS observed, \
+             {} + coalesce(k.total, 0) AS expected, CASE WHEN {cut} THEN 1 ELSE 0 END AS cut \
+             FROM {keys} k \
              JOIN scen s ON s.run_id = k.run_id AND s.scenario = k.scenario",
             observed("k.counter_key"),
             start("k.counter_key")
@@ -180,7 +173,7 @@ fn by_key(q: &mut Query, p: &str, skips: String, commits: String, revs: String) 
         &format!("{p}_wf"),
         format!(
             "SELECT run_id, scenario, count(CASE WHEN observed IS NOT NULL AND observed <> expected \
-             THEN 1 END) AS n, count(CASE WHEN observed IS NULL THEN 1 END) AS missing \
+             THEN 1 END) AS n, count(CASE WHEN observed IS NULL AND cut = 0 THEN 1 END) AS missing \
              FROM {finals} GROUP BY run_id, scenario"
         ),
     );
@@ -198,7 +191,7 @@ fn by_key(q: &mut Query, p: &str, skips: String, commits: String, revs: String) 
         violations,
         witness,
         Some(format!(
-            "CASE WHEN coalesce({wrong_finals}.missing, 0) > 0 THEN {} END",
+            "CASE WHEN {cut} THEN {cut_reason} WHEN coalesce({wrong_finals}.missing, 0) > 0 THEN {} END",
             lit(&Reason::NoObservedCounter)
         )),
     );
@@ -215,4 +208,58 @@ fn by_key(q: &mut Query, p: &str, skips: String, commits: String, revs: String) 
         (format!("{skips} IS NOT NULL"), "unknown", skips.clone()),
     ];
     part
+}
+
+/// The start and the observed value of a counter given by key, read from the first
+/// `run_start` and the last `observed` row (a number for the one counter, an object by key).
+struct Keyed {
+    d: super::Dialect,
+    start_one: String,
+    start_text: String,
+    observed_one: String,
+    observed_text: String,
+    present: String,
+}
+
+impl Keyed {
+    fn of(q: &mut Query) -> Keyed {
+        let d = q.d;
+        Keyed {
+            d,
+            start_one: q.note(
+                Kind::RunStart,
+                false,
+                &d.json_int("detail", detail_key!(RunStart.counter_start)),
+            ),
+            start_text: q.note(Kind::RunStart, false, "detail"),
+            observed_one: q.note(
+                Kind::Observed,
+                true,
+                &d.json_int("detail", detail_key!(Observed.counter)),
+            ),
+            observed_text: q.note(Kind::Observed, true, "detail"),
+            present: q.note(Kind::Observed, true, "1"),
+        }
+    }
+
+    /// The start of the counter `key` (an expression over `s`; null: the one counter).
+    fn start(&self, key: &str) -> String {
+        format!(
+            "coalesce(CASE WHEN {key} IS NULL THEN {} ELSE {} END, 0)",
+            self.start_one,
+            self.d
+                .json_keyed_int(&self.start_text, detail_key!(RunStart.counter_start), key)
+        )
+    }
+
+    /// The observed value of the counter `key`, null where the observed row does not give it.
+    fn observed(&self, key: &str) -> String {
+        format!(
+            "(CASE WHEN {} IS NULL THEN NULL WHEN {key} IS NULL THEN {} ELSE {} END)",
+            self.present,
+            self.observed_one,
+            self.d
+                .json_keyed_int(&self.observed_text, detail_key!(Observed.counter), key)
+        )
+    }
 }

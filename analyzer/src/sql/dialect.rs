@@ -34,7 +34,7 @@ impl fmt::Display for Dialect {
 }
 
 /// JSON whitespace, without backslashes (Spark's string literals treat them as escapes).
-const WS: &str = "[ \t\n\r]*";
+pub(super) const WS: &str = "[ \t\n\r]*";
 
 /// Why a dialect cannot print the statement asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,6 +127,24 @@ impl Dialect {
         }
     }
 
+    /// The string value of the top-level key `key` of the JSON object in column `col` (as
+    /// written, escapes kept), else null.
+    pub fn json_text(self, col: &str, key: DetailKey) -> String {
+        match self {
+            Dialect::Duckdb => {
+                let path = format!("'$.{key}'");
+                let j = duck_object(col);
+                format!(
+                    "(CASE WHEN json_type({j}, {path}) = 'VARCHAR' \
+                     THEN json_extract_string({j}, {path}) END)"
+                )
+            }
+            Dialect::Datafusion | Dialect::Spark => {
+                self.regex_group(col, &format!("\"{key}\"{WS}:{WS}\"([^\"]*)\""))
+            }
+        }
+    }
+
     /// The integer under the key `name` (an expression: a key given by a column) of the JSON
     /// object under the key `key` of the JSON object in `col`, read leniently as
     /// [`Dialect::json_int`] reads one (`{"counter": {"apple": 15}}`: `key` `counter`, `name`
@@ -194,8 +212,31 @@ impl Dialect {
         }
     }
 
+    /// `text` with every match of `pattern` replaced by `with` (a literal without backslashes).
+    pub fn replace_all(self, text: &str, pattern: &str, with: &str) -> String {
+        match self {
+            Dialect::Spark => format!(
+                "regexp_replace({text}, '{}', '{with}')",
+                pattern.replace('\\', "\\\\")
+            ),
+            Dialect::Duckdb | Dialect::Datafusion => {
+                format!("regexp_replace({text}, '{pattern}', '{with}', 'g')")
+            }
+        }
+    }
+
+    /// The set-returning expression giving one row per piece of `text` split at `delim` (a
+    /// literal without regular-expression characters), for a `SELECT` list.
+    pub fn split_rows(self, text: &str, delim: &str) -> String {
+        match self {
+            Dialect::Duckdb => format!("unnest(string_split({text}, '{delim}'))"),
+            Dialect::Datafusion => format!("unnest(string_to_array({text}, '{delim}'))"),
+            Dialect::Spark => format!("explode(split({text}, '{delim}'))"),
+        }
+    }
+
     /// The first capture group of `pattern` in `col`, null when it does not match.
-    fn regex_group(self, col: &str, pattern: &str) -> String {
+    pub fn regex_group(self, col: &str, pattern: &str) -> String {
         match self {
             Dialect::Datafusion => format!("regexp_match({col}, '{pattern}')[1]"),
             // Spark's string literals read a backslash as an escape: doubled, it reaches the

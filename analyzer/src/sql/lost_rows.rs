@@ -101,13 +101,13 @@ pub(super) fn rule(inv: Invariant) -> Option<(bool, &'static str, &'static str)>
 }
 
 /// The final verdict, count and reason of `inv` with the rule applied, over `(v, n, r)` (its
-/// verdict, count and reason before).
+/// verdict, count and reason before), and the condition under which the rule made it unknown.
 pub(super) fn apply(
     inv: Invariant,
     (v, n, r): (String, String, String),
-) -> (String, String, String) {
+) -> ((String, String, String), String) {
     let Some((any, missing, reason)) = rule(inv) else {
-        return (v, n, r);
+        return ((v, n, r), "FALSE".to_string());
     };
     let bound = if any {
         String::new()
@@ -116,8 +116,11 @@ pub(super) fn apply(
     };
     let gone = format!("{v} = 'fail' AND {missing} IS NOT NULL{bound}");
     (
-        format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
-        format!("CASE WHEN {gone} THEN 0 ELSE {n} END"),
-        format!("CASE WHEN {gone} THEN {reason} ELSE {r} END"),
+        (
+            format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
+            format!("CASE WHEN {gone} THEN 0 ELSE {n} END"),
+            format!("CASE WHEN {gone} THEN {reason} ELSE {r} END"),
+        ),
+        gone,
     )
 }

@@ -22,8 +22,19 @@ pub(crate) struct Query {
     pub(super) source: String,
     /// `facts` columns: aggregate expressions over `base`, grouped by scenario.
     pub(super) facts: Vec<String>,
-    /// `notes` columns: the kind, whether its last row (else its first), and the expression.
-    pub(super) notes: Vec<(Kind, bool, String)>,
+    /// `notes` columns: the kind, which of its rows, and the expression.
+    pub(super) notes: Vec<(Kind, Pick, String)>,
+}
+
+/// Which rows of a kind a note reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pick {
+    /// The scenario's first row of the kind.
+    First,
+    /// Its last row.
+    Last,
+    /// The sum over all its rows.
+    Sum,
 }
 
 /// What one invariant's file adds.
@@ -94,7 +105,14 @@ impl Query {
     /// A column of `scen` holding `expr` (over the contract's columns, `detail` among them) on
     /// the scenario's last row of `kind` (its first when `last` is false); null without one.
     pub fn note(&mut self, kind: Kind, last: bool, expr: &str) -> String {
-        let key = (kind, last, expr.to_string());
+        let pick = if last { Pick::Last } else { Pick::First };
+        self.pick(kind, pick, expr)
+    }
+
+    /// A column of `scen` holding `expr` over the scenario's rows of `kind` picked by `pick`
+    /// (null without one).
+    pub fn pick(&mut self, kind: Kind, pick: Pick, expr: &str) -> String {
+        let key = (kind, pick, expr.to_string());
         let i = match self.notes.iter().position(|n| *n == key) {
             Some(i) => i,
             None => {
@@ -113,29 +131,6 @@ impl Query {
         format!("{n} > 0")
     }
 
-    /// The early verdict `unknown: the trace records no <kinds> rows` (see
-    /// `crate::check::Ends::lacks`), when `when` (an expression over `s`, or none) holds and the
-    /// scenario has no row of any of `kinds` and its `run_start` declares none of them.
-    pub fn lacks(
-        &mut self,
-        when: Option<&str>,
-        kinds: &'static [Kind],
-    ) -> (String, &'static str, String) {
-        let silent: Vec<String> = kinds
-            .iter()
-            .map(|&k| {
-                let none = self.any(&[k]);
-                let declared = self.declared(k);
-                format!("NOT ({none}) AND NOT {declared}")
-            })
-            .collect();
-        let mut cond = silent.join(" AND ");
-        if let Some(w) = when {
-            cond = format!("({w}) AND {cond}");
-        }
-        (cond, "unknown", lit(&crate::check::Reason::NoRows(kinds)))
-    }
-
     /// An expression over `s` (a row of `scen`): whether the scenario shows work (see
     /// `crate::check::Ends::works`): accepted tasks, a delivery, or the last `observed` row's
     /// `tasks`, `tasks_done` or `results` (else `processed`) above zero.
@@ -151,19 +146,6 @@ impl Query {
             "({rows} OR coalesce({tasks}, 0) > 0 OR coalesce({done}, 0) > 0 \
              OR coalesce({results}, {processed}, 0) > 0)"
         )
-    }
-
-    /// An expression over `s`: whether the scenario's first `run_start` declares `kind` in
-    /// `detail.records`.
-    pub fn declared(&mut self, kind: Kind) -> String {
-        let d = self.d;
-        let has = d.json_list_has("detail", detail_key!(RunStart.records), kind.as_str());
-        let n = self.note(
-            Kind::RunStart,
-            false,
-            &format!("CASE WHEN {has} THEN 1 ELSE 0 END"),
-        );
-        format!("(coalesce({n}, 0) = 1)")
     }
 
     /// An expression over `s` (a row of `scen`): the reason naming the first `(kind, column)`
@@ -332,12 +314,17 @@ impl Query {
             .notes
             .iter()
             .enumerate()
-            .map(|(i, (k, last, _))| {
-                format!(
-                    ", max(CASE WHEN kind = '{k}' AND {r} = 1 THEN n{i} END) AS n{i}",
-                    k = k.as_str(),
-                    r = if *last { "rl" } else { "rf" }
-                )
+            .map(|(i, (k, pick, _))| {
+                let k = k.as_str();
+                match pick {
+                    Pick::First => {
+                        format!(", max(CASE WHEN kind = '{k}' AND rf = 1 THEN n{i} END) AS n{i}")
+                    }
+                    Pick::Last => {
+                        format!(", max(CASE WHEN kind = '{k}' AND rl = 1 THEN n{i} END) AS n{i}")
+                    }
+                    Pick::Sum => format!(", sum(CASE WHEN kind = '{k}' THEN n{i} END) AS n{i}"),
+                }
             })
             .collect();
         let notes = format!("SELECT run_id, scenario{picks} FROM det GROUP BY run_id, scenario");

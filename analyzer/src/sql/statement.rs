@@ -3,13 +3,14 @@
 //! `crate::check::lost_spans` applied ([`statement`]), or the witness rows of the violations
 //! ([`witnesses`]).
 
-use outbox_trace::{detail_key, Kind};
+use outbox_trace::Kind;
 
 use super::dialect::DialectError;
-use super::query::{positions, Part, Query, EXAMPLES, LATE};
+use super::query::{positions, Part, Query, LATE};
 use super::{
-    ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
-    lost_rows, mark_after_puback, no_lost_task, observed_agrees, single_effect, Dialect,
+    ack_after_commit, aggregate_order, counter_exact, coverage, evidence, external_single_effect,
+    intent_atomic, lost_rows, lost_spans, mark_after_puback, no_lost_task, observed_agrees,
+    single_effect, Dialect,
 };
 use crate::check::{Invariant, LostSpans};
 
@@ -49,7 +50,6 @@ pub struct Request {
 /// invariant, verdict, violations, reason`, `pos` the invariant's place in the contract's
 /// order); returns the query and the invariants in order.
 fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
-    let k_crash = Kind::Crash.as_str();
     let d = req.dialect;
     let source = match &req.source {
         Some(path) => d.read(path)?,
@@ -86,53 +86,9 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     for late in LATE {
         q.cte(late, String::new());
     }
-    // Every life, and whether it has its own crash row.
-    q.cte(
-        "lives",
-        format!(
-            "SELECT run_id, scenario, actor, incarnation, min(seq) AS first_seq, \
-         max(CASE WHEN kind = '{k_crash}' THEN 1 ELSE 0 END) AS crashed \
-         FROM base GROUP BY run_id, scenario, actor, incarnation"
-        ),
-    );
-    // Lives whose crash row says `announced: false`: rows of them may be missing too.
-    q.cte(
-        "unannounced",
-        format!(
-            "SELECT DISTINCT run_id, scenario, actor, incarnation FROM {source} \
-             WHERE kind = '{k_crash}' AND {} = false",
-            d.json_bool("detail", detail_key!(Crash.announced))
-        ),
-    );
-    q.cte(
-        "lossy",
-        "SELECT run_id, scenario, actor, incarnation, first_seq FROM (SELECT l.run_id, l.scenario, \
-         l.actor, l.incarnation, l.crashed, CASE WHEN u.actor IS NULL THEN 0 ELSE 1 END AS unann, \
-         max(l.incarnation) OVER (PARTITION BY l.run_id, l.scenario, l.actor) AS last_life, \
-         min(l.first_seq) OVER (PARTITION BY l.run_id, l.scenario, l.actor) AS first_seq \
-         FROM lives l LEFT JOIN unannounced u ON u.run_id = l.run_id AND u.scenario = l.scenario \
-         AND u.actor = l.actor AND u.incarnation = l.incarnation) x \
-         WHERE (crashed = 0 AND last_life > incarnation) OR unann = 1",
-    );
-    q.cte(
-        "lossy_first",
-        "SELECT run_id, scenario, actor, incarnation FROM (SELECT run_id, scenario, actor, \
-         incarnation, row_number() OVER (PARTITION BY run_id, scenario \
-         ORDER BY first_seq, incarnation) AS rn FROM lossy) x WHERE rn = 1",
-    );
-    // The rows of those lives: few, and only these can touch a violation.
-    q.cte(
-        "lossy_rows",
-        "SELECT b.run_id, b.scenario, b.seq, b.actor, b.incarnation FROM base b JOIN lossy l \
-         ON b.run_id = l.run_id AND b.scenario = l.scenario AND b.actor = l.actor \
-         AND b.incarnation = l.incarnation",
-    );
-    q.cte(
-        "lossy_n",
-        "SELECT run_id, scenario, count(*) AS n FROM lossy GROUP BY run_id, scenario",
-    );
-    let mut cols = vec![lost_rows::columns(&mut q)];
-    let mut joins = String::new();
+    lost_spans::lives(&mut q, &source);
+    let (tried, mut joins) = coverage::columns(&mut q);
+    let mut cols = vec![lost_rows::columns(&mut q), tried];
     let mut finals = Vec::new();
     let mut witnessed = Vec::new();
     for &inv in &invariants {
@@ -145,6 +101,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         }
         let (c, j, f) = verdict(&mut q, inv, p, &parts);
         cols.push(c);
+        cols.push(q.evidence_columns(inv));
         joins.push_str(&j);
         finals.push(f);
         if parts.count.is_none() && inv.lost_spans() == LostSpans::Touched {
@@ -152,7 +109,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         }
     }
     if !witnessed.is_empty() {
-        touched(&mut q, &witnessed);
+        lost_spans::touched(&mut q, &witnessed);
         joins.push_str(
             " LEFT JOIN touched ON touched.run_id = s.run_id AND touched.scenario = s.scenario",
         );
@@ -168,8 +125,49 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
             cols.join(", ")
         ),
     );
+    verdicts(&mut q, &invariants, &finals);
+    Ok((q, invariants))
+}
+
+/// `settled` (one row per scenario: each invariant's verdict, count and reason after the
+/// lost-span and lost-rows rules, and the columns the evidence rule reads) and `verdicts`: the
+/// evidence rule (`crate::check::evidence::apply`) applied, one row per invariant, with the
+/// scenario's verdict (`crate::check::ScenarioReport`: the worst, and `unknown` rather than
+/// valid where a named fault never fired).
+fn verdicts(q: &mut Query, invariants: &[Invariant], finals: &[Settled]) {
+    let cols: Vec<String> = invariants
+        .iter()
+        .zip(finals)
+        .map(|(inv, f)| {
+            let p = inv.sql_prefix();
+            format!(
+                "{} AS {p}_v0, {} AS {p}_n0, {} AS {p}_r0, CASE WHEN {} THEN 1 ELSE 0 END AS {p}_l0, \
+                 w.{p}_refused, w.{p}_doubt",
+                f.v, f.n, f.r, f.lost
+            )
+        })
+        .collect();
+    q.cte(
+        "settled",
+        format!(
+            "SELECT w.run_id, w.scenario, w.unfired, {} FROM wide w",
+            cols.join(", ")
+        ),
+    );
+    let last: Vec<(String, String, String)> = invariants
+        .iter()
+        .map(|inv| {
+            let p = inv.sql_prefix();
+            let (v, n, r) = (
+                format!("w.{p}_v0"),
+                format!("w.{p}_n0"),
+                format!("w.{p}_r0"),
+            );
+            evidence::settle(*inv, (&v, &n, &r), &format!("w.{p}_l0 = 1"))
+        })
+        .collect();
     let case = |pick: &dyn Fn(&(String, String, String)) -> &String| {
-        let whens: String = finals
+        let whens: String = last
             .iter()
             .enumerate()
             .map(|(i, f)| format!(" WHEN {i} THEN {}", pick(f)))
@@ -182,28 +180,32 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         .map(|(i, inv)| format!(" WHEN {i} THEN '{}'", inv.id()))
         .collect();
     q.cte(
-        "verdicts",
+        "judged",
         format!(
-            "SELECT w.run_id, w.scenario, i.pos, CASE i.pos{ids} END AS invariant, \
-             {} AS verdict, {} AS violations, {} AS reason FROM wide w CROSS JOIN ({}) i",
+            "SELECT w.run_id, w.scenario, w.unfired, i.pos, CASE i.pos{ids} END AS invariant, \
+             {} AS verdict, {} AS violations, {} AS reason FROM settled w CROSS JOIN ({}) i",
             case(&|f| &f.0),
             case(&|f| &f.1),
             case(&|f| &f.2),
             positions("pos", invariants.len())
         ),
     );
-    Ok((q, invariants))
+    let worst = "max(CASE verdict WHEN 'fail' THEN 2 WHEN 'unknown' THEN 1 ELSE 0 END) \
+                 OVER (PARTITION BY run_id, scenario)";
+    q.cte(
+        "verdicts",
+        format!(
+            "SELECT run_id, scenario, pos, invariant, verdict, violations, reason, \
+             CASE WHEN {worst} = 2 THEN 'invalid' WHEN {worst} = 1 OR unfired > 0 THEN 'unknown' \
+             ELSE 'valid' END AS scenario_verdict, unfired AS unfired_named FROM judged"
+        ),
+    );
 }
 
 /// One invariant's verdict: the columns it adds to `wide`, the joins they need, and its final
 /// verdict, count and reason over a row of `wide` (alias `w`): the native verdict rule, then
 /// the lost-span rule.
-fn verdict(
-    q: &mut Query,
-    inv: Invariant,
-    p: &str,
-    part: &Part,
-) -> (String, String, (String, String, String)) {
+fn verdict(q: &mut Query, inv: Invariant, p: &str, part: &Part) -> (String, String, Settled) {
     let t = q.d.text();
     let on = |a: &str| format!(" ON {a}.run_id = s.run_id AND {a}.scenario = s.scenario");
     let mut joins = String::new();
@@ -247,82 +249,25 @@ fn verdict(
         format!("w.{p}_n"),
         format!("w.{p}_reason"),
     );
-    let d = q.d;
-    let because = |actor: &str, inc: &str| {
-        let inc = d.to_text(inc);
-        format!(
-            "{actor} || '#' || {inc} || ' ends without a {crash} row before a later life of ' || \
-             {actor} || ': spans it never exported could remove the violation'",
-            crash = Kind::Crash
-        )
+    let (out, short) = lost_spans::apply(q, inv, part, (v, n, r), &mut cols);
+    let (out, gone) = lost_rows::apply(inv, out);
+    let settled = Settled {
+        v: out.0,
+        n: out.1,
+        r: out.2,
+        lost: format!("({short}) OR ({gone})"),
     };
-    let out = match lost {
-        LostSpans::Never if part.lost.is_some() => {
-            let (count, text) = part.lost.clone().unwrap_or_default();
-            cols.push(format!(
-                "{count} AS {p}_lost, {text} AS {p}_lost_text, lf.actor AS {p}_actor, \
-                 lf.incarnation AS {p}_inc, ln.n AS {p}_lives"
-            ));
-            let lossy = format!("{v} = 'fail' AND w.{p}_actor IS NOT NULL");
-            let left = format!("{n} - w.{p}_lost");
-            let gone = format!("{lossy} AND {left} = 0");
-            let inc = d.to_text(&format!("w.{p}_inc"));
-            let others = format!("w.{p}_lives - 1");
-            let more = format!(
-                "CASE WHEN {others} = 0 THEN '' WHEN {others} = 1 THEN ' (and 1 more life)' \
-                 ELSE ' (and ' || {} || ' more lives)' END",
-                d.to_text(&others)
-            );
-            (
-                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
-                format!("CASE WHEN {lossy} THEN {left} ELSE {n} END"),
-                format!(
-                    "CASE WHEN {gone} THEN w.{p}_lost_text || ': ' || w.{p}_actor || '#' || {inc} \
-                     || {more} || ' may not have exported its last spans, which would explain it' \
-                     ELSE {r} END"
-                ),
-            )
-        }
-        LostSpans::Never => (v, n, r),
-        LostSpans::Any => {
-            cols.push(format!("lf.actor AS {p}_actor, lf.incarnation AS {p}_inc"));
-            let gone = format!("{v} = 'fail' AND {n} <= {EXAMPLES} AND w.{p}_actor IS NOT NULL");
-            (
-                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
-                format!("CASE WHEN {gone} THEN 0 ELSE {n} END"),
-                format!(
-                    "CASE WHEN {gone} THEN {} ELSE {r} END",
-                    because(&format!("w.{p}_actor"), &format!("w.{p}_inc"))
-                ),
-            )
-        }
-        LostSpans::Touched => {
-            cols.push(format!(
-                "touched.{p}_total, touched.{p}_untouched, touched.{p}_kept, \
-                 touched.{p}_actor, touched.{p}_inc"
-            ));
-            let (total, untouched, kept) = (
-                format!("w.{p}_total"),
-                format!("w.{p}_untouched"),
-                format!("w.{p}_kept"),
-            );
-            let gone = format!("{v} = 'fail' AND {total} <= {EXAMPLES} AND {untouched} = 0");
-            (
-                format!("CASE WHEN {gone} THEN 'unknown' ELSE {v} END"),
-                format!(
-                    "CASE WHEN {v} <> 'fail' OR {total} IS NULL THEN {n} \
-                     WHEN {total} <= {EXAMPLES} THEN {untouched} \
-                     WHEN {kept} = 0 THEN {total} \
-                     ELSE {kept} + {total} - {EXAMPLES} END"
-                ),
-                format!(
-                    "CASE WHEN {gone} THEN {} ELSE {r} END",
-                    because(&format!("w.{p}_actor"), &format!("w.{p}_inc"))
-                ),
-            )
-        }
-    };
-    (cols.join(", "), joins, lost_rows::apply(inv, out))
+    (cols.join(", "), joins, settled)
+}
+
+/// An invariant's verdict, count and reason over a row of `wide` (alias `w`) once the
+/// lost-span and lost-rows rules are applied, and when those rules made it unknown (rows seem
+/// lost against the store).
+struct Settled {
+    v: String,
+    n: String,
+    r: String,
+    lost: String,
 }
 
 /// `CASE{whens} ELSE {otherwise} END`, or `otherwise` without cases.
@@ -334,63 +279,12 @@ fn or_else(whens: String, otherwise: &str) -> String {
     }
 }
 
-/// For the lost-span rule, `touched`: per scenario with violations of the invariants
-/// `witnessed` (their prefixes and witness tables), for each invariant `p`: how many violations
-/// there are (`{p}_total`), how many no witness row of a lossy life touches (in all,
-/// `{p}_untouched`, and among the first [`EXAMPLES`], `{p}_kept`), and the life touched by the
-/// first touched violation (`{p}_actor`, `{p}_inc`: the life of its first witness row by `seq`
-/// in a lossy life). One table for all, so the rows of lossy lives are read once; each
-/// violation has its own row among its witness rows, so the violation tables are not read
-/// again.
-fn touched(q: &mut Query, witnessed: &[(&str, String)]) {
-    let d = q.d;
-    let rows: Vec<String> = witnessed
-        .iter()
-        .map(|(p, w)| format!("SELECT '{p}' AS inv, run_id, scenario, vat, wseq FROM {w}"))
-        .collect();
-    let first = |x: &str| d.first_by(&format!("l.{x}"), "l.seq");
-    let each = q.cte(
-        "touched_each",
-        format!(
-            "SELECT inv, run_id, scenario, vat, actor, incarnation, \
-             row_number() OVER (PARTITION BY inv, run_id, scenario ORDER BY vat) AS vr, \
-             row_number() OVER (PARTITION BY inv, run_id, scenario, \
-             CASE WHEN actor IS NULL THEN 0 ELSE 1 END ORDER BY vat) AS tr \
-             FROM (SELECT w.inv, w.run_id, w.scenario, w.vat, {} AS actor, {} AS incarnation \
-             FROM ({}) w LEFT JOIN lossy_rows l ON l.run_id = w.run_id AND l.scenario = w.scenario \
-             AND l.seq = w.wseq GROUP BY w.inv, w.run_id, w.scenario, w.vat) x",
-            first("actor"),
-            first("incarnation"),
-            rows.join(" UNION ALL ")
-        ),
-    );
-    let sums: Vec<String> = witnessed
-        .iter()
-        .map(|(p, _)| {
-            let first = format!("inv = '{p}' AND actor IS NOT NULL AND tr = 1");
-            format!(
-                "sum(CASE WHEN inv = '{p}' THEN 1 ELSE 0 END) AS {p}_total, \
-                 sum(CASE WHEN inv = '{p}' AND actor IS NULL THEN 1 ELSE 0 END) AS {p}_untouched, \
-                 sum(CASE WHEN inv = '{p}' AND actor IS NULL AND vr <= {EXAMPLES} THEN 1 ELSE 0 END) \
-                 AS {p}_kept, max(CASE WHEN {first} THEN actor END) AS {p}_actor, \
-                 max(CASE WHEN {first} THEN incarnation END) AS {p}_inc"
-            )
-        })
-        .collect();
-    q.cte(
-        "touched",
-        format!(
-            "SELECT run_id, scenario, {} FROM {each} GROUP BY run_id, scenario",
-            sums.join(", ")
-        ),
-    );
-}
-
 /// The statement deciding the invariants: one row per `(run_id, scenario, invariant)`.
 pub fn statement(req: &Request) -> Result<String, DialectError> {
     let (q, _) = build(req)?;
     Ok(q.finish(
-        "SELECT run_id, scenario, invariant, verdict, CAST(violations AS BIGINT) AS violations, reason\n\
+        "SELECT run_id, scenario, invariant, verdict, CAST(violations AS BIGINT) AS violations, reason, \
+         scenario_verdict, CAST(unfired_named AS BIGINT) AS unfired_named\n\
          FROM verdicts\nORDER BY run_id, scenario, pos\n",
     ))
 }

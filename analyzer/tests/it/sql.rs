@@ -20,8 +20,89 @@ use arrow_array::RecordBatch;
 use outbox_trace::{Event, Kind::*, TraceWriter};
 use serde_json::Value;
 
-/// `(run_id, scenario, invariant)` -> `(verdict, violations, reason)`.
+#[path = "../sql/rules.rs"]
+mod rules;
+
+/// `(run_id, scenario, invariant)` -> `(verdict, violations, reason)`; also, under the invariant
+/// [`SCENARIO`], the scenario's verdict and its named faults that never fired, and under
+/// `("", "", EXIT)` the exit code `check` gives (the SQL's: from the scenarios' verdicts).
 type Verdicts = BTreeMap<(String, String, String), (String, i64, Option<String>)>;
+
+/// The key of a scenario's own verdict in [`Verdicts`].
+const SCENARIO: &str = "(scenario)";
+
+/// The key of the exit code in [`Verdicts`].
+const EXIT: &str = "(exit)";
+
+/// The exit code of `check` on scenarios of these verdicts: the worst (nothing to check is
+/// unknown).
+fn exit_code(verdicts: &[&str]) -> i64 {
+    if verdicts.contains(&"invalid") {
+        1
+    } else if verdicts.contains(&"unknown") || verdicts.is_empty() {
+        3
+    } else {
+        0
+    }
+}
+
+/// Adds the exit code of the scenario verdicts `v` holds.
+fn with_exit(mut v: Verdicts) -> Verdicts {
+    let scenarios: Vec<&str> = v
+        .iter()
+        .filter(|((_, _, i), _)| i == SCENARIO)
+        .map(|(_, (verdict, _, _))| verdict.as_str())
+        .collect();
+    let code = exit_code(&scenarios);
+    v.insert(
+        (String::new(), String::new(), EXIT.into()),
+        (code.to_string(), code, None),
+    );
+    v
+}
+
+/// `want` with the verdicts of the rules `check` gains alongside the SQL (`rules::expected`)
+/// for the trace named `name`, each scenario's verdict judged again from them.
+fn expect(name: &str, mut want: Verdicts) -> Verdicts {
+    let mut changed = false;
+    for (trace, inv, verdict, n, reason) in rules::expected() {
+        if trace != name {
+            continue;
+        }
+        for (key, value) in want.iter_mut() {
+            if key.2 == inv {
+                *value = (verdict.to_string(), n, reason.clone());
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return want;
+    }
+    let scenarios: Vec<(String, String)> = want
+        .keys()
+        .filter(|k| k.2 == SCENARIO)
+        .map(|k| (k.0.clone(), k.1.clone()))
+        .collect();
+    for (run, scenario) in scenarios {
+        let verdicts: Vec<&str> = want
+            .iter()
+            .filter(|(k, _)| k.0 == run && k.1 == scenario && k.2 != SCENARIO)
+            .map(|(_, v)| v.0.as_str())
+            .collect();
+        let key = (run.clone(), scenario.clone(), SCENARIO.to_string());
+        let unfired = want[&key].1;
+        let verdict = if verdicts.contains(&"fail") {
+            "invalid"
+        } else if verdicts.contains(&"unknown") || unfired > 0 {
+            "unknown"
+        } else {
+            "valid"
+        };
+        want.get_mut(&key).unwrap().0 = verdict.into();
+    }
+    with_exit(want)
+}
 
 fn analyzer() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_analyzer"))
@@ -337,6 +418,7 @@ fn corpus() -> Vec<(&'static str, Vec<Event>)> {
         }),
     ));
     c.extend(crate::evidence::corpus());
+    c.extend(rules::corpus());
     // Two scenarios in one file, one broken.
     c.push(("two-scenarios", {
         let mut t = lab();
@@ -394,6 +476,18 @@ fn native(path: &Path) -> Verdicts {
     });
     let mut v = Verdicts::new();
     for s in doc["scenarios"].as_array().unwrap() {
+        v.insert(
+            (
+                s["run_id"].as_str().unwrap().into(),
+                s["scenario"].as_str().unwrap().into(),
+                SCENARIO.into(),
+            ),
+            (
+                s["verdict"].as_str().unwrap().into(),
+                s["unfired_named"].as_i64().unwrap(),
+                None,
+            ),
+        );
         for i in s["invariants"].as_array().unwrap() {
             let count =
                 i["violations"].as_array().unwrap().len() as i64 + i["more"].as_i64().unwrap();
@@ -411,6 +505,9 @@ fn native(path: &Path) -> Verdicts {
             );
         }
     }
+    let v = with_exit(v);
+    let code = i64::from(out.status.code().unwrap());
+    assert_eq!(v[&(String::new(), String::new(), EXIT.into())].1, code);
     v
 }
 
@@ -431,21 +528,27 @@ fn on_engine(engine: &str, paths: &[PathBuf]) -> BTreeMap<String, Verdicts> {
     let doc: BTreeMap<String, Vec<Value>> = serde_json::from_slice(&out.stdout).unwrap();
     doc.into_iter()
         .map(|(path, rows)| {
-            let v = rows
-                .iter()
-                .map(|r| {
-                    let s = |k: &str| r[k].as_str().unwrap().to_string();
+            let mut v = Verdicts::new();
+            for r in &rows {
+                let s = |k: &str| r[k].as_str().unwrap().to_string();
+                v.insert(
+                    (s("run_id"), s("scenario"), s("invariant")),
                     (
-                        (s("run_id"), s("scenario"), s("invariant")),
-                        (
-                            s("verdict"),
-                            r["violations"].as_i64().unwrap(),
-                            r["reason"].as_str().map(str::to_string),
-                        ),
-                    )
-                })
-                .collect();
-            (path, v)
+                        s("verdict"),
+                        r["violations"].as_i64().unwrap(),
+                        r["reason"].as_str().map(str::to_string),
+                    ),
+                );
+                v.insert(
+                    (s("run_id"), s("scenario"), SCENARIO.into()),
+                    (
+                        s("scenario_verdict"),
+                        r["unfired_named"].as_i64().unwrap(),
+                        None,
+                    ),
+                );
+            }
+            (path, with_exit(v))
         })
         .collect()
 }
@@ -455,7 +558,8 @@ fn agree(engine: &str, paths: &[PathBuf]) -> BTreeMap<String, Verdicts> {
     let got = on_engine(engine, paths);
     let mut wrong = Vec::new();
     for path in paths {
-        let want = native(path);
+        let name = path.file_stem().unwrap().to_string_lossy();
+        let want = expect(&name, native(path));
         let have = got.get(path.to_str().unwrap()).cloned().unwrap_or_default();
         assert!(!want.is_empty(), "{}: no verdicts", path.display());
         for key in want.keys().chain(have.keys()) {
@@ -477,6 +581,23 @@ fn agree(engine: &str, paths: &[PathBuf]) -> BTreeMap<String, Verdicts> {
         wrong.join("\n")
     );
     got
+}
+
+/// Each rule of `rules` shows in the SQL's verdicts as `rules::SHOWN` says.
+fn every_rule_shows(got: &BTreeMap<String, Verdicts>) {
+    let mut wrong = Vec::new();
+    for &(trace, inv, verdict, n, reason) in rules::SHOWN {
+        let (_, v) = got
+            .iter()
+            .find(|(p, _)| Path::new(p).file_stem().unwrap() == trace)
+            .unwrap_or_else(|| panic!("no trace {trace}"));
+        let (_, have) = v.iter().find(|(k, _)| k.2 == inv).unwrap();
+        let said = have.2.as_deref().unwrap_or("");
+        if have.0 != verdict || have.1 != n || !said.contains(reason) {
+            wrong.push(format!("{trace} {inv}: {have:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// Every invariant fails on some trace, and the SQL says so too (agreement already holds): the
@@ -503,6 +624,7 @@ fn duckdb_gives_the_native_verdicts_on_every_trace() {
     let dir = tempfile::tempdir().unwrap();
     let got = agree("duckdb", &traces(dir.path()));
     every_invariant_fails_somewhere(&got);
+    every_rule_shows(&got);
 }
 
 #[test]
@@ -510,6 +632,7 @@ fn datafusion_gives_the_native_verdicts_on_every_trace() {
     let dir = tempfile::tempdir().unwrap();
     let got = agree("datafusion", &traces(dir.path()));
     every_invariant_fails_somewhere(&got);
+    every_rule_shows(&got);
 }
 
 #[test]
@@ -517,7 +640,8 @@ fn spark_gives_the_native_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let all = traces(dir.path());
     // A valid recording, a broken one, the lossy-life, skipped-rows and no-run-end edits, a
-    // scenario without commit rows and a broken step of a per-key counter;
+    // scenario without commit rows, a broken step of a per-key counter, and one trace of each
+    // cross-cutting rule whose text Spark reads with its own functions;
     // every trace with OUTBOX_SPARK_ALL=1.
     let few = [
         "pyarrow_ack_before_commit.parquet",
@@ -527,6 +651,12 @@ fn spark_gives_the_native_verdicts() {
         "recovered-as-text.parquet",
         "no-commit-rows.parquet",
         "counter-per-key-step.parquet",
+        "rabbitmq-standard-spans.parquet",
+        "two-copies.parquet",
+        "refused-publish-acked.parquet",
+        "named-json-fault-never-fired.parquet",
+        "interrupted-wrong-step.parquet",
+        "lost-commit-reply.parquet",
     ];
     let chosen: Vec<PathBuf> = if std::env::var_os("OUTBOX_SPARK_ALL").is_some_and(|v| v == "1") {
         all

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the statement `analyzer sql` prints on one engine, over each trace given, and prints the
 verdict rows as JSON: {"<trace>": [{"run_id", "scenario", "invariant", "verdict", "violations",
-"reason"}, ...], ...}.
+"reason", "scenario_verdict", "unfired_named"}, ...], ...}.
 
 Usage: run_sql.py ENGINE ANALYZER TRACE...   (ENGINE: duckdb, datafusion or spark)
 
@@ -14,7 +14,9 @@ import json
 import subprocess
 import sys
 
-COLUMNS = ["run_id", "scenario", "invariant", "verdict", "violations", "reason"]
+COLUMNS = ["run_id", "scenario", "invariant", "verdict", "violations", "reason", "scenario_verdict",
+           "unfired_named"]
+NUMBERS = {4, 7}
 
 
 def statement(analyzer, engine, *extra):
@@ -23,7 +25,7 @@ def statement(analyzer, engine, *extra):
 
 
 def rows_of(tuples):
-    return [dict(zip(COLUMNS, (None if v is None else (int(v) if i == 4 else str(v))
+    return [dict(zip(COLUMNS, (None if v is None else (int(v) if i in NUMBERS else str(v))
                                for i, v in enumerate(t)))) for t in tuples]
 
 

@@ -116,7 +116,7 @@ impl Query {
         let (own, own_missing) = self.refused_entry(kind.as_str());
         let (none, none_missing) = self.refused_entry(NO_KIND);
         let t = self.d.text();
-        let reason = |spans: &str, missing: &str| {
+        let reason = |kind: Option<Kind>, spans: &str, missing: &str| {
             let r = Reason::Refused {
                 kind,
                 spans: NUMBER,
@@ -134,8 +134,8 @@ impl Query {
             format!("coalesce({own}, {none})"),
             format!(
                 "(CASE WHEN {own} IS NOT NULL THEN {} WHEN {none} IS NOT NULL THEN {} END)",
-                reason(&own, &own_missing),
-                reason(&none, &none_missing)
+                reason(Some(kind), &own, &own_missing),
+                reason(None, &none, &none_missing)
             ),
         )
     }

@@ -64,8 +64,10 @@ const SQL_HELP: &str = "\
 The statement reads a table or view named `trace` with the contract's columns (or, with --source,
 the path itself: a file, a glob or a partitioned directory; DuckDB and Spark only) and returns one
 row per (run_id, scenario, invariant): run_id, scenario, invariant, verdict (pass, fail, unknown),
-violations (integer) and reason (why it failed with skipped rows or is unknown, a pass's note, or
-null). The verdicts are those of `analyzer check`. With --witnesses N a second statement follows,
+violations (integer), reason (why it failed with skipped rows or is unknown, a pass's note, or
+null), scenario_verdict (valid, invalid, unknown: the scenario's, which a named fault that never
+fired makes unknown) and unfired_named (how many such faults). The verdicts are those of
+`analyzer check`. With --witnesses N a second statement follows,
 after a line `;`: up to N witness rows per failing invariant.
 
 Exit codes:

@@ -12,7 +12,7 @@
 //! - not handed out again by this process until the whole band has been gone through: the ports
 //!   are taken in turn from a random start, so a port just freed is not the next one given.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -111,9 +111,10 @@ fn try_port(port: u16, dir: &std::path::Path) -> Option<Reserved> {
         .write(true)
         .open(dir.join(port.to_string()))
         .ok()?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock | TryLockError::Error(_)) => return None,
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: flock on a descriptor this function owns; no memory is involved.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return None;
     }
     TcpListener::bind((Ipv4Addr::LOCALHOST, port)).ok()?;
     Some(Reserved { port, _lock: lock })

@@ -1,39 +1,144 @@
 //! A free loopback port: the one way the recorder picks a port for something it starts (a local
 //! service, a role's process, the payments receiver) or for an address nobody listens on.
 //!
-//! The port is found by binding `127.0.0.1:0` and letting the listener go, so it is free *now*;
-//! whoever uses it binds it a moment later. Two things are promised beyond that:
+//! Ports come from below the kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`;
+//! [`FALLBACK`] when it cannot be read), so no outgoing connection (a proxy's, a client's) can
+//! take one between its hand-out and its use. A port handed out is:
 //!
-//! - no port is handed out twice by one recorder process, so the ports asked for one after the
-//!   other (a service's client and peer ports, a cluster's members, the roles of a system) are
-//!   all different even if the kernel offers a port again once its listener is gone;
-//! - nothing is retried or reserved past the call: a port taken by someone else between this call
-//!   and its use makes that start fail, and the service's own start-up check says so.
+//! - bindable on 127.0.0.1 at hand-out (a foreign listener's port is skipped);
+//! - reserved across every recorder on the machine while its [`Reserved`] lives: a lock (`flock`)
+//!   on a file named after it under [`lock_dir`], which the kernel releases when the holder ends
+//!   however it ends, so no reservation outlives its recorder;
+//! - not handed out again by this process until the whole band has been gone through: the ports
+//!   are taken in turn from a random start, so a port just freed is not the next one given.
 
-use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
 use std::net::{Ipv4Addr, TcpListener};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// How many ports the kernel may offer that were handed out already before giving up.
-const ATTEMPTS: usize = 64;
+/// The band used when the kernel's ephemeral range cannot be read.
+pub const FALLBACK: (u16, u16) = (20000, 32000);
+/// How many ports at most are looked at before giving up.
+const ATTEMPTS: usize = 4096;
 
-/// A TCP port on 127.0.0.1 that is free now and was not handed out before by this process.
-pub fn free_port() -> std::io::Result<u16> {
-    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    // Each listener is kept until the search ends, so the kernel offers a new port each time.
-    let mut held = Vec::new();
-    for _ in 0..ATTEMPTS {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-        let port = listener.local_addr()?.port();
-        if GIVEN.lock().expect("port lock").insert(port) {
-            return Ok(port);
-        }
-        held.push(listener);
+/// A port reserved for this process until dropped.
+#[derive(Debug)]
+pub struct Reserved {
+    port: u16,
+    _lock: File,
+}
+
+impl Reserved {
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
+}
+
+/// A TCP port on 127.0.0.1, below the ephemeral range, free now, reserved for the rest of this
+/// process's life.
+pub fn free_port() -> std::io::Result<u16> {
+    let reserved = reserve()?;
+    let port = reserved.port;
+    // Held until this process ends: the callers keep the number, not the reservation.
+    std::mem::forget(reserved);
+    Ok(port)
+}
+
+/// A TCP port on 127.0.0.1, below the ephemeral range, free now, reserved until dropped.
+pub fn reserve() -> std::io::Result<Reserved> {
+    reserve_in(band(), &lock_dir())
+}
+
+/// The directory of the reservations every recorder on this machine shares.
+pub fn lock_dir() -> PathBuf {
+    std::env::temp_dir().join("outbox-ports")
+}
+
+/// The band ports are handed out from: below the ephemeral range, inclusive bounds.
+pub fn band() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| below_ephemeral(&text))
+        .unwrap_or(FALLBACK)
+}
+
+/// The band below the ephemeral range the range file's `text` gives (`32768\t60999`), if there
+/// is room for one of at least 1000 ports above the privileged ones.
+fn below_ephemeral(text: &str) -> Option<(u16, u16)> {
+    let low: u16 = text.split_whitespace().next()?.parse().ok()?;
+    let high = low.checked_sub(1)?;
+    let start = high.saturating_sub(12_000).max(1024);
+    (high >= start + 1000).then_some((start, high))
+}
+
+/// The next port to look at, per process.
+static CURSOR: Mutex<Option<u32>> = Mutex::new(None);
+
+/// A port of `band` reserved under `dir`.
+fn reserve_in(band: (u16, u16), dir: &std::path::Path) -> std::io::Result<Reserved> {
+    ensure_dir(dir)?;
+    let (low, high) = (u32::from(band.0), u32::from(band.1));
+    let size = high - low + 1;
+    let mut cursor = CURSOR.lock().expect("port cursor");
+    let mut next = cursor.unwrap_or_else(|| random_below(size));
+    for _ in 0..ATTEMPTS.min(size as usize) {
+        let port = (low + next % size) as u16;
+        next = (next + 1) % size;
+        if let Some(reserved) = try_port(port, dir) {
+            *cursor = Some(next);
+            return Ok(reserved);
+        }
+    }
+    *cursor = Some(next);
     Err(std::io::Error::new(
         std::io::ErrorKind::AddrInUse,
-        format!("no loopback port free that was not handed out already ({ATTEMPTS} tried)"),
+        format!(
+            "no loopback port free in {}-{} (reservations in {})",
+            band.0,
+            band.1,
+            dir.display()
+        ),
     ))
+}
+
+/// `port` reserved, if no other holder has it and it binds on 127.0.0.1 now.
+fn try_port(port: u16, dir: &std::path::Path) -> Option<Reserved> {
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(port.to_string()))
+        .ok()?;
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: flock on a descriptor this function owns; no memory is involved.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return None;
+    }
+    TcpListener::bind((Ipv4Addr::LOCALHOST, port)).ok()?;
+    Some(Reserved { port, _lock: lock })
+}
+
+/// The shared directory, open to every user (sticky, like the temp dir itself).
+fn ensure_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A number below `n` that differs between processes.
+fn random_below(n: u32) -> u32 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    (h.finish() % u64::from(n.max(1))) as u32
 }
 
 #[cfg(test)]
@@ -41,12 +146,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ports_are_free_and_never_handed_out_twice() {
-        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
-        let distinct: BTreeSet<u16> = ports.iter().copied().collect();
-        assert_eq!(distinct.len(), ports.len());
-        for port in &ports[..5] {
-            TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).expect("the port is free");
+    fn the_band_lies_below_the_ephemeral_range() {
+        assert_eq!(below_ephemeral("32768\t60999\n"), Some((20767, 32767)));
+        assert_eq!(below_ephemeral("10000 65000"), Some((1024, 9999)));
+        assert_eq!(below_ephemeral("1500 65000"), None);
+        assert_eq!(below_ephemeral("garbled"), None);
+        let (low, high) = band();
+        assert!(low >= 1024 && high > low);
+    }
+
+    #[test]
+    fn ports_are_free_and_never_handed_out_twice_at_once() {
+        let held: Vec<Reserved> = (0..200).map(|_| reserve().unwrap()).collect();
+        let distinct: std::collections::BTreeSet<u16> = held.iter().map(Reserved::port).collect();
+        assert_eq!(distinct.len(), held.len());
+        for r in &held[..5] {
+            TcpListener::bind((Ipv4Addr::LOCALHOST, r.port())).expect("the port is free");
         }
+    }
+
+    #[test]
+    fn a_port_someone_listens_on_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        // A band of two ports, the first taken by a foreign listener.
+        let Some((taken, listener)) = (25000..26000u16).find_map(|p| {
+            TcpListener::bind((Ipv4Addr::LOCALHOST, p))
+                .ok()
+                .map(|l| (p, l))
+        }) else {
+            panic!("no port to listen on");
+        };
+        let free = taken + 1;
+        for _ in 0..4 {
+            let got = reserve_in((taken, free), dir.path());
+            if let Ok(r) = got {
+                assert_eq!(r.port(), free, "the foreign listener's port is skipped");
+            }
+        }
+        drop(listener);
     }
 }

@@ -26,7 +26,8 @@ use crate::fault::spec::{Nemesis, WireFault};
 use crate::journal::writer::{parts_dir, segment_path};
 use crate::system::config::SystemConfig;
 use crate::system::proxy::wire::Wire;
-use crate::system::scenario::{run_scenario, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
+use crate::system::scenario::{run_or_not, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
+use crate::system::tasks::UNREACHABLE_FOR;
 use outbox_analyzer::check::RunVerdict;
 
 /// The name of the calm scenario.
@@ -46,6 +47,8 @@ pub struct Tried {
     /// Its verdict as it ended (with `--fail-fast` or a progress line; the findings judge the
     /// whole trace).
     pub judged: Option<RunVerdict>,
+    /// Why it could not run (tried twice), if it could not.
+    pub could_not_run: Option<String>,
 }
 
 impl Tried {
@@ -174,7 +177,7 @@ impl<'c> Explore<'c> {
             true => Some(run.recorder.seal().await.map_err(Failure::run)?),
             false => None,
         };
-        let outcome = run_scenario(&env, &name, &faults, Origin::Searched)
+        let (name, outcome) = run_or_not(&env, &name, &faults, Origin::Searched)
             .await
             .map_err(Failure::from)?;
         let judged = match from {
@@ -215,6 +218,7 @@ impl<'c> Explore<'c> {
             },
             recovered: outcome.recovered,
             judged,
+            could_not_run: outcome.could_not_run,
         })
     }
 
@@ -259,6 +263,7 @@ impl<'c> Explore<'c> {
             tasks: config.tasks,
             chaos: None,
             deadline: config.deadline,
+            first_task_within: self.first_task_within(),
             recorder: run.recorder,
             clock: run.clock,
             epoch_unix_ns: run.epoch_unix_ns,
@@ -270,8 +275,31 @@ impl<'c> Explore<'c> {
         }
     }
 
+    /// How long a schedule's first task may go without reaching the service: three times what
+    /// the calm run took, and never less than [`UNREACHABLE_FOR`].
+    fn first_task_within(&self) -> Duration {
+        let calm = self.calm.as_ref().and_then(|c| c.first_reached);
+        calm.map_or(UNREACHABLE_FOR, |took| UNREACHABLE_FOR.max(took * 3))
+    }
+
+    /// Says so when `--jobs` asks for more schedules at once than the machine has cores.
+    fn warn_jobs(&self) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if self.jobs > cores {
+            eprintln!(
+                "recorder: explore: --jobs {} exceeds this machine's {cores} core(s): schedules \
+                 may be slow to start",
+                self.jobs
+            );
+        }
+    }
+
     /// Every schedule, `jobs` at a time; those that did not fire, once more.
     async fn search(&mut self, run: &Run<'_>) -> Result<bool, Failure> {
+        if self.stopped_at.is_some() {
+            return Ok(true);
+        }
+        self.warn_jobs();
         let schedules = self.schedules();
         let total = schedules.len();
         let this = &*self;
@@ -330,7 +358,7 @@ impl<'c> Explore<'c> {
         let mut all_recovered = true;
         for (_, fault, mut result) in tried {
             let retry = self.stopped_at.is_none() && !run.shutdown.is_cancelled();
-            if result.fault.fired == 0 && retry {
+            if result.fault.fired == 0 && retry && result.could_not_run.is_none() {
                 let again = format!("{}-again", slug(&fault));
                 result = self.one(run, again, vec![fault]).await?;
             }
@@ -381,6 +409,37 @@ impl<'c> Explore<'c> {
     }
 }
 
+impl Explore<'_> {
+    /// The calm run: tried twice, then exit 4 if it could not run; with `--fail-fast`, judged
+    /// as it ends, and the search stops if it is invalid.
+    async fn calm_run(&mut self, run: &Run<'_>) -> Result<ScenarioOutcome, Failure> {
+        let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
+        let env = self.env(run, &restarts_left);
+        let from = match self.fail_fast {
+            true => Some(run.recorder.seal().await.map_err(Failure::run)?),
+            false => None,
+        };
+        let outcome = match run_or_not(&env, CALM, &[], Origin::Named).await {
+            Ok((_, outcome)) => outcome,
+            Err(e) => {
+                crate::process::reaper::sweep(None).await;
+                return Err(e.into());
+            }
+        };
+        if let Some(why) = &outcome.could_not_run {
+            return Err(Failure::Unavailable(anyhow::anyhow!(
+                "the calm run could not run: {why}"
+            )));
+        }
+        if let Some(from) = from {
+            if self.judged(run, from, CALM).await? == RunVerdict::Invalid {
+                self.stopped_at = Some(CALM.to_string());
+            }
+        }
+        Ok(outcome)
+    }
+}
+
 impl Subject for Explore<'_> {
     async fn open(&mut self, _workdir: &Path) -> Result<Opened, Failure> {
         crate::process::reaper::adopt_orphans()
@@ -407,16 +466,7 @@ impl Subject for Explore<'_> {
         if index > 0 {
             return self.search(run).await;
         }
-        let restarts_left = AtomicU32::new(OWN_EXIT_RESTARTS);
-        let env = self.env(run, &restarts_left);
-        let outcome = run_scenario(&env, CALM, &[], Origin::Named).await;
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                crate::process::reaper::sweep(None).await;
-                return Err(e.into());
-            }
-        };
+        let outcome = self.calm_run(run).await?;
         self.shape = outcome.shape.clone();
         let recovered = outcome.recovered;
         self.calm = Some(outcome);

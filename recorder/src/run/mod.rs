@@ -102,12 +102,40 @@ pub async fn explore(
     if let Some(path) = &config.junit {
         let mut xml = Vec::new();
         outbox_analyzer::explain::junit::write(&report, &mut xml)
-            .and_then(|()| std::fs::write(path, xml))
+            .and_then(|()| {
+                let xml = searched::junit_with_errors(&String::from_utf8_lossy(&xml), &found);
+                std::fs::write(path, xml)
+            })
             .with_context(|| format!("writing {}", path.display()))
             .map_err(Failure::run)?;
     }
+    let verdict = could_not_run_verdict(&found, report.verdict)?;
     Ok(Explored {
-        verdict: report.verdict,
+        verdict,
         interrupted: outcome.interrupted,
+    })
+}
+
+/// The search's verdict given the schedules that could not run: exit 4 when more than half of
+/// them could not; otherwise `verdict`, but never valid while one could not.
+fn could_not_run_verdict(
+    found: &searched::Search<'_>,
+    verdict: outbox_analyzer::check::RunVerdict,
+) -> Result<outbox_analyzer::check::RunVerdict, Failure> {
+    use outbox_analyzer::check::RunVerdict;
+    let all = found.schedules.len();
+    let could_not = found
+        .schedules
+        .iter()
+        .filter(|f| f.verdict == crate::system::scenario::COULD_NOT_RUN)
+        .count();
+    if could_not * 2 > all {
+        return Err(Failure::Unavailable(anyhow::anyhow!(
+            "{could_not} of {all} schedule(s) could not run"
+        )));
+    }
+    Ok(match verdict {
+        RunVerdict::Valid if could_not > 0 => RunVerdict::Unknown,
+        v => v,
     })
 }

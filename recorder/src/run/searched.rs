@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::explore::{Tried, CALM};
 use crate::fault::spec::{Nemesis, What, When};
+use crate::system::scenario::COULD_NOT_RUN;
 
 /// What one schedule found.
 #[derive(Debug, Clone, Serialize)]
@@ -22,7 +23,8 @@ pub struct Found {
     pub fault: String,
     /// How many times it fired.
     pub fired: u64,
-    /// `valid`, `invalid`, `unknown`, or `not reached` (its fault never fired).
+    /// `valid`, `invalid`, `unknown`, `not reached` (its fault never fired), or `could not run`
+    /// (it did not start, twice: `why` says why).
     pub verdict: &'static str,
     /// The invariants it failed.
     pub failed: Vec<&'static str>,
@@ -85,6 +87,16 @@ pub fn findings<'a>(
         .iter()
         .map(|t| {
             let (verdict, failed) = judged(&t.scenario);
+            if let Some(why) = &t.could_not_run {
+                return Found {
+                    scenario: t.scenario.clone(),
+                    fault: t.spec.clone(),
+                    fired: 0,
+                    verdict: COULD_NOT_RUN,
+                    failed: Vec::new(),
+                    why: Some(why.clone()),
+                };
+            }
             Found {
                 scenario: t.scenario.clone(),
                 fault: t.spec.clone(),
@@ -131,7 +143,8 @@ fn cell_of(spec: &str, services: &[String]) -> Option<(String, &'static str)> {
 pub fn table(search: &Search<'_>, services: &[String]) -> String {
     // Cells keep the worst of their schedules: FAIL over unknown over not reached over ok.
     let rank = |v: &str| match v {
-        "invalid" => 3,
+        "invalid" => 4,
+        COULD_NOT_RUN => 3,
         "unknown" => 2,
         "not reached" => 1,
         _ => 0,
@@ -203,6 +216,7 @@ pub fn table(search: &Search<'_>, services: &[String]) -> String {
         let _ = write!(out, "{}: fired {}, {}", f.fault, f.fired, f.verdict);
         out.push_str(&failed_list(&f.failed));
         if let (0, Some(why)) = (f.fired, &f.why) {
+            // `fired 0, could not run (why)`: its fault never had the chance.
             let _ = write!(out, " ({why})");
         }
         out.push('\n');
@@ -210,16 +224,54 @@ pub fn table(search: &Search<'_>, services: &[String]) -> String {
     let count = |v: &str| search.schedules.iter().filter(|f| f.verdict == v).count();
     let _ = writeln!(
         out,
-        "\nverdict: {} ({} schedule(s): {} valid, {} invalid, {} unknown, {} not reached; calm {})",
+        "\nverdict: {} ({} schedule(s): {} valid, {} invalid, {} unknown, {} not reached, {} could not run; calm {})",
         search.verdict,
         search.schedules.len(),
         count("valid"),
         count("invalid"),
         count("unknown"),
         count("not reached"),
+        count(COULD_NOT_RUN),
         search.calm
     );
     out
+}
+
+/// The JUnit document `xml` with a suite per schedule that could not run, its one case an
+/// `<error>` saying why (a CI shows it neither green nor skipped).
+pub fn junit_with_errors(xml: &str, search: &Search<'_>) -> String {
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let errors: Vec<&Found> = search
+        .schedules
+        .iter()
+        .filter(|f| f.verdict == COULD_NOT_RUN)
+        .collect();
+    if errors.is_empty() {
+        return xml.to_string();
+    }
+    let mut suites = String::new();
+    for f in &errors {
+        let why = f.why.as_deref().unwrap_or("no reason known");
+        let _ = write!(
+            suites,
+            "  <testsuite name=\"explore/{s}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n    \
+             <testcase classname=\"{s}\" name=\"{COULD_NOT_RUN}\">\n      <error message=\"{COULD_NOT_RUN}: {w}\"/>\n    \
+             </testcase>\n  </testsuite>\n",
+            s = escape(&f.scenario),
+            w = escape(why)
+        );
+    }
+    let head = format!("errors=\"{}\">", errors.len());
+    let xml = xml.replacen("errors=\"0\">", &head, 1);
+    match xml.rfind("</testsuites>") {
+        Some(at) => format!("{}{suites}{}", &xml[..at], &xml[at..]),
+        None => xml,
+    }
 }
 
 fn failed_list(failed: &[&str]) -> String {

@@ -68,6 +68,7 @@ impl Subject for TeamSystem<'_> {
             tasks: config.tasks,
             chaos: config.chaos,
             deadline: config.deadline,
+            first_task_within: crate::system::tasks::UNREACHABLE_FOR,
             recorder: run.recorder,
             clock: run.clock,
             epoch_unix_ns: run.epoch_unix_ns,
@@ -85,6 +86,9 @@ impl Subject for TeamSystem<'_> {
                 return Err(e.into());
             }
         };
+        if let Some(why) = &outcome.could_not_run {
+            return Err(Failure::Unavailable(anyhow::anyhow!("{why}")));
+        }
         let unmapped = &outcome.dropped.unmapped;
         if unmapped.spans > 0 {
             eprintln!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::file::{Ready, ServiceSpec};
 use super::template::Values;
 use crate::process::child::{Child, Launch, SpawnError};
-use crate::process::port::free_port;
+use crate::process::port::{reserve, Reserved};
 use crate::process::server::{NotReady, Server};
 
 /// A service that did not come up.
@@ -33,6 +33,8 @@ pub struct Service {
     spec: ServiceSpec,
     /// Its port (`${port}`).
     pub port: u16,
+    /// The port's reservation, held until the service is dropped (its scenario's end).
+    _reserved: Reserved,
     /// Its directory (`${dir}`), kept across restarts.
     pub dir: PathBuf,
     values: Values,
@@ -46,10 +48,12 @@ impl Service {
     pub fn plan(name: &str, spec: &ServiceSpec, scenario_dir: &Path) -> std::io::Result<Service> {
         let dir = scenario_dir.join("services").join(name);
         std::fs::create_dir_all(&dir)?;
+        let reserved = reserve()?;
         Ok(Service {
             name: name.to_string(),
             spec: spec.clone(),
-            port: free_port()?,
+            port: reserved.port(),
+            _reserved: reserved,
             dir,
             values: Values::new(),
             env: Vec::new(),

@@ -23,14 +23,17 @@ const RETRY: Duration = Duration::from_millis(100);
 const FIRST_RETRY: Duration = Duration::from_millis(20);
 /// How long one HTTP request may take.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the first task may go without reaching the service before the run stops: a URL
-/// nobody listens on, a role that never takes a line, a command that cannot start.
+/// How long the first task may go without reaching the service before the scenario stops, at
+/// least: a URL nobody listens on, a role that never takes a line, a command that cannot start.
+/// A search waits longer when its calm run took longer to be reached.
 pub const UNREACHABLE_FOR: Duration = Duration::from_secs(10);
 
 /// The tasks never reached the service.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no task reached the service within {}s: {why}", UNREACHABLE_FOR.as_secs())]
+#[error("no task reached the service within {:.0}s: {why}", within.as_secs_f64())]
 pub struct Unreachable {
+    /// How long the first task was tried.
+    pub within: Duration,
     /// What the last try met (the URL and its error, ...).
     pub why: String,
 }
@@ -82,6 +85,8 @@ pub struct Delivered {
     pub resent: u64,
     /// Tasks never answered.
     pub unanswered: u64,
+    /// How long after its first try the first task reached the service.
+    pub first_reached: Option<Duration>,
 }
 
 /// The current life of the role that takes tasks on standard input: its incarnation and a channel
@@ -106,11 +111,13 @@ pub struct Courier {
     pub answers: Option<mpsc::UnboundedReceiver<String>>,
     /// Nothing is sent after this.
     pub deadline: Instant,
+    /// How long the first task may go without reaching the service.
+    pub unreachable_for: Duration,
 }
 
 impl Courier {
     /// Sends every task in turn until answered or the deadline; stops if the first task cannot
-    /// reach the service for [`UNREACHABLE_FOR`].
+    /// reach the service for `unreachable_for`.
     pub async fn deliver(mut self, tasks: Vec<Task>) -> Result<Delivered, Unreachable> {
         let mut done = Delivered::default();
         let first_try = Instant::now();
@@ -140,20 +147,19 @@ impl Courier {
                         self.by_command(&argv, &task.id).await
                     }
                 };
+                if !matches!(outcome, Outcome::NotReached(_)) && !reached {
+                    reached = true;
+                    done.first_reached = Some(first_try.elapsed());
+                }
                 match outcome {
-                    Outcome::Answered => {
-                        reached = true;
-                        break true;
-                    }
+                    Outcome::Answered => break true,
                     Outcome::NotReached(why) => {
-                        if !reached && first_try.elapsed() > UNREACHABLE_FOR {
-                            return Err(Unreachable { why });
+                        if !reached && first_try.elapsed() > self.unreachable_for {
+                            let within = self.unreachable_for;
+                            return Err(Unreachable { within, why });
                         }
                     }
-                    Outcome::Lost => {
-                        reached = true;
-                        attempts += 1;
-                    }
+                    Outcome::Lost => attempts += 1,
                 }
                 tokio::time::sleep(if reached { RETRY } else { FIRST_RETRY }).await;
             };

@@ -23,6 +23,7 @@ mod otlp;
 mod otlp_receiver;
 mod otlp_receiver_bounds;
 mod sqlite_lab;
+mod startup;
 mod system;
 mod system_async;
 mod system_omit;

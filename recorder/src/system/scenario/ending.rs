@@ -35,6 +35,8 @@ pub(super) struct Ending<'a, 'e> {
     pub started: Instant,
     pub recovered: bool,
     pub delivered: Delivered,
+    /// Why the scenario could not run, if it could not.
+    pub could_not: Option<String>,
 }
 
 /// Reads the stores back, stops everything and writes `run_end`.
@@ -47,6 +49,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         started,
         recovered,
         delivered,
+        could_not,
     } = ending;
     let env = stage.env;
     for actor in stage.pauses.stopped() {
@@ -57,7 +60,10 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     let timeline = Timeline::new(&stage.name, started);
     // Everything stops; exits from here on are no crashes.
     drop(exits);
-    if env.shutdown.is_cancelled() {
+    if could_not.is_some() {
+        // Nothing ran: there is nothing to read back.
+        stop_processes(&mut stage, &mut intake).await?;
+    } else if env.shutdown.is_cancelled() {
         // Interrupted: the processes may be in the middle of their work, so they are stopped
         // before the stores are read back; no commit lands after the snapshot.
         stop_processes(&mut stage, &mut intake).await?;
@@ -98,7 +104,9 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         tasks_answered: Some(delivered.answered),
         tasks_resent: Some(delivered.resent),
         tasks_unanswered: Some(delivered.unanswered),
-        reason: if interrupted {
+        reason: if let Some(why) = &could_not {
+            Some(format!("{}: {why}", super::shared::COULD_NOT_RUN))
+        } else if interrupted {
             Some(outbox_trace::detail::INTERRUPTED.into())
         } else if !recovered {
             Some("deadline".into())
@@ -149,7 +157,9 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     stage.outcome.shape = end.shape.clone();
     stage.outcome.wire = end.wire.clone();
     stage.own(Author::Recorder, Step::RunEnd(end)).await?;
-    stage.outcome.recovered = recovered;
+    stage.outcome.recovered = recovered && could_not.is_none();
+    stage.outcome.first_reached = delivered.first_reached;
+    stage.outcome.could_not_run = could_not;
     Ok(stage.outcome)
 }
 

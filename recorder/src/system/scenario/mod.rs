@@ -10,16 +10,22 @@
 //! [`run`] drives it; [`stage`] keeps the processes' lives (spawning, killing, restarting);
 //! [`intake`] takes the exported spans in and sets off the step-following faults; [`faults`]
 //! carries out pauses and timed faults; [`ending`] reads the stores back, stops everything and
-//! writes `run_end`; [`commands`] runs setup, quiet and observe; [`shared`] is what they all
+//! writes `run_end`; [`commands`] runs setup, quiet and observe; [`retry`] tries a scenario that could not start
+//! once more; [`shared`] is what they all
 //! share: the run's environment, the outcome, the errors and the timings.
 
 mod commands;
 mod ending;
 mod faults;
 mod intake;
+mod retry;
 mod run;
 mod shared;
 mod stage;
 
-pub use run::run_scenario;
-pub use shared::{ScenarioOutcome, SystemEnv, SystemError, OWN_EXIT_RESTARTS};
+pub use retry::run_or_not;
+pub use run::{closed_early, run_scenario};
+pub use shared::{
+    scenario_dir, ScenarioOutcome, SystemEnv, SystemError, COULD_NOT_RUN, OWN_EXIT_RESTARTS,
+    SCENARIO_FILE,
+};

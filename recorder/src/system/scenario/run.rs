@@ -14,8 +14,8 @@ use super::commands::{base_env, run_command, CommandError};
 use super::ending::{end, Ending};
 use super::faults::SystemTargets;
 use super::shared::{
-    run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_AT_LEAST, QUIET_EVERY,
-    SPAN_SILENCE,
+    run_err, scenario_dir, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_AT_LEAST,
+    QUIET_EVERY, SPAN_SILENCE,
 };
 use super::stage::Stage;
 use crate::fault::apply::{apply, carry_out};
@@ -26,7 +26,7 @@ use crate::fault::spec::{Nemesis, When};
 use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
-use crate::process::port::free_port;
+use crate::process::port::reserve;
 use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::Delivery;
 use crate::system::proxy::Proxy;
@@ -47,7 +47,7 @@ pub async fn run_scenario(
     let started = Instant::now();
     let timeline = Timeline::new(name, started);
     let deadline = started + env.deadline;
-    let dir = env.workdir.join(name);
+    let dir = scenario_dir(env.workdir, name).map_err(run_err)?;
     std::fs::create_dir_all(dir.join("logs")).map_err(run_err)?;
 
     // Ports and placeholder values.
@@ -65,9 +65,13 @@ pub async fn run_scenario(
         values.insert(format!("services.{sname}.dir"), s.dir.display().to_string());
     }
     let mut ports = BTreeMap::new();
+    // Held until the scenario ends: no other recorder is handed these ports meanwhile.
+    let mut reserved = Vec::new();
     for (role, actor) in system.all_actors() {
         if system.file.roles[&role].port {
-            let port = free_port().map_err(run_err)?;
+            let held = reserve().map_err(run_err)?;
+            let port = held.port();
+            reserved.push(held);
             if actor == role {
                 values.insert(format!("roles.{role}.port"), port.to_string());
             }
@@ -93,7 +97,8 @@ pub async fn run_scenario(
     .await
     {
         Err(SystemError::Interrupted) => {
-            return interrupted_early(env, name, started).await;
+            let reason = outbox_trace::detail::INTERRUPTED;
+            return closed_early(env, name, started, reason).await;
         }
         prepared => prepared?,
     }
@@ -192,8 +197,18 @@ pub async fn run_scenario(
     };
     stage.own(Author::Recorder, Step::RunStart(start)).await?;
 
+    // A role that cannot start, or no task reaching the roles, makes a scenario that could not
+    // run: it ends (no `observed` row) with `run_end` saying why.
+    let mut could_not = None;
     for (role, actor) in system.all_actors() {
-        stage.spawn(&role, &actor, 0)?;
+        match stage.spawn(&role, &actor, 0) {
+            Ok(()) => {}
+            Err(SystemError::Unavailable(why)) => {
+                could_not = Some(why);
+                break;
+            }
+            Err(e) => return Err(e),
+        }
     }
 
     let courier = Courier {
@@ -205,6 +220,7 @@ pub async fn run_scenario(
         stdin: stdin_role.then_some(slot_rx),
         answers: stdin_role.then_some(answers_rx),
         deadline,
+        unreachable_for: env.first_task_within,
     };
     let first_task = Instant::now();
     stage.first_task = first_task;
@@ -221,7 +237,7 @@ pub async fn run_scenario(
     let mut recovered = false;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
-        if env.shutdown.is_cancelled() {
+        if env.shutdown.is_cancelled() || could_not.is_some() {
             break;
         }
         if Instant::now() > deadline {
@@ -338,7 +354,7 @@ pub async fn run_scenario(
             done = &mut delivery, if delivered.is_none() => {
                 match done.map_err(run_err)? {
                     Ok(done) => delivered = Some(done),
-                    Err(unreachable) => return Err(SystemError::Unavailable(unreachable.to_string())),
+                    Err(unreachable) => could_not = Some(unreachable.to_string()),
                 }
             }
             answer = async { probe.as_mut().expect("a probe").await }, if probe.is_some() => {
@@ -373,6 +389,7 @@ pub async fn run_scenario(
         started,
         recovered,
         delivered,
+        could_not,
     })
     .await
 }
@@ -444,12 +461,13 @@ async fn prepare(
     Ok(())
 }
 
-/// A scenario interrupted before its processes started: its `run_start` and a `run_end` that
-/// says so.
-async fn interrupted_early(
+/// A scenario that ended before its processes started (interrupted, or one that could not
+/// run): its `run_start` and a `run_end` that says why.
+pub async fn closed_early(
     env: &SystemEnv<'_>,
     name: &str,
     started: Instant,
+    reason: &str,
 ) -> Result<ScenarioOutcome, SystemError> {
     let record = |step| {
         env.recorder.record(Entry {
@@ -471,7 +489,7 @@ async fn interrupted_early(
     let end = detail::RunEnd {
         recovered: Some(false),
         elapsed_ms: Some(started.elapsed().as_millis() as u64),
-        reason: Some(outbox_trace::detail::INTERRUPTED.into()),
+        reason: Some(reason.into()),
         ..detail::RunEnd::default()
     };
     record(Step::RunEnd(end)).await.map_err(SystemError::Run)?;

@@ -105,6 +105,9 @@ pub struct SystemEnv<'a> {
     pub chaos: Option<(u64, Duration)>,
     /// How long a scenario may take to become quiet.
     pub deadline: Duration,
+    /// How long the first task may go without reaching the service before the scenario is one
+    /// that could not run.
+    pub first_task_within: Duration,
     /// The journal.
     pub recorder: &'a Recorder,
     /// The run's clock.
@@ -145,4 +148,34 @@ pub struct ScenarioOutcome {
     pub shape: std::collections::BTreeMap<String, outbox_trace::detail::RoleShape>,
     /// What each role passed through the proxies to each service: `run_end.detail.wire`.
     pub wire: Vec<outbox_trace::detail::WireTraffic>,
+    /// How long after the roles started the first task reached the service.
+    pub first_reached: Option<Duration>,
+    /// Why the scenario could not run (its roles did not start, or no task reached them); its
+    /// `run_end` says `could not run: <why>`.
+    pub could_not_run: Option<String>,
+}
+
+/// The start of `run_end.detail.reason` for a scenario that could not run.
+pub const COULD_NOT_RUN: &str = "could not run";
+
+/// The file inside a scenario's directory that names its scenario.
+pub const SCENARIO_FILE: &str = "scenario.txt";
+
+/// A new directory for scenario `name` under `workdir`: short and of a fixed length whatever the
+/// name (`s001`, `s002`, ...; numbered per process), so a Unix socket a service puts in `${dir}`
+/// stays far under the 107-byte limit; the scenario's name is in [`SCENARIO_FILE`] inside.
+pub fn scenario_dir(workdir: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = workdir.join(format!("s{n:03}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                std::fs::write(dir.join(SCENARIO_FILE), format!("{name}\n"))?;
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }

@@ -125,7 +125,7 @@ pub enum Reason {
     /// retry that found its commit and did not report it would explain it.
     RepliesLost {
         /// What the fault lost.
-        lost: super::rule::RepliesLost,
+        lost: RepliesLost,
         /// What the store holds beyond the trace.
         short: Shortfall,
     },
@@ -138,6 +138,38 @@ pub enum Reason {
         /// How many rows.
         rows: u64,
     },
+}
+
+/// Replies to commits that the scenario's own wire faults lost (`fault` rows of
+/// `lose-commit-reply`, or `drop-replies` that dropped bytes): the commit happened, its reply
+/// never reached the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepliesLost {
+    /// The first such fault's kind, as its row names it.
+    pub fault: outbox_trace::FaultKind,
+    /// Its target, as its row names it.
+    pub target: Option<String>,
+    /// How many replies; `None` when a fault dropped bytes without counting messages (any
+    /// number may have been replies to commits).
+    pub replies: Option<u64>,
+}
+
+impl RepliesLost {
+    /// Adds what the fault row `f` lost, if it lost replies.
+    pub(super) fn add(lost: &mut Option<RepliesLost>, f: &outbox_trace::detail::Fault) {
+        let counted = f.dropped_messages.is_some_and(|n| n > 0);
+        let replies = match f.fault {
+            outbox_trace::FaultKind::LoseCommitReply | outbox_trace::FaultKind::DropReplies if counted => f.dropped_messages,
+            outbox_trace::FaultKind::DropReplies if f.dropped_bytes.is_some_and(|n| n > 0) => None,
+            _ => return,
+        };
+        let into = lost.get_or_insert_with(|| RepliesLost {
+            fault: f.fault.clone(),
+            target: f.target.clone(),
+            replies: Some(0),
+        });
+        into.replies = into.replies.zip(replies).map(|(a, b)| a.saturating_add(b));
+    }
 }
 
 /// What exactly broke, with the values the explanation needs. Row fields are indices into

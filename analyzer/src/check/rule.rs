@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart, NO_KIND};
-use outbox_trace::{Detail, FaultKind, Field, Kind};
+use outbox_trace::{Detail, Field, Kind};
 
-use super::outcome::{Outcome, Reason};
+use super::outcome::{Outcome, Reason, RepliesLost};
 use crate::model::intern::{FastMap, Id, Interner};
 use crate::model::row::Row;
 
@@ -132,38 +132,6 @@ pub struct Ends {
     keyed: FastMap<Id, (Option<i64>, Option<i64>)>,
     /// The commit replies the scenario's own wire faults lost, if any did.
     pub replies_lost: Option<RepliesLost>,
-}
-
-/// Replies to commits that the scenario's own wire faults lost (`fault` rows of
-/// `lose-commit-reply`, or `drop-replies` that dropped bytes): the commit happened, its reply
-/// never reached the process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepliesLost {
-    /// The first such fault's kind, as its row names it.
-    pub fault: FaultKind,
-    /// Its target, as its row names it.
-    pub target: Option<String>,
-    /// How many replies; `None` when a fault dropped bytes without counting messages (any
-    /// number may have been replies to commits).
-    pub replies: Option<u64>,
-}
-
-impl RepliesLost {
-    /// Adds what the fault row `f` lost, if it lost replies.
-    fn add(lost: &mut Option<RepliesLost>, f: &outbox_trace::detail::Fault) {
-        let counted = f.dropped_messages.is_some_and(|n| n > 0);
-        let replies = match f.fault {
-            FaultKind::LoseCommitReply | FaultKind::DropReplies if counted => f.dropped_messages,
-            FaultKind::DropReplies if f.dropped_bytes.is_some_and(|n| n > 0) => None,
-            _ => return,
-        };
-        let into = lost.get_or_insert_with(|| RepliesLost {
-            fault: f.fault.clone(),
-            target: f.target.clone(),
-            replies: Some(0),
-        });
-        into.replies = into.replies.zip(replies).map(|(a, b)| a.saturating_add(b));
-    }
 }
 
 impl Ends {

@@ -334,7 +334,7 @@ fn corpus() -> Vec<(&'static str, Vec<Event>)> {
     c.push(("lost-task", lost_third()));
     for (name, end) in [
         ("not-recovered", r#"{"recovered":false}"#),
-        ("recovered-as-text", r#"{"recovered":"yes"}"#),
+        ("recovered-null", r#"{"recovered":null}"#),
     ] {
         let mut t = lost_third();
         let at = find(&t, RunEnd, None);
@@ -650,7 +650,7 @@ fn spark_gives_the_native_verdicts() {
         "etcd_split_outbox.parquet",
         "lossy-life.parquet",
         "commit-without-task-and-amount.parquet",
-        "recovered-as-text.parquet",
+        "recovered-null.parquet",
         "no-commit-rows.parquet",
         "counter-per-key-step.parquet",
         "rabbitmq-standard-spans.parquet",

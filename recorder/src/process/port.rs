@@ -6,15 +6,16 @@
 //! take one between its hand-out and its use. A port handed out is:
 //!
 //! - bindable on 127.0.0.1 at hand-out (a foreign listener's port is skipped);
-//! - reserved across every recorder on the machine while its [`Reserved`] lives: a lock (`flock`)
-//!   on a file named after it under [`lock_dir`], which the kernel releases when the holder ends
-//!   however it ends, so no reservation outlives its recorder;
+//! - reserved across every recorder on the machine while its [`Reserved`] lives: a listening Unix
+//!   socket in the abstract namespace named after the port (`outbox-trace/port/<port>`), which
+//!   only one process can hold and the kernel releases when the holder ends however it ends: no
+//!   file is written, and no reservation outlives its recorder;
 //! - not handed out again by this process until the whole band has been gone through: the ports
 //!   are taken in turn from a random start, so a port just freed is not the next one given.
 
-use std::fs::{File, OpenOptions};
 use std::net::{Ipv4Addr, TcpListener};
-use std::path::PathBuf;
+use std::os::linux::net::SocketAddrExt as _;
+use std::os::unix::net::{SocketAddr, UnixListener};
 use std::sync::Mutex;
 
 /// The band used when the kernel's ephemeral range cannot be read.
@@ -26,7 +27,7 @@ const ATTEMPTS: usize = 4096;
 #[derive(Debug)]
 pub struct Reserved {
     port: u16,
-    _lock: File,
+    _hold: UnixListener,
 }
 
 impl Reserved {
@@ -48,12 +49,7 @@ pub fn free_port() -> std::io::Result<u16> {
 
 /// A TCP port on 127.0.0.1, below the ephemeral range, free now, reserved until dropped.
 pub fn reserve() -> std::io::Result<Reserved> {
-    reserve_in(band(), &lock_dir())
-}
-
-/// The directory of the reservations every recorder on this machine shares.
-pub fn lock_dir() -> PathBuf {
-    std::env::temp_dir().join("outbox-ports")
+    reserve_in(band())
 }
 
 /// The band ports are handed out from: below the ephemeral range, inclusive bounds.
@@ -76,9 +72,8 @@ fn below_ephemeral(text: &str) -> Option<(u16, u16)> {
 /// The next port to look at, per process.
 static CURSOR: Mutex<Option<u32>> = Mutex::new(None);
 
-/// A port of `band` reserved under `dir`.
-fn reserve_in(band: (u16, u16), dir: &std::path::Path) -> std::io::Result<Reserved> {
-    ensure_dir(dir)?;
+/// A port of `band`, reserved.
+fn reserve_in(band: (u16, u16)) -> std::io::Result<Reserved> {
     let (low, high) = (u32::from(band.0), u32::from(band.1));
     let size = high - low + 1;
     let mut cursor = CURSOR.lock().expect("port cursor");
@@ -86,7 +81,7 @@ fn reserve_in(band: (u16, u16), dir: &std::path::Path) -> std::io::Result<Reserv
     for _ in 0..ATTEMPTS.min(size as usize) {
         let port = (low + next % size) as u16;
         next = (next + 1) % size;
-        if let Some(reserved) = try_port(port, dir) {
+        if let Some(reserved) = try_port(port) {
             *cursor = Some(next);
             return Ok(reserved);
         }
@@ -94,43 +89,16 @@ fn reserve_in(band: (u16, u16), dir: &std::path::Path) -> std::io::Result<Reserv
     *cursor = Some(next);
     Err(std::io::Error::new(
         std::io::ErrorKind::AddrInUse,
-        format!(
-            "no loopback port free in {}-{} (reservations in {})",
-            band.0,
-            band.1,
-            dir.display()
-        ),
+        format!("no loopback port free in {}-{}", band.0, band.1),
     ))
 }
 
 /// `port` reserved, if no other holder has it and it binds on 127.0.0.1 now.
-fn try_port(port: u16, dir: &std::path::Path) -> Option<Reserved> {
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(port.to_string()))
-        .ok()?;
-    use std::os::fd::AsRawFd as _;
-    // SAFETY: flock on a descriptor this function owns; no memory is involved.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return None;
-    }
+fn try_port(port: u16) -> Option<Reserved> {
+    let name = format!("outbox-trace/port/{port}");
+    let hold = UnixListener::bind_addr(&SocketAddr::from_abstract_name(name).ok()?).ok()?;
     TcpListener::bind((Ipv4Addr::LOCALHOST, port)).ok()?;
-    Some(Reserved { port, _lock: lock })
-}
-
-/// The shared directory, open to every user (sticky, like the temp dir itself).
-fn ensure_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    match std::fs::create_dir(dir) {
-        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
+    Some(Reserved { port, _hold: hold })
 }
 
 /// A number below `n` that differs between processes.
@@ -167,7 +135,6 @@ mod tests {
 
     #[test]
     fn a_port_someone_listens_on_is_skipped() {
-        let dir = tempfile::tempdir().unwrap();
         // A band of two ports, the first taken by a foreign listener.
         let Some((taken, listener)) = (25000..26000u16).find_map(|p| {
             TcpListener::bind((Ipv4Addr::LOCALHOST, p))
@@ -178,7 +145,7 @@ mod tests {
         };
         let free = taken + 1;
         for _ in 0..4 {
-            let got = reserve_in((taken, free), dir.path());
+            let got = reserve_in((taken, free));
             if let Ok(r) = got {
                 assert_eq!(r.port(), free, "the foreign listener's port is skipped");
             }

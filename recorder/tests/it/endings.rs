@@ -162,8 +162,10 @@ fn ends_cleanly(send: impl FnOnce(&Child), code: i32) {
     let took = signalled.elapsed();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(code), "{stderr}");
+    // A bound against a hang, not a speed: the actors stop at once, the services within
+    // seconds even on a loaded machine.
     assert!(
-        took < Duration::from_secs(5),
+        took < Duration::from_secs(20),
         "ended {took:?} after the signal"
     );
 

@@ -83,15 +83,15 @@ fn postgres_system(dir: &Path, scenario: &str) -> std::path::PathBuf {
         r#"#!/bin/sh
 dir=$1; port=$2
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-as_user() { "$@"; }
+as_user=
 if [ "$(id -u)" = 0 ]; then
     chown postgres "$dir"
     up=$dir
     while [ "$up" != / ]; do chmod o+x "$up"; up=$(dirname "$up"); done
-    as_user() { runuser -u postgres -- "$@"; }
+    as_user="runuser -u postgres --"
 fi
-as_user "$bin/initdb" -D "$dir/data" -U outbox --auth=trust --no-sync >"$dir/initdb.log" 2>&1 || exit 1
-exec as_user "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses=''
+$as_user "$bin/initdb" -D "$dir/data" -U outbox --auth=trust --no-sync >"$dir/initdb.log" 2>&1 || exit 1
+exec $as_user "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses=''
 "#,
     )
     .unwrap();

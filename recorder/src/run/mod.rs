@@ -7,7 +7,9 @@
 
 pub mod explore;
 pub mod lab;
+pub mod plan;
 pub mod recording;
+pub mod resume;
 pub mod searched;
 pub mod summary;
 pub mod system;
@@ -74,6 +76,10 @@ pub async fn explore(
     search.only.clone_from(&config.only);
     search.pairs = config.pairs;
     search.fail_fast = config.fail_fast;
+    search.resume = config.resume;
+    search.shard = config.shard;
+    search.plan_file.clone_from(&config.plan);
+    search.write_plan.clone_from(&config.write_plan);
     let outcome = record(output, &mut search, shutdown).await?;
     if config.shape_only {
         print!("{}", searched::shape_text(&search.shape));
@@ -86,7 +92,7 @@ pub async fn explore(
     }
     let report = outbox_analyzer::check::check_paths(std::slice::from_ref(&system.out))
         .map_err(|e| Failure::run(anyhow::anyhow!("judging {}: {e}", system.out.display())))?;
-    let found = searched::findings(&report, &search.shape, &search.tried);
+    let found = searched::findings(&report, &search.calm_name(), &search.shape, &search.tried);
     if !config.shape_only {
         let services: Vec<String> = system.system.file.services.keys().cloned().collect();
         print!("{}", searched::table(&found, &services));

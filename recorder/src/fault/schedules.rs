@@ -314,6 +314,44 @@ mod tests {
     }
 
     #[test]
+    fn a_calm_run_that_saw_a_step_once_more_or_less_enumerates_the_same_list() {
+        let list = |acked: u64, gap: u64| {
+            let shape = BTreeMap::from([
+                ("api".to_string(), role(&[("task_accepted", 6, Some(30))])),
+                (
+                    "worker".to_string(),
+                    role(&[
+                        ("delivered", acked, Some(gap)),
+                        ("acked", acked, Some(9)),
+                    ]),
+                ),
+            ]);
+            let instances = BTreeMap::from([("worker".to_string(), 2)]);
+            singles(&Space {
+                shape: &shape,
+                instances: &instances,
+                services: &["redis".to_string()],
+                wired: &pairs(&[("worker", "redis")]),
+                lossy: &[],
+                pause_for: Duration::from_secs(5),
+            })
+        };
+        let seen = list(6, 180);
+        assert_eq!(list(5, 170), seen);
+        assert_eq!(list(7, 200), seen);
+        assert!(
+            seen.contains(&"kill worker after acked 2".to_string()),
+            "{seen:#?}"
+        );
+        assert!(
+            seen.contains(&"pause worker after delivered +64ms for 5s unless alone".to_string())
+        );
+        assert_eq!(rounded(0), 0);
+        assert_eq!(rounded(1), 1);
+        assert_eq!(rounded(20), 16);
+    }
+
+    #[test]
     fn a_service_whose_protocol_is_read_gets_the_faults_that_lose_one_reply() {
         let shape = BTreeMap::from([
             (

@@ -320,10 +320,7 @@ mod tests {
                 ("api".to_string(), role(&[("task_accepted", 6, Some(30))])),
                 (
                     "worker".to_string(),
-                    role(&[
-                        ("delivered", acked, Some(gap)),
-                        ("acked", acked, Some(9)),
-                    ]),
+                    role(&[("delivered", acked, Some(gap)), ("acked", acked, Some(9))]),
                 ),
             ]);
             let instances = BTreeMap::from([("worker".to_string(), 2)]);

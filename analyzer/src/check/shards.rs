@@ -8,10 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Report;
 
+/// By list digest: the shards that named it, and how many schedules it holds.
+type ByPlan<'a> = BTreeMap<&'a str, (BTreeSet<&'a str>, Option<u64>)>;
+
 /// One line per search whose shards enumerated different lists.
 pub fn plans_differ(report: &Report) -> Vec<String> {
-    // search id -> plan digest -> (shards, schedules)
-    let mut plans: BTreeMap<&str, BTreeMap<&str, (BTreeSet<&str>, Option<u64>)>> = BTreeMap::new();
+    let mut plans: BTreeMap<&str, ByPlan<'_>> = BTreeMap::new();
     for s in &report.scenarios {
         let Some(search) = &s.coverage.search else {
             continue;

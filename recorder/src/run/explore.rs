@@ -375,11 +375,7 @@ impl<'c> Explore<'c> {
         for (_, fault, mut result) in tried {
             let retry = self.stopped_at.is_none() && !run.shutdown.is_cancelled();
             if result.fault.fired == 0 && retry {
-                let again = format!("{}-again", slug(&fault));
-                result = match self.kept(&again) {
-                    Some(kept) => kept,
-                    None => self.one(run, again, vec![fault]).await?,
-                };
+                result = self.again(run, fault).await?;
             }
             all_recovered &= result.recovered;
             self.tried.push(result);
@@ -413,13 +409,8 @@ impl<'c> Explore<'c> {
                 continue;
             }
             let name = format!("pair-{n}-{}+{}", slug(&singles[a]), slug(&singles[b]));
-            let tried = match self.kept(&name) {
-                Some(kept) => kept,
-                None => {
-                    self.one(run, name, vec![singles[a].clone(), singles[b].clone()])
-                        .await?
-                }
-            };
+            let pair = vec![singles[a].clone(), singles[b].clone()];
+            let tried = self.kept_or_run(run, name, pair).await?;
             if self.config.progress {
                 eprintln!("[pair {n}] {}: fired {}", tried.spec, tried.fault.fired);
             }
@@ -501,7 +492,32 @@ impl Explore<'_> {
 
     /// A schedule an earlier run of the search completed (`--resume`).
     fn kept(&self, name: &str) -> Option<Tried> {
-        self.earlier.done.get(name).cloned()
+        self.earlier.done.get(name).map(|done| Tried {
+            scenario: name.to_string(),
+            spec: done.spec.clone(),
+            fault: done.fault.clone(),
+            recovered: done.recovered,
+            judged: None,
+        })
+    }
+
+    /// Schedule `name` as an earlier run completed it, else run now.
+    async fn kept_or_run(
+        &self,
+        run: &Run<'_>,
+        name: String,
+        faults: Vec<Nemesis>,
+    ) -> Result<Tried, Failure> {
+        match self.kept(&name) {
+            Some(kept) => Ok(kept),
+            None => self.one(run, name, faults).await,
+        }
+    }
+
+    /// A schedule whose fault did not fire, once more (`...-again`).
+    async fn again(&self, run: &Run<'_>, fault: Nemesis) -> Result<Tried, Failure> {
+        let again = format!("{}-again", slug(&fault));
+        self.kept_or_run(run, again, vec![fault]).await
     }
 
     /// Before the calm run: the `--plan` list read, the search's mark, and with `--resume` what

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use outbox_trace::detail::{FaultTried, RunEnd, RunStart, SearchMark};
 use outbox_trace::{Event, Step};
 
-use super::explore::Tried;
 use crate::journal::output;
 use crate::journal::writer::{parts_dir, segment_path};
 use crate::system::scenario::ScenarioOutcome;
@@ -26,9 +25,20 @@ pub struct Earlier {
     /// The calm run, when it completed.
     pub calm: Option<ScenarioOutcome>,
     /// Every complete schedule, by scenario name.
-    pub done: BTreeMap<String, Tried>,
+    pub done: BTreeMap<String, Done>,
     /// The rows of every complete scenario, in their order.
     pub rows: Vec<Event>,
+}
+
+/// A schedule an earlier run completed, as the table shows it.
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// Its faults, joined by ` + `.
+    pub spec: String,
+    /// The count of the fault that fired least (`run_end.detail.faults`).
+    pub fault: FaultTried,
+    /// `run_end.recovered`.
+    pub recovered: bool,
 }
 
 /// Why a resume cannot go on.
@@ -133,7 +143,7 @@ pub fn load(path: &Path, mark: &SearchMark, calm: &str) -> Result<Earlier, Resum
                 ..ScenarioOutcome::default()
             });
         } else if !start.searched.is_empty() {
-            earlier.done.insert(name.clone(), tried(name, start, end));
+            earlier.done.insert(name, done(start, end));
         } else {
             continue;
         }
@@ -176,7 +186,7 @@ fn same_search<'a>(
 }
 
 /// A complete schedule as the table shows it: its faults' counts as its `run_end` gave them.
-fn tried(scenario: String, start: &RunStart, end: &RunEnd) -> Tried {
+fn done(start: &RunStart, end: &RunEnd) -> Done {
     let counts: Vec<FaultTried> = start
         .searched
         .iter()
@@ -197,12 +207,10 @@ fn tried(scenario: String, start: &RunStart, end: &RunEnd) -> Tried {
         .min_by_key(|t| t.fired)
         .cloned()
         .unwrap_or_default();
-    Tried {
-        scenario,
+    Done {
         spec: start.searched.join(" + "),
         fault: least,
         recovered: end.recovered == Some(true),
-        judged: None,
     }
 }
 

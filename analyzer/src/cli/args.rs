@@ -315,8 +315,7 @@ pub struct ChainArgs {
 /// Arguments of `analyzer check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Trace files (Parquet, JSON Lines or OTLP JSON Lines, outbox-trace/1), or directories of
-    /// Parquet traces (the shards of one search: one verdict over all of them).
+    /// Trace files (Parquet, JSON Lines or OTLP JSON Lines, outbox-trace/1).
     #[arg(value_name = "TRACE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Print the report as JSON (see the documented shape) instead of text.

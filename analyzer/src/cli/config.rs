@@ -44,35 +44,10 @@ pub fn each_once(paths: Vec<PathBuf>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Each directory among `paths` replaced by its `.parquet` files, by name (the traces of the
-/// shards of one search, say), leaving out the rows a recorder kept beside a trace when its run
-/// was killed or failed (`<stem>.interrupted*.parquet`, `<stem>.failed*.parquet`): a resumed
-/// run's trace already holds what they completed.
-pub fn in_directories(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut all = Vec::new();
-    for path in paths {
-        let Ok(entries) = std::fs::read_dir(&path) else {
-            all.push(path);
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "parquet"))
-            .filter(|p| {
-                let name = p.file_name().unwrap_or_default().to_string_lossy();
-                !name.contains(".interrupted") && !name.contains(".failed")
-            })
-            .collect();
-        files.sort();
-        all.extend(files);
-    }
-    all
-}
-
 impl From<CheckArgs> for CheckConfig {
     fn from(a: CheckArgs) -> Self {
         CheckConfig {
-            paths: each_once(in_directories(a.paths)),
+            paths: each_once(a.paths),
             skip: a.skip,
             junit: a.junit,
             progress: !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),

@@ -2,7 +2,7 @@
 //! SIGKILL part-way and resumed ends with the schedules and verdict of an uninterrupted one, each
 //! schedule once, the completed ones kept (not run again); a resume of another search is refused
 //! with one line and exit 2; two shards run the whole list once between them and `analyzer
-//! check` of both gives one verdict, and says so when their lists differ.
+//! check` of both (or of their directory) gives one verdict, and says so when their lists differ.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -190,9 +190,11 @@ fn two_shards_run_the_list_once_between_them_and_check_as_one() {
     want.sort();
     assert_eq!(ran, want, "each schedule once between the shards");
 
-    let check = analyzer_check(&[&a, &b]);
+    // The directory holds the two traces (and the plan): checked as one.
+    let check = analyzer_check(&[dir.path()]);
     let text = output_text(&check);
     assert_eq!(check.status.code(), Some(0), "{text}");
+    assert!(text.contains("scenario(s)"), "{text}");
     assert!(
         text.contains("calm-1-of-2") && text.contains("calm-2-of-2"),
         "{text}"

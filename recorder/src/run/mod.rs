@@ -1,7 +1,8 @@
 //! One recording from start to end, for either subject ([`recording`]): `--out` locked, the
 //! subject's shared parts up, every scenario in turn, the trace joined; the built-in lab
 //! ([`lab`]) and a team's own system ([`system`]) as its subjects, and the systematic search of
-//! a team's system ([`explore`], judged and tabled by [`searched`]); what both print and write at
+//! a team's system ([`explore`], judged and tabled by [`searched`], identified and spread over
+//! shards by [`plan`], continued after a cut by [`resume`]); what both print and write at
 //! the end ([`summary`]); and their temporary directory, removed on every ending and after a
 //! killed run ([`workdir`]).
 

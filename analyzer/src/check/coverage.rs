@@ -44,18 +44,44 @@ pub struct Tried {
     pub why: Option<String>,
 }
 
+/// The search a scenario of `recorder explore` belongs to (`run_start.detail.search`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchOf {
+    /// The search's identity.
+    pub id: String,
+    /// `K/N`, when the search was sharded.
+    pub shard: Option<String>,
+    /// The digest of the whole list of schedules (absent on the calm run).
+    pub plan: Option<String>,
+    /// How many schedules the list holds.
+    pub schedules: Option<u64>,
+}
+
 /// Every fault a scenario tried; empty where the producer recorded none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Coverage {
     /// In the producer's order.
     pub faults: Vec<Tried>,
+    /// The search it belongs to, if any.
+    pub search: Option<SearchOf>,
 }
 
 impl Coverage {
     /// The coverage `run_end` records, with origins from `run_start`.
     pub fn of(start: Option<&RunStart>, end: Option<&RunEnd>) -> Coverage {
+        let search = start.and_then(|s| s.search.as_ref()).and_then(|m| {
+            Some(SearchOf {
+                id: m.id.clone()?,
+                shard: m.shard.clone(),
+                plan: m.plan.clone(),
+                schedules: m.schedules,
+            })
+        });
         let Some(end) = end else {
-            return Coverage::default();
+            return Coverage {
+                search,
+                ..Coverage::default()
+            };
         };
         let listed = |list: Option<&Vec<String>>, spec: &str| {
             list.is_some_and(|l| l.iter().any(|s| s == spec))
@@ -76,7 +102,7 @@ impl Coverage {
                 why: f.why.clone(),
             })
             .collect();
-        Coverage { faults }
+        Coverage { faults, search }
     }
 
     /// The named faults that never fired: each leaves the scenario `unknown`.

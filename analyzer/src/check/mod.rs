@@ -18,7 +18,8 @@
 //! the store holds and the trace lacks, or its own wire fault lost the replies of), `cut_short`
 //! (its rule for a scenario whose `run_end` is missing or interrupted), `evidence` (its rules for
 //! zero rows where work happened and for refused or unmapped spans), [`memory`] and [`streamed`] (the
-//! two runs), [`run`] (from paths to a [`Report`]).
+//! two runs), [`run`] (from paths to a [`Report`]), [`shards`] (the shards of one search must
+//! share one list of schedules).
 
 mod ack_after_commit;
 mod aggregate_order;
@@ -40,10 +41,11 @@ pub mod report;
 pub mod rule;
 pub mod run;
 pub mod scan;
+pub mod shards;
 mod single_effect;
 pub mod streamed;
 
-pub use coverage::Coverage;
+pub use coverage::{Coverage, SearchOf};
 pub use invariant::{Class, Invariant, LostRows, LostSpans, Stored};
 pub use lost_rows::Shortfalls;
 pub use lost_spans::Lives;

@@ -159,7 +159,11 @@ impl RepliesLost {
     pub(super) fn add(lost: &mut Option<RepliesLost>, f: &outbox_trace::detail::Fault) {
         let counted = f.dropped_messages.is_some_and(|n| n > 0);
         let replies = match f.fault {
-            outbox_trace::FaultKind::LoseCommitReply | outbox_trace::FaultKind::DropReplies if counted => f.dropped_messages,
+            outbox_trace::FaultKind::LoseCommitReply | outbox_trace::FaultKind::DropReplies
+                if counted =>
+            {
+                f.dropped_messages
+            }
             outbox_trace::FaultKind::DropReplies if f.dropped_bytes.is_some_and(|n| n > 0) => None,
             _ => return,
         };

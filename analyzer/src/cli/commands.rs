@@ -62,6 +62,14 @@ pub fn check(config: &CheckConfig, out: &mut dyn Write) -> Result<Exit, Error> {
     }
     let mut report = crate::check::check_paths(&config.paths)?;
     report.skip(&config.skip);
+    // The shards of a search that enumerated different lists: at best unknown.
+    let differ = crate::check::shards::plans_differ(&report);
+    for line in &differ {
+        eprintln!("analyzer: {line}");
+    }
+    if !differ.is_empty() {
+        report.verdict = report.verdict.max(crate::check::RunVerdict::Unknown);
+    }
     if let Some(path) = &config.junit {
         let mut xml = Vec::new();
         explain::junit::write(&report, &mut xml)?;

@@ -28,6 +28,10 @@ Exit codes:
     )
 }
 
+fn parse_shard(text: &str) -> Result<crate::cli::shard::Shard, String> {
+    crate::cli::shard::Shard::parse(text)
+}
+
 /// Exit codes of `recorder explore`.
 const EXPLORE_EXIT_CODES: &str = "\
 Exit codes (as `analyzer check` gives them on the trace):
@@ -89,6 +93,21 @@ pub struct ExploreArgs {
     /// Stop at the first schedule found invalid: the schedules running finish, no other starts.
     #[arg(long)]
     pub fail_fast: bool,
+    /// Continue a search cut short on the same --out: the schedules its trace completed are
+    /// kept, the rest run. Refused when that trace is of another search.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only the K-th of N shares of the schedules (schedule i when i % N == K-1); the N
+    /// traces checked together hold every schedule once.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<crate::cli::shard::Shard>,
+    /// Run the schedules listed in FILE (as --write-plan writes it) instead of those this run's
+    /// calm run enumerates: every shard then shares one list.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Write the list of schedules the calm run enumerated to FILE (with --shape: only that).
+    #[arg(long, value_name = "FILE")]
+    pub write_plan: Option<PathBuf>,
     /// No progress lines.
     #[arg(long, short)]
     pub quiet: bool,

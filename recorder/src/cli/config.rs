@@ -54,6 +54,9 @@ pub enum ConfigError {
     /// A malformed `--fault`.
     #[error("{0}")]
     Fault(String),
+    /// A search that cannot be resumed, or a plan file that cannot be used.
+    #[error("{0}")]
+    Search(String),
 }
 
 /// What `recorder run` will do: the recorder's own protocol, or a user's system.
@@ -99,6 +102,14 @@ pub struct ExploreConfig {
     pub pairs: Option<(u64, Duration)>,
     /// Stop at the first invalid schedule.
     pub fail_fast: bool,
+    /// `--resume`.
+    pub resume: bool,
+    /// `--shard K/N`.
+    pub shard: Option<super::shard::Shard>,
+    /// `--plan FILE`.
+    pub plan: Option<PathBuf>,
+    /// `--write-plan FILE`.
+    pub write_plan: Option<PathBuf>,
 }
 
 impl ExploreConfig {
@@ -136,6 +147,10 @@ impl ExploreConfig {
             only: args.only.clone(),
             pairs: (args.depth == 2).then_some((args.seed, args.budget)),
             fail_fast: args.fail_fast,
+            resume: args.resume,
+            shard: args.shard,
+            plan: args.plan.clone(),
+            write_plan: args.write_plan.clone(),
         })
     }
 }

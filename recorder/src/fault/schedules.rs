@@ -3,11 +3,13 @@
 //! finite, and every schedule here can fire (a kind a role never reported gets none).
 //!
 //! - `kill ROLE after KIND N`: every kind each role reported, at its first and (from four steps
-//!   on) at a middle occurrence;
+//!   on) at a middle occurrence (half its count rounded down to a power of two, so that a calm
+//!   run that saw a step a few times more or less enumerates the same list);
 //! - `pause ROLE after KIND +DELAY for P unless alone`: a role of several instances, into the
-//!   gap after each kind it reported (DELAY half the measured median gap), for longer than a
+//!   gap after each kind it reported (DELAY half the measured median gap, rounded down to a power
+//!   of two), for longer than a
 //!   broker's redelivery wait (P, `--pause-for`); a role of one instance is paused once, after
-//!   its most frequent kind, to show that a stall is survived;
+//!   its most frequent kind (counts rounded as below; the first by name of equals), to show that a stall is survived;
 //! - `restart SERVICE after KIND N` (first and middle occurrence) and `pause SERVICE after KIND N
 //!   for 2s` (middle occurrence) for each service and each kind any role reported;
 //! - on the wire, for each role and each service whose connections passed bytes through the
@@ -47,10 +49,21 @@ pub struct Space<'a> {
     pub pause_for: Duration,
 }
 
-/// The first and, from four steps on, a middle occurrence of a step seen `count` times.
+/// `n` rounded down to a power of two (0 stays 0): counts and gaps measured by one calm run
+/// differ a little from another's, and the schedules enumerated from them must not, so that
+/// the shards of a search (`--shard K/N`, each after a calm run of its own) share one list.
+fn rounded(n: u64) -> u64 {
+    match n {
+        0 => 0,
+        n => 1 << n.ilog2(),
+    }
+}
+
+/// The first and, from four steps on, a middle occurrence of a step seen `count` times (half
+/// the count, rounded down to a power of two).
 fn occurrences(count: u64) -> Vec<u64> {
     if count >= 4 {
-        vec![1, count / 2]
+        vec![1, rounded(count / 2)]
     } else if count >= 1 {
         vec![1]
     } else {
@@ -76,10 +89,15 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
                 let gap = seen.gap_median_ms.unwrap_or(2).max(2);
                 specs.push(format!(
                     "pause {role} after {kind} +{}ms for {hold} unless alone",
-                    gap / 2
+                    rounded(gap / 2)
                 ));
             }
-        } else if let Some((kind, _)) = shape.kinds.iter().max_by_key(|(_, k)| k.count) {
+        } else if let Some((kind, _)) = shape
+            .kinds
+            .iter()
+            .rev()
+            .max_by_key(|(_, k)| rounded(k.count))
+        {
             specs.push(format!("pause {role} after {kind} for {hold}"));
         }
     }
@@ -215,11 +233,11 @@ mod tests {
         assert_eq!(
             wire,
             [
-                "drop replies api postgres after task_accepted 20",
-                "drop requests api postgres after task_accepted 20",
-                "drop replies worker kafka after delivered 20",
-                "drop requests worker kafka after delivered 20",
-                "lose commit-reply api postgres after task_accepted 20",
+                "drop replies api postgres after task_accepted 16",
+                "drop requests api postgres after task_accepted 16",
+                "drop replies worker kafka after delivered 16",
+                "drop requests worker kafka after delivered 16",
+                "lose commit-reply api postgres after task_accepted 16",
             ]
         );
         // The other faults do not depend on the wire.
@@ -252,19 +270,19 @@ mod tests {
         let has = |s: &str| specs.iter().any(|x| x == s);
         for s in [
             "kill api after task_accepted",
-            "kill api after task_accepted 20",
+            "kill api after task_accepted 16",
             "kill worker after delivered",
-            "kill worker after delivered 20",
+            "kill worker after delivered 16",
             "kill worker after acked",
-            "pause worker after delivered +100ms for 5s unless alone",
+            "pause worker after delivered +64ms for 5s unless alone",
             "pause worker after acked +1ms for 5s unless alone",
             "pause api after task_accepted for 5s",
             "restart redis after delivered",
-            "restart redis after delivered 20",
+            "restart redis after delivered 16",
             "restart redis after acked",
-            "pause redis after delivered 20 for 2s",
+            "pause redis after delivered 16 for 2s",
             "pause redis after acked for 2s",
-            "drop replies api redis after task_accepted 20",
+            "drop replies api redis after task_accepted 16",
             "drop requests worker redis after acked",
         ] {
             assert!(has(s), "{s} missing from {specs:#?}");
@@ -293,6 +311,41 @@ mod tests {
             ),
             "pause-worker-after-delivered-100ms-for-5s-unless-alone"
         );
+    }
+
+    #[test]
+    fn a_calm_run_that_saw_a_step_once_more_or_less_enumerates_the_same_list() {
+        let list = |acked: u64, gap: u64| {
+            let shape = BTreeMap::from([
+                ("api".to_string(), role(&[("task_accepted", 6, Some(30))])),
+                (
+                    "worker".to_string(),
+                    role(&[("delivered", acked, Some(gap)), ("acked", acked, Some(9))]),
+                ),
+            ]);
+            let instances = BTreeMap::from([("worker".to_string(), 2)]);
+            singles(&Space {
+                shape: &shape,
+                instances: &instances,
+                services: &["redis".to_string()],
+                wired: &pairs(&[("worker", "redis")]),
+                lossy: &[],
+                pause_for: Duration::from_secs(5),
+            })
+        };
+        let seen = list(6, 180);
+        assert_eq!(list(5, 170), seen);
+        assert_eq!(list(7, 200), seen);
+        assert!(
+            seen.contains(&"kill worker after acked 2".to_string()),
+            "{seen:#?}"
+        );
+        assert!(
+            seen.contains(&"pause worker after delivered +64ms for 5s unless alone".to_string())
+        );
+        assert_eq!(rounded(0), 0);
+        assert_eq!(rounded(1), 1);
+        assert_eq!(rounded(20), 16);
     }
 
     #[test]
@@ -335,10 +388,10 @@ mod tests {
         assert_eq!(
             lose,
             [
-                "lose puback relay nats after publish_attempt 20",
-                "lose commit-reply relay postgres after outbox_marked 20",
-                "lose commit-reply relay postgres after publish_attempt 20",
-                "lose commit-reply worker postgres after delivered 20",
+                "lose puback relay nats after publish_attempt 16",
+                "lose commit-reply relay postgres after outbox_marked 16",
+                "lose commit-reply relay postgres after publish_attempt 16",
+                "lose commit-reply worker postgres after delivered 16",
             ]
         );
     }

@@ -7,6 +7,11 @@
 //! does not, it is not reached: reported, not judged. With `--depth 2`, pairs of single faults
 //! drawn from a seed follow, until a time budget is spent. What each schedule tried is kept for
 //! the table. After a signal no schedule starts, and those running end as interrupted.
+//!
+//! `--shard K/N` runs only the K-th share of the list; `--plan FILE` replaces the list with one a
+//! calm run wrote (`--write-plan`); `--resume` keeps what an earlier run of the same search
+//! completed ([`super::resume`]). Every scenario's `run_start.detail.search` names the search, its
+//! shard and (after the calm run) its list's digest ([`super::plan`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -14,10 +19,14 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use outbox_trace::detail::{self, FaultTried, RoleShape};
+use outbox_trace::detail::{self, FaultTried, RoleShape, SearchMark};
 
+use super::plan::{plan_digest, read_plan, search_id, write_plan, Settings};
 use super::recording::{Opened, Run, Subject};
+use super::resume::{earlier_trace, keep, load, Earlier};
+use crate::cli::config::ConfigError;
 use crate::cli::exit::Failure;
+use crate::cli::shard::Shard;
 use crate::fault::coverage::Origin;
 use crate::fault::dice::Dice;
 use crate::fault::duration::show_duration;
@@ -82,6 +91,20 @@ pub struct Explore<'c> {
     pub stopped_at: Option<String>,
     /// How many schedules it left unrun.
     pub not_run: usize,
+    /// `--shard K/N`: only this share of the schedules runs.
+    pub shard: Option<Shard>,
+    /// `--resume`: keep what an earlier run of the same search completed on `--out`.
+    pub resume: bool,
+    /// `--plan FILE`: the list every shard shares.
+    pub plan_file: Option<std::path::PathBuf>,
+    /// `--write-plan FILE`: where the calm run's list goes.
+    pub write_plan: Option<std::path::PathBuf>,
+    /// The list of `--plan`.
+    planned: Option<Vec<String>>,
+    /// What each scenario's `run_start.detail.search` says.
+    mark: SearchMark,
+    /// What an earlier run of the search completed (`--resume`).
+    earlier: Earlier,
 }
 
 impl<'c> Explore<'c> {
@@ -106,11 +129,40 @@ impl<'c> Explore<'c> {
             fail_fast: false,
             stopped_at: None,
             not_run: 0,
+            shard: None,
+            resume: false,
+            plan_file: None,
+            write_plan: None,
+            planned: None,
+            mark: SearchMark::default(),
+            earlier: Earlier::default(),
         }
     }
 
-    /// The schedules the shape calls for.
+    /// The schedules the shape calls for (or `--plan` lists), in their fixed order.
     fn schedules(&self) -> Vec<Nemesis> {
+        let file = &self.config.system.file;
+        let listed = match &self.planned {
+            Some(plan) => plan.clone(),
+            None => self.enumerated(),
+        };
+        listed
+            .iter()
+            .filter(|text| {
+                self.only.is_empty() || self.only.iter().any(|w| text.contains(w.as_str()))
+            })
+            .filter_map(|text| {
+                // Enumerated from the file's own names: a spec that does not resolve is a bug
+                // here, and is left out rather than run as something else.
+                Nemesis::parse(text)
+                    .and_then(|n| n.resolve(|s| file.services.contains_key(s)))
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// The single faults enumerated from the calm run's shape.
+    fn enumerated(&self) -> Vec<String> {
         let file = &self.config.system.file;
         let instances: BTreeMap<String, u32> = file
             .roles
@@ -147,18 +199,6 @@ impl<'c> Explore<'c> {
             pause_for: self.pause_for,
         };
         singles(&space)
-            .iter()
-            .filter(|text| {
-                self.only.is_empty() || self.only.iter().any(|w| text.contains(w.as_str()))
-            })
-            .filter_map(|text| {
-                // Enumerated from the file's own names: a spec that does not resolve is a bug
-                // here, and is left out rather than run as something else.
-                Nemesis::parse(text)
-                    .and_then(|n| n.resolve(|s| file.services.contains_key(s)))
-                    .ok()
-            })
-            .collect()
     }
 
     /// Runs one schedule (one fault, or a pair) as scenario `name`, with a budget of its own for
@@ -272,6 +312,7 @@ impl<'c> Explore<'c> {
             shutdown: run.shutdown,
             restarts_left,
             shown: &self.shown,
+            search: Some(&self.mark),
         }
     }
 
@@ -300,7 +341,7 @@ impl<'c> Explore<'c> {
             return Ok(true);
         }
         self.warn_jobs();
-        let schedules = self.schedules();
+        let schedules = self.share(self.schedules());
         let total = schedules.len();
         let this = &*self;
         let mut done = 0;
@@ -310,6 +351,9 @@ impl<'c> Explore<'c> {
         let mut runs = futures::stream::iter(schedules.into_iter().enumerate().map(|(i, f)| {
             let name = slug(&f);
             async move {
+                if let Some(kept) = this.kept(&name) {
+                    return (i, f, Some(Ok(kept)));
+                }
                 // Nothing starts after `--fail-fast` stopped the search or a signal ended it.
                 if stop.load(Ordering::SeqCst) || run.shutdown.is_cancelled() {
                     return (i, f, None);
@@ -359,8 +403,7 @@ impl<'c> Explore<'c> {
         for (_, fault, mut result) in tried {
             let retry = self.stopped_at.is_none() && !run.shutdown.is_cancelled();
             if result.fault.fired == 0 && retry && result.could_not_run.is_none() {
-                let again = format!("{}-again", slug(&fault));
-                result = self.one(run, again, vec![fault]).await?;
+                result = self.again(run, fault).await?;
             }
             all_recovered &= result.recovered;
             self.tried.push(result);
@@ -390,10 +433,12 @@ impl<'c> Explore<'c> {
                 b += 1;
             }
             n += 1;
+            if self.shard.is_some_and(|s| !s.takes(n - 1)) {
+                continue;
+            }
             let name = format!("pair-{n}-{}+{}", slug(&singles[a]), slug(&singles[b]));
-            let tried = self
-                .one(run, name, vec![singles[a].clone(), singles[b].clone()])
-                .await?;
+            let pair = vec![singles[a].clone(), singles[b].clone()];
+            let tried = self.kept_or_run(run, name, pair).await?;
             if self.config.progress {
                 eprintln!("[pair {n}] {}: fired {}", tried.spec, tried.fault.fired);
             }
@@ -419,7 +464,8 @@ impl Explore<'_> {
             true => Some(run.recorder.seal().await.map_err(Failure::run)?),
             false => None,
         };
-        let outcome = match run_or_not(&env, CALM, &[], Origin::Named).await {
+        let calm = self.calm_name();
+        let outcome = match run_or_not(&env, &calm, &[], Origin::Named).await {
             Ok((_, outcome)) => outcome,
             Err(e) => {
                 crate::process::reaper::sweep(None).await;
@@ -432,8 +478,8 @@ impl Explore<'_> {
             )));
         }
         if let Some(from) = from {
-            if self.judged(run, from, CALM).await? == RunVerdict::Invalid {
-                self.stopped_at = Some(CALM.to_string());
+            if self.judged(run, from, &calm).await? == RunVerdict::Invalid {
+                self.stopped_at = Some(calm);
             }
         }
         Ok(outcome)
@@ -445,17 +491,19 @@ impl Subject for Explore<'_> {
         crate::process::reaper::adopt_orphans()
             .map_err(|e| Failure::run(anyhow::anyhow!("becoming a child subreaper: {e}")))?;
         let backend = format!("system:{}", self.config.system.file.name);
-        let mut scenarios = vec![CALM.to_string()];
+        let mut scenarios = vec![self.calm_name()];
         if !self.shape_only {
             scenarios.push("schedules".to_string());
         }
+        let metadata = detail::RunConfig {
+            backend: Some(backend.clone()),
+            recorder: Some(env!("CARGO_PKG_VERSION").to_string()),
+            scenarios: vec![self.calm_name()],
+            ..detail::RunConfig::default()
+        };
+        self.begin(&metadata)?;
         Ok(Opened {
-            metadata: detail::RunConfig {
-                backend: Some(backend.clone()),
-                recorder: Some(env!("CARGO_PKG_VERSION").to_string()),
-                scenarios: vec![CALM.to_string()],
-                ..detail::RunConfig::default()
-            },
+            metadata,
             backend,
             protocol: None,
             scenarios,
@@ -466,10 +514,128 @@ impl Subject for Explore<'_> {
         if index > 0 {
             return self.search(run).await;
         }
+        if let Some(calm) = self.earlier.calm.take() {
+            return self.calm_kept(calm);
+        }
         let outcome = self.calm_run(run).await?;
+        self.calm_kept(outcome)
+    }
+}
+
+/// `--shard`, `--plan` and `--resume`: what the search is, its share of the list, and what an
+/// earlier run of it completed.
+impl Explore<'_> {
+    /// The calm run's scenario name: `calm`, or one of each shard's own.
+    pub fn calm_name(&self) -> String {
+        self.shard
+            .map_or_else(|| CALM.to_string(), |s| s.calm_name())
+    }
+
+    /// This shard's share of `schedules` (all of them unsharded), in their order.
+    fn share(&self, schedules: Vec<Nemesis>) -> Vec<Nemesis> {
+        schedules
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| self.shard.is_none_or(|s| s.takes(*i)))
+            .map(|(_, f)| f)
+            .collect()
+    }
+
+    /// A schedule an earlier run of the search completed (`--resume`).
+    fn kept(&self, name: &str) -> Option<Tried> {
+        self.earlier.done.get(name).map(|done| Tried {
+            scenario: name.to_string(),
+            spec: done.spec.clone(),
+            fault: done.fault.clone(),
+            recovered: done.recovered,
+            judged: None,
+            could_not_run: None,
+        })
+    }
+
+    /// Schedule `name` as an earlier run completed it, else run now.
+    async fn kept_or_run(
+        &self,
+        run: &Run<'_>,
+        name: String,
+        faults: Vec<Nemesis>,
+    ) -> Result<Tried, Failure> {
+        match self.kept(&name) {
+            Some(kept) => Ok(kept),
+            None => self.one(run, name, faults).await,
+        }
+    }
+
+    /// A schedule whose fault did not fire, once more (`...-again`).
+    async fn again(&self, run: &Run<'_>, fault: Nemesis) -> Result<Tried, Failure> {
+        let again = format!("{}-again", slug(&fault));
+        self.kept_or_run(run, again, vec![fault]).await
+    }
+
+    /// Before the calm run: the `--plan` list read, the search's mark, and with `--resume` what
+    /// an earlier run of it completed, written as the first rows of this trace.
+    fn begin(&mut self, metadata: &detail::RunConfig) -> Result<(), Failure> {
+        let usage = |e: String| Failure::Usage(ConfigError::Search(e));
+        if let Some(path) = &self.plan_file {
+            self.planned = Some(read_plan(path).map_err(|e| usage(e.to_string()))?);
+        }
+        let settings = Settings {
+            shown: &self.shown,
+            env: &self.config.env,
+            tasks: self.config.tasks,
+            deadline: self.config.deadline,
+            pause_for: self.pause_for,
+            only: &self.only,
+            pairs: self.pairs,
+            shards: self.shard.map_or(1, |s| s.n),
+            plan: self.planned.as_deref(),
+        };
+        self.mark = SearchMark {
+            id: Some(search_id(&settings)),
+            shard: self.shard.map(|s| s.to_string()),
+            ..SearchMark::default()
+        };
+        if !self.resume {
+            return Ok(());
+        }
+        let out = &self.config.out;
+        let Some(path) = earlier_trace(out) else {
+            eprintln!(
+                "recorder: --resume: no earlier trace of {} found; the search starts from the beginning",
+                out.display()
+            );
+            return Ok(());
+        };
+        self.earlier =
+            load(&path, &self.mark, &self.calm_name()).map_err(|e| usage(e.to_string()))?;
+        let run_json = serde_json::to_string(metadata).map_err(|e| Failure::run(e.into()))?;
+        keep(out, &run_json, &self.earlier.rows).map_err(|e| Failure::run(e.into()))?;
+        self.earlier.rows = Vec::new();
+        eprintln!(
+            "recorder: --resume: {} the calm run and {} schedule(s) completed in {}",
+            if self.earlier.calm.is_some() {
+                "kept"
+            } else {
+                "no"
+            },
+            self.earlier.done.len(),
+            path.display()
+        );
+        Ok(())
+    }
+
+    /// After the calm run (or the one an earlier run completed): its shape kept, the digest of
+    /// the list in the mark of every schedule, the list written for `--write-plan`.
+    fn calm_kept(&mut self, outcome: ScenarioOutcome) -> Result<bool, Failure> {
         self.shape = outcome.shape.clone();
         let recovered = outcome.recovered;
         self.calm = Some(outcome);
+        let listed: Vec<String> = self.schedules().iter().map(ToString::to_string).collect();
+        self.mark.plan = Some(plan_digest(&listed));
+        self.mark.schedules = Some(listed.len() as u64);
+        if let Some(path) = &self.write_plan {
+            write_plan(path, &listed).map_err(|e| Failure::run(e.into()))?;
+        }
         Ok(recovered)
     }
 }

@@ -1,13 +1,16 @@
 //! One recording from start to end, for either subject ([`recording`]): `--out` locked, the
 //! subject's shared parts up, every scenario in turn, the trace joined; the built-in lab
 //! ([`lab`]) and a team's own system ([`system`]) as its subjects, and the systematic search of
-//! a team's system ([`explore`], judged and tabled by [`searched`]); what both print and write at
+//! a team's system ([`explore`], judged and tabled by [`searched`], identified and spread over
+//! shards by [`plan`], continued after a cut by [`resume`]); what both print and write at
 //! the end ([`summary`]); and their temporary directory, removed on every ending and after a
 //! killed run ([`workdir`]).
 
 pub mod explore;
 pub mod lab;
+pub mod plan;
 pub mod recording;
+pub mod resume;
 pub mod searched;
 pub mod summary;
 pub mod system;
@@ -74,6 +77,10 @@ pub async fn explore(
     search.only.clone_from(&config.only);
     search.pairs = config.pairs;
     search.fail_fast = config.fail_fast;
+    search.resume = config.resume;
+    search.shard = config.shard;
+    search.plan_file.clone_from(&config.plan);
+    search.write_plan.clone_from(&config.write_plan);
     let outcome = record(output, &mut search, shutdown).await?;
     if config.shape_only {
         print!("{}", searched::shape_text(&search.shape));
@@ -86,7 +93,7 @@ pub async fn explore(
     }
     let report = outbox_analyzer::check::check_paths(std::slice::from_ref(&system.out))
         .map_err(|e| Failure::run(anyhow::anyhow!("judging {}: {e}", system.out.display())))?;
-    let found = searched::findings(&report, &search.shape, &search.tried);
+    let found = searched::findings(&report, &search.calm_name(), &search.shape, &search.tried);
     if !config.shape_only {
         let services: Vec<String> = system.system.file.services.keys().cloned().collect();
         print!("{}", searched::table(&found, &services));

@@ -10,7 +10,7 @@ use outbox_analyzer::check::{Report, RunVerdict, Verdict};
 use outbox_trace::detail::RoleShape;
 use serde::Serialize;
 
-use super::explore::{Tried, CALM};
+use super::explore::Tried;
 use crate::fault::spec::{Nemesis, What, When};
 use crate::system::scenario::COULD_NOT_RUN;
 
@@ -72,6 +72,7 @@ fn verdicts(report: &Report) -> BTreeMap<String, (RunVerdict, Vec<&'static str>)
 /// The search's findings from the judged trace.
 pub fn findings<'a>(
     report: &Report,
+    calm: &str,
     shape: &'a BTreeMap<String, RoleShape>,
     tried: &[Tried],
 ) -> Search<'a> {
@@ -82,7 +83,7 @@ pub fn findings<'a>(
             .cloned()
             .unwrap_or((RunVerdict::Unknown, Vec::new()))
     };
-    let (calm, calm_failed) = judged(CALM);
+    let (calm, calm_failed) = judged(calm);
     let schedules = tried
         .iter()
         .map(|t| {

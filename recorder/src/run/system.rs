@@ -77,6 +77,7 @@ impl Subject for TeamSystem<'_> {
             shutdown: run.shutdown,
             restarts_left: &self.restarts_left,
             shown: &self.shown,
+            search: None,
         };
         let outcome = match run_scenario(&env, name, faults, Origin::Named).await {
             Ok(outcome) => outcome,

@@ -10,6 +10,7 @@ mod coverage;
 mod endings;
 mod errors;
 mod explore;
+mod explore_resume;
 mod external;
 mod interop;
 mod lab;

@@ -193,6 +193,7 @@ pub async fn run_scenario(
             .chaos
             .as_ref()
             .and_then(|c| serde_json::to_value(c).ok()),
+        search: env.search.cloned(),
         ..detail::RunStart::default()
     };
     stage.own(Author::Recorder, Step::RunStart(start)).await?;
@@ -481,6 +482,7 @@ pub async fn closed_early(
     let start = detail::RunStart {
         tasks: Some(i64::from(env.tasks)),
         system: Some(env.shown.clone()),
+        search: env.search.cloned(),
         ..detail::RunStart::default()
     };
     record(Step::RunStart(start))

@@ -124,6 +124,8 @@ pub struct SystemEnv<'a> {
     pub restarts_left: &'a AtomicU32,
     /// The system's configuration for `run_start` (secrets masked).
     pub shown: &'a serde_json::Value,
+    /// The search a scenario of `recorder explore` belongs to, for `run_start.detail.search`.
+    pub search: Option<&'a outbox_trace::detail::SearchMark>,
 }
 
 /// How a scenario ended.

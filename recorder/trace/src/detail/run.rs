@@ -34,6 +34,27 @@ detail_struct! {
         /// The faults of a systematic search's schedule (`recorder explore`): tried, reported,
         /// not judged as named faults are.
         pub searched: Vec<String> = lenient::texts,
+        /// The systematic search the scenario belongs to (`recorder explore`): what identifies
+        /// it, its shard, and the list of schedules it enumerated.
+        pub search: Option<SearchMark>,
+    }
+}
+
+detail_struct! {
+    /// `run_start.detail.search`: which search a scenario of `recorder explore` belongs to.
+    /// `--resume` continues only a trace of the same search; the shards of one search share
+    /// `id` and should share `plan`.
+    pub struct SearchMark {
+        /// A digest of the system file and the options that decide what runs (tasks, deadline,
+        /// pause length, `--only`, `--depth`, the shard count), 16 hex digits.
+        pub id: Option<String>,
+        /// `K/N`: this trace ran the schedules `i` with `i % N == K - 1`.
+        pub shard: Option<String>,
+        /// A digest of the whole list of schedules, before sharding (absent on the calm run,
+        /// which comes before the list).
+        pub plan: Option<String>,
+        /// How many schedules the whole list holds.
+        pub schedules: Option<u64>,
     }
 }
 
@@ -153,6 +174,7 @@ detail_struct! {
 }
 
 lenient::objects!(
+    SearchMark,
     FaultTried,
     ChaosArmed,
     ArmedStep,

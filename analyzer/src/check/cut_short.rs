@@ -4,7 +4,8 @@
 //! that compare the trace with it (the `reads_observed` column of the table: `counter-exact`,
 //! `observed-agrees`) lose the violations that comparison found, and are `unknown` where none
 //! is left (a pass too: it compared with a read that proves nothing). A violation the trace
-//! shows by itself (a commit that does not step the counter by its amount) stays.
+//! shows by itself (a commit that does not step the counter by its amount) stays, the failure
+//! saying the comparison with the store was not made.
 
 use super::outcome::{Finding, Outcome, Reason, Verdict};
 use super::rule::Ends;
@@ -24,6 +25,8 @@ pub fn apply(ends: &Ends, outcomes: &mut [Outcome]) {
         o.violations.retain(|v| !reads_observed(&v.finding));
         if o.violations.is_empty() {
             *o = Outcome::unknown(o.invariant, reason.clone());
+        } else {
+            o.reason.get_or_insert_with(|| reason.clone());
         }
     }
 }

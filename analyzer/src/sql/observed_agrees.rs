@@ -247,15 +247,19 @@ pub(super) fn interrupted(q: &mut Query) -> (String, String) {
         true,
         &d.json_text("detail", detail_key!(RunEnd.reason)),
     );
-    let still = "the store was read while the scenario may still have run";
+    // The words of `check`'s own reason, for either case.
+    let said = |no_run_end| {
+        crate::explain::reason(&crate::check::Reason::CutShort { no_run_end }).replace('\'', "''")
+    };
     (
-        format!("({end} IS NULL OR coalesce({why} = 'interrupted', false))"),
         format!(
-            "(CASE WHEN {end} IS NULL THEN 'no {} row: {still}' \
-             ELSE '{}.detail.{} is interrupted: {still}' END)",
-            Kind::RunEnd,
-            Kind::RunEnd,
-            detail_key!(RunEnd.reason)
+            "({end} IS NULL OR coalesce({why} = '{}', false))",
+            outbox_trace::detail::INTERRUPTED
+        ),
+        format!(
+            "(CASE WHEN {end} IS NULL THEN '{}' ELSE '{}' END)",
+            said(true),
+            said(false)
         ),
     )
 }

@@ -17,6 +17,7 @@ pub mod input;
 mod jsonl;
 mod kind;
 pub mod lab;
+pub mod output;
 pub mod otlp;
 mod partitioned;
 mod position;

@@ -81,13 +81,17 @@ pub fn xml(text: &str) -> String {
     out
 }
 
-/// `text` as Markdown text that reads as written: ASCII punctuation backslash-escaped (no
-/// emphasis, link, heading, table cell or HTML tag can start in it), controls and line ends
-/// shown as [`terminal_line`] shows them.
+/// The characters Markdown (or the HTML it may hold) can read as markup inside a line: emphasis,
+/// code, links and images, HTML tags and entities, table cells, headings, strikethrough.
+const MARKUP: &str = "\\`*_[]<>&|#!~";
+
+/// `text` as Markdown text that reads as written: every character that could start markup
+/// backslash-escaped (no emphasis, link, heading, table cell or HTML tag can start in it),
+/// controls and line ends shown as [`terminal_line`] shows them.
 pub fn markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for c in terminal_line(text).chars() {
-        if c.is_ascii_punctuation() {
+        if MARKUP.contains(c) {
             out.push('\\');
         }
         out.push(c);
@@ -98,11 +102,7 @@ pub fn markdown(text: &str) -> String {
 /// The fence for a Markdown code block holding `content`: three backticks, or one more than the
 /// longest run of backticks in it, so the content cannot close the block.
 pub fn fence(content: &str) -> String {
-    let longest = content
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
 }
 
@@ -133,7 +133,10 @@ mod tests {
 
     #[test]
     fn markdown_reads_as_written() {
-        assert_eq!(markdown("**x**|<b>\n# h"), "\\*\\*x\\*\\*\\|\\<b\\>\\\\u\\{a\\}\\# h");
+        assert_eq!(
+            markdown("**x**|<b>\n# h-1.2"),
+            "\\*\\*x\\*\\*\\|\\<b\\>\\\\u{a}\\# h-1.2"
+        );
         assert_eq!(fence("a ``` b"), "````");
         assert_eq!(fence("plain"), "```");
     }

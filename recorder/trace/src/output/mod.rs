@@ -173,7 +173,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let none = Inputs::default();
         let e = none.check("-o", Path::new("/dev/null")).unwrap_err();
-        assert_eq!(e.to_string(), "-o /dev/null: exists and is a device, not a regular file (name a file)");
+        assert_eq!(
+            e.to_string(),
+            "-o /dev/null: exists and is a device, not a regular file (name a file)"
+        );
         assert!(none.check("-o", dir.path()).is_err());
         let a = dir.path().join("a.xml");
         let b = dir.path().join("./a.xml");

@@ -47,7 +47,10 @@ mod tests {
         assert_eq!(path_component("crash-relay"), "crash-relay");
         for hostile in ["../../../../tmp/x", "..", ".", "", "a/b", "/etc", ".hidden"] {
             let c = path_component(hostile);
-            assert!(!c.contains('/') && !c.starts_with('.') && !c.is_empty(), "{c}");
+            assert!(
+                !c.contains('/') && !c.starts_with('.') && !c.is_empty(),
+                "{c}"
+            );
             assert!(c.len() <= MAX_COMPONENT);
         }
         assert_ne!(path_component("a/b"), path_component("a_b"));

@@ -5,3 +5,4 @@ pub mod args;
 pub mod config;
 pub mod exit;
 pub mod list;
+pub mod outputs;

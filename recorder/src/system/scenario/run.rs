@@ -47,7 +47,7 @@ pub async fn run_scenario(
     let started = Instant::now();
     let timeline = Timeline::new(name, started);
     let deadline = started + env.deadline;
-    let dir = env.workdir.join(name);
+    let dir = env.workdir.join(outbox_trace::output::path_component(name));
     std::fs::create_dir_all(dir.join("logs")).map_err(run_err)?;
 
     // Ports and placeholder values.

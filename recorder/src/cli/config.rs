@@ -54,20 +54,10 @@ pub enum ConfigError {
     /// A malformed `--fault`.
     #[error("{0}")]
     Fault(String),
-    /// An output that would overwrite an input or another output, or is not a regular file.
+    /// An output that would destroy a file, or an environment that sets the recorder's own
+    /// variables.
     #[error(transparent)]
-    Clobber(#[from] outbox_trace::output::OutputError),
-    /// A symlink where the run's lock goes: taking the lock would write through it.
-    #[error("{}: is a symlink where the run's lock goes; remove it", .0.display())]
-    LockLink(PathBuf),
-    /// A variable the recorder sets on its children itself.
-    #[error("{place}: `{key}` is the recorder's own variable (OUTBOX_RECORDER_*); remove it")]
-    OwnVariable {
-        /// Where it was given (`--env`, `[env]`, `roles.<role>.env`).
-        place: String,
-        /// The key.
-        key: String,
-    },
+    Refused(#[from] super::outputs::Refused),
 }
 
 /// What `recorder run` will do: the recorder's own protocol, or a user's system.

@@ -25,8 +25,9 @@ fn readme() -> String {
 /// The table of kinds and their required fields, as the book holds it: those that identify a
 /// step, then those only some invariants read.
 fn kinds_table() -> String {
-    let mut t =
-        String::from("| kind | identify the step | read by some invariants |\n|---|---|---|\n");
+    let mut t = String::from(
+        "| kind | identify the step | read by some invariants |\n|---|---|---|\n",
+    );
     let list = |fields: Vec<String>| {
         if fields.is_empty() {
             "-".to_string()

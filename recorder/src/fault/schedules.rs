@@ -108,11 +108,7 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
                 };
                 let verb = match fault {
                     WireFault::LoseCommitReply => "lose commit-reply",
-                    WireFault::LosePuback
-                        if kind == outbox_trace::Kind::PublishAttempt.as_str() =>
-                    {
-                        "lose puback"
-                    }
+                    WireFault::LosePuback if kind == outbox_trace::Kind::PublishAttempt.as_str() => "lose puback",
                     _ => continue,
                 };
                 specs.push(with_nth(

@@ -289,28 +289,9 @@ fn write(inputs: &Inputs, path: &Path, bytes: &[u8]) -> Result<(), ReportError> 
     })
 }
 
-/// Writes the report into `dir` (created if needed); with `lab`, report.md carries the lab's
-/// templates to complete. Returns the files written, in order.
-pub fn write_report(
-    scenes: &Scenes,
-    traces: &[PathBuf],
-    dir: &Path,
-    lab: bool,
-) -> Result<Vec<PathBuf>, ReportError> {
-    let mkdir = |p: &Path| {
-        std::fs::create_dir_all(p).map_err(|source| ReportError::Write {
-            path: p.to_path_buf(),
-            source,
-        })
-    };
-    let inputs = &Inputs::new(traces);
-    mkdir(dir)?;
-    let mut written = Vec::new();
-    let all: Vec<Scene> = scenes.scenes().collect();
-    let all = all.as_slice();
-    let json = serde_json::to_string_pretty(&lab_json(all, traces)).unwrap_or_default() + "\n";
-    write(inputs, &dir.join("lab.json"), json.as_bytes())?;
-    written.push(dir.join("lab.json"));
+/// The head of report.md: the traces, a table row per scenario, and the dual-write lab's lines;
+/// every value from the traces escaped as Markdown.
+fn summary_md(all: &[Scene], traces: &[PathBuf]) -> String {
     let names: Vec<String> = traces
         .iter()
         .map(|p| markdown(&p.display().to_string()))
@@ -353,6 +334,32 @@ pub fn write_report(
             "\n## The dual-write lab's lines (SQLite + Redis)\n\n{f}\n{block}{f}\n"
         );
     }
+    md
+}
+
+/// Writes the report into `dir` (created if needed); with `lab`, report.md carries the lab's
+/// templates to complete. Returns the files written, in order.
+pub fn write_report(
+    scenes: &Scenes,
+    traces: &[PathBuf],
+    dir: &Path,
+    lab: bool,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let mkdir = |p: &Path| {
+        std::fs::create_dir_all(p).map_err(|source| ReportError::Write {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
+    let inputs = &Inputs::new(traces);
+    mkdir(dir)?;
+    let mut written = Vec::new();
+    let all: Vec<Scene> = scenes.scenes().collect();
+    let all = all.as_slice();
+    let json = serde_json::to_string_pretty(&lab_json(all, traces)).unwrap_or_default() + "\n";
+    write(inputs, &dir.join("lab.json"), json.as_bytes())?;
+    written.push(dir.join("lab.json"));
+    let mut md = summary_md(all, traces);
     let eventful = page::eventful(scenes, page::EVENTFUL);
     let mut bounds = Vec::new();
     for ((scene, slug), tasks) in all.iter().zip(slugs(all)).zip(&eventful) {

@@ -40,6 +40,21 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Exit, Error> {
     }
 }
 
+/// Refuses, before anything is read, an output that is one of the inputs (by any spelling or
+/// symlink), that exists and is not a regular file (a device stays a device), or that another
+/// output names too.
+fn outputs_apart<P: AsRef<Path>>(
+    inputs: &[P],
+    outputs: &[(&str, Option<&Path>)],
+) -> Result<(), Error> {
+    let named: Vec<(&str, &Path)> = outputs
+        .iter()
+        .filter_map(|&(label, path)| Some((label, path?)))
+        .collect();
+    outbox_trace::output::check(&named, &outbox_trace::output::Inputs::new(inputs))?;
+    Ok(())
+}
+
 /// Runs `analyzer sql`.
 pub fn sql(config: &SqlConfig, out: &mut dyn Write) -> Result<Exit, Error> {
     let req = &config.request;
@@ -57,6 +72,7 @@ pub fn sql(config: &SqlConfig, out: &mut dyn Write) -> Result<Exit, Error> {
 
 /// Runs `analyzer check`.
 pub fn check(config: &CheckConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    outputs_apart(&config.paths, &[("--junit", config.junit.as_deref())])?;
     if config.progress {
         crate::model::load::progress::show();
     }
@@ -135,6 +151,7 @@ fn load(paths: &[PathBuf]) -> Result<Scenes, Error> {
 
 /// Runs `analyzer chain`.
 pub fn chain(config: &ChainConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    outputs_apart(&[&config.path], &[("-o", config.output.as_deref())])?;
     let scenes = load(std::slice::from_ref(&config.path))?;
     let chain = chain::select(&scenes, config.scenario.as_deref(), &config.selector)?;
     let lay = layout::layout(&chain);
@@ -153,6 +170,7 @@ pub fn chain(config: &ChainConfig, out: &mut dyn Write) -> Result<Exit, Error> {
 
 /// Runs `analyzer boundaries`.
 pub fn boundaries(config: &BoundariesConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    outputs_apart(&[&config.path], &[("-o", config.output.as_deref())])?;
     let scenes = load(std::slice::from_ref(&config.path))?;
     let candidates = scenes.select(config.scenario.as_deref());
     let scene = candidates
@@ -176,6 +194,10 @@ pub fn boundaries(config: &BoundariesConfig, out: &mut dyn Write) -> Result<Exit
 
 /// Runs `analyzer report`.
 pub fn report(config: &ReportConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    // The directory's files are checked one by one as they are written.
+    if let ReportOutput::Html(html) = &config.output {
+        outputs_apart(&config.paths, &[("--html", Some(html.as_path()))])?;
+    }
     let scenes = load(&config.paths)?;
     let dir = match &config.output {
         ReportOutput::Html(html) => {
@@ -200,6 +222,8 @@ pub fn report(config: &ReportConfig, out: &mut dyn Write) -> Result<Exit, Error>
 
 /// Runs `analyzer compare`.
 pub fn compare(config: &CompareConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    let plot = config.plot.as_ref().map(|(p, _)| p.as_path());
+    outputs_apart(&config.paths, &[("--plot", plot)])?;
     let scenes = load(&config.paths)?;
     let all: Vec<_> = scenes.scenes().collect();
     let c = compare::compare(&all, config.scenario.as_deref())?;
@@ -223,6 +247,7 @@ pub fn compare(config: &CompareConfig, out: &mut dyn Write) -> Result<Exit, Erro
 
 /// Runs `analyzer diff`.
 pub fn diff(config: &DiffConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    outputs_apart(&[&config.a, &config.b], &[("-o", config.output.as_deref())])?;
     // The two runs load side by side (each is a model of its own).
     let (a, b) = std::thread::scope(|scope| {
         let b = scope.spawn(|| load(std::slice::from_ref(&config.b)));
@@ -270,6 +295,7 @@ pub fn diff(config: &DiffConfig, out: &mut dyn Write) -> Result<Exit, Error> {
 
 /// Runs `analyzer timeline`.
 pub fn timeline(config: &TimelineConfig, out: &mut dyn Write) -> Result<Exit, Error> {
+    outputs_apart(&[&config.path], &[("-o", config.output.as_deref())])?;
     let scenes = load(std::slice::from_ref(&config.path))?;
     let chosen = timeline::select(&scenes, config.run.as_deref(), config.scenario.as_deref())?;
     let t = timeline::timeline(&chosen, config.buckets)?;
@@ -291,6 +317,15 @@ pub fn import(config: &ImportConfig, out: &mut dyn Write) -> Result<Exit, Error>
     use outbox_trace::{SeqCheck, TraceFile, TraceWriter};
 
     let input = &config.input;
+    // Written next to the output and renamed at the end, so a bad input leaves no partial file.
+    let partial = config.output.with_extension("parquet.partial");
+    outputs_apart(
+        &[input],
+        &[
+            ("-o", Some(&config.output)),
+            ("-o (its partial file)", Some(&partial)),
+        ],
+    )?;
     let bad = |e: outbox_trace::TraceError| {
         let text = e
             .to_string()
@@ -302,8 +337,6 @@ pub fn import(config: &ImportConfig, out: &mut dyn Write) -> Result<Exit, Error>
     let file = TraceFile::open(input).map_err(bad).or_bad_input()?;
     let mut info = file.info().clone();
     let tally = file.tally();
-    // Write next to the output and rename at the end, so a bad input leaves no partial file.
-    let partial = config.output.with_extension("parquet.partial");
     let mut writer = TraceWriter::create_with(&partial, &info.metadata())
         .with_context(|| format!("{}: cannot write", config.output.display()))
         .or_bad_input()?;

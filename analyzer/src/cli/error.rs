@@ -115,6 +115,7 @@ classes! {
     std::io::Error => BadInput;
     serde_json::Error => BadInput;
     outbox_trace::TraceError => BadInput;
+    outbox_trace::output::OutputError => BadInput;
     ChainError => NotFound;
     CompareError => NotFound;
     TimelineError => NotFound;

@@ -141,23 +141,9 @@ fn case(scenario: &str, o: &Outcome, report: &Report, s: &ScenarioReport) -> Str
     x
 }
 
-/// `text` with XML's five special characters escaped, and characters XML 1.0 cannot hold
-/// (control characters other than tab and line ends) dropped.
+/// `text` as XML character data or an attribute value: the contract's one XML escaping.
 fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
+    outbox_trace::output::escape::xml(text)
 }
 
 #[cfg(test)]
@@ -165,10 +151,10 @@ mod tests {
     use super::escape;
 
     #[test]
-    fn special_and_control_characters_are_escaped_or_dropped() {
+    fn special_and_control_characters_are_escaped_or_replaced() {
         assert_eq!(
-            escape("a<b & \"c\" 'd'>\u{1}\n"),
-            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;\n"
+            escape("a<b & \"c\" 'd'>\u{1}\u{fffe}\n"),
+            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;\u{fffd}\u{fffd}\n"
         );
     }
 }

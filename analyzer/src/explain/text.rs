@@ -1,5 +1,7 @@
 //! The text report: per scenario one line per invariant, a counts line, then up to
-//! [`crate::check::EXAMPLES`] violations per invariant with their witness chains.
+//! [`crate::check::EXAMPLES`] violations per invariant with their witness chains. Every line that
+//! holds a value from the trace is shown escaped ([`shown`]): no value reaches a terminal as an
+//! escape sequence, and none starts a line of its own.
 
 use std::io::{self, Write};
 
@@ -8,6 +10,7 @@ use crate::check::{Report, RunVerdict, ScenarioReport};
 use crate::explain;
 use crate::model::history::History;
 use crate::model::intern::Interner;
+use outbox_trace::output::escape::terminal_line as shown;
 use outbox_trace::Figures;
 
 /// Witness rows shown per violation before "N more row(s)".
@@ -17,9 +20,10 @@ const WITNESS_ROWS: usize = 12;
 pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let loaded = &report.loaded;
     for file in &loaded.files {
-        writeln!(out, "file {} ({} rows)", file.path.display(), file.rows)?;
+        let path = file.path.display().to_string();
+        writeln!(out, "file {} ({} rows)", shown(&path), file.rows)?;
         for note in &file.notes {
-            writeln!(out, "  note: {}", explain::file_note(note))?;
+            writeln!(out, "  note: {}", shown(&explain::file_note(note)))?;
         }
     }
     for s in &report.scenarios {
@@ -43,7 +47,7 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
         writeln!(out, "what to add (see {}):", explain::words::SPANS_TABLE)?;
         for line in add {
-            writeln!(out, "  {line}")?;
+            writeln!(out, "  {}", shown(&line))?;
         }
     }
     Ok(())
@@ -52,23 +56,24 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 fn scenario(report: &Report, s: &ScenarioReport, out: &mut dyn Write) -> io::Result<()> {
     let names = &report.loaded.names;
     let h = &report.loaded.histories[s.history];
-    let path = report.loaded.files[h.file].path.display();
+    let path = report.loaded.files[h.file].path.display().to_string();
     writeln!(
         out,
-        "run {} scenario {} backend {} ({path}): {}",
-        names.name(h.run_id),
-        names.name(h.scenario),
-        names.name(h.backend),
+        "run {} scenario {} backend {} ({}): {}",
+        shown(names.name(h.run_id)),
+        shown(names.name(h.scenario)),
+        shown(names.name(h.backend)),
+        shown(&path),
         s.verdict.as_str()
     )?;
     for note in explain::scenario_notes(h, names) {
-        writeln!(out, "  note: {note}")?;
+        writeln!(out, "  note: {}", shown(&note))?;
     }
     for o in &s.outcomes {
-        writeln!(out, "  {}", verdict_line(o))?;
+        writeln!(out, "  {}", shown(&verdict_line(o)))?;
     }
     for line in explain::fault_lines(&s.coverage) {
-        writeln!(out, "  {line}")?;
+        writeln!(out, "  {}", shown(&line))?;
     }
     writeln!(out, "  counts: {}", counts_line(&s.figures))?;
     for o in s.outcomes.iter().filter(|o| o.verdict == Verdict::Fail) {
@@ -133,7 +138,7 @@ fn violations(o: &Outcome, h: &History, names: &Interner, out: &mut dyn Write) -
 
 /// One violation in words: its line (`FAIL <invariant>: event_id ...`) and its witness chain
 /// (the explanation, then the witness rows, one a line), as `check` prints them and a JUnit
-/// failure carries them.
+/// failure carries them: the trace's values shown escaped, so each line stays one line.
 pub fn violation_text(
     o: &Outcome,
     v: &Violation,
@@ -143,20 +148,20 @@ pub fn violation_text(
     let id = o.invariant.id();
     let mut who = Vec::new();
     if let Some(e) = v.event {
-        who.push(format!("event_id {}", names.name(e)));
+        who.push(format!("event_id {}", shown(names.name(e))));
     }
     if let Some(t) = v.task {
-        who.push(format!("task_id {}", names.name(t)));
+        who.push(format!("task_id {}", shown(names.name(t))));
     }
     if let Finding::CounterStep { key: Some(k), .. } = &v.finding {
-        who.push(format!("counter_key {}", names.name(*k)));
+        who.push(format!("counter_key {}", shown(names.name(*k))));
     }
     if who.is_empty() {
         // A violation about totals rather than one event or task: name what it compares.
         match &v.finding {
             Finding::ObservedMismatch { total, .. } => who.push(total.key()),
             Finding::CounterFinal { key, .. } => who.push(match key {
-                Some(k) => format!("counter_key {}", names.name(*k)),
+                Some(k) => format!("counter_key {}", shown(names.name(*k))),
                 None => "the observed counter".into(),
             }),
             _ => {}
@@ -167,18 +172,20 @@ pub fn violation_text(
     } else {
         format!("FAIL {id}: {}", who.join(", "))
     };
-    let mut chain = explain::violation(v, h, names);
+    let mut chain = shown(&explain::violation(v, h, names)).into_owned();
     for &at in v.witness.iter().take(WITNESS_ROWS) {
         let w = explain::witness_row(h.row(at), h, names);
         let fields: Vec<String> = w.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        chain.push_str(&format!(
-            "\n  seq {:>6}  {}#{}  {}  {}",
+        let row = format!(
+            "seq {:>6}  {}#{}  {}  {}",
             w.seq,
             w.actor,
             w.incarnation,
             w.kind,
             fields.join(" ")
-        ));
+        );
+        chain.push_str("\n  ");
+        chain.push_str(&shown(&row));
     }
     if v.witness.len() > WITNESS_ROWS {
         chain.push_str(&format!(

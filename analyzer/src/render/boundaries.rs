@@ -94,10 +94,11 @@ pub fn boundaries_figure(b: &Boundaries) -> Figure {
 pub fn boundaries_text(b: &Boundaries) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let protocol = b.protocol.as_deref().unwrap_or("?");
-    let _ = writeln!(out, "{} (protocol {protocol})", b.scenario);
+    use outbox_trace::output::escape::terminal_line as shown;
+    let protocol = shown(b.protocol.as_deref().unwrap_or("?"));
+    let _ = writeln!(out, "{} (protocol {protocol})", shown(&b.scenario));
     if let Some(t) = &b.task {
-        let _ = writeln!(out, "task {t}:");
+        let _ = writeln!(out, "task {}:", shown(t));
     }
     for group in groups(&b.steps) {
         match group[0].rev {

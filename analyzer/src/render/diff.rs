@@ -7,16 +7,23 @@ use crate::views::chain::{task_chain, Chain};
 use crate::views::diff::Diff;
 use crate::views::scene::Scene;
 
-/// The diff as text.
+/// The diff as text; every value from the traces shown escaped, so none reaches a terminal as an
+/// escape sequence or a line of its own.
 pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {
+    use outbox_trace::output::escape::terminal_line as shown;
     use std::fmt::Write;
-    let mut out = format!("scenario {}: first run {a}, second run {b}\n", d.scenario);
+    let mut out = format!(
+        "scenario {}: first run {}, second run {}\n",
+        shown(&d.scenario),
+        shown(a),
+        shown(b)
+    );
     if !d.by_id {
         out.push_str("task ids differ: tasks aligned by acceptance order\n");
     }
     match &d.first {
         Some(first) => {
-            let _ = writeln!(out, "first divergence: {}", first.describe());
+            let _ = writeln!(out, "first divergence: {}", shown(&first.describe()));
         }
         None => out.push_str("no divergence: every aligned task took the same steps\n"),
     }
@@ -28,10 +35,10 @@ pub fn diff_text(d: &Diff, a: &str, b: &str) -> String {
         };
         match div {
             Some(div) => {
-                let _ = writeln!(out, "  {}", div.describe());
+                let _ = writeln!(out, "  {}", shown(&div.describe()));
             }
             None => {
-                let _ = writeln!(out, "  {name}: same steps");
+                let _ = writeln!(out, "  {}: same steps", shown(&name));
             }
         }
     }

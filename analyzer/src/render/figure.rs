@@ -316,7 +316,10 @@ pub fn draw<DB: DrawingBackend>(
                     .into_font()
                     .color(&rgb(*color))
                     .pos(Pos::new(h, VPos::Center));
-                area.draw_text(text, &style, *at)?;
+                // The SVG backend escapes XML's special characters but not the characters XML
+                // cannot hold at all.
+                let text = outbox_trace::output::escape::xml_chars(text);
+                area.draw_text(&text, &style, *at)?;
             }
         }
     }

@@ -6,11 +6,12 @@ use std::fmt::Write;
 use super::layout::{ChainLayout, Shape, Tone};
 
 /// Mermaid reads `#...;` as an entity code and `;` as a line end: `#` is written as its entity
-/// `#35;`, other `;` become `,`.
+/// `#35;`, other `;` become `,`; control characters and line ends are shown escaped, so a value
+/// stays on its line.
 fn clean(s: &str) -> String {
-    s.replace(';', ",")
+    outbox_trace::output::escape::terminal_line(s)
+        .replace(';', ",")
         .replace('#', "#35;")
-        .replace(['\n', '\r'], " ")
 }
 
 /// A participant id: letters, digits and `_` only.

@@ -2,20 +2,23 @@
 
 use std::fmt::Write;
 
+use outbox_trace::output::escape::terminal_line as shown;
+
 use super::layout::{ChainLayout, Shape};
 
-/// The layout as text lines.
+/// The layout as text lines; every value from the trace shown escaped ([`shown`]), so none
+/// reaches a terminal as an escape sequence or a line of its own.
 pub fn chain_text(l: &ChainLayout) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", l.title);
+    let _ = writeln!(out, "{}", shown(&l.title));
     if let Some(n) = &l.note {
-        let _ = writeln!(out, "{n}");
+        let _ = writeln!(out, "{}", shown(n));
     }
-    let lane = |i: usize| l.lanes[i].key.as_str();
+    let lane = |i: usize| shown(l.lanes[i].key.as_str());
     let mut gaps = l.gaps.iter().peekable();
     for s in &l.steps {
         while let Some(g) = gaps.next_if(|g| g.y1 <= s.y) {
-            let _ = writeln!(out, "  ... {}", g.label);
+            let _ = writeln!(out, "  ... {}", shown(&g.label));
         }
         let who = match &s.shape {
             Shape::Arrow { from, to } => format!("{} -> {}", lane(*from), lane(*to)),
@@ -30,7 +33,7 @@ pub fn chain_text(l: &ChainLayout) -> String {
             s.seq,
             s.ms / 1000,
             s.ms % 1000,
-            s.label
+            shown(&s.label)
         );
     }
     if l.hidden > 0 {

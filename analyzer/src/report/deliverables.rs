@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use outbox_trace::lab::{LabJson, LabScenario};
+use outbox_trace::output::escape::{fence, markdown};
+use outbox_trace::output::{path_component, Inputs, OutputError};
 use outbox_trace::{detail_key, Kind};
 
 use crate::check::Verdict;
@@ -34,31 +36,26 @@ pub enum ReportError {
     /// A picture could not be drawn.
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// A file of the report would overwrite an input, or is not a regular file.
+    #[error(transparent)]
+    Output(#[from] OutputError),
     /// The HTML page's data could not be serialised.
     #[error("the HTML report's data: {0}")]
     Html(#[from] serde_json::Error),
 }
 
-/// A scenario's directory name: the scenario, or run and scenario when several runs share it.
+/// A scenario's directory name: the scenario, or run and scenario when several runs share it,
+/// as one path component ([`path_component`]: nothing that leaves `dir`, names kept apart).
 fn slugs(scenes: &[Scene]) -> Vec<String> {
     scenes
         .iter()
         .map(|s| {
             let shared = scenes.iter().filter(|o| o.scenario == s.scenario).count() > 1;
-            let raw = if shared {
-                format!("{}-{}", s.run_id, s.scenario)
+            if shared {
+                path_component(&format!("{}-{}", s.run_id, s.scenario))
             } else {
-                s.scenario.to_string()
-            };
-            raw.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect()
+                path_component(s.scenario)
+            }
         })
         .collect()
 }
@@ -173,9 +170,10 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     );
     match delays.iter().max() {
         Some((d, s)) => {
+            let s = markdown(s);
             let _ = writeln!(
                 md,
-                "- Longest redelivery delay seen: {d} ms after the delivery (scenario `{s}`); {} redelivery(ies) in all.",
+                "- Longest redelivery delay seen: {d} ms after the delivery (scenario {s}); {} redelivery(ies) in all.",
                 delays.len()
             );
         }
@@ -184,7 +182,8 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
         }
     }
     if let Some((d, s)) = uses.iter().max() {
-        let _ = writeln!(md, "- Latest use of a dedup key: a suppression {d} ms after the key's commit (scenario `{s}`).");
+        let s = markdown(s);
+        let _ = writeln!(md, "- Latest use of a dedup key: a suppression {d} ms after the key's commit (scenario {s}).");
     }
     let mut lost = Vec::new();
     let mut shortest_life: Option<(i64, &str)> = None;
@@ -193,8 +192,8 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
         if let Some(keys) = s.figures.dedup_keys {
             if keys < effects {
                 lost.push(format!(
-                    "`{}` ({keys} keys for {effects} effects)",
-                    s.scenario
+                    "{} ({keys} keys for {effects} effects)",
+                    markdown(s.scenario)
                 ));
             }
         }
@@ -209,7 +208,8 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     }
     if lost.is_empty() {
         if let Some((l, s)) = shortest_life {
-            let _ = writeln!(md, "- Every dedup key was still present when the observer read the store: keys lived at least {l} ms (shortest, the last key of `{s}`).");
+            let s = markdown(s);
+            let _ = writeln!(md, "- Every dedup key was still present when the observer read the store: keys lived at least {l} ms (shortest, the last key of {s}).");
         }
     } else {
         let _ = writeln!(md, "- Dedup keys were gone by the end in {}: a redelivery after that would take effect again.", lost.join(", "));
@@ -228,12 +228,12 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     for s in &shapes {
         let _ = writeln!(md, "- {s}");
     }
-    let split: Vec<&str> = bounds
+    let split: Vec<String> = bounds
         .iter()
         .filter(|b| {
             b.shapes.iter().any(|s| s.role == boundaries::Role::Create) && !b.create_is_atomic()
         })
-        .map(|b| b.scenario.as_str())
+        .map(|b| markdown(&b.scenario))
         .collect();
     if split.is_empty() {
         let _ = writeln!(md, "- The task and its outbox record were committed in one transaction in every scenario; the publish ACK and the consumer ACK sit outside every transaction.");
@@ -249,7 +249,7 @@ pub fn adr_facts(scenes: &[Scene], bounds: &[Boundaries]) -> String {
     let per: Vec<String> = bounds
         .iter()
         .filter(|b| b.conflicts > 0)
-        .map(|b| format!("`{}` {}", b.scenario, b.conflicts))
+        .map(|b| format!("{} {}", markdown(&b.scenario), b.conflicts))
         .collect();
     let per = if per.is_empty() {
         String::new()
@@ -280,11 +280,61 @@ fn invariant_table(scene: &Scene) -> String {
     md
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+/// Writes one file of the report, refused if it is one of the traces read or not a regular file.
+fn write(inputs: &Inputs, path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    inputs.check("-o", path)?;
     std::fs::write(path, bytes).map_err(|source| ReportError::Write {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// The head of report.md: the traces, a table row per scenario, and the dual-write lab's lines;
+/// every value from the traces escaped as Markdown.
+fn summary_md(all: &[Scene], traces: &[PathBuf]) -> String {
+    let names: Vec<String> = traces
+        .iter()
+        .map(|p| markdown(&p.display().to_string()))
+        .collect();
+    let mut md = format!("# Outbox trace report\n\nTrace: {}\n\n", names.join(", "));
+    md.push_str("| scenario | backend | protocol | verdict | counter | results | stream | publishes | redeliveries | suppressions | effects |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for s in all {
+        let f = s.figures;
+        let show = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        let verdict = if s.verdict.as_str() == "invalid" {
+            "**invalid**".to_string()
+        } else {
+            s.verdict.as_str().to_string()
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {verdict} | {} | {} | {} | {} | {} | {} | {} |",
+            markdown(s.scenario),
+            markdown(s.backend),
+            markdown(s.protocol.unwrap_or("-")),
+            show(f.counter),
+            show(f.results),
+            show(f.stream_messages),
+            f.publish_attempts,
+            f.redeliveries,
+            f.suppressions,
+            f.effects,
+        );
+    }
+    md.push_str("\nThe figures per scenario are in [`lab.json`](lab.json).\n");
+    let lines = lab_lines(all);
+    if !lines.is_empty() {
+        let mut block = String::new();
+        for (file, line) in &lines {
+            let _ = writeln!(block, "{file:<16} {line}");
+        }
+        let f = fence(&block);
+        let _ = write!(
+            md,
+            "\n## The dual-write lab's lines (SQLite + Redis)\n\n{f}\n{block}{f}\n"
+        );
+    }
+    md
 }
 
 /// Writes the report into `dir` (created if needed); with `lab`, report.md carries the lab's
@@ -301,80 +351,51 @@ pub fn write_report(
             source,
         })
     };
+    let inputs = &Inputs::new(traces);
     mkdir(dir)?;
     let mut written = Vec::new();
     let all: Vec<Scene> = scenes.scenes().collect();
     let all = all.as_slice();
     let json = serde_json::to_string_pretty(&lab_json(all, traces)).unwrap_or_default() + "\n";
-    write(&dir.join("lab.json"), json.as_bytes())?;
+    write(inputs, &dir.join("lab.json"), json.as_bytes())?;
     written.push(dir.join("lab.json"));
-    let names: Vec<String> = traces.iter().map(|p| p.display().to_string()).collect();
-    let mut md = format!(
-        "# Outbox trace report\n\nTrace: `{}`\n\n",
-        names.join("`, `")
-    );
-    md.push_str("| scenario | backend | protocol | verdict | counter | results | stream | publishes | redeliveries | suppressions | effects |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for s in all {
-        let f = s.figures;
-        let show = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
-        let verdict = if s.verdict.as_str() == "invalid" {
-            "**invalid**".to_string()
-        } else {
-            s.verdict.as_str().to_string()
-        };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {verdict} | {} | {} | {} | {} | {} | {} | {} |",
-            s.scenario,
-            s.backend,
-            s.protocol.unwrap_or("-"),
-            show(f.counter),
-            show(f.results),
-            show(f.stream_messages),
-            f.publish_attempts,
-            f.redeliveries,
-            f.suppressions,
-            f.effects,
-        );
-    }
-    md.push_str("\nThe figures per scenario are in [`lab.json`](lab.json).\n");
-    let lines = lab_lines(all);
-    if !lines.is_empty() {
-        md.push_str("\n## The dual-write lab's lines (SQLite + Redis)\n\n```\n");
-        for (file, line) in &lines {
-            let _ = writeln!(md, "{file:<16} {line}");
-        }
-        md.push_str("```\n");
-    }
+    let mut md = summary_md(all, traces);
     let eventful = page::eventful(scenes, page::EVENTFUL);
     let mut bounds = Vec::new();
     for ((scene, slug), tasks) in all.iter().zip(slugs(all)).zip(&eventful) {
         let sub = dir.join(&slug);
         mkdir(&sub)?;
-        let _ = writeln!(md, "\n## {}\n\n{}", scene.scenario, invariant_table(scene));
+        let _ = writeln!(
+            md,
+            "\n## {}\n\n{}",
+            markdown(scene.scenario),
+            invariant_table(scene)
+        );
         let b = boundaries::derive(scene);
         if let Some(&id) = tasks.first() {
-            let task = scene.names.name(id);
+            let task = markdown(scene.names.name(id));
             let c = chain::task_chain(*scene, id);
             let lay = layout::layout(&c);
             let svg = render::svg::to_svg(&render::chain_figure(&lay))?;
-            write(&sub.join("chain.svg"), svg.as_bytes())?;
+            write(inputs, &sub.join("chain.svg"), svg.as_bytes())?;
             let mmd = render::mermaid::chain_mermaid(&lay);
-            write(&sub.join("chain.mmd"), mmd.as_bytes())?;
+            write(inputs, &sub.join("chain.mmd"), mmd.as_bytes())?;
             written.extend([sub.join("chain.svg"), sub.join("chain.mmd")]);
+            let f = fence(&mmd);
             let _ = writeln!(
                 md,
-                "### Chain of {task} (the most eventful task)\n\n![chain of {task}]({slug}/chain.svg)\n\n```mermaid\n{mmd}```\n"
+                "### Chain of {task} (the most eventful task)\n\n![chain of {task}]({slug}/chain.svg)\n\n{f}mermaid\n{mmd}{f}\n"
             );
         }
         if b.task.is_some() {
             let svg = render::svg::to_svg(&render::boundaries::boundaries_figure(&b))?;
-            write(&sub.join("boundaries.svg"), svg.as_bytes())?;
+            write(inputs, &sub.join("boundaries.svg"), svg.as_bytes())?;
             written.push(sub.join("boundaries.svg"));
+            let text = render::boundaries::boundaries_text(&b);
+            let f = fence(&text);
             let _ = writeln!(
                 md,
-                "### Atomic boundaries\n\n![boundaries]({slug}/boundaries.svg)\n\n```\n{}```",
-                render::boundaries::boundaries_text(&b)
+                "### Atomic boundaries\n\n![boundaries]({slug}/boundaries.svg)\n\n{f}\n{text}{f}"
             );
         }
         bounds.push(b);
@@ -390,17 +411,17 @@ pub fn write_report(
     if lab {
         md.push_str("\n### Decision (to complete)\n\n_What retention for dedup keys, what atomic scope, and what limit of the shared counter you accept, and why, given the facts above._\n");
     }
-    write(&dir.join("report.md"), md.as_bytes())?;
+    write(inputs, &dir.join("report.md"), md.as_bytes())?;
     written.push(dir.join("report.md"));
     let page = page::build(scenes, traces, &eventful)?;
     // What the scenarios tried, fault by fault, where they recorded it.
     if !page.coverage.rows.is_empty() {
         let svg = crate::views::coverage::svg(&page.coverage);
-        write(&dir.join("coverage.svg"), svg.as_bytes())?;
+        write(inputs, &dir.join("coverage.svg"), svg.as_bytes())?;
         written.push(dir.join("coverage.svg"));
     }
     let html = super::html::to_html(&page)?;
-    write(&dir.join("report.html"), html.as_bytes())?;
+    write(inputs, &dir.join("report.html"), html.as_bytes())?;
     written.push(dir.join("report.html"));
     Ok(written)
 }
@@ -409,5 +430,5 @@ pub fn write_report(
 pub fn write_html(scenes: &Scenes, traces: &[PathBuf], path: &Path) -> Result<(), ReportError> {
     let eventful = page::eventful(scenes, page::EVENTFUL);
     let html = super::html::to_html(&page::build(scenes, traces, &eventful)?)?;
-    write(path, html.as_bytes())
+    write(&Inputs::new(traces), path, html.as_bytes())
 }

@@ -169,12 +169,9 @@ pub fn matrix(scenes: &Scenes, first_violation: &BTreeMap<usize, usize>) -> Matr
     }
 }
 
-/// Text safe in SVG.
+/// Text safe in SVG: the contract's one XML escaping.
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    outbox_trace::output::escape::xml(text)
 }
 
 /// The matrix as an SVG table: a row per target and step, a column per fault, each cell its word

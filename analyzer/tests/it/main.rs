@@ -16,6 +16,7 @@ mod examples;
 mod foreign_producers;
 mod golden;
 mod honest;
+mod hostile;
 mod html_report;
 mod intake;
 mod invariants;

@@ -271,9 +271,13 @@ pub enum ScenarioArg {
     One(ScenarioName),
 }
 
-/// `KEY=VALUE`, the key a plain environment variable name.
+/// `KEY=VALUE`, the key a plain environment variable name and not one of the recorder's own
+/// (`OUTBOX_RECORDER_*`, the mark its watchdog finds a run's processes by).
 fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
+        Some((k, _)) if k.starts_with(super::outputs::OWN_PREFIX) => Err(format!(
+            "`{k}` is the recorder's own variable (OUTBOX_RECORDER_*); remove it"
+        )),
         Some((_, v)) if v.contains('\0') => Err(format!("`{s}`: a value cannot hold a NUL byte")),
         Some((k, v))
             if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>

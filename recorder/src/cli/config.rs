@@ -57,6 +57,10 @@ pub enum ConfigError {
     /// A search that cannot be resumed, or a plan file that cannot be used.
     #[error("{0}")]
     Search(String),
+    /// An output that would destroy a file, or an environment that sets the recorder's own
+    /// variables.
+    #[error(transparent)]
+    Refused(#[from] super::outputs::Refused),
 }
 
 /// What `recorder run` will do: the recorder's own protocol, or a user's system.
@@ -116,6 +120,15 @@ impl ExploreConfig {
     /// Resolves `recorder explore`'s arguments.
     pub fn resolve(args: &ExploreArgs) -> Result<ExploreConfig, ConfigError> {
         let system = System::load(&args.system)?;
+        super::outputs::own_variables_refused(&system, &args.env)?;
+        super::outputs::outputs_apart(
+            &args.out,
+            &[
+                ("--json", args.json.as_deref()),
+                ("--junit", args.junit.as_deref()),
+            ],
+            &[&args.system],
+        )?;
         if args.jobs == 0 || args.jobs > 64 {
             return Err(ConfigError::Scenario(format!(
                 "--jobs {}: from 1 to 64 schedules at a time",
@@ -157,6 +170,7 @@ impl ExploreConfig {
 
 fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig, ConfigError> {
     let system = System::load(path)?;
+    super::outputs::own_variables_refused(&system, &args.env)?;
     let mut scenarios = Vec::new();
     let asked: Vec<&str> = if args.scenario.is_empty() && args.chaos.is_some() {
         // `--chaos` alone: one scenario whose faults are the seed's draw (and `--fault`s), as
@@ -197,6 +211,14 @@ fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig
             "--otlp must name another file than --out (the Parquet trace)",
         ));
     }
+    super::outputs::outputs_apart(
+        &args.out,
+        &[
+            ("--otlp", args.otlp.as_deref()),
+            ("--report", args.report.as_deref()),
+        ],
+        &[path],
+    )?;
     let tasks = match args.tasks {
         Some(n) => u32::try_from(n)
             .map_err(|_| ConfigError::Scenario(format!("--tasks {n} is too many")))?,
@@ -297,6 +319,15 @@ impl RunConfig {
                 "--otlp must name another file than --out (the Parquet trace)",
             ));
         }
+        let creds: Vec<&std::path::Path> = args.nats_creds.iter().map(PathBuf::as_path).collect();
+        super::outputs::outputs_apart(
+            &args.out,
+            &[
+                ("--otlp", args.otlp.as_deref()),
+                ("--report", args.report.as_deref()),
+            ],
+            &creds,
+        )?;
         if ![1, 3, 5].contains(&args.cluster) {
             return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
         }

@@ -6,4 +6,5 @@ pub mod args;
 pub mod config;
 pub mod exit;
 pub mod list;
+pub mod outputs;
 pub mod shard;

@@ -151,7 +151,10 @@ async fn run_on<B: Backend>(
             "127.0.0.1:{}",
             crate::process::port::free_port().unwrap_or(9)
         ),
-        db: env.workdir.join(format!("receiver-{name}.db")),
+        db: env.workdir.join(format!(
+            "receiver-{}.db",
+            outbox_trace::output::path_component(name)
+        )),
         slow_ms: 0,
     });
     let spec = |s: &Slot| {

@@ -3,7 +3,9 @@
 //! - [`check`]: `--out` is looked at before the run (a directory, a device, a place the recorder
 //!   cannot write in: refused at once);
 //! - [`OutLock`]: one recorder per `--out`, through `<out>.lock` held with `flock` (the kernel
-//!   lets go of it when its holder dies, so a stale lock is simply taken over);
+//!   lets go of it when its holder dies, so a stale lock is simply taken over); opened without
+//!   following a symlink, and refused when it is not a plain file of its own (a symlink or a hard
+//!   link planted there would have the recorder overwrite what it leads to);
 //! - [`persist_new`]: a file moved to the first free name of a series (`run.interrupted.parquet`,
 //!   `run.interrupted-2.parquet`, ...), never over an existing one;
 //! - [`OutputError::NoSpace`]: a full disk, named, with where the recorded rows were kept
@@ -14,6 +16,7 @@ use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -36,6 +39,10 @@ pub enum OutputError {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// `<out>.lock` is a symlink, or not a regular file with one name: the lock is not taken
+    /// through it.
+    #[error("{}: is not a plain lock file (a symlink, a link or not a file); remove it", .0.display())]
+    LockPlanted(PathBuf),
     /// Another recorder holds the lock on `--out`.
     #[error(
         "another recorder (pid {pid}) is writing {out}; wait for it to end or choose another --out"
@@ -129,13 +136,23 @@ impl OutLock {
             source,
         };
         loop {
-            let mut file = std::fs::OpenOptions::new()
+            let opened = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
-                .open(&path)
-                .map_err(io)?;
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(&path);
+            let mut file = match opened {
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err(OutputError::LockPlanted(path))
+                }
+                other => other.map_err(io)?,
+            };
+            let plain = file.metadata().map_err(io)?;
+            if !plain.is_file() || plain.nlink() > 1 {
+                return Err(OutputError::LockPlanted(path));
+            }
             // SAFETY: flock on a descriptor we own; it only takes or refuses an advisory lock.
             let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
             if r != 0 {
@@ -370,6 +387,27 @@ mod tests {
         let text = std::fs::read_to_string(sibling(&out, ".lock")).unwrap();
         assert_eq!(text.trim(), std::process::id().to_string());
         drop(taken);
+    }
+
+    #[test]
+    fn a_lock_is_never_taken_through_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run.parquet");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let lock = sibling(&out, ".lock");
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        assert!(matches!(
+            OutLock::take(&out),
+            Err(e @ OutputError::LockPlanted(_)) if e.is_refusal()
+        ));
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::hard_link(&victim, &lock).unwrap();
+        assert!(matches!(
+            OutLock::take(&out),
+            Err(OutputError::LockPlanted(_))
+        ));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod chaos;
 mod ci_recipe;
+mod clobber;
 mod common;
 mod conformance;
 mod coverage;

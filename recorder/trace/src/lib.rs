@@ -18,6 +18,7 @@ mod jsonl;
 mod kind;
 pub mod lab;
 pub mod otlp;
+pub mod output;
 mod partitioned;
 mod position;
 mod reader;

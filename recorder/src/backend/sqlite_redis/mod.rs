@@ -65,7 +65,10 @@ impl Backend for SqliteRedis {
                 "not a SQLite + Redis connection".into(),
             ));
         };
-        let db_path = db_dir.join(format!("{}.db", conn.namespace.scenario));
+        let db_path = db_dir.join(format!(
+            "{}.db",
+            outbox_trace::output::path_component(&conn.namespace.scenario)
+        ));
         let db = open_db(&db_path)?;
         let client =
             redis::Client::open(redis.secret_url()).map_err(|e| BackendError::Unreachable {

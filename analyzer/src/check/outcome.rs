@@ -172,6 +172,10 @@ impl RepliesLost {
             target: f.target.clone(),
             replies: Some(0),
         });
+        // A lost commit reply names the fault before a drop of replies does.
+        if f.fault == outbox_trace::FaultKind::LoseCommitReply {
+            into.fault = f.fault.clone();
+        }
         into.replies = into.replies.zip(replies).map(|(a, b)| a.saturating_add(b));
     }
 }

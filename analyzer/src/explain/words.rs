@@ -102,20 +102,16 @@ fn cut_short(no_run_end: bool) -> String {
     format!("{why}: the store was read while the scenario may still have been running")
 }
 
-/// Why the effects the store holds beyond the trace are the scenario's own fault's doing.
+/// Why the effects the store holds beyond the trace are the scenario's own fault's doing (the
+/// words `analyzer sql` writes too).
 fn replies_lost(lost: &crate::check::RepliesLost, short: &crate::check::Shortfall) -> String {
-    let (store, trace) = held_words(short.held);
-    let replies = lost
-        .replies
-        .map_or_else(|| "replies".to_string(), |n| format!("{n} replies"));
-    let on = lost
-        .target
-        .as_deref()
-        .map_or_else(String::new, |t| format!(" on {t}"));
+    let replies = lost.replies.map_or_else(
+        || "replies (not counted)".to_string(),
+        |n| format!("{n} reply(ies)"),
+    );
     format!(
-        "the store holds {} {store}, the trace {} {trace}; the scenario's own fault {}{on} lost \
-         {replies} to commits, and a retry that finds its commit and does not report it leaves \
-         one effect unreported each (report the commit your retry finds)",
+        "the store holds {} effects, the trace {}: the {} fault dropped {replies}, whose \
+         commits the trace may not show",
         short.store,
         short.trace,
         lost.fault.as_str(),

@@ -281,7 +281,7 @@ const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
         "reply-lost",
         "observed-agrees",
         Verdict::Unknown,
-        "own fault lose-commit-reply on postgres lost 1 replies to commits",
+        "the lose-commit-reply fault dropped 1 reply(ies), whose commits the trace may not show",
     ),
     ("reply-lost", "single-effect", Verdict::Pass, ""),
     (

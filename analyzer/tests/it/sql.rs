@@ -61,49 +61,6 @@ fn with_exit(mut v: Verdicts) -> Verdicts {
     v
 }
 
-/// `want` with the verdicts of the rules `check` gains alongside the SQL (`rules::expected`)
-/// for the trace named `name`, each scenario's verdict judged again from them.
-fn expect(name: &str, mut want: Verdicts) -> Verdicts {
-    let mut changed = false;
-    for (trace, inv, verdict, n, reason) in rules::expected() {
-        if trace != name {
-            continue;
-        }
-        for (key, value) in want.iter_mut() {
-            if key.2 == inv {
-                *value = (verdict.to_string(), n, reason.clone());
-                changed = true;
-            }
-        }
-    }
-    if !changed {
-        return want;
-    }
-    let scenarios: Vec<(String, String)> = want
-        .keys()
-        .filter(|k| k.2 == SCENARIO)
-        .map(|k| (k.0.clone(), k.1.clone()))
-        .collect();
-    for (run, scenario) in scenarios {
-        let verdicts: Vec<&str> = want
-            .iter()
-            .filter(|(k, _)| k.0 == run && k.1 == scenario && k.2 != SCENARIO)
-            .map(|(_, v)| v.0.as_str())
-            .collect();
-        let key = (run.clone(), scenario.clone(), SCENARIO.to_string());
-        let unfired = want[&key].1;
-        let verdict = if verdicts.contains(&"fail") {
-            "invalid"
-        } else if verdicts.contains(&"unknown") || unfired > 0 {
-            "unknown"
-        } else {
-            "valid"
-        };
-        want.get_mut(&key).unwrap().0 = verdict.into();
-    }
-    with_exit(want)
-}
-
 fn analyzer() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_analyzer"))
 }
@@ -560,8 +517,7 @@ fn agree(engine: &str, paths: &[PathBuf]) -> BTreeMap<String, Verdicts> {
     let got = on_engine(engine, paths);
     let mut wrong = Vec::new();
     for path in paths {
-        let name = path.file_stem().unwrap().to_string_lossy();
-        let want = expect(&name, native(path));
+        let want = native(path);
         let have = got.get(path.to_str().unwrap()).cloned().unwrap_or_default();
         assert!(!want.is_empty(), "{}: no verdicts", path.display());
         for key in want.keys().chain(have.keys()) {

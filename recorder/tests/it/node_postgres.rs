@@ -394,7 +394,10 @@ fn a_lost_commit_reply_the_worker_does_not_report_is_unknown_naming_the_fault() 
         .unwrap();
     assert_eq!(observed.verdict, Verdict::Unknown);
     let reason = outbox_analyzer::explain::reason(observed.reason.as_ref().unwrap());
-    assert!(reason.contains("own fault lose-commit-reply"), "{reason}");
+    assert!(
+        reason.contains("the lose-commit-reply fault dropped"),
+        "{reason}"
+    );
 }
 
 /// A `lose` fault counts when it lost a reply, not when its step came: the workers publish

@@ -88,7 +88,8 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     timeline.mark("services stopped");
     // What the scenario's processes left behind (daemons included) goes with them.
     let swept = crate::process::reaper::sweep(Some(&stage.dir.display().to_string())).await;
-    if swept > 0 {
+    // A scenario that could not run says so in one line; what it had started is its own.
+    if swept > 0 && could_not.is_none() {
         eprintln!(
             "recorder: scenario {}: stopped {swept} process(es) its processes had left running",
             stage.name

@@ -224,27 +224,8 @@ impl<'c> Explore<'c> {
             Some(from) => Some(self.judged(run, from, &name).await?),
             None => None,
         };
-        let counts: Vec<FaultTried> = faults
-            .iter()
-            .map(|f| {
-                let spec = f.to_string();
-                outcome
-                    .tried
-                    .iter()
-                    .find(|t| t.spec == spec)
-                    .cloned()
-                    .unwrap_or_else(|| FaultTried {
-                        spec,
-                        why: Some("the scenario recorded no count of it".into()),
-                        ..FaultTried::default()
-                    })
-            })
-            .collect();
-        let least = counts
-            .iter()
-            .min_by_key(|t| t.fired)
-            .cloned()
-            .unwrap_or_default();
+        let (counts, least) =
+            super::searched::least_fired(faults.iter().map(ToString::to_string), &outcome.tried);
         Ok(Tried {
             scenario: name,
             spec: counts

@@ -193,26 +193,7 @@ fn same_search<'a>(
 
 /// A complete schedule as the table shows it: its faults' counts as its `run_end` gave them.
 fn done(start: &RunStart, end: &RunEnd) -> Done {
-    let counts: Vec<FaultTried> = start
-        .searched
-        .iter()
-        .map(|spec| {
-            end.faults
-                .iter()
-                .find(|t| &t.spec == spec)
-                .cloned()
-                .unwrap_or_else(|| FaultTried {
-                    spec: spec.clone(),
-                    why: Some("the scenario recorded no count of it".into()),
-                    ..FaultTried::default()
-                })
-        })
-        .collect();
-    let least = counts
-        .iter()
-        .min_by_key(|t| t.fired)
-        .cloned()
-        .unwrap_or_default();
+    let (_, least) = super::searched::least_fired(start.searched.iter().cloned(), &end.faults);
     Done {
         spec: start.searched.join(" + "),
         fault: least,

@@ -225,7 +225,7 @@ impl<'c> Explore<'c> {
             None => None,
         };
         let (counts, least) =
-            super::searched::least_fired(faults.iter().map(ToString::to_string), &outcome.tried);
+            super::resume::least_fired(faults.iter().map(ToString::to_string), &outcome.tried);
         Ok(Tried {
             scenario: name,
             spec: counts

@@ -191,9 +191,40 @@ fn same_search<'a>(
     }
 }
 
+/// The count of each of a schedule's faults `specs` in what its scenario recorded (`tried`),
+/// and the one that fired least, which stands for the schedule.
+pub fn least_fired(
+    specs: impl IntoIterator<Item = String>,
+    tried: &[outbox_trace::detail::FaultTried],
+) -> (
+    Vec<outbox_trace::detail::FaultTried>,
+    outbox_trace::detail::FaultTried,
+) {
+    let counts: Vec<_> = specs
+        .into_iter()
+        .map(|spec| {
+            tried
+                .iter()
+                .find(|t| t.spec == spec)
+                .cloned()
+                .unwrap_or_else(|| outbox_trace::detail::FaultTried {
+                    spec,
+                    why: Some("the scenario recorded no count of it".into()),
+                    ..Default::default()
+                })
+        })
+        .collect();
+    let least = counts
+        .iter()
+        .min_by_key(|t| t.fired)
+        .cloned()
+        .unwrap_or_default();
+    (counts, least)
+}
+
 /// A complete schedule as the table shows it: its faults' counts as its `run_end` gave them.
 fn done(start: &RunStart, end: &RunEnd) -> Done {
-    let (_, least) = super::searched::least_fired(start.searched.iter().cloned(), &end.faults);
+    let (_, least) = least_fired(start.searched.iter().cloned(), &end.faults);
     Done {
         spec: start.searched.join(" + "),
         fault: least,

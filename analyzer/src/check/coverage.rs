@@ -64,6 +64,10 @@ pub struct Coverage {
     pub faults: Vec<Tried>,
     /// The search it belongs to, if any.
     pub search: Option<SearchOf>,
+    /// The scenario this one tried again, which could not run (`run_start.detail.retry_of`).
+    pub retry_of: Option<String>,
+    /// Whether it could not run (`run_end.detail.reason`).
+    pub could_not_run: bool,
 }
 
 impl Coverage {
@@ -77,9 +81,11 @@ impl Coverage {
                 schedules: m.schedules,
             })
         });
+        let retry_of = start.and_then(|s| s.retry_of.clone());
         let Some(end) = end else {
             return Coverage {
                 search,
+                retry_of,
                 ..Coverage::default()
             };
         };
@@ -102,7 +108,12 @@ impl Coverage {
                 why: f.why.clone(),
             })
             .collect();
-        Coverage { faults, search }
+        Coverage {
+            faults,
+            search,
+            retry_of,
+            could_not_run: end.could_not_run(),
+        }
     }
 
     /// The named faults that never fired: each leaves the scenario `unknown`.

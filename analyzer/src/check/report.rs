@@ -56,6 +56,9 @@ pub struct ScenarioReport {
     /// The combined verdict of [`ScenarioReport::outcomes`], `unknown` rather than valid where
     /// a named fault never fired.
     pub verdict: RunVerdict,
+    /// The scenario of the same run that tried this one again, which could not run: that one
+    /// stands for it in the combined verdict.
+    pub retried_as: Option<String>,
 }
 
 impl ScenarioReport {
@@ -72,6 +75,7 @@ impl ScenarioReport {
             figures,
             coverage,
             verdict: RunVerdict::Valid,
+            retried_as: None,
         };
         report.verdict = report.judged();
         report
@@ -134,22 +138,52 @@ impl Report {
         self.verdict = Self::combined(&self.scenarios);
     }
 
-    /// The combined verdict of scenarios; nothing to check is not a pass.
+    /// The combined verdict of scenarios, those tried again left out; nothing to check is not a
+    /// pass.
     fn combined(scenarios: &[ScenarioReport]) -> RunVerdict {
         scenarios
             .iter()
+            .filter(|s| s.retried_as.is_none())
             .map(|s| s.verdict)
             .max()
             .unwrap_or(RunVerdict::Unknown)
     }
 
     /// The report on `scenarios` of `loaded`; nothing to check is not a pass.
-    pub(crate) fn of(loaded: Loaded, scenarios: Vec<ScenarioReport>) -> Self {
+    pub(crate) fn of(loaded: Loaded, mut scenarios: Vec<ScenarioReport>) -> Self {
+        link_retries(&loaded, &mut scenarios);
         let verdict = Self::combined(&scenarios);
         Report {
             loaded,
             scenarios,
             verdict,
         }
+    }
+}
+
+/// Marks each scenario that could not run and that a scenario of the same run tried again
+/// (`run_start.detail.retry_of`) with the name of that one.
+fn link_retries(loaded: &Loaded, scenarios: &mut [ScenarioReport]) {
+    let names = &loaded.names;
+    let key = |s: &ScenarioReport| {
+        let h = &loaded.histories[s.history];
+        (
+            names.name(h.run_id).to_string(),
+            names.name(h.scenario).to_string(),
+        )
+    };
+    let retries: std::collections::HashMap<(String, String), String> = scenarios
+        .iter()
+        .filter_map(|s| {
+            let of = s.coverage.retry_of.clone()?;
+            let (run, name) = key(s);
+            Some(((run, of), name))
+        })
+        .collect();
+    if retries.is_empty() {
+        return;
+    }
+    for s in scenarios.iter_mut().filter(|s| s.coverage.could_not_run) {
+        s.retried_as = retries.get(&key(s)).cloned();
     }
 }

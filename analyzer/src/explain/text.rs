@@ -31,15 +31,21 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         scenario(report, s, out)?;
     }
     writeln!(out)?;
-    let count = |v| report.scenarios.iter().filter(|s| s.verdict == v).count();
+    let judged = || report.scenarios.iter().filter(|s| s.retried_as.is_none());
+    let count = |v| judged().filter(|s| s.verdict == v).count();
+    let retried = report.scenarios.len() - judged().count();
     writeln!(
         out,
-        "verdict: {} ({} scenario(s): {} valid, {} invalid, {} unknown)",
+        "verdict: {} ({} scenario(s): {} valid, {} invalid, {} unknown{})",
         report.verdict.as_str(),
         report.scenarios.len(),
         count(RunVerdict::Valid),
         count(RunVerdict::Invalid),
-        count(RunVerdict::Unknown)
+        count(RunVerdict::Unknown),
+        match retried {
+            0 => String::new(),
+            n => format!(", {n} could not run and were tried again"),
+        }
     )?;
     let outcomes: Vec<&Outcome> = report.scenarios.iter().flat_map(|s| &s.outcomes).collect();
     let add = explain::words::what_to_add(&outcomes);
@@ -67,6 +73,11 @@ fn scenario(report: &Report, s: &ScenarioReport, out: &mut dyn Write) -> io::Res
         s.verdict.as_str()
     )?;
     for note in explain::scenario_notes(h, names) {
+        writeln!(out, "  note: {}", shown(&note))?;
+    }
+    if let Some(again) = &s.retried_as {
+        let note =
+            format!("could not run; tried again as {again}, which stands for it in the verdict");
         writeln!(out, "  note: {}", shown(&note))?;
     }
     for o in &s.outcomes {

@@ -123,3 +123,64 @@ fn a_trace_without_the_list_and_a_named_fault_that_fired_are_judged_as_before() 
     );
     assert_eq!(check(&fired).verdict, RunVerdict::Valid);
 }
+
+/// A scenario `s` that could not run, then the valid lab scenario as `s-retry`, whose
+/// `run_start` says it tries `s` again when `retry_of` is given.
+fn could_not_run_then(retry_of: Option<&str>, reason: &str) -> Vec<Event> {
+    let named = |kind, detail: &str| {
+        let mut e = ev(kind, "recorder").detail(detail);
+        e.scenario = "s".into();
+        e
+    };
+    let end = serde_json::json!({"recovered": false, "reason": reason});
+    let mut events = vec![
+        named(Kind::RunStart, r#"{"tasks":3}"#),
+        named(Kind::RunEnd, &end.to_string()),
+    ];
+    let mut again = lab();
+    let start = match retry_of {
+        Some(of) => serde_json::json!({"tasks": 3, "retry_of": of}),
+        None => serde_json::json!({"tasks": 3}),
+    };
+    again[0] = ev(Kind::RunStart, "recorder").detail(&start.to_string());
+    for e in &mut again {
+        e.scenario = "s-retry".into();
+    }
+    events.extend(again);
+    events
+}
+
+#[test]
+fn a_scenario_that_could_not_run_and_was_tried_again_is_left_out_of_the_verdict() {
+    let reason = "could not run: no task reached the service within 10s";
+    let report = check(&could_not_run_then(Some("s"), reason));
+    assert_eq!(report.verdict, RunVerdict::Valid);
+    assert_eq!(report.scenarios[0].verdict, RunVerdict::Unknown);
+    assert_eq!(report.scenarios[0].retried_as.as_deref(), Some("s-retry"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "t.parquet",
+        &could_not_run_then(Some("s"), reason),
+    );
+    let out = Command::cargo_bin("analyzer")
+        .unwrap()
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("note: could not run; tried again as s-retry")
+            && text.contains("1 valid, 0 invalid, 0 unknown, 1 could not run and were tried again"),
+        "{text}"
+    );
+
+    // Not tried again, or "tried again" after a scenario that did run: it counts.
+    let report = check(&could_not_run_then(None, reason));
+    assert_eq!(report.verdict, RunVerdict::Unknown);
+    let report = check(&could_not_run_then(Some("s"), "deadline"));
+    assert_eq!(report.verdict, RunVerdict::Unknown);
+    assert!(report.scenarios[0].retried_as.is_none());
+}

@@ -35,7 +35,9 @@ use crate::fault::spec::{Nemesis, WireFault};
 use crate::journal::writer::{parts_dir, segment_path};
 use crate::system::config::SystemConfig;
 use crate::system::proxy::wire::Wire;
-use crate::system::scenario::{run_or_not, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS};
+use crate::system::scenario::{
+    run_or_not, KeptServices, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS,
+};
 use crate::system::tasks::UNREACHABLE_FOR;
 use outbox_analyzer::check::RunVerdict;
 
@@ -105,6 +107,8 @@ pub struct Explore<'c> {
     mark: SearchMark,
     /// What an earlier run of the search completed (`--resume`).
     earlier: Earlier,
+    /// With `[reset]`: the services kept between schedules, one set per job slot.
+    kept: Option<KeptServices>,
 }
 
 impl<'c> Explore<'c> {
@@ -136,6 +140,12 @@ impl<'c> Explore<'c> {
             planned: None,
             mark: SearchMark::default(),
             earlier: Earlier::default(),
+            kept: config
+                .system
+                .file
+                .reset
+                .is_some()
+                .then(KeptServices::default),
         }
     }
 
@@ -294,6 +304,7 @@ impl<'c> Explore<'c> {
             restarts_left,
             shown: &self.shown,
             search: Some(&self.mark),
+            kept: self.kept.as_ref(),
         }
     }
 
@@ -500,6 +511,12 @@ impl Subject for Explore<'_> {
         }
         let outcome = self.calm_run(run).await?;
         self.calm_kept(outcome)
+    }
+
+    async fn close(&mut self) {
+        if let Some(kept) = &self.kept {
+            kept.stop().await;
+        }
     }
 }
 

@@ -129,12 +129,8 @@ pub fn load(path: &Path, mark: &SearchMark, calm: &str) -> Result<Earlier, Resum
         };
         let name = key.1;
         // A schedule that was interrupted, or could not run, is run again.
-        let could_not_run = end
-            .reason
-            .as_deref()
-            .is_some_and(|r| r.starts_with(crate::system::scenario::COULD_NOT_RUN));
         if end.interrupted()
-            || could_not_run
+            || end.could_not_run()
             || earlier.done.contains_key(&name)
             || (name == calm && earlier.calm.is_some())
         {

@@ -1,5 +1,6 @@
 //! A team's own system as a recording's [`Subject`] (`recorder run --system FILE`): every
-//! scenario in a fresh directory with fresh services, its processes restarted at most
+//! scenario in a fresh directory with fresh services (or, with `[reset]`, the services kept from
+//! the scenario before, reset), its processes restarted at most
 //! [`OWN_EXIT_RESTARTS`] times a run when they exit on their own, and what the scenario could not
 //! map or read back said on a line of its own.
 
@@ -12,13 +13,15 @@ use super::recording::{Opened, Run, Subject};
 use crate::cli::exit::Failure;
 use crate::fault::coverage::Origin;
 use crate::system::config::SystemConfig;
-use crate::system::scenario::{run_scenario, SystemEnv, OWN_EXIT_RESTARTS};
+use crate::system::scenario::{run_scenario, KeptServices, SystemEnv, OWN_EXIT_RESTARTS};
 
 /// A team's system, for one recording.
 pub struct TeamSystem<'c> {
     config: &'c SystemConfig,
     restarts_left: AtomicU32,
     shown: serde_json::Value,
+    /// With `[reset]`: the services kept from one scenario to the next.
+    kept: Option<KeptServices>,
 }
 
 impl<'c> TeamSystem<'c> {
@@ -28,6 +31,12 @@ impl<'c> TeamSystem<'c> {
             config,
             restarts_left: AtomicU32::new(OWN_EXIT_RESTARTS),
             shown: config.shown(),
+            kept: config
+                .system
+                .file
+                .reset
+                .is_some()
+                .then(KeptServices::default),
         }
     }
 }
@@ -78,8 +87,9 @@ impl Subject for TeamSystem<'_> {
             restarts_left: &self.restarts_left,
             shown: &self.shown,
             search: None,
+            kept: self.kept.as_ref(),
         };
-        let outcome = match run_scenario(&env, name, faults, Origin::Named).await {
+        let outcome = match run_scenario(&env, name, None, faults, Origin::Named).await {
             Ok(outcome) => outcome,
             Err(e) => {
                 // A scenario cut short leaves nothing running either.
@@ -117,5 +127,11 @@ impl Subject for TeamSystem<'_> {
             eprintln!("recorder: scenario {name}: no observed row: {why}");
         }
         Ok(outcome.recovered)
+    }
+
+    async fn close(&mut self) {
+        if let Some(kept) = &self.kept {
+            kept.stop().await;
+        }
     }
 }

@@ -196,6 +196,7 @@ impl System {
         }
         for (place, spec) in [
             ("setup", &file.setup),
+            ("reset", &file.reset),
             ("quiet", &file.quiet),
             ("observe", &file.observe),
         ] {

@@ -27,6 +27,38 @@ pub enum ServiceFailure {
     },
 }
 
+/// How a service's readiness is asked: its `ready` command, or a TCP connection to its port.
+struct Probe {
+    argv: Option<Vec<String>>,
+    port: u16,
+    env: Vec<(String, String)>,
+    cwd: PathBuf,
+    log: PathBuf,
+    what: String,
+}
+
+impl Probe {
+    async fn ask(&self) -> Result<bool, SpawnError> {
+        match &self.argv {
+            None => Ok(tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .is_ok()),
+            Some(argv) => {
+                let mut check = Child::spawn(Launch {
+                    what: self.what.clone(),
+                    argv,
+                    env: &self.env,
+                    cwd: &self.cwd,
+                    log: self.log.clone(),
+                    stdin: false,
+                    watch_stdout: None,
+                })?;
+                Ok(check.wait().await == 0)
+            }
+        }
+    }
+}
+
 /// One service of a system.
 pub struct Service {
     name: String,
@@ -93,55 +125,52 @@ impl Service {
     }
 
     async fn launch(&mut self) -> Result<(), ServiceFailure> {
+        let probe = self.probe();
         let Some(server) = self.server.as_mut() else {
             return Ok(());
         };
-        let (port, name) = (self.port, self.name.clone());
-        let probe = match &self.spec.ready {
-            Ready::Tcp => None,
-            Ready::Command(c) => Some(c.iter().map(|t| t.expand(&self.values)).collect::<Vec<_>>()),
+        let started = server.start(self.spec.ready_timeout, || probe.ask()).await;
+        started.map_err(|e| self.failure(e))
+    }
+
+    /// Whether a service that was started still runs and passes its ready check (asked until
+    /// its `ready_timeout`): a service kept between scenarios is checked before each one.
+    pub async fn still_ready(&mut self) -> Result<(), ServiceFailure> {
+        let probe = self.probe();
+        let Some(server) = self.server.as_mut() else {
+            return Err(self.failure(NotReady::Exited {
+                status: -1,
+                last: "not started".into(),
+            }));
         };
-        let (env, cwd, log) = (
-            self.env.clone(),
-            self.cwd.clone(),
-            self.dir.with_extension("ready.log"),
-        );
-        let ready = || {
-            let (probe, env, cwd, log, what) = (
-                probe.clone(),
-                env.clone(),
-                cwd.clone(),
-                log.clone(),
-                format!("service {name} ready check"),
-            );
-            async move {
-                match probe {
-                    None => Ok(tokio::net::TcpStream::connect(("127.0.0.1", port))
-                        .await
-                        .is_ok()),
-                    Some(argv) => {
-                        let mut check = Child::spawn(Launch {
-                            what,
-                            argv: &argv,
-                            env: &env,
-                            cwd: &cwd,
-                            log,
-                            stdin: false,
-                            watch_stdout: None,
-                        })?;
-                        Ok(check.wait().await == 0)
-                    }
-                }
-            }
-        };
-        let started = server.start(self.spec.ready_timeout, ready).await;
-        started.map_err(|e| match e {
+        let ready = server
+            .wait_ready(self.spec.ready_timeout, || probe.ask())
+            .await;
+        ready.map_err(|e| self.failure(e))
+    }
+
+    fn failure(&self, e: NotReady) -> ServiceFailure {
+        match e {
             NotReady::Spawn(e) => ServiceFailure::Spawn(e),
             e => ServiceFailure::NotReady {
                 name: self.name.clone(),
                 why: e.to_string(),
             },
-        })
+        }
+    }
+
+    fn probe(&self) -> Probe {
+        Probe {
+            argv: match &self.spec.ready {
+                Ready::Tcp => None,
+                Ready::Command(c) => Some(c.iter().map(|t| t.expand(&self.values)).collect()),
+            },
+            port: self.port,
+            env: self.env.clone(),
+            cwd: self.cwd.clone(),
+            log: self.dir.with_extension("ready.log"),
+            what: format!("service {} ready check", self.name),
+        }
     }
 
     /// SIGKILL and start again on the same directory and port.

@@ -32,6 +32,11 @@ pub struct SystemFile {
     /// Run once, after the services are ready, before any role starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<CommandSpec>,
+    /// Returns the stores to their state right after `setup` (truncate, purge): with it,
+    /// `explore` keeps each job slot's services between schedules and runs `reset`, then
+    /// `setup`, before each one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset: Option<CommandSpec>,
     /// The roles: each instance is one OS process.
     pub roles: BTreeMap<String, RoleSpec>,
     /// How tasks are made and sent.

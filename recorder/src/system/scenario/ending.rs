@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commands::{run_command, CommandError};
+use super::kept::{self, ServiceSet};
 use super::shared::{run_err, ScenarioOutcome, SystemError, Timeline, GRACE};
 use super::stage::Stage;
 use crate::fault::apply::continue_group;
@@ -20,7 +21,6 @@ use crate::fault::coverage::Origin;
 use crate::journal::author::Author;
 use crate::process::child::Status;
 use crate::system::receiver::Intake;
-use crate::system::services::Service;
 use crate::system::tasks::Delivered;
 
 /// How long `observe` may take once the run was interrupted.
@@ -29,7 +29,7 @@ const OBSERVE_AFTER_SIGNAL: Duration = Duration::from_secs(5);
 /// What the end of a scenario takes over from its run.
 pub(super) struct Ending<'a, 'e> {
     pub stage: Stage<'a, 'e>,
-    pub services: Vec<(String, Service)>,
+    pub services: ServiceSet,
     pub intake: mpsc::Receiver<Intake>,
     pub exits: mpsc::UnboundedReceiver<(String, u32, Status)>,
     pub started: Instant,
@@ -43,7 +43,7 @@ pub(super) struct Ending<'a, 'e> {
 pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, SystemError> {
     let Ending {
         mut stage,
-        mut services,
+        services,
         mut intake,
         exits,
         started,
@@ -77,15 +77,15 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         stop_processes(&mut stage, &mut intake).await?;
         timeline.mark("processes stopped");
     }
-    // A paused service heeds no SIGTERM until it is continued.
-    for (_, service) in &services {
+    // A paused service heeds no SIGTERM until it is continued (nor a kept one a reset).
+    for (_, service) in &services.services {
         if let Some(group) = service.group() {
             continue_group(group);
         }
     }
-    // The services stop together, each waited for only until it is gone.
-    futures::future::join_all(services.iter_mut().map(|(_, s)| s.stop(GRACE))).await;
-    timeline.mark("services stopped");
+    // The services stop together, each waited for only until it is gone; kept ones stay up.
+    kept::release(env, services, could_not.is_none()).await;
+    timeline.mark("services stopped or kept");
     // What the scenario's processes left behind (daemons included) goes with them.
     let swept = crate::process::reaper::sweep(Some(&stage.dir.display().to_string())).await;
     // A scenario that could not run says so in one line; what it had started is its own.

@@ -10,19 +10,22 @@
 //! [`run`] drives it; [`stage`] keeps the processes' lives (spawning, killing, restarting);
 //! [`intake`] takes the exported spans in and sets off the step-following faults; [`faults`]
 //! carries out pauses and timed faults; [`ending`] reads the stores back, stops everything and
-//! writes `run_end`; [`commands`] runs setup, quiet and observe; [`retry`] tries a scenario that could not start
-//! once more; [`shared`] is what they all
-//! share: the run's environment, the outcome, the errors and the timings.
+//! writes `run_end`; [`commands`] runs setup, reset, quiet and observe; [`retry`] tries a scenario
+//! that could not start once more; [`kept`] holds a scenario's services as one set and keeps sets
+//! between scenarios (`[reset]`); [`shared`] is what they all share: the run's environment, the
+//! outcome, the errors and the timings.
 
 mod commands;
 mod ending;
 mod faults;
 mod intake;
+mod kept;
 mod retry;
 mod run;
 mod shared;
 mod stage;
 
+pub use kept::KeptServices;
 pub use retry::run_or_not;
 pub use run::{closed_early, run_scenario};
 pub use shared::{

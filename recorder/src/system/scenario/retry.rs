@@ -28,7 +28,9 @@ pub async fn run_or_not(
     for tried in 1..=TRIES {
         let last = tried == TRIES || env.shutdown.is_cancelled();
         let started = Instant::now();
-        let why = match run_scenario(env, &scenario, faults, origin).await {
+        // A first try that wrote rows keeps them under its name; the next one says which it retries.
+        let retry_of = (scenario != name).then_some(name);
+        let why = match run_scenario(env, &scenario, retry_of, faults, origin).await {
             Ok(outcome) => match &outcome.could_not_run {
                 Some(why) if !last => {
                     let why = why.clone();
@@ -39,7 +41,7 @@ pub async fn run_or_not(
             },
             Err(SystemError::Unavailable(why)) if last => {
                 let reason = format!("{COULD_NOT_RUN}: {why}");
-                let mut outcome = closed_early(env, &scenario, started, &reason).await?;
+                let mut outcome = closed_early(env, &scenario, retry_of, started, &reason).await?;
                 outcome.could_not_run = Some(why);
                 return Ok((scenario, outcome));
             }

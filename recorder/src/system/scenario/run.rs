@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch};
 use super::commands::{base_env, run_command, CommandError};
 use super::ending::{end, Ending};
 use super::faults::SystemTargets;
+use super::kept::{self, ServiceSet};
 use super::shared::{
     run_err, scenario_dir, ScenarioOutcome, SystemEnv, SystemError, Timeline, QUIET_AT_LEAST,
     QUIET_EVERY, SPAN_SILENCE,
@@ -31,15 +32,15 @@ use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::Delivery;
 use crate::system::proxy::Proxy;
 use crate::system::receiver::{Intake, OtlpReceiver};
-use crate::system::services::Service;
 use crate::system::shape::ShapeLearner;
 use crate::system::tasks::{make_tasks, Courier, Delivered};
 use crate::system::template::Values;
 
-/// Runs one scenario.
+/// Runs one scenario; `retry_of` names the scenario it tries again, which could not run.
 pub async fn run_scenario(
     env: &SystemEnv<'_>,
     name: &str,
+    retry_of: Option<&str>,
     faults: &[Nemesis],
     origin: Origin,
 ) -> Result<ScenarioOutcome, SystemError> {
@@ -51,63 +52,40 @@ pub async fn run_scenario(
     std::fs::create_dir_all(dir.join("logs")).map_err(run_err)?;
 
     // Ports and placeholder values.
-    let mut services: Vec<(String, Service)> = Vec::new();
-    for (sname, spec) in &system.file.services {
-        services.push((
-            sname.clone(),
-            Service::plan(sname, spec, &dir).map_err(run_err)?,
-        ));
-    }
-    let mut values = Values::from([("dir".to_string(), dir.display().to_string())]);
-    for (sname, s) in &services {
-        values.insert(format!("services.{sname}.port"), s.port.to_string());
-        values.insert(format!("services.{sname}.real_port"), s.port.to_string());
-        values.insert(format!("services.{sname}.dir"), s.dir.display().to_string());
-    }
+    let mut set = kept::acquire(env, &dir).map_err(run_err)?;
     let mut ports = BTreeMap::new();
     // Held until the scenario ends: no other recorder is handed these ports meanwhile.
     let mut reserved = Vec::new();
     for (role, actor) in system.all_actors() {
         if system.file.roles[&role].port {
             let held = reserve().map_err(run_err)?;
-            let port = held.port();
+            ports.insert(actor, held.port());
             reserved.push(held);
-            if actor == role {
-                values.insert(format!("roles.{role}.port"), port.to_string());
-            }
-            ports.insert(actor, port);
         }
     }
-    let mut base = base_env(system, &values, env.extra_env);
-    // What this scenario starts carries its mark: its end sweeps its own strays only.
-    base.push((SCENARIO_MARK.to_string(), dir.display().to_string()));
-
     // Services, then setup, within the deadline and never past a signal. A run interrupted
     // here still closes its scenario (run_start, then run_end saying why), so the trace keeps
     // what happened.
-    match prepare(
-        env,
-        &mut services,
-        &values,
-        &base,
-        &dir,
-        deadline,
-        &timeline,
-    )
-    .await
-    {
-        Err(SystemError::Interrupted) => {
-            let reason = outbox_trace::detail::INTERRUPTED;
-            return closed_early(env, name, started, reason).await;
+    let (values, base) = match prepare(env, &mut set, &ports, &dir, deadline, &timeline).await {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            kept::release(env, set, false).await;
+            return match e {
+                SystemError::Interrupted => {
+                    let reason = outbox_trace::detail::INTERRUPTED;
+                    closed_early(env, name, retry_of, started, reason).await
+                }
+                e => Err(e),
+            };
         }
-        prepared => prepared?,
-    }
+    };
     timeline.mark("setup done");
+    let mut services = set;
 
     // Every process reaches every service through a proxy of its own (wire faults).
     let mut proxies = BTreeMap::new();
     for (_, actor) in system.all_actors() {
-        for (sname, service) in &services {
+        for (sname, service) in &services.services {
             let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], service.port));
             let wire = system.file.services[sname].wire;
             let proxy = Proxy::start(upstream, wire).await.map_err(run_err)?;
@@ -194,6 +172,7 @@ pub async fn run_scenario(
             .as_ref()
             .and_then(|c| serde_json::to_value(c).ok()),
         search: env.search.cloned(),
+        retry_of: retry_of.map(str::to_string),
         ..detail::RunStart::default()
     };
     stage.own(Author::Recorder, Step::RunStart(start)).await?;
@@ -259,13 +238,14 @@ pub async fn run_scenario(
             let present = match (fault.target(), fault.service()) {
                 (Some(target), _) => stage.lives.contains_key(target),
                 (None, Some(service)) => services
+                    .services
                     .iter()
                     .any(|(n, s)| n == service && s.group().is_some()),
                 (None, None) => false,
             };
             let mut targets = SystemTargets {
                 stage: &mut stage,
-                services: &mut services,
+                services: &mut services.services,
                 intake: &mut intake,
             };
             apply(&mut targets, &fault).await?;
@@ -277,7 +257,7 @@ pub async fn run_scenario(
         for (_, fault) in extract_due(&mut later, now) {
             let mut targets = SystemTargets {
                 stage: &mut stage,
-                services: &mut services,
+                services: &mut services.services,
                 intake: &mut intake,
             };
             carry_out(&mut targets, &fault).await?;
@@ -338,7 +318,7 @@ pub async fn run_scenario(
                         _ => {
                             let mut targets = SystemTargets {
                                 stage: &mut stage,
-                                services: &mut services,
+                                services: &mut services.services,
                                 intake: &mut intake,
                             };
                             carry_out(&mut targets, &fault).await?;
@@ -412,25 +392,50 @@ async fn sleep_until_or_forever(at: Option<Instant>) {
     }
 }
 
-/// Starts the services and runs `setup`, within the deadline and never past a signal.
+/// The scenario's placeholder values: its directory, its services' and its roles' ports.
+fn values_of(
+    dir: &std::path::Path,
+    set: &ServiceSet,
+    ports: &BTreeMap<String, u16>,
+    env: &SystemEnv<'_>,
+) -> Values {
+    let mut values = Values::from([("dir".to_string(), dir.display().to_string())]);
+    set.placeholders(&mut values);
+    for (role, actor) in env.system.all_actors() {
+        if let (true, Some(port)) = (actor == role, ports.get(&actor)) {
+            values.insert(format!("roles.{role}.port"), port.to_string());
+        }
+    }
+    values
+}
+
+/// Makes the services ready (a kept set reset, or renewed if it cannot be; a set not started,
+/// started) and runs `setup`, within the deadline and never past a signal. Returns the
+/// scenario's placeholder values and the environment every command of it starts from.
 async fn prepare(
     env: &SystemEnv<'_>,
-    services: &mut [(String, Service)],
-    values: &Values,
-    base: &[(String, String)],
+    set: &mut ServiceSet,
+    ports: &BTreeMap<String, u16>,
     dir: &std::path::Path,
     deadline: Instant,
     timeline: &Timeline,
-) -> Result<(), SystemError> {
+) -> Result<(Values, Vec<(String, String)>), SystemError> {
     let system = env.system;
-    // The services start together; each is waited for until its ready check passes.
-    let starts = futures::future::try_join_all(
-        services
-            .iter_mut()
-            .map(|(_, service)| service.start(values, base, &system.root)),
-    );
-    tokio::select! {
-        started = starts => { started?; }
+    let ready = async {
+        loop {
+            let values = values_of(dir, set, ports, env);
+            let mut base = base_env(system, &values, env.extra_env);
+            // What this scenario starts carries its mark: its end sweeps its own strays only.
+            base.push((SCENARIO_MARK.to_string(), dir.display().to_string()));
+            if kept::reuse(env, set, &values, &base, &dir.join("logs")).await? {
+                continue;
+            }
+            set.start(&values, &base, &system.root).await?;
+            return Ok::<_, SystemError>((values, base));
+        }
+    };
+    let (values, base) = tokio::select! {
+        ready = ready => ready?,
         _ = env.shutdown.cancelled() => return Err(SystemError::Interrupted),
         _ = tokio::time::sleep_until(deadline.into()) => {
             return Err(SystemError::Unavailable(format!(
@@ -438,14 +443,14 @@ async fn prepare(
                 env.deadline.as_secs_f64()
             )));
         }
-    }
+    };
     timeline.mark("services ready");
     if let Some(setup) = &system.file.setup {
-        let argv: Vec<String> = setup.command.iter().map(|t| t.expand(values)).collect();
+        let argv: Vec<String> = setup.command.iter().map(|t| t.expand(&values)).collect();
         let (status, _, last) = run_command(
             "setup",
             &argv,
-            base,
+            &base,
             &system.root,
             dir.join("logs/setup.log"),
             deadline.saturating_duration_since(Instant::now()),
@@ -458,8 +463,7 @@ async fn prepare(
             )));
         }
     }
-
-    Ok(())
+    Ok((values, base))
 }
 
 /// A scenario that ended before its processes started (interrupted, or one that could not
@@ -467,6 +471,7 @@ async fn prepare(
 pub async fn closed_early(
     env: &SystemEnv<'_>,
     name: &str,
+    retry_of: Option<&str>,
     started: Instant,
     reason: &str,
 ) -> Result<ScenarioOutcome, SystemError> {
@@ -483,6 +488,7 @@ pub async fn closed_early(
         tasks: Some(i64::from(env.tasks)),
         system: Some(env.shown.clone()),
         search: env.search.cloned(),
+        retry_of: retry_of.map(str::to_string),
         ..detail::RunStart::default()
     };
     record(Step::RunStart(start))

@@ -126,6 +126,8 @@ pub struct SystemEnv<'a> {
     pub shown: &'a serde_json::Value,
     /// The search a scenario of `recorder explore` belongs to, for `run_start.detail.search`.
     pub search: Option<&'a outbox_trace::detail::SearchMark>,
+    /// The services kept between scenarios (`[reset]`); without, each scenario starts its own.
+    pub kept: Option<&'a super::kept::KeptServices>,
 }
 
 /// How a scenario ended.
@@ -157,8 +159,7 @@ pub struct ScenarioOutcome {
     pub could_not_run: Option<String>,
 }
 
-/// The start of `run_end.detail.reason` for a scenario that could not run.
-pub const COULD_NOT_RUN: &str = "could not run";
+pub use outbox_trace::detail::COULD_NOT_RUN;
 
 /// The file inside a scenario's directory that names its scenario.
 pub const SCENARIO_FILE: &str = "scenario.txt";
@@ -167,15 +168,20 @@ pub const SCENARIO_FILE: &str = "scenario.txt";
 /// name (`s001`, `s002`, ...; numbered per process), so a Unix socket a service puts in `${dir}`
 /// stays far under the 107-byte limit; the scenario's name is in [`SCENARIO_FILE`] inside.
 pub fn scenario_dir(workdir: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
+    let dir = numbered_dir(workdir, "s")?;
+    std::fs::write(dir.join(SCENARIO_FILE), format!("{name}\n"))?;
+    Ok(dir)
+}
+
+/// A new directory `<prefix>NNN` under `workdir` (numbered per process, from 001): a scenario's
+/// (`s`), or that of a set of services kept between scenarios (`k`).
+pub fn numbered_dir(workdir: &Path, prefix: &str) -> std::io::Result<std::path::PathBuf> {
     static NEXT: AtomicU32 = AtomicU32::new(1);
     loop {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = workdir.join(format!("s{n:03}"));
+        let dir = workdir.join(format!("{prefix}{n:03}"));
         match std::fs::create_dir(&dir) {
-            Ok(()) => {
-                std::fs::write(dir.join(SCENARIO_FILE), format!("{name}\n"))?;
-                return Ok(dir);
-            }
+            Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }

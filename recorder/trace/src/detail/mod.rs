@@ -25,7 +25,7 @@ pub use note::Note;
 pub use observed::Observed;
 pub use run::{
     ArmedStep, ChaosArmed, FaultTried, KindShape, Refused, RoleShape, RunConfig, RunEnd, RunStart,
-    SearchMark, Unmapped, WireTraffic, INTERRUPTED, NO_KIND, UNMAPPED_NAMES,
+    SearchMark, Unmapped, WireTraffic, COULD_NOT_RUN, INTERRUPTED, NO_KIND, UNMAPPED_NAMES,
 };
 
 /// The JSON key of a detail field: `detail_key!(Observed.counter)` is the [`DetailKey`]

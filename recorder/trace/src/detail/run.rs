@@ -37,6 +37,9 @@ detail_struct! {
         /// The systematic search the scenario belongs to (`recorder explore`): what identifies
         /// it, its shard, and the list of schedules it enumerated.
         pub search: Option<SearchMark>,
+        /// The scenario this one tries again because it could not run (its `run_end.reason`
+        /// says [`COULD_NOT_RUN`]): that one is left out of the combined verdict.
+        pub retry_of: Option<String>,
     }
 }
 
@@ -215,6 +218,10 @@ pub const NO_KIND: &str = "(none)";
 /// The `run_end.detail.reason` of a scenario cut short by a signal to the recorder.
 pub const INTERRUPTED: &str = "interrupted";
 
+/// The start of `run_end.detail.reason` for a scenario that could not run: its services never
+/// got ready, its setup failed, its roles could not start, or no task reached them.
+pub const COULD_NOT_RUN: &str = "could not run";
+
 /// Up to how many span names [`Unmapped`] keeps.
 pub const UNMAPPED_NAMES: usize = 5;
 
@@ -276,6 +283,13 @@ impl RunEnd {
     /// [`INTERRUPTED`].
     pub fn interrupted(&self) -> bool {
         self.reason.as_deref() == Some(INTERRUPTED)
+    }
+
+    /// Whether the scenario could not run: `reason` starts with [`COULD_NOT_RUN`].
+    pub fn could_not_run(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(COULD_NOT_RUN))
     }
 
     /// Whether the producer counted spans it could not map (refused or unmapped).

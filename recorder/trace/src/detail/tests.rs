@@ -284,11 +284,9 @@ fn crash_points_and_fault_kinds_read_typed_and_leniently() {
         r#"{"fault":"flood","target":"db"}"#
     );
     assert!(bad(Kind::Fault, r#"{"fault": ["pause"]}"#, "fault"));
-    for text in [r#"{}"#] {
-        let f = fault(text);
-        assert_eq!(f.fault, FaultKind::default(), "{text}");
-        assert_eq!(Detail::Fault(f).to_json(), r#"{"fault":""}"#);
-    }
+    let f = fault("{}");
+    assert_eq!(f.fault, FaultKind::default());
+    assert_eq!(Detail::Fault(f).to_json(), r#"{"fault":""}"#);
 }
 
 #[test]

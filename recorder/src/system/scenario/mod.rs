@@ -7,7 +7,8 @@
 //! `after KIND` happens while the export that carried the step is held unanswered, so with a
 //! synchronous exporter the process dies right after that step and before its next.
 //!
-//! [`run`] drives it; [`stage`] keeps the processes' lives (spawning, killing, restarting);
+//! [`run`] sets it up and ends it, [`prepare`] readies its services and runs setup, [`drive`] is
+//! its loop; [`stage`] keeps the processes' lives (spawning, killing, restarting);
 //! [`intake`] takes the exported spans in and sets off the step-following faults; [`faults`]
 //! carries out pauses and timed faults; [`ending`] reads the stores back, stops everything and
 //! writes `run_end`; [`commands`] runs setup, reset, quiet and observe; [`retry`] tries a scenario
@@ -16,18 +17,21 @@
 //! outcome, the errors and the timings.
 
 mod commands;
+mod drive;
 mod ending;
 mod faults;
 mod intake;
 mod kept;
+mod prepare;
 mod retry;
 mod run;
 mod shared;
 mod stage;
 
 pub use kept::KeptServices;
+pub use prepare::closed_early;
 pub use retry::run_or_not;
-pub use run::{closed_early, run_scenario};
+pub use run::run_scenario;
 pub use shared::{
     scenario_dir, ScenarioOutcome, SystemEnv, SystemError, COULD_NOT_RUN, OWN_EXIT_RESTARTS,
     SCENARIO_FILE,

@@ -6,7 +6,8 @@
 
 use std::time::Instant;
 
-use super::run::{closed_early, run_scenario};
+use super::prepare::closed_early;
+use super::run::run_scenario;
 use super::shared::{ScenarioOutcome, SystemEnv, SystemError, COULD_NOT_RUN};
 use crate::fault::coverage::Origin;
 use crate::fault::spec::Nemesis;

@@ -3,7 +3,7 @@
 //! embeds. Each must be judged with the right counts; nothing here is timed (the book's
 //! reliability section gives the memory and time measured on such traces).
 
-use outbox_analyzer::check::{check_paths, RunVerdict, Verdict, EXAMPLES};
+use outbox_analyzer::check::{check_paths, Finding, RunVerdict, Verdict, EXAMPLES};
 use outbox_analyzer::report::page::{self, EVENTFUL, MAX_SCENARIOS};
 use outbox_analyzer::views::scene::Scenes;
 use outbox_trace::{Event, Kind};
@@ -122,9 +122,10 @@ fn one_event_delivered_to_many_lives_is_judged_per_life() {
     let o = outcome(&report, "ack-after-commit");
     assert_eq!(o.verdict, Verdict::Fail, "{o:?}");
     assert_eq!((o.violations.len(), o.more), (1, 0));
-    let v = &o.violations[0];
-    let h = &report.loaded.histories[0];
-    let ack = h.row(*v.witness.last().unwrap());
+    let Finding::AckBeforeCommit { ack, .. } = o.violations[0].finding else {
+        panic!("{o:?}");
+    };
+    let ack = report.loaded.histories[0].row(ack);
     assert_eq!((ack.kind, ack.incarnation), (Kind::Acked, lives - 1));
 }
 

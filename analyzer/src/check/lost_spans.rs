@@ -88,7 +88,7 @@ pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcome
 
 /// The actor lives of a scenario, seen row by row: which ended with their own `crash` row, and
 /// each actor's latest incarnation.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Lives {
     /// Every life, and whether it has its own `crash` row.
     crashed: FastMap<(Id, u32), bool>,
@@ -99,17 +99,6 @@ pub struct Lives {
     current: Option<(Id, u32)>,
     /// Lives whose `crash` row says `announced: false`: rows of them may be missing.
     unannounced: BTreeSet<(Id, u32)>,
-}
-
-impl Default for Lives {
-    fn default() -> Self {
-        Lives {
-            crashed: FastMap::default(),
-            last: FastMap::default(),
-            current: None,
-            unannounced: BTreeSet::new(),
-        }
-    }
 }
 
 impl Lives {

@@ -128,7 +128,8 @@ fn witnesses(
 /// feeds them to their scenario's rules.
 struct Feed {
     /// Per history: its rules (boxed: a file may hold many scenarios, and the list grows by
-    /// doubling).
+    /// doubling, which would hold each scan's room twice).
+    #[allow(clippy::vec_box)]
     scans: Vec<Box<Scan>>,
     /// Per history: the position of its next row.
     positions: Vec<usize>,

@@ -15,7 +15,7 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
+    Decision, Ends, Examples, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
 };
 use crate::model::intern::{FastMap, Id, IdSet, IdTable, IdTable64};
 use crate::model::row::Row;
@@ -70,6 +70,9 @@ struct Handlers {
     first_has_copy: IdSet,
     /// Per event, the slots of the second and later actor lives that handled it.
     others: FastMap<Id, Vec<Handled>>,
+    /// Where the slot of `(event, life)` sits in `others` (plus one): an event delivered to many
+    /// lives finds each life's slot without a scan of the others.
+    other_slot: FastMap<(Id, u32), u32>,
 }
 
 impl Handlers {
@@ -99,16 +102,18 @@ impl Handlers {
         if first_life == life {
             return (event, 0);
         }
-        let others = self.others.entry(event).or_default();
-        if let Some(i) = others.iter().position(|h| h.slot.life == life) {
-            return (event, i as u32 + 1);
+        if let Some(&i) = self.other_slot.get(&(event, life)) {
+            return (event, i);
         }
+        let others = self.others.entry(event).or_default();
         others.push(Handled {
             slot: Slot { life, ..EMPTY },
             copy: 0,
             has_copy: false,
         });
-        (event, others.len() as u32)
+        let i = u32::try_from(others.len()).unwrap_or(u32::MAX);
+        self.other_slot.insert((event, life), i);
+        (event, i)
     }
 
     /// The slot `key` names.
@@ -182,7 +187,7 @@ pub struct Rule {
     /// Deliveries that a later delivery of another copy replaced in their slot: the latest one
     /// per `(slot, broker_seq)`, for an ack naming that copy.
     replaced: FastMap<(SlotKey, u64), usize>,
-    found: Vec<(usize, Found)>,
+    found: Examples<usize, Found>,
     /// Per slot, its deliveries without a position not yet ACKed (only while some are).
     open: FastMap<SlotKey, u32>,
     /// Acks without a position found unsettled while their life held two copies.
@@ -200,9 +205,10 @@ impl Default for Rule {
                 first_copy: IdTable64::default(),
                 first_has_copy: IdSet::default(),
                 others: FastMap::default(),
+                other_slot: FastMap::default(),
             },
             replaced: FastMap::default(),
-            found: Vec::new(),
+            found: Examples::default(),
             open: FastMap::default(),
             ambiguous: 0,
         }
@@ -284,7 +290,7 @@ impl super::Rule for Rule {
                     actor: r.actor,
                     incarnation: r.incarnation,
                 };
-                self.found.push((at, found));
+                self.found.push(at, found);
             }
         }
     }
@@ -304,7 +310,7 @@ impl super::Rule for Rule {
         if let Some(reason) = silent {
             return Outcome::unknown(Invariant::AckAfterCommit, reason).into();
         }
-        let (kept, more) = earliest(self.found);
+        let (kept, more) = self.found.into_parts();
         let violations = kept.iter().map(|f| violation(f, None, None)).collect();
         let incomplete = self.skips.reason().or_else(|| {
             (self.ambiguous > 0).then_some(Reason::TwoCopies {

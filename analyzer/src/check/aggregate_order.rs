@@ -12,7 +12,7 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, row32, Decision, Ends, Finding, Invariant, Outcome, Reason, Skips, Violation,
+    row32, Decision, Ends, Examples, Finding, Invariant, Outcome, Reason, Skips, Violation,
 };
 use crate::model::intern::{FastMap, Id, IdSet, IdTable};
 use crate::model::row::Row;
@@ -55,7 +55,8 @@ pub struct Rule {
     highest: IdTable<Option<(u64, u32)>>,
     /// Whether any first publication had aggregate fields.
     any: bool,
-    found: Vec<(usize, Violation)>,
+    /// The earliest violations, the rest counted.
+    found: Examples<usize, Violation>,
 }
 
 impl Default for Rule {
@@ -67,7 +68,7 @@ impl Default for Rule {
             waiting: Vec::new(),
             highest: IdTable::new(0, None),
             any: false,
-            found: Vec::new(),
+            found: Examples::default(),
         }
     }
 }
@@ -88,7 +89,7 @@ impl Rule {
                     later_seq: seq,
                 };
                 let v = Violation::new(Some(p.event), p.task, finding, vec![earlier, at]);
-                self.found.push((at, v));
+                self.found.push(at, v);
             }
             Some((top, _)) if seq == top => {}
             _ => *self.highest.get_mut(aggregate) = Some((seq, p.at)),
@@ -189,7 +190,7 @@ impl super::Rule for Rule {
         if !any {
             return Outcome::pass(Invariant::AggregateOrder, Some(Reason::NoAggregateInfo)).into();
         }
-        let (kept, more) = earliest(found);
+        let (kept, more) = found.into_parts();
         Outcome::judge(Invariant::AggregateOrder, kept, more, self.skips.reason()).into()
     }
 }

@@ -12,7 +12,7 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
+    row32, Decision, Ends, Examples, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
 use crate::model::intern::{FastMap, Id};
 use crate::model::row::Row;
@@ -190,7 +190,7 @@ impl super::Rule for Rule {
         let mut chains: Vec<(Option<Id>, Chain)> = Vec::new();
         let mut index: FastMap<u32, usize> = FastMap::default();
         let mut last: Option<(u32, usize)> = None;
-        let mut found = Vec::new();
+        let mut found = Examples::default();
         for c in commits {
             let at = c.at as usize;
             let i = match last {
@@ -215,7 +215,7 @@ impl super::Rule for Rule {
                 };
                 let mut witness = vec![at];
                 witness.extend(chain.prev);
-                found.push((at, Violation::new(None, None, finding, witness)));
+                found.push(at, Violation::new(None, None, finding, witness));
             }
             // Go on from the value the store reported, so one bad step is reported once.
             chain.value = c.counter;
@@ -234,13 +234,13 @@ impl super::Rule for Rule {
                         observed: counter,
                         expected: sum,
                     };
-                    found.push((*at, Violation::new(None, None, finding, vec![*at])));
+                    found.push(*at, Violation::new(None, None, finding, vec![*at]));
                 }
                 (Some(_), Some(_)) => {}
                 _ => incomplete = Some(Reason::NoObservedCounter),
             }
         }
-        let (kept, more) = earliest(found);
+        let (kept, more) = found.into_parts();
         let commits: Vec<usize> = kept
             .iter()
             .filter_map(|v| match v.finding {

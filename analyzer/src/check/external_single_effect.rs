@@ -56,8 +56,7 @@ impl super::Rule for Rule {
             .applied
             .iter()
             .filter(|(_, t)| t.0 > 1)
-            .map(|(&e, t)| (t.1, e))
-            .collect();
+            .map(|(&e, t)| (t.1, e));
         let (kept, more) = earliest(found);
         let violations = kept.iter().map(|&e| twice(e, None, Vec::new())).collect();
         let reason = self.skips.reason();

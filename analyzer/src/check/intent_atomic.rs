@@ -11,7 +11,7 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, Decision, Ends, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
+    Decision, Ends, Examples, Finding, Gather, Invariant, Outcome, Reason, Skips, Violation,
 };
 use crate::model::intern::{FastMap, FastState, Id, IdSet, IdTable64};
 use crate::model::row::Row;
@@ -130,7 +130,7 @@ impl super::Rule for Rule {
         if self.rows && !self.revs {
             return Outcome::unknown(Invariant::IntentAtomic, Reason::NoStoreRev).into();
         }
-        let mut found = Vec::new();
+        let mut found = Examples::default();
         let waiting = self
             .pending
             .iter()
@@ -151,9 +151,9 @@ impl super::Rule for Rule {
                 let finding = Finding::IntentMissing { accepted: p.at };
                 Violation::new(Some(event), p.task, finding, vec![p.at])
             };
-            found.push((p.at, v));
+            found.push(p.at, v);
         }
-        let (kept, more) = earliest(found);
+        let (kept, more) = found.into_parts();
         // Per violation kept, the event whose first usable intent it names.
         let wanted: Vec<Option<Id>> = kept
             .iter()

@@ -30,7 +30,7 @@ use outbox_trace::{Detail, Kind};
 
 use super::{LostSpans, Outcome, Reason, Verdict, Violation};
 use crate::model::history::History;
-use crate::model::intern::{FastMap, Id, IdTable, Interner};
+use crate::model::intern::{FastMap, Id, Interner};
 use crate::model::row::Row;
 
 /// Makes the outcomes honest about the `lossy` lives (see [`Lives::incomplete`]). `h` holds at
@@ -88,27 +88,17 @@ pub fn apply(lossy: &BTreeSet<(Id, u32)>, h: &History, names: &Interner, outcome
 
 /// The actor lives of a scenario, seen row by row: which ended with their own `crash` row, and
 /// each actor's latest incarnation.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Lives {
     /// Every life, and whether it has its own `crash` row.
     crashed: FastMap<(Id, u32), bool>,
-    /// Each actor's latest incarnation (none before its first row).
-    last: IdTable<Option<u32>>,
+    /// Each actor's latest incarnation, from its first row on (a map: a scenario has few actors,
+    /// and a table by id would cost each scenario room for every id interned before them).
+    last: FastMap<Id, u32>,
     /// The life of the previous row: rows of one life come in runs, which skip the maps.
     current: Option<(Id, u32)>,
     /// Lives whose `crash` row says `announced: false`: rows of them may be missing.
     unannounced: BTreeSet<(Id, u32)>,
-}
-
-impl Default for Lives {
-    fn default() -> Self {
-        Lives {
-            crashed: FastMap::default(),
-            last: IdTable::new(0, None),
-            current: None,
-            unannounced: BTreeSet::new(),
-        }
-    }
 }
 
 impl Lives {
@@ -117,12 +107,13 @@ impl Lives {
     pub fn row(&mut self, r: &Row, detail: Option<&Detail>) {
         let life = (r.actor, r.incarnation);
         if self.current != Some(life) {
-            let last = self.last.get_mut(r.actor);
+            let last = self.last.get(&r.actor).copied();
             // The actor's latest life is in `crashed` already; only an earlier or a new one
             // needs the map.
-            if *last != Some(r.incarnation) {
+            if last != Some(r.incarnation) {
                 self.crashed.entry(life).or_insert(false);
-                *last = Some(last.map_or(r.incarnation, |l| l.max(r.incarnation)));
+                let latest = last.map_or(r.incarnation, |l| l.max(r.incarnation));
+                self.last.insert(r.actor, latest);
             }
             self.current = Some(life);
         }
@@ -143,7 +134,7 @@ impl Lives {
             .crashed
             .iter()
             .filter(|&(&(actor, inc), &crashed)| {
-                !crashed && self.last.get(actor).is_some_and(|l| l > inc)
+                !crashed && self.last.get(&actor).is_some_and(|&l| l > inc)
             })
             .map(|(&life, _)| life)
             .collect();

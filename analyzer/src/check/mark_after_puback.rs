@@ -66,20 +66,16 @@ impl super::Rule for Rule {
         if let Some(reason) = silent {
             return Outcome::unknown(Invariant::MarkAfterPuback, reason).into();
         }
-        let found = self
-            .early
-            .iter()
-            .map(|&(at, e, task)| {
-                let puback = self.late_puback.get(&e).and_then(|p| p.get());
-                let mut witness = vec![at];
-                witness.extend(puback);
-                let finding = Finding::MarkBeforePuback {
-                    mark: at,
-                    later_puback: puback,
-                };
-                (at, Violation::new(Some(e), task, finding, witness))
-            })
-            .collect();
+        let found = self.early.iter().map(|&(at, e, task)| {
+            let puback = self.late_puback.get(&e).and_then(|p| p.get());
+            let mut witness = vec![at];
+            witness.extend(puback);
+            let finding = Finding::MarkBeforePuback {
+                mark: at,
+                later_puback: puback,
+            };
+            (at, Violation::new(Some(e), task, finding, witness))
+        });
         let (kept, more) = earliest(found);
         Outcome::judge(Invariant::MarkAfterPuback, kept, more, self.skips.reason()).into()
     }

@@ -51,8 +51,8 @@ pub use lost_rows::Shortfalls;
 pub use lost_spans::Lives;
 pub use memory::check_all;
 pub use outcome::{
-    earliest, Finding, Held, Outcome, Reason, RepliesLost, Shortfall, Total, Verdict, Violation,
-    EXAMPLES,
+    earliest, Examples, Finding, Held, Outcome, Reason, RepliesLost, Shortfall, Total, Verdict,
+    Violation, EXAMPLES,
 };
 pub use report::{Report, RunVerdict, ScenarioReport};
 pub use rule::{row32, Decision, Ends, Gather, Pos, Rule, Skips};

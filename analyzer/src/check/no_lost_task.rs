@@ -108,13 +108,12 @@ impl super::Rule for Rule {
             }
         }
         // In task order first, so that positions past the last a `Pos` tells apart keep it.
-        let mut found: Vec<(usize, (Id, Task))> = self
+        // By position, then task, so that positions past the last a `Pos` tells apart keep an order.
+        let found = self
             .open
             .iter()
             .filter(|(t, _)| !self.effects.contains(*t))
-            .filter_map(|&(t, task)| task.at.get().map(|at| (at, (t, task))))
-            .collect();
-        found.sort_unstable_by_key(|&(_, (t, _))| t);
+            .filter_map(|&(t, task)| task.at.get().map(|at| ((at, t), (t, task))));
         let (kept, more): (Vec<(Id, Task)>, usize) = earliest(found);
         let violations = kept
             .iter()
@@ -138,7 +137,8 @@ fn lost(task: Id, t: Task, rows: Vec<usize>) -> Violation {
 #[derive(Clone, Default)]
 struct Story {
     rows: Vec<usize>,
-    handlers: Vec<(Id, u32)>,
+    /// The actor lives that handled the task's event (a set: an event may reach many).
+    handlers: std::collections::BTreeSet<(Id, u32)>,
 }
 
 /// The task's story: acceptance, intent, publishes, deliveries, suppressions and acks of its
@@ -174,9 +174,7 @@ impl Gather for Witnesses {
                 let ours = r.task == Some(task) || (t.event.is_some() && r.event == t.event);
                 if ours {
                     story.rows.push(at);
-                    if !story.handlers.contains(&life) {
-                        story.handlers.push(life);
-                    }
+                    story.handlers.insert(life);
                 }
             } else if t.at.get().is_some_and(|first| at >= first) && story.handlers.contains(&life)
             {

@@ -451,10 +451,85 @@ impl Outcome {
     }
 }
 
-/// Keeps the earliest [`EXAMPLES`] items by a sort key and counts the rest.
-pub fn earliest<T>(mut items: Vec<(usize, T)>) -> (Vec<T>, usize) {
-    items.sort_by_key(|(at, _)| *at);
-    let more = items.len().saturating_sub(EXAMPLES);
-    items.truncate(EXAMPLES);
-    (items.into_iter().map(|(_, t)| t).collect(), more)
+/// Keeps the earliest [`EXAMPLES`] items by a sort key and counts the rest, holding no more than
+/// the examples however many items come.
+pub fn earliest<K: Ord, T>(items: impl IntoIterator<Item = (K, T)>) -> (Vec<T>, usize) {
+    let mut examples = Examples::default();
+    for (key, item) in items {
+        examples.push(key, item);
+    }
+    examples.into_parts()
+}
+
+/// The earliest [`EXAMPLES`] items by a sort key, and how many more came: violations beyond the
+/// examples are counted, not held. Among items with equal keys the first pushed comes first.
+#[derive(Debug)]
+pub struct Examples<K, T> {
+    /// At most [`EXAMPLES`] items, by ascending key.
+    kept: Vec<(K, T)>,
+    /// How many items were pushed and not kept.
+    more: usize,
+}
+
+impl<K, T> Default for Examples<K, T> {
+    fn default() -> Self {
+        Examples {
+            kept: Vec::new(),
+            more: 0,
+        }
+    }
+}
+
+impl<K: Ord, T> Examples<K, T> {
+    /// Takes an item: kept if it is among the earliest so far, else counted.
+    pub fn push(&mut self, key: K, item: T) {
+        let i = self.kept.partition_point(|(k, _)| *k <= key);
+        if i >= EXAMPLES {
+            self.more += 1;
+            return;
+        }
+        self.kept.insert(i, (key, item));
+        if self.kept.len() > EXAMPLES {
+            self.kept.pop();
+            self.more += 1;
+        }
+    }
+
+    /// Whether no item came.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+
+    /// The items kept, earliest first, and how many more there were.
+    pub fn into_parts(self) -> (Vec<T>, usize) {
+        (self.kept.into_iter().map(|(_, t)| t).collect(), self.more)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn examples_keep_the_earliest_in_order_and_count_the_rest() {
+        let mut examples = Examples::default();
+        for at in (0..1_000_000usize).rev() {
+            examples.push(at % 500_000, at);
+        }
+        assert!(examples.kept.capacity() <= 2 * EXAMPLES);
+        let (kept, more) = examples.into_parts();
+        // Equal keys keep the order they came in: 500,000 before 0.
+        assert_eq!(kept, vec![500_000, 0, 500_001]);
+        assert_eq!(more, 1_000_000 - EXAMPLES);
+    }
+
+    #[test]
+    fn earliest_is_a_stable_sort_truncated() {
+        let items = vec![(5, 'a'), (1, 'b'), (5, 'c'), (1, 'd'), (0, 'e')];
+        let mut sorted = items.clone();
+        sorted.sort_by_key(|(at, _)| *at);
+        let expected: Vec<char> = sorted.iter().take(EXAMPLES).map(|&(_, c)| c).collect();
+        assert_eq!(earliest(items), (expected, 2));
+        assert_eq!(earliest(Vec::<(usize, char)>::new()), (vec![], 0));
+    }
 }

@@ -116,13 +116,14 @@ const KINDS: usize = Kind::ALL.len();
 /// evidence").
 #[derive(Debug, Clone, Default)]
 pub struct Ends {
-    /// The first `run_start` row's detail, if it has one.
-    pub run_start: Option<RunStart>,
+    /// The first `run_start` row's detail, if it has one (boxed, like the other details: a
+    /// scenario's state while its rows pass stays small).
+    pub run_start: Option<Box<RunStart>>,
     /// The last `observed` row's position and ground truth (every total absent when its detail
     /// is missing or not an object).
-    pub observed: Option<(usize, Observed)>,
+    pub observed: Option<(usize, Box<Observed>)>,
     /// The last `run_end` row's position and detail.
-    pub run_end: Option<(usize, Option<RunEnd>)>,
+    pub run_end: Option<(usize, Option<Box<RunEnd>>)>,
     /// Whether a `run_start` row was seen (its detail may be missing).
     started: bool,
     /// Rows per kind (by its position in [`Kind::ALL`]).
@@ -144,14 +145,15 @@ impl Ends {
         match r.kind {
             Kind::RunStart if !self.started => {
                 self.started = true;
-                self.run_start = detail.and_then(Detail::run_start).cloned();
+                self.run_start = detail.and_then(Detail::run_start).cloned().map(Box::new);
             }
             Kind::Observed => {
                 let observed = detail.and_then(Detail::observed).cloned();
-                self.observed = Some((at, observed.unwrap_or_default()));
+                self.observed = Some((at, Box::new(observed.unwrap_or_default())));
             }
             Kind::RunEnd => {
-                self.run_end = Some((at, detail.and_then(Detail::run_end).cloned()));
+                let end = detail.and_then(Detail::run_end).cloned().map(Box::new);
+                self.run_end = Some((at, end));
             }
             Kind::Fault => {
                 if let Some(f) = detail.and_then(Detail::fault) {
@@ -221,7 +223,7 @@ impl Ends {
     pub fn cut_short(&self) -> bool {
         match &self.run_end {
             None => true,
-            Some((_, end)) => end.as_ref().is_some_and(RunEnd::interrupted),
+            Some((_, end)) => end.as_deref().is_some_and(RunEnd::interrupted),
         }
     }
 

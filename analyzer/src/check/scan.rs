@@ -3,6 +3,7 @@
 //! witnesses; then the lost-spans and lost-rows rules.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
 use outbox_trace::{Detail, FigureTally, Figures, Kind};
 
@@ -56,9 +57,12 @@ impl Invariant {
 /// The rules of a scenario while its rows pass.
 pub struct Scan {
     invariants: Vec<Invariant>,
-    rules: Vec<Box<dyn Rule>>,
-    /// Per kind (its position in [`Kind::ALL`]), the rules that read it.
-    readers: Vec<Vec<usize>>,
+    /// Each invariant's rule, made on the first row it reads: a scenario's state is only that of
+    /// the rules its rows concern.
+    rules: Vec<Option<Box<dyn Rule>>>,
+    /// Per kind (its position in [`Kind::ALL`]), the rules that read it: shared by every scan
+    /// of the same invariants, so a scenario costs only its rules' state.
+    readers: Arc<[Box<[u8]>]>,
     ends: Ends,
     lives: Lives,
     traced: Traced,
@@ -68,16 +72,15 @@ pub struct Scan {
 impl Scan {
     /// A scan deciding `invariants`, in that order.
     pub fn of(invariants: &[Invariant]) -> Self {
-        let rules: Vec<Box<dyn Rule>> = invariants.iter().map(|i| i.rule()).collect();
-        let mut readers = vec![Vec::new(); Kind::ALL.len()];
-        for (i, rule) in rules.iter().enumerate() {
-            for &kind in rule.kinds() {
-                readers[kind as usize].push(i);
-            }
-        }
+        static ALL: OnceLock<Arc<[Box<[u8]>]>> = OnceLock::new();
+        let readers = if invariants == Invariant::ALL {
+            ALL.get_or_init(|| readers(invariants)).clone()
+        } else {
+            readers(invariants)
+        };
         Scan {
             invariants: invariants.to_vec(),
-            rules,
+            rules: invariants.iter().map(|_| None).collect(),
             readers,
             ends: Ends::default(),
             lives: Lives::default(),
@@ -89,8 +92,12 @@ impl Scan {
     /// Takes the row at position `at` with its decoded detail (for the kinds the analyzer keeps).
     pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
         if let Some(readers) = self.readers.get(r.kind as usize) {
-            for &i in readers {
-                self.rules[i].row(at, r);
+            for &i in readers.iter() {
+                let i = usize::from(i);
+                let invariant = self.invariants[i];
+                self.rules[i]
+                    .get_or_insert_with(|| invariant.rule())
+                    .row(at, r);
             }
         }
         self.ends.row(at, r, detail);
@@ -113,10 +120,12 @@ impl Scan {
         if let Some((_, observed)) = &self.ends.observed {
             figures.observe(observed);
         }
-        let reads: Vec<&'static [Kind]> = self.rules.iter().map(|r| r.kinds()).collect();
+        let rules: Vec<Box<dyn Rule>> = (self.rules.into_iter().zip(&self.invariants))
+            .map(|(rule, inv)| rule.unwrap_or_else(|| inv.rule()))
+            .collect();
+        let reads: Vec<&'static [Kind]> = rules.iter().map(|r| r.kinds()).collect();
         let ends = &self.ends;
-        let (outcomes, gathers) = self
-            .rules
+        let (outcomes, gathers) = rules
             .into_iter()
             .zip(&self.invariants)
             .map(|(rule, &inv)| {
@@ -129,7 +138,7 @@ impl Scan {
             .unzip();
         let shortfalls = self
             .traced
-            .shortfalls(self.ends.observed.as_ref().map(|(_, o)| o));
+            .shortfalls(self.ends.observed.as_ref().map(|(_, o)| &**o));
         Scanned {
             outcomes,
             reads,
@@ -140,6 +149,17 @@ impl Scan {
             figures: figures.figures(),
         }
     }
+}
+
+/// Per kind (its position in [`Kind::ALL`]), the numbers of the rules of `invariants` that read it.
+fn readers(invariants: &[Invariant]) -> Arc<[Box<[u8]>]> {
+    let mut readers = vec![Vec::new(); Kind::ALL.len()];
+    for (i, invariant) in invariants.iter().enumerate() {
+        for &kind in invariant.rule().kinds() {
+            readers[kind as usize].push(u8::try_from(i).expect("fewer than 256 rules"));
+        }
+    }
+    readers.into_iter().map(Vec::into_boxed_slice).collect()
 }
 
 /// What a scan decided.

@@ -8,7 +8,7 @@
 use outbox_trace::{Field, Kind};
 
 use super::{
-    earliest, row32, Decision, Ends, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation,
+    row32, Decision, Ends, Examples, Finding, Gather, Invariant, Outcome, Pos, Skips, Violation,
 };
 use crate::model::intern::{FastMap, Id, IdSet, IdTable};
 use crate::model::row::Row;
@@ -101,10 +101,10 @@ impl super::Rule for Rule {
                 return Outcome::unknown(Invariant::SingleEffect, reason).into();
             }
         }
-        let mut found: Vec<(usize, (Id, bool))> = Vec::new();
+        let mut found = Examples::default();
         for (e, second) in self.second.iter() {
             if let Some(second) = second.get() {
-                found.push((second, (e, false)));
+                found.push(second, (e, false));
             }
         }
         // A task whose commits all share one event is already reported under that event.
@@ -117,9 +117,9 @@ impl super::Rule for Rule {
             .collect();
         mixed.sort_unstable_by_key(|&(task, _)| task);
         for (task, t) in mixed {
-            found.push((t.second as usize, (task, true)));
+            found.push(t.second as usize, (task, true));
         }
-        let (kept, more) = earliest(found);
+        let (kept, more) = found.into_parts();
         let keys: Vec<(Id, bool)> = kept.clone();
         let violations = kept
             .into_iter()

@@ -17,7 +17,7 @@ use super::invariant::Invariant;
 use super::report::ScenarioReport;
 use super::scan::{Gathering, Scan, Scanned};
 use crate::model::history::History;
-use crate::model::intern::{FastMap, Id};
+use crate::model::intern::{FastMap, Id, Interner};
 use crate::model::load::{self, LoadError, Loaded, Sink};
 use crate::model::row::Row;
 
@@ -26,6 +26,8 @@ use crate::model::row::Row;
 ///
 /// Decoding and interning with building the rows run on two threads of their own (see
 /// `load::read`); this one keeps the rows in order and feeds them to each scenario's [`Scan`].
+/// Once the file is read, each scenario is judged in turn: one without violations keeps only
+/// its report; only those with violations keep their rules' findings for the witnesses.
 pub fn check(
     loaded: &mut Loaded,
     path: &Path,
@@ -39,52 +41,78 @@ pub fn check(
         last_seq: FastMap::default(),
         current: None,
     };
-    let read = load::read(path, &mut loaded.names, &mut histories, file, &mut feed);
-    let read = read?;
-    let names = &loaded.names;
-    let mut scanned: Vec<Scanned> = feed.scans.into_iter().map(|s| s.finish(names)).collect();
-    scanned.resize_with(histories.len(), || Scan::of(Invariant::ALL).finish(names));
-    if scanned.iter().any(Scanned::any_violation) {
-        histories = witnesses(loaded, path, file, &mut scanned)?;
-    }
+    let read = load::read(path, &mut loaded.names, &mut histories, file, &mut feed)?;
     let first = loaded.histories.len();
-    for (i, (s, h)) in scanned.into_iter().zip(&histories).enumerate() {
-        let figures = s.figures.clone();
-        let run_end = s.ends.run_end.as_ref().and_then(|(_, end)| end.as_ref());
-        let coverage = Coverage::of(s.ends.run_start.as_ref(), run_end);
-        let outcomes = s.settle(h, &loaded.names);
-        reports.push(ScenarioReport::new(first + i, outcomes, figures, coverage));
+    let mut judged = Vec::with_capacity(histories.len());
+    let mut pending = Vec::new();
+    let mut scans = feed.scans.into_iter();
+    for (i, h) in histories.iter().enumerate() {
+        let scan = scans
+            .next()
+            .unwrap_or_else(|| Box::new(Scan::of(Invariant::ALL)));
+        let scanned = scan.finish(&loaded.names);
+        if scanned.any_violation() {
+            pending.push((i, scanned));
+            judged.push(None);
+        } else {
+            judged.push(Some(report(first + i, scanned, h, &loaded.names)));
+        }
     }
+    if !pending.is_empty() {
+        histories = witnesses(loaded, path, file, histories.len(), &mut pending)?;
+    }
+    for (i, scanned) in pending {
+        judged[i] = Some(report(first + i, scanned, &histories[i], &loaded.names));
+    }
+    reports.extend(judged.into_iter().flatten());
     loaded.histories.extend(histories);
     loaded.files.push(read.into_file(path));
     Ok(())
 }
 
-/// Reads the file again for the rows the violations' witnesses need, and completes them.
+/// The report of history `history` (`h`), its rules' findings settled.
+fn report(history: usize, s: Scanned, h: &History, names: &Interner) -> ScenarioReport {
+    let figures = s.figures.clone();
+    let run_end = s.ends.run_end.as_ref().and_then(|(_, end)| end.as_deref());
+    let coverage = Coverage::of(s.ends.run_start.as_deref(), run_end);
+    let outcomes = s.settle(h, names);
+    ScenarioReport::new(history, outcomes, figures, coverage)
+}
+
+/// Reads the file again for the rows the violations' witnesses need, and completes them:
+/// `pending` holds the scenarios with violations (by history), of `count` histories.
 fn witnesses(
     loaded: &mut Loaded,
     path: &Path,
     file: usize,
-    scanned: &mut [Scanned],
+    count: usize,
+    pending: &mut [(usize, Scanned)],
 ) -> Result<Vec<History>, LoadError> {
+    let mut wanted: Vec<Wanted> = (0..count).map(|_| Wanted::default()).collect();
+    for (i, s) in pending.iter_mut() {
+        wanted[*i] = Wanted::of(s);
+    }
     let mut keep = Keep {
-        wanted: scanned.iter_mut().map(Wanted::of).collect(),
+        wanted,
         positions: Vec::new(),
     };
     let mut histories = Vec::new();
     load::read(path, &mut loaded.names, &mut histories, file, &mut keep)?;
-    for (s, w) in scanned.iter_mut().zip(keep.wanted) {
-        if let Some(g) = w.gathering {
+    for (i, s) in pending.iter_mut() {
+        if let Some(g) = std::mem::take(&mut keep.wanted[*i]).gathering {
             g.finish(s);
         }
     }
-    let unforeseen = scanned
+    let unforeseen = pending
         .iter()
-        .zip(&histories)
-        .any(|(s, h)| s.witness_rows().iter().any(|&at| !h.holds(at)));
+        .any(|(i, s)| s.witness_rows().iter().any(|&at| !histories[*i].holds(at)));
     if unforeseen {
+        let mut wanted: Vec<Wanted> = (0..count).map(|_| Wanted::default()).collect();
+        for (i, s) in pending.iter() {
+            wanted[*i] = Wanted::exactly(s);
+        }
         let mut fetch = Keep {
-            wanted: scanned.iter().map(Wanted::exactly).collect(),
+            wanted,
             positions: Vec::new(),
         };
         histories.clear();
@@ -99,8 +127,10 @@ fn witnesses(
 /// Numbers each scenario's rows, makes sure each run's rows come in ascending `seq` order, and
 /// feeds them to their scenario's rules.
 struct Feed {
-    /// Per history: its rules.
-    scans: Vec<Scan>,
+    /// Per history: its rules (boxed: a file may hold many scenarios, and the list grows by
+    /// doubling, which would hold each scan's room twice).
+    #[allow(clippy::vec_box)]
+    scans: Vec<Box<Scan>>,
     /// Per history: the position of its next row.
     positions: Vec<usize>,
     /// The last `seq` of each run but the current one.
@@ -144,7 +174,7 @@ impl Sink for Feed {
         let at = self.positions[h];
         self.positions[h] += 1;
         while self.scans.len() <= h {
-            self.scans.push(Scan::of(Invariant::ALL));
+            self.scans.push(Box::new(Scan::of(Invariant::ALL)));
         }
         let scan = &mut self.scans[h];
         // Few rows have a detail kept: only theirs is parsed (and dropped).

@@ -85,7 +85,7 @@ impl History {
             details: Vec::new(),
             missing: BTreeMap::new(),
             seq_from_clocks: false,
-            by_kind: vec![Vec::new(); Kind::ALL.len()],
+            by_kind: Vec::new(),
             id_bound: 0,
             indexed: 0,
             in_order: true,
@@ -236,7 +236,7 @@ impl History {
             self.rows.sort_by_key(|r| r.seq);
         }
         let rows = std::mem::take(&mut self.rows);
-        self.by_kind = vec![Vec::new(); Kind::ALL.len()];
+        self.by_kind = Vec::new();
         self.id_bound = 0;
         for (at, r) in rows.iter().enumerate() {
             self.index(at, r);

@@ -70,6 +70,13 @@ pub enum Shape {
     },
 }
 
+/// Milliseconds as seconds with three decimals, the sign before the whole: `-724.779`, `0.005`.
+pub fn seconds(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let abs = ms.unsigned_abs();
+    format!("{sign}{}.{:03}", abs / 1000, abs % 1000)
+}
+
 /// One row of the chain, placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
@@ -480,5 +487,20 @@ fn segments(lanes: &mut [Lane], chain: &Chain, steps: &[Step], bottom: i32) {
                 crashed: crash.is_some(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn seconds_put_the_sign_before_the_whole() {
+        assert_eq!(seconds(-724_779), "-724.779");
+        assert_eq!(seconds(-5), "-0.005");
+        assert_eq!(seconds(-1_000), "-1.000");
+        assert_eq!(seconds(0), "0.000");
+        assert_eq!(seconds(1_234), "1.234");
+        assert_eq!(seconds(i64::MIN), "-9223372036854775.808");
     }
 }

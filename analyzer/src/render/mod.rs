@@ -95,7 +95,7 @@ pub fn chain_figure(l: &ChainLayout) -> Figure {
     }
     for s in &l.steps {
         let color = tone_color(s.tone);
-        let stamp = format!("{:>5}  {}.{:03} s", s.seq, s.ms / 1000, s.ms % 1000);
+        let stamp = format!("{:>5}  {} s", s.seq, layout::seconds(s.ms));
         f.text((8, s.y), &stamp, 10, GREY, Align::Left);
         match &s.shape {
             Shape::Arrow { from, to } => {

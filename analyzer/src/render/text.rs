@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use outbox_trace::output::escape::terminal_line as shown;
 
-use super::layout::{ChainLayout, Shape};
+use super::layout::{seconds, ChainLayout, Shape};
 
 /// The layout as text lines; every value from the trace shown escaped ([`shown`]), so none
 /// reaches a terminal as an escape sequence or a line of its own.
@@ -29,10 +29,9 @@ pub fn chain_text(l: &ChainLayout) -> String {
         let mark = if s.marked { "*" } else { " " };
         let _ = writeln!(
             out,
-            "{mark} seq {:>5}  {:>4}.{:03} s  {who:<20} {}",
+            "{mark} seq {:>5}  {:>8} s  {who:<20} {}",
             s.seq,
-            s.ms / 1000,
-            s.ms % 1000,
+            seconds(s.ms),
             shown(&s.label)
         );
     }

@@ -25,6 +25,9 @@ use crate::views::scene::{Scene, Scenes};
 pub const EVENTFUL: usize = 8;
 /// At most this many rows are embedded in all; scenarios beyond it keep only their drawn chains.
 pub const MAX_ROWS: usize = 3_000_000;
+/// At most this many scenarios are embedded (summaries, chains, rows), the first in check order;
+/// the page says how many more the check judged.
+pub const MAX_SCENARIOS: usize = 2_000;
 
 /// The second half of a row shape ([`Rows::shapes`]): which optional columns a row carries, one
 /// bit per column, so a row's shape fits in a byte; `report.js` reads the same bits (`HAS`).
@@ -81,6 +84,12 @@ pub struct Caps {
     pub rows_total: usize,
     /// [`MAX_ROWS`], for the page to name the cap it hit.
     pub max_rows: usize,
+    /// Scenarios embedded / scenarios checked, and [`MAX_SCENARIOS`].
+    pub scenarios_embedded: usize,
+    /// Scenarios checked.
+    pub scenarios_total: usize,
+    /// [`MAX_SCENARIOS`], for the page to name the cap it hit.
+    pub max_scenarios: usize,
 }
 
 /// One scenario's summary.
@@ -304,7 +313,10 @@ pub fn build_capped(
     max_rows: usize,
 ) -> Result<Page, RenderError> {
     let mut drawn = Vec::new();
-    let numbered = chain::violations(scenes);
+    let scenarios_total = scenes.scenes().count();
+    let shown = scenarios_total.min(MAX_SCENARIOS);
+    let mut numbered = chain::violations(scenes);
+    numbered.retain(|v| v.scene < shown);
     let mut first_violation = std::collections::BTreeMap::new();
     for v in &numbered {
         first_violation.entry(v.scene).or_insert(v.number);
@@ -326,7 +338,7 @@ pub fn build_capped(
         });
         violations.push(violation_view(scenes, v, drawn.len() - 1));
     }
-    for (scene, tasks) in scenes.scenes().zip(eventful) {
+    for (scene, tasks) in scenes.scenes().zip(eventful).take(shown) {
         for &t in tasks {
             let (title, svg) = draw(&chain::task_chain(scene, t))?;
             drawn.push(Drawn {
@@ -346,6 +358,7 @@ pub fn build_capped(
     let mut budget = max_rows;
     let rows: Vec<Option<Rows>> = scenes
         .scenes()
+        .take(shown)
         .map(|s| {
             let n = s.history.rows.len();
             (n <= budget).then(|| {
@@ -363,7 +376,7 @@ pub fn build_capped(
     Ok(Page {
         traces: traces.iter().map(|p| p.display().to_string()).collect(),
         kinds: Kind::ALL.iter().map(|k| k.as_str()).collect(),
-        scenarios: scenes.scenes().map(scenario_view).collect(),
+        scenarios: scenes.scenes().take(shown).map(scenario_view).collect(),
         violations,
         drawn,
         names: names.names,
@@ -376,6 +389,9 @@ pub fn build_capped(
             rows_embedded: max_rows - budget,
             rows_total,
             max_rows,
+            scenarios_embedded: shown,
+            scenarios_total,
+            max_scenarios: MAX_SCENARIOS,
         },
         rows,
     })

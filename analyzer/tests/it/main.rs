@@ -5,6 +5,7 @@ mod common;
 mod variants;
 
 mod book;
+mod bounds;
 mod cli;
 mod cli_draw;
 mod compare;

@@ -305,10 +305,10 @@
     for (const s of l.steps) {
       const color = TONE[s.tone];
       const ms = s.ms;
-      // As Rust's format!("{:>5}  {}.{:03} s", seq, ms / 1000, ms % 1000).
-      const rest = ms % 1000;
-      const stamp = String(s.seq).padStart(5, " ") + "  " + String(Math.trunc(ms / 1000)) + "." +
-        (rest < 0 ? "-" + String(-rest).padStart(2, "0") : String(rest).padStart(3, "0")) + " s";
+      // As Rust's format!("{:>5}  {} s", seq, seconds(ms)): the sign before the whole.
+      const abs = Math.abs(ms);
+      const stamp = String(s.seq).padStart(5, " ") + "  " + (ms < 0 ? "-" : "") +
+        String(Math.trunc(abs / 1000)) + "." + String(abs % 1000).padStart(3, "0") + " s";
       text(8, s.y, stamp, 10, RGB.grey);
       const sh = s.shape;
       if (sh.arrow) {
@@ -491,6 +491,10 @@
             .filter(Boolean).join(", ") + " show only the chains drawn in advance and no timeline."
         : `Rows embedded: all ${c.rows_total}.`,
     ];
+    if (c.scenarios_embedded < c.scenarios_total) {
+      items.push(`Scenarios embedded: the first ${c.scenarios_embedded} of ${c.scenarios_total} (at most ${c.max_scenarios}); ` +
+        `the others are left out here; analyzer check lists every scenario.`);
+    }
     document.getElementById("caps").replaceChildren(...items.map((t) => el("li", {}, t)));
   }
 

@@ -141,3 +141,27 @@ async fn a_partition_refuses_new_connections_and_drops_requests() {
     assert_eq!(ask(&mut after, b"d").await.as_deref(), Some(&b"d"[..]));
     assert!(proxy.dropped().resets >= 2);
 }
+
+#[tokio::test]
+async fn a_nats_server_line_longer_than_the_proxy_reads_reaches_the_client_whole() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = listener.local_addr().unwrap();
+    let mut info = b"INFO {\"server_id\":\"".to_vec();
+    info.resize(102_400, b'a');
+    info.extend_from_slice(b"\"}\r\nPING\r\n");
+    let sent = info.clone();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        s.write_all(&sent).await.unwrap();
+        let mut buf = [0u8; 64];
+        let _ = s.read(&mut buf).await;
+    });
+    let proxy = Proxy::start(server, Wire::Nats).await.unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
+    let mut got = vec![0u8; info.len()];
+    let read = tokio::time::timeout(Duration::from_secs(5), c.read_exact(&mut got)).await;
+    assert!(matches!(read, Ok(Ok(_))), "{read:?}");
+    assert_eq!(got, info);
+}

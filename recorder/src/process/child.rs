@@ -243,10 +243,10 @@ impl Child {
             return "no output".to_string();
         }
         let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
-        // Quoted in error lines: a URL's password is masked as in the trace.
+        // Quoted in error lines: credentials are masked as in the trace.
         format!(
             "last output: {}",
-            crate::process::mask::mask_urls(&lines.join(" | "))
+            crate::process::mask::mask_secrets(&lines.join(" | "))
         )
     }
 }

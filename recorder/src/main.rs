@@ -41,6 +41,7 @@ fn main() -> ExitCode {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .init();
+    outbox_recorder::process::spawn::raise_open_files();
     match cli.command {
         Command::Actor => ExitCode::from(process::main() as u8),
         Command::Watchdog { mark } => {

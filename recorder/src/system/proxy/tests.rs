@@ -165,3 +165,27 @@ async fn a_nats_server_line_longer_than_the_proxy_reads_reaches_the_client_whole
     assert!(matches!(read, Ok(Ok(_))), "{read:?}");
     assert_eq!(got, info);
 }
+
+#[tokio::test]
+async fn a_connection_past_the_cap_is_refused_and_one_is_taken_again_when_another_closes() {
+    let proxy = Proxy::start(echo().await, Wire::Tcp).await.unwrap();
+    let mut open = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let mut c = TcpStream::connect(("127.0.0.1", proxy.port()))
+            .await
+            .unwrap();
+        assert!(ask(&mut c, b"x").await.is_some());
+        open.push(c);
+    }
+    let mut past = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
+    assert_eq!(ask(&mut past, b"y").await, None, "refused past the cap");
+    drop(open.pop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
+    assert_eq!(ask(&mut again, b"z").await.as_deref(), Some(&b"z"[..]));
+    assert_eq!(proxy.dropped().resets, 0, "no fault's reset");
+}

@@ -106,7 +106,19 @@ fn main() -> ExitCode {
                     exit(Exit::Unrecovered)
                 }
                 Ok(_) => exit(Exit::Success),
-                Err(e) => fail("recorder", &e),
+                Err(e) => {
+                    let out = match &plan {
+                        RunPlan::Builtin(config) => &config.out,
+                        RunPlan::System(config) => &config.out,
+                    };
+                    match outbox_recorder::journal::writer::kept_parts(out) {
+                        Some(kept) => {
+                            eprintln!("recorder: {e}; {kept}");
+                            exit(e.exit())
+                        }
+                        None => fail("recorder", &e),
+                    }
+                }
             }
         }
     }

@@ -49,11 +49,11 @@ pub fn raise_open_files() -> u64 {
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
                 let _ = OPEN_FILES_SOFT.set(soft);
-                return raised.rlim_cur as u64;
+                return raised.rlim_cur;
             }
         }
     }
-    limit.rlim_cur as u64
+    limit.rlim_cur
 }
 
 /// The prefix of the recorder's own environment variables (`OUTBOX_TRACE_ETCD`, ...).

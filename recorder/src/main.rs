@@ -41,6 +41,7 @@ fn main() -> ExitCode {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .init();
+    outbox_recorder::process::spawn::raise_open_files();
     match cli.command {
         Command::Actor => ExitCode::from(process::main() as u8),
         Command::Watchdog { mark } => {
@@ -105,7 +106,19 @@ fn main() -> ExitCode {
                     exit(Exit::Unrecovered)
                 }
                 Ok(_) => exit(Exit::Success),
-                Err(e) => fail("recorder", &e),
+                Err(e) => {
+                    let out = match &plan {
+                        RunPlan::Builtin(config) => &config.out,
+                        RunPlan::System(config) => &config.out,
+                    };
+                    match outbox_recorder::journal::writer::kept_parts(out) {
+                        Some(kept) => {
+                            eprintln!("recorder: {e}; {kept}");
+                            exit(e.exit())
+                        }
+                        None => fail("recorder", &e),
+                    }
+                }
             }
         }
     }

@@ -30,7 +30,7 @@ use join::join_segments;
 use place::failed;
 
 pub use join::salvage;
-pub use place::{parts_dir, segment_path, Target};
+pub use place::{kept_parts, parts_dir, segment_path, Target};
 
 /// How often a segment is closed while events flow.
 const SEGMENT_INTERVAL: Duration = Duration::from_secs(1);

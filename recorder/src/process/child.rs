@@ -24,6 +24,10 @@ const OUTPUT_AFTER_EXIT: Duration = Duration::from_millis(250);
 /// Output lines kept for error messages.
 const TAIL: usize = 12;
 
+/// The bytes of one output line held (for the last lines and a watched line's answer); the rest
+/// of a longer line goes to the log only.
+const LONGEST_KEPT: usize = 8 * 1024;
+
 /// How a process ended: its exit code, or 128 + the signal that killed it.
 pub type Status = i32;
 
@@ -239,10 +243,10 @@ impl Child {
             return "no output".to_string();
         }
         let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
-        // Quoted in error lines: a URL's password is masked as in the trace.
+        // Quoted in error lines: credentials are masked as in the trace.
         format!(
             "last output: {}",
-            crate::process::mask::mask_urls(&lines.join(" | "))
+            crate::process::mask::mask_secrets(&lines.join(" | "))
         )
     }
 }
@@ -254,6 +258,9 @@ impl Drop for Child {
     }
 }
 
+/// Reads one output stream to its end: every byte goes to the log as it comes; of each line
+/// only its first [`LONGEST_KEPT`] bytes are held, for the last lines and for `watch`, so a
+/// line without an end holds no more memory than that.
 fn pump(
     stream: impl AsyncRead + Unpin + Send + 'static,
     tail: Arc<Mutex<VecDeque<String>>>,
@@ -261,22 +268,98 @@ fn pump(
     watch: Option<mpsc::UnboundedSender<String>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stream).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut reader = BufReader::with_capacity(64 * 1024, stream);
+        let mut line = Vec::new();
+        loop {
+            let bytes = match reader.fill_buf().await {
+                Ok(b) if !b.is_empty() => b,
+                _ => break,
+            };
+            let n = bytes.len();
             if let Some(log) = &log {
                 use std::io::Write as _;
-                let _ = writeln!(log.lock().expect("log lock"), "{line}");
+                let _ = log.lock().expect("log lock").write_all(bytes);
             }
-            {
-                let mut tail = tail.lock().expect("tail lock");
-                if tail.len() == TAIL {
-                    tail.pop_front();
-                }
-                tail.push_back(line.chars().take(300).collect());
+            let mut rest = bytes;
+            while let Some(at) = rest.iter().position(|&b| b == b'\n') {
+                keep(&mut line, &rest[..at]);
+                ended(&mut line, &tail, watch.as_ref());
+                rest = &rest[at + 1..];
             }
-            if let Some(w) = &watch {
-                let _ = w.send(line);
-            }
+            keep(&mut line, rest);
+            reader.consume(n);
+        }
+        if !line.is_empty() {
+            ended(&mut line, &tail, watch.as_ref());
         }
     })
+}
+
+/// Adds `bytes` to the line held, up to [`LONGEST_KEPT`].
+fn keep(line: &mut Vec<u8>, bytes: &[u8]) {
+    let room = LONGEST_KEPT.saturating_sub(line.len());
+    line.extend_from_slice(&bytes[..room.min(bytes.len())]);
+}
+
+/// A line ended: into the last lines, and to `watch`.
+fn ended(
+    line: &mut Vec<u8>,
+    tail: &Mutex<VecDeque<String>>,
+    watch: Option<&mpsc::UnboundedSender<String>>,
+) {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    let text = String::from_utf8_lossy(line).into_owned();
+    line.clear();
+    {
+        let mut tail = tail.lock().expect("tail lock");
+        if tail.len() == TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(text.chars().take(300).collect());
+    }
+    if let Some(w) = watch {
+        let _ = w.send(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_line_without_an_end_is_logged_whole_and_held_only_in_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("out.log");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "head -c 20000000 /dev/zero | tr '\\0' a; echo; echo done",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut child = Child::spawn(Launch {
+            what: "role long".into(),
+            argv: &argv,
+            env: &[],
+            cwd: dir.path(),
+            log: log.clone(),
+            stdin: false,
+            watch_stdout: Some(tx),
+        })
+        .unwrap();
+        assert_eq!(child.wait().await, 0);
+        let long = rx.recv().await.unwrap();
+        assert_eq!(long.len(), LONGEST_KEPT, "only the first bytes are held");
+        assert!(long.bytes().all(|b| b == b'a'));
+        assert_eq!(rx.recv().await.as_deref(), Some("done"));
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 20_000_000 + 1 + 5);
+        assert!(
+            child.last_lines().ends_with("| done"),
+            "{}",
+            child.last_lines()
+        );
+    }
 }

@@ -24,6 +24,38 @@ use std::os::unix::process::CommandExt as _;
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
+/// The soft limit on open files the recorder started with, when [`raise_open_files`] raised it:
+/// what its children get back.
+static OPEN_FILES_SOFT: OnceLock<libc::rlim_t> = OnceLock::new();
+
+/// Raises the recorder's soft limit on open files to the hard limit: every role's connection
+/// through a proxy is two descriptors, and the common soft limit of 1024 is soon reached. Its
+/// children start with the soft limit it had. Returns the limit now in force.
+pub fn raise_open_files() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let soft = limit.rlim_cur;
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                let _ = OPEN_FILES_SOFT.set(soft);
+                return raised.rlim_cur;
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
 /// The prefix of the recorder's own environment variables (`OUTBOX_TRACE_ETCD`, ...).
 pub const VAR_PREFIX: &str = "OUTBOX_TRACE_";
 
@@ -59,8 +91,20 @@ pub fn std_command(program: impl AsRef<OsStr>) -> std::process::Command {
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The signal
     // follows the forking thread, which is the spawner thread below: it lives as long as the
     // recorder.
+    let soft = OPEN_FILES_SOFT.get().copied();
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
+            if let Some(soft) = soft {
+                // Async-signal-safe too: the child's soft limit on open files as it was.
+                let mut limit = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                    limit.rlim_cur = soft;
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+                }
+            }
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(std::io::Error::from)
         });

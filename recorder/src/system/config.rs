@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::file::System;
 use crate::fault::spec::Nemesis;
-use crate::process::mask::mask_urls;
+use crate::process::mask::{is_secret_name, mask_header_list, mask_secrets};
 
 /// Everything `recorder run --system` needs.
 #[derive(Debug, Clone)]
@@ -38,7 +38,8 @@ pub struct SystemConfig {
 
 impl SystemConfig {
     /// The system's configuration as `run_start.detail.system` shows it: the file's content,
-    /// with the password of every URL masked.
+    /// with every credential masked (see [`crate::process::mask`]): a URL's password, a secret
+    /// parameter, a setting or header named as a secret, every value of a `*_HEADERS` list.
     pub fn shown(&self) -> Value {
         let mut value = serde_json::to_value(&self.system.file).unwrap_or(Value::Null);
         mask(&mut value);
@@ -46,12 +47,23 @@ impl SystemConfig {
     }
 }
 
-/// Masks `user:password@` in every string of `value`.
+/// Masks the credentials in every string of `value`, and the whole value of a setting or header
+/// whose name is a secret's.
 fn mask(value: &mut Value) {
     match value {
-        Value::String(s) => *s = mask_urls(s),
+        Value::String(s) => *s = mask_secrets(s),
         Value::Array(items) => items.iter_mut().for_each(mask),
-        Value::Object(map) => map.values_mut().for_each(mask),
+        Value::Object(map) => {
+            for (name, v) in map.iter_mut() {
+                match v {
+                    Value::String(s) if is_secret_name(name) => *s = "***".to_string(),
+                    Value::String(s) if name.to_ascii_uppercase().ends_with("_HEADERS") => {
+                        *s = mask_header_list(s)
+                    }
+                    _ => mask(v),
+                }
+            }
+        }
         _ => {}
     }
 }

@@ -23,6 +23,26 @@ pub use schema::{
 /// endpoint and files open.
 pub const MAX_INSTANCES: u32 = 64;
 
+/// The largest system file read: a real one is a few kilobytes.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The file's text, read up to [`MAX_FILE_BYTES`] (a larger file, or an endless one, is refused).
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let cannot = |e: std::io::Error| format!("cannot read the system file: {e}");
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "the system file is larger than {} KiB: not a system file",
+            MAX_FILE_BYTES / 1024
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "the system file is not UTF-8 text".to_string())
+}
+
 /// Names the recorder writes rows under, which a role cannot take.
 const RESERVED: [&str; 3] = ["recorder", "observer", "faults"];
 
@@ -92,8 +112,7 @@ impl System {
             line,
             message,
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| fail(None, format!("cannot read the system file: {e}")))?;
+        let text = read_bounded(path).map_err(|m| fail(None, m))?;
         let file: SystemFile = toml::from_str(&text).map_err(|e| {
             let line = e
                 .span()

@@ -27,6 +27,7 @@ mod budget;
 mod grpc;
 mod http;
 mod intake;
+mod listen;
 mod reply;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -38,6 +39,7 @@ use tokio::task::JoinHandle;
 
 pub use budget::{BODY_TIMEOUT, MAX_IN_FLIGHT, RETRY_AFTER_SECONDS};
 pub use intake::{Answer, Intake, ReceiverStats, TOKEN_HEADER};
+pub use listen::{HEAD_TIMEOUT, MAX_CONNECTIONS};
 
 /// The largest request body taken, compressed or not (larger: HTTP 413, gRPC
 /// `RESOURCE_EXHAUSTED`).
@@ -116,7 +118,8 @@ impl Drop for OtlpReceiver {
     }
 }
 
-/// Serves `router` on a fresh loopback port (HTTP/1.1 and HTTP/2 without TLS) until `stopped`.
+/// Serves `router` on a fresh loopback port (HTTP/1.1 and HTTP/2 without TLS) until `stopped`,
+/// within [`listen`]'s bounds.
 fn serve(
     router: Router,
     mut stopped: watch::Receiver<bool>,
@@ -125,9 +128,10 @@ fn serve(
     listener.set_nonblocking(true)?;
     let address = listener.local_addr()?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
-        let _ = stopped.wait_for(|stop| *stop).await;
-    });
+    let server =
+        axum::serve(listen::Bounded::new(listener), router).with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        });
     let task = tokio::spawn(async move {
         if let Err(e) = server.await {
             tracing::warn!("the OTLP receiver stopped: {e}");

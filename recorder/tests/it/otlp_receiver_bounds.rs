@@ -9,7 +9,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use outbox_recorder::system::receiver::{
-    Answer, Intake, OtlpReceiver, BODY_TIMEOUT, MAX_IN_FLIGHT, RETRY_AFTER_SECONDS,
+    Answer, Intake, OtlpReceiver, BODY_TIMEOUT, HEAD_TIMEOUT, MAX_CONNECTIONS, MAX_IN_FLIGHT,
+    RETRY_AFTER_SECONDS,
 };
 use tokio::sync::mpsc;
 
@@ -223,4 +224,46 @@ async fn a_stalled_body_is_cut_off_after_the_timeout_and_gives_back_its_bytes() 
         .unwrap();
     assert_eq!(again.0, 200);
     receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_wait_and_a_head_not_finished_in_time_is_closed() {
+    let receiver = receiver();
+    let address = receiver
+        .http_endpoint()
+        .trim_start_matches("http://")
+        .to_string();
+    let began = Instant::now();
+    let stalled: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+        .map(|_| {
+            let mut s = TcpStream::connect(&address).unwrap();
+            s.write_all(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    let whole = tokio::task::spawn_blocking(move || {
+        let mut s = connect(&address, 0, false);
+        let answered = read_head(&mut s).map(|(status, _)| status);
+        (answered, began.elapsed())
+    });
+    let (answered, after) = whole.await.unwrap();
+    assert_eq!(answered, Some(200), "an empty export is taken");
+    assert!(
+        after >= HEAD_TIMEOUT - Duration::from_millis(500),
+        "accepted only when the stalled ones were closed: {after:?}"
+    );
+    for mut s in stalled {
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut byte = [0u8; 1];
+        let read = s.read(&mut byte);
+        assert!(matches!(read, Ok(0) | Err(_)), "closed: {read:?}");
+        if let Err(e) = &read {
+            use std::io::ErrorKind::{TimedOut, WouldBlock};
+            assert!(
+                !matches!(e.kind(), WouldBlock | TimedOut),
+                "still open: {e}"
+            );
+        }
+    }
 }

@@ -625,3 +625,16 @@ fn a_password_a_failing_setup_printed_is_masked_in_its_error_line() {
     one_line_with_code(&output, 4, "postgres://app:***@db/x");
     assert!(!output_text(&output).contains("hunter2"));
 }
+
+#[test]
+fn a_system_file_larger_than_a_mebibyte_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // A valid file, padded past the bound with a comment.
+    let mut text = TINY.to_string();
+    text.push('#');
+    text.push_str(&"x".repeat(2 * 1024 * 1024));
+    text.push('\n');
+    let big = file(dir.path(), &text);
+    one_line_with_code(&run_file(&big, &[]), 2, "larger than 1024 KiB");
+    assert!(!dir.path().join("run.parquet").exists());
+}

@@ -132,3 +132,90 @@ fn forged_recorder_rows_leave_a_valid_run_valid() {
         assert_eq!(end.refused[kind].spans, 1, "{kind}: {:?}", end.refused);
     }
 }
+
+/// A role whose first life leaves a process behind in a session of its own, with the life's
+/// token, and exits; the process it left sends a task of its own two seconds later. Later lives
+/// wait to be stopped.
+const LEAVER: &str = r#"
+import json, os, time, urllib.request
+
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+headers = dict(h.split("=", 1) for h in os.environ["OTEL_EXPORTER_OTLP_HEADERS"].split(","))
+resource = [{"key": k, "value": {"stringValue": v}} for k, v in
+            (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
+resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
+
+def send(n, task):
+    now = time.time_ns()
+    attributes = {"outbox.kind": "task_accepted", "outbox.event_id": "e-%d" % n,
+                  "outbox.store_rev": n, "outbox.task_id": task}
+    span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
+            "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
+                            {"intValue": str(v)}} for k, v in attributes.items()]}
+    body = json.dumps({"resourceSpans": [{"resource": {"attributes": resource},
+                                          "scopeSpans": [{"spans": [span]}]}]}).encode()
+    request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json",
+                                                      **headers})
+    try:
+        urllib.request.urlopen(request).read()
+    except Exception as e:
+        print(e)
+
+if os.path.exists("first-life"):
+    time.sleep(60)
+open("first-life", "w").close()
+send(1, "t-1")
+if os.fork() == 0:
+    os.setsid()
+    log = open("left.log", "w")
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    time.sleep(2)
+    send(2, "t-late")
+    open("late-sent", "w").close()
+    os._exit(0)
+"#;
+
+#[test]
+fn a_life_s_token_is_refused_once_the_life_has_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("leaver.py"), LEAVER).unwrap();
+    let system = dir.path().join("system.toml");
+    std::fs::write(
+        &system,
+        r#"
+name = "left-behind"
+[roles.api]
+command = ["python3", "leaver.py"]
+[tasks]
+command = ["true"]
+count = 1
+[quiet]
+command = ["test", "-e", "late-sent"]
+"#,
+    )
+    .unwrap();
+    let (output, out) = common::record_system(dir.path(), Path::new(&system), &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(dir.path().join("late-sent").exists());
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let accepted: Vec<(&str, u32, Option<&str>)> = rows(&events, Kind::TaskAccepted)
+        .iter()
+        .map(|e| (e.actor.as_str(), e.incarnation, e.task_id.as_deref()))
+        .collect();
+    assert_eq!(
+        accepted,
+        [("api", 0, Some("t-1"))],
+        "the late task is no row"
+    );
+    let Step::RunEnd(end) = common::step(rows(&events, Kind::RunEnd)[0]) else {
+        unreachable!()
+    };
+    let refused = &end.refused["task_accepted"];
+    assert_eq!(refused.spans, 1, "{refused:?}");
+    assert_eq!(
+        refused.reasons,
+        ["an export with the token of a process life that has ended"]
+    );
+}

@@ -29,6 +29,13 @@ use crate::fault::spec::WireFault;
 /// How long the proxy waits for the service to take a connection.
 const CONNECT_WITHIN: Duration = Duration::from_secs(5);
 
+/// The most connections one proxy relays at once (each holds two descriptors); one past it is
+/// refused with a reset.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long the proxy waits after an accept that failed (no descriptor left) before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
 /// A wire fault this proxy cannot carry out.
 #[derive(Debug, thiserror::Error)]
 #[error("{fault} needs a service with wire = \"{needs}\" (this one speaks {speaks})")]
@@ -375,9 +382,16 @@ impl Drop for Proxy {
 }
 
 async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((client, _)) = listener.accept().await else {
-            continue;
+        let client = match listener.accept().await {
+            Ok((client, _)) => client,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Err(_) => {
+                // Out of descriptors (or memory): the connections open now may end meanwhile.
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
         };
         let _ = client.set_nodelay(true);
         if shared.until(|f| f.refuse) {
@@ -385,8 +399,13 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
             refuse(client);
             continue;
         }
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            refuse(client);
+            continue;
+        };
         let shared = shared.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let reset = shared.reset.subscribe();
             let upstream =
                 tokio::time::timeout(CONNECT_WITHIN, TcpStream::connect(shared.upstream)).await;

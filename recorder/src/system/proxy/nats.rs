@@ -124,15 +124,17 @@ pub struct Nats {
     losing: Option<(Vec<u8>, Instant)>,
     /// The message being read from the server is dropped; its bytes so far.
     dropping: Option<u64>,
-    /// A line outgrew [`LONGEST_LINE`]: relayed unread.
-    opaque: bool,
+    /// A line from the process outgrew [`LONGEST_LINE`]: that direction is relayed unread.
+    up_opaque: bool,
+    /// A line from the server outgrew [`LONGEST_LINE`]: that direction is relayed unread.
+    down_opaque: bool,
 }
 
 impl Reader for Nats {
     fn request(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow {
         out.extend_from_slice(bytes);
         let mut rest = bytes;
-        while !rest.is_empty() && !self.opaque {
+        while !rest.is_empty() && !self.up_opaque {
             let (n, piece) = self.up.step(rest);
             rest = &rest[n..];
             match piece {
@@ -143,7 +145,11 @@ impl Reader for Nats {
                         }
                     }
                 }
-                Piece::Partial => self.opaque = self.up.line.len() > LONGEST_LINE,
+                Piece::Partial if self.up.line.len() > LONGEST_LINE => {
+                    // Every request byte is already passed on: only the reading stops.
+                    self.up_opaque = true;
+                    self.up.line = Vec::new();
+                }
                 _ => {}
             }
         }
@@ -153,13 +159,18 @@ impl Reader for Nats {
     fn reply(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow {
         let mut rest = bytes;
         while !rest.is_empty() {
-            if self.opaque {
+            if self.down_opaque {
                 out.extend_from_slice(rest);
                 break;
             }
             let (n, piece) = self.down.step(rest);
             match piece {
-                Piece::Partial => self.opaque = self.down.line.len() > LONGEST_LINE,
+                Piece::Partial if self.down.line.len() > LONGEST_LINE => {
+                    // The line held so far is passed on whole, and the rest as it comes.
+                    out.append(&mut self.down.line);
+                    self.down_opaque = true;
+                }
+                Piece::Partial => {}
                 Piece::Line => {
                     let line = &self.down.line;
                     let lost = match (&self.losing, addressed_to(line)) {
@@ -262,6 +273,41 @@ mod tests {
         let lost = losses.drain();
         assert_eq!(lost.len(), 1);
         assert_eq!((lost[0].bytes, lost[0].messages), (ack.len() as u64, 1));
+    }
+
+    #[test]
+    fn a_control_line_longer_than_the_longest_passes_whole_and_only_its_direction_turns_opaque() {
+        let losses = Losses::default();
+        let mut nats = Nats::default();
+        let mut info = b"INFO {\"x\":\"".to_vec();
+        info.resize(100 * 1024, b'a');
+        info.extend_from_slice(b"\"}\r\nPING\r\n");
+        let mut out = Vec::new();
+        for chunk in info.chunks(16 * 1024) {
+            nats.reply(chunk, &mut out, &losses);
+        }
+        assert_eq!(out.len(), info.len(), "every byte of the long line passes");
+        assert_eq!(out, info);
+        // A long partial line from the process leaves the server's direction read.
+        let mut nats = Nats::default();
+        let long = vec![b'x'; LONGEST_LINE + 10];
+        assert_eq!(feed(&mut nats, true, &long, &losses), long);
+        losses.arm(Loss::Puback);
+        let ok = b"MSG _INBOX.q 1 2\r\nok\r\n";
+        let mut nats2 = Nats::default();
+        feed(
+            &mut nats2,
+            true,
+            b"PUB orders _INBOX.q 2\r\nhi\r\n",
+            &losses,
+        );
+        let mut long_up = vec![b'y'; LONGEST_LINE + 10];
+        long_up.insert(0, b'P');
+        feed(&mut nats2, true, &long_up, &losses);
+        assert!(
+            feed(&mut nats2, false, ok, &losses).is_empty(),
+            "the ack is still found and dropped"
+        );
     }
 
     #[test]

@@ -141,3 +141,51 @@ async fn a_partition_refuses_new_connections_and_drops_requests() {
     assert_eq!(ask(&mut after, b"d").await.as_deref(), Some(&b"d"[..]));
     assert!(proxy.dropped().resets >= 2);
 }
+
+#[tokio::test]
+async fn a_nats_server_line_longer_than_the_proxy_reads_reaches_the_client_whole() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = listener.local_addr().unwrap();
+    let mut info = b"INFO {\"server_id\":\"".to_vec();
+    info.resize(102_400, b'a');
+    info.extend_from_slice(b"\"}\r\nPING\r\n");
+    let sent = info.clone();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        s.write_all(&sent).await.unwrap();
+        let mut buf = [0u8; 64];
+        let _ = s.read(&mut buf).await;
+    });
+    let proxy = Proxy::start(server, Wire::Nats).await.unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
+    let mut got = vec![0u8; info.len()];
+    let read = tokio::time::timeout(Duration::from_secs(5), c.read_exact(&mut got)).await;
+    assert!(matches!(read, Ok(Ok(_))), "{read:?}");
+    assert_eq!(got, info);
+}
+
+#[tokio::test]
+async fn a_connection_past_the_cap_is_refused_and_one_is_taken_again_when_another_closes() {
+    let proxy = Proxy::start(echo().await, Wire::Tcp).await.unwrap();
+    let mut open = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let mut c = TcpStream::connect(("127.0.0.1", proxy.port()))
+            .await
+            .unwrap();
+        assert!(ask(&mut c, b"x").await.is_some());
+        open.push(c);
+    }
+    let mut past = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
+    assert_eq!(ask(&mut past, b"y").await, None, "refused past the cap");
+    drop(open.pop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = TcpStream::connect(("127.0.0.1", proxy.port()))
+        .await
+        .unwrap();
+    assert_eq!(ask(&mut again, b"z").await.as_deref(), Some(&b"z"[..]));
+    assert_eq!(proxy.dropped().resets, 0, "no fault's reset");
+}

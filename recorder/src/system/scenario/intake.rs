@@ -44,11 +44,13 @@ impl<'a, 'e> Stage<'a, 'e> {
             self.drop_span(d.why.clone());
         }
         // The process the recorder gave the export's token to: its spans are that life's.
-        let sender = item
-            .token
-            .as_deref()
-            .and_then(|t| self.tokens.get(t))
-            .cloned();
+        let given = item.token.as_deref().and_then(|t| self.tokens.get(t));
+        let sender = given.and_then(|s| s.valid(Instant::now()));
+        let unknown = if given.is_some() {
+            "an export with the token of a process life that has ended"
+        } else {
+            "an export without the token of a process the recorder started"
+        };
         let mut distrusted: Vec<&'static str> = Vec::new();
         for live in mapped.events {
             if let Some(kind) = &live.unknown_kind {
@@ -64,7 +66,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 continue;
             }
             let Some((actor, incarnation)) = sender.clone() else {
-                let why = "an export without the token of a process the recorder started";
+                let why = unknown;
                 distrusted.push(why);
                 self.drop_span(rejected(why));
                 continue;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use outbox_trace::detail::{self};
 use outbox_trace::otlp::LiveMapper;
@@ -101,13 +101,37 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) timed: Vec<Tally>,
     /// Whether the scenario's faults are named or searched.
     pub(super) origin: Origin,
-    /// Each process life's token: the exports that carry it are that life's.
-    pub(super) tokens: HashMap<String, (String, u32)>,
+    /// Each process life's token: the exports that carry it are that life's, until the life's
+    /// end is recorded and its exports drained.
+    pub(super) tokens: HashMap<String, Sender>,
     /// The proxy between each actor and each service: `(actor, service)`.
     pub(super) proxies: BTreeMap<(String, String), Proxy>,
     /// Each wire fault that acted on traffic: `(actor, service, fault)`.
     pub(super) wire_acts: Vec<(String, String, WireFault)>,
 }
+
+/// The life a token was given to.
+#[derive(Debug, Clone)]
+pub(super) struct Sender {
+    pub(super) actor: String,
+    pub(super) incarnation: u32,
+    /// From when exports with the token are refused: the life ended.
+    pub(super) revoked: Option<Instant>,
+}
+
+impl Sender {
+    /// The life, while its token is still taken.
+    pub(super) fn valid(&self, now: Instant) -> Option<(String, u32)> {
+        match self.revoked {
+            Some(at) if at <= now => None,
+            _ => Some((self.actor.clone(), self.incarnation)),
+        }
+    }
+}
+
+/// How long after a life that ended on its own is recorded its token is still taken: for the
+/// exports it sent before it ended and not yet read.
+const EXPORTS_AFTER_EXIT: Duration = Duration::from_secs(1);
 
 /// A fresh token, 128 random bits in hex: no other process can guess it.
 fn token() -> std::io::Result<String> {
@@ -227,7 +251,12 @@ impl<'a, 'e> Stage<'a, 'e> {
         let mut env = self.role_env(role, actor, instance, incarnation, &values);
         let token = token().map_err(|e| SystemError::Run(e.into()))?;
         with_token(&mut env, &token);
-        self.tokens.insert(token, (actor.to_string(), incarnation));
+        let sender = Sender {
+            actor: actor.to_string(),
+            incarnation,
+            revoked: None,
+        };
+        self.tokens.insert(token, sender);
         let takes_tasks =
             matches!(&self.env.system.delivery, Delivery::Stdin { role: r, .. } if r == role);
         let mut child = Child::spawn(Launch {
@@ -287,6 +316,16 @@ impl<'a, 'e> Stage<'a, 'e> {
         Ok(())
     }
 
+    /// The token of `actor`'s life `incarnation` is refused from `after` on.
+    fn revoke(&mut self, actor: &str, incarnation: u32, after: Duration) {
+        let at = Instant::now() + after;
+        for sender in self.tokens.values_mut() {
+            if sender.actor == actor && sender.incarnation == incarnation {
+                sender.revoked.get_or_insert(at);
+            }
+        }
+    }
+
     pub(super) fn author(actor: &str) -> Author {
         Author::Process(Arc::from(actor))
     }
@@ -333,6 +372,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             },
         )
         .await?;
+        // Its exports are drained: a process it left behind has no say as this life.
+        self.revoke(&kill.actor, kill.incarnation, Duration::ZERO);
         self.restart(&role, &kill.actor, kill.incarnation + 1)
             .await?;
         for held in later {
@@ -399,6 +440,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             },
         )
         .await?;
+        self.revoke(&actor, incarnation, EXPORTS_AFTER_EXIT);
         eprintln!(
             "recorder: {actor} (life {incarnation}) exited with status {status}; {}",
             self.lives[&actor].child.last_lines()

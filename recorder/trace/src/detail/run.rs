@@ -194,8 +194,9 @@ detail_struct! {
         /// The required columns they lacked.
         pub missing: Vec<String>,
         /// Why spans were refused for other reasons than missing columns: a kind only the
-        /// recorder writes, an export without the token of a process the recorder started, a
-        /// span that claims another actor than the process that sent it.
+        /// recorder writes, an export without the token of a process the recorder started (or with
+        /// the token of a life that has ended), a span that claims another actor than the
+        /// process that sent it.
         pub reasons: Vec<String>,
     }
 }

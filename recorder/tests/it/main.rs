@@ -24,6 +24,7 @@ mod node_postgres;
 mod otlp;
 mod otlp_receiver;
 mod otlp_receiver_bounds;
+mod rabbitmq;
 mod sqlite_lab;
 mod startup;
 mod system;

@@ -50,10 +50,9 @@ def main():
                 seen = json.load(f)
         except (OSError, ValueError):
             seen = {}
-        # A count unchanged since an answer more than a second ago (another scenario's, before a
-        # reset) is not a count that stayed.
+        # A count last seen long ago (a file left by another scenario) is not a count that stayed.
         if (seen.get("unprocessed") != unprocessed or seen.get("boot") != boot_id()
-                or now - seen.get("checked", 0) > 1):
+                or now - seen.get("checked", 0) > 30):
             seen = {"unprocessed": unprocessed, "since": now, "boot": boot_id()}
         seen["checked"] = now
         with open(path + ".tmp", "w", encoding="utf-8") as f:

@@ -236,7 +236,9 @@ def broker(stop=None):
             channel = connection.channel()
             channel.queue_declare(QUEUE, durable=True, arguments=QUEUE_ARGS)
             return connection, channel
-        except BROKER_DOWN:
+        # pika raises ValueError when the socket closes while it connects (the proxy accepted,
+        # the node behind it is down or restarting).
+        except (*BROKER_DOWN, ValueError):
             if stop is not None and stop.is_set():
                 raise
             (stop or threading.Event()).wait(0.2)

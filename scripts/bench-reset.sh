@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 example=$(cd "${1:?usage: bench-reset.sh EXAMPLE_DIR [explore options...]}" && pwd)
 shift
-recorder=$root/target/release/recorder
+recorder=${RECORDER:-$root/target/release/recorder}
 [ -x "$recorder" ] || recorder=$root/target/debug/recorder
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

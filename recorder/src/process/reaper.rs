@@ -16,9 +16,48 @@ use nix::unistd::Pid;
 /// How long swept processes are given to die and be reaped.
 const REAP_FOR: Duration = Duration::from_millis(500);
 
-/// Makes this process adopt its orphaned descendants (`PR_SET_CHILD_SUBREAPER`).
+/// How often adopted orphans that exited are reaped.
+const REAP_ADOPTED_EVERY: Duration = Duration::from_secs(1);
+
+/// Makes this process adopt its orphaned descendants (`PR_SET_CHILD_SUBREAPER`), and reaps those
+/// that exit, every [`REAP_ADOPTED_EVERY`], on a thread of its own: a daemon's parent that exits
+/// (`epmd -daemon`, a double fork) is adopted, and would stay a zombie until the recorder's end.
 pub fn adopt_orphans() -> std::io::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)
+    nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)?;
+    static REAPER: std::sync::Once = std::sync::Once::new();
+    REAPER.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("orphan-reaper".into())
+            .spawn(|| loop {
+                std::thread::sleep(REAP_ADOPTED_EVERY);
+                reap_adopted();
+            });
+    });
+    Ok(())
+}
+
+/// Reaps every zombie child of this process that it did not start itself (an adopted orphan
+/// that exited); returns how many. A child it started is left to its owner, who waits for it.
+pub fn reap_adopted() -> usize {
+    let me = std::process::id() as i32;
+    // Held throughout: no child is started (and registered) meanwhile.
+    let mut own = super::spawn::own_children();
+    let adopted: Vec<i32> = processes()
+        .into_iter()
+        .filter(|&(pid, ppid)| ppid == me && !own.contains(pid) && state(pid) == Some('Z'))
+        .map(|(pid, _)| pid)
+        .collect();
+    for &pid in &adopted {
+        let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+    }
+    own.retain_alive();
+    adopted.len()
+}
+
+/// The state letter of process `pid` (`R`, `S`, `Z`, ...).
+fn state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
 /// Every process that descends from this one, read from `/proc`, but the run's watchdog (which
@@ -130,6 +169,44 @@ mod tests {
         assert!(
             kill(Pid::from_raw(sleeper), None).is_err(),
             "the sleeper is gone"
+        );
+    }
+
+    #[test]
+    fn an_adopted_orphan_that_exited_is_reaped_and_a_child_of_our_own_is_not() {
+        adopt_orphans().unwrap();
+        // A double fork: the middle shell exits at once, its child (a short sleep) is adopted
+        // and exits later, a zombie of this process until reaped.
+        let mut sh = std::process::Command::new("sh");
+        sh.args(["-c", "(sleep 0.2 &) ; exit 0"]);
+        let status = crate::process::spawn::spawn_std(sh)
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(status.success());
+        let own = crate::process::spawn::spawn_std(std::process::Command::new("true")).unwrap();
+        let me = std::process::id() as i32;
+        let zombie = |pid: i32| state(pid) == Some('Z');
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        // The reaper thread takes the orphan's zombie away; our own child's stays ours.
+        loop {
+            let adopted_zombies = processes()
+                .into_iter()
+                .filter(|&(pid, ppid)| ppid == me && pid != own.id() as i32 && zombie(pid))
+                .count();
+            if adopted_zombies == 0 && zombie(own.id() as i32) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "an adopted zombie was left"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut own = own;
+        assert!(
+            own.wait().unwrap().success(),
+            "its owner still waits for it"
         );
     }
 }

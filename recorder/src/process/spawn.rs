@@ -117,15 +117,57 @@ pub fn std_command(program: impl AsRef<OsStr>) -> std::process::Command {
 /// is not there gives an error of kind `NotFound`.
 pub fn spawn(mut command: tokio::process::Command) -> std::io::Result<tokio::process::Child> {
     let runtime = tokio::runtime::Handle::try_current().ok();
+    // Registered under the lock it was started under: the reaper never sees it unregistered.
     on_spawner_thread(move || {
         let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
-        command.spawn()
+        let mut own = own_children();
+        let child = command.spawn()?;
+        if let Some(pid) = child.id() {
+            own.insert(pid as i32);
+        }
+        Ok(child)
     })
 }
 
 /// Starts `command` (made by [`std_command`]) on the spawner thread.
 pub fn spawn_std(mut command: std::process::Command) -> std::io::Result<std::process::Child> {
-    on_spawner_thread(move || command.spawn())
+    on_spawner_thread(move || {
+        let mut own = own_children();
+        let child = command.spawn()?;
+        own.insert(child.id() as i32);
+        Ok(child)
+    })
+}
+
+/// The children this process started itself (their owners wait for them): a zombie among its
+/// children that is not one of them is an adopted orphan, for [`super::reaper`] to reap.
+pub fn own_children() -> OwnChildren {
+    static OWN: OnceLock<Mutex<std::collections::HashSet<i32>>> = OnceLock::new();
+    OwnChildren(
+        OWN.get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+/// The set of [`own_children`], locked.
+pub struct OwnChildren(std::sync::MutexGuard<'static, std::collections::HashSet<i32>>);
+
+impl OwnChildren {
+    fn insert(&mut self, pid: i32) {
+        self.0.insert(pid);
+    }
+
+    /// Whether `pid` is a child this process started.
+    pub fn contains(&self, pid: i32) -> bool {
+        self.0.contains(&pid)
+    }
+
+    /// Forgets the children that are gone (their pids may be used again).
+    pub fn retain_alive(&mut self) {
+        self.0
+            .retain(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
 }
 
 type Job = Box<dyn FnOnce() + Send>;

@@ -515,7 +515,7 @@ impl Subject for Explore<'_> {
 
     async fn close(&mut self) {
         if let Some(kept) = &self.kept {
-            kept.stop().await;
+            kept.stop(crate::system::scenario::GRACE).await;
         }
     }
 }

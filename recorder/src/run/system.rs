@@ -131,7 +131,7 @@ impl Subject for TeamSystem<'_> {
 
     async fn close(&mut self) {
         if let Some(kept) = &self.kept {
-            kept.stop().await;
+            kept.stop(crate::system::scenario::GRACE).await;
         }
     }
 }

@@ -37,10 +37,14 @@ fn example(dir: &Path, reset: Option<&str>) -> PathBuf {
         )
         .collect::<Vec<_>>()
         .join("\n");
-    let own_reset = "[reset]\ncommand = [\"python3\", \"reset.py\"]\n";
-    assert!(text.contains(own_reset), "the example resets with reset.py");
+    let own_reset =
+        "[reset]\ncommand = [\"redis-cli\", \"-p\", \"${services.redis.port}\", \"flushall\"]\n";
+    assert!(
+        text.contains(own_reset),
+        "the example resets with redis-cli"
+    );
     let reset = reset.map_or_else(String::new, |sh| {
-        format!("[reset]\ncommand = [\"sh\", \"-c\", {sh:?}]\n")
+        format!("[reset]\ncommand = [\"sh\", \"-c\", {sh:?}, \"${{services.redis.port}}\"]\n")
     });
     text = text.replace(own_reset, &reset);
     let scenarios = text.find("[[scenarios]]").unwrap();
@@ -69,7 +73,7 @@ fn run_all(dir: &Path, reset: Option<&str>) -> (BTreeSet<String>, usize, String)
     (starts, resets, text)
 }
 
-const RESET: &str = "echo reset >> resets.txt && python3 reset.py";
+const RESET: &str = "echo reset >> resets.txt && redis-cli -p \"$0\" flushall";
 
 #[test]
 fn with_reset_one_redis_serves_every_scenario_and_is_reset_before_each_but_the_first() {

@@ -25,6 +25,7 @@ mod node_postgres;
 mod otlp;
 mod otlp_receiver;
 mod otlp_receiver_bounds;
+mod rabbitmq;
 mod secrets;
 mod sqlite_lab;
 mod startup;

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::commands::{run_command, CommandError};
 use super::faults::SystemTargets;
-use super::kept::ServiceSet;
+use super::service_set::ServiceSet;
 use super::shared::{run_err, SystemError, Timeline, QUIET_AT_LEAST, QUIET_EVERY, SPAN_SILENCE};
 use super::stage::Stage;
 use crate::fault::apply::{apply, carry_out};

@@ -1,8 +1,8 @@
 //! The end of a scenario: the stores read back with every process still up (`observe`), every
-//! process stopped while its last exports are taken in, the services stopped, and `run_end`. A
-//! scenario interrupted by a signal stops its processes first and reads the stores back after, so
-//! its `observed` row comes after every commit its processes made (its `run_end` says
-//! `interrupted`).
+//! process stopped while its last exports are taken in, the services stopped (or kept), and
+//! `run_end`. A scenario interrupted by a signal, or past its deadline without becoming quiet,
+//! stops its processes first and reads the stores back after, so its `observed` row comes after
+//! every commit its processes made (its `run_end` says `interrupted`, or `deadline`).
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commands::{run_command, CommandError};
-use super::kept::{self, ServiceSet};
+use super::kept;
+use super::service_set::ServiceSet;
 use super::shared::{run_err, ScenarioOutcome, SystemError, Timeline, GRACE};
 use super::stage::Stage;
 use crate::fault::apply::continue_group;
@@ -63,15 +64,16 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     if could_not.is_some() {
         // Nothing ran: there is nothing to read back.
         stop_processes(&mut stage, &mut intake).await?;
-    } else if env.shutdown.is_cancelled() {
-        // Interrupted: the processes may be in the middle of their work, so they are stopped
-        // before the stores are read back; no commit lands after the snapshot.
+    } else if env.shutdown.is_cancelled() || !recovered {
+        // Interrupted, or past the deadline without becoming quiet: the processes may be in the
+        // middle of their work, so they are stopped before the stores are read back; no commit
+        // lands after the snapshot.
         stop_processes(&mut stage, &mut intake).await?;
         timeline.mark("processes stopped");
         observe(&mut stage).await?;
         timeline.mark("store read back");
     } else {
-        // The stores read back with every process still up (quiet, or past the deadline).
+        // Quiet: the stores read back with every process still up.
         observe(&mut stage).await?;
         timeline.mark("store read back");
         stop_processes(&mut stage, &mut intake).await?;

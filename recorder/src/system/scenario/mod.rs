@@ -12,8 +12,8 @@
 //! [`intake`] takes the exported spans in and sets off the step-following faults; [`faults`]
 //! carries out pauses and timed faults; [`ending`] reads the stores back, stops everything and
 //! writes `run_end`; [`commands`] runs setup, reset, quiet and observe; [`retry`] tries a scenario
-//! that could not start once more; [`kept`] holds a scenario's services as one set and keeps sets
-//! between scenarios (`[reset]`); [`shared`] is what they all share: the run's environment, the
+//! that could not start once more; [`service_set`] holds a scenario's services as one set and
+//! the idle sets kept between scenarios, [`kept`] decides which set a scenario runs on (`[reset]`); [`shared`] is what they all share: the run's environment, the
 //! outcome, the errors and the timings.
 
 mod commands;
@@ -25,14 +25,15 @@ mod kept;
 mod prepare;
 mod retry;
 mod run;
+mod service_set;
 mod shared;
 mod stage;
 
-pub use kept::KeptServices;
 pub use prepare::closed_early;
 pub use retry::run_or_not;
 pub use run::run_scenario;
+pub use service_set::KeptServices;
 pub use shared::{
-    scenario_dir, ScenarioOutcome, SystemEnv, SystemError, COULD_NOT_RUN, OWN_EXIT_RESTARTS,
+    scenario_dir, ScenarioOutcome, SystemEnv, SystemError, COULD_NOT_RUN, GRACE, OWN_EXIT_RESTARTS,
     SCENARIO_FILE,
 };

@@ -9,7 +9,8 @@ use outbox_trace::detail;
 use outbox_trace::Step;
 
 use super::commands::{base_env, run_command};
-use super::kept::{self, ServiceSet};
+use super::kept;
+use super::service_set::ServiceSet;
 use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline};
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;

@@ -12,8 +12,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::drive::{Drive, Parts};
 use super::ending::{end, Ending};
-use super::kept::{self, ServiceSet};
+use super::kept;
 use super::prepare::{closed_early, prepare, role_ports};
+use super::service_set::ServiceSet;
 use super::shared::{run_err, scenario_dir, ScenarioOutcome, SystemEnv, SystemError, Timeline};
 use super::stage::Stage;
 use crate::fault::chaos::SystemChaos;

@@ -15,7 +15,7 @@ use crate::system::file::System;
 use crate::system::services::ServiceFailure;
 
 /// How long a process may take to stop after SIGTERM.
-pub(crate) const GRACE: Duration = Duration::from_secs(5);
+pub const GRACE: Duration = Duration::from_secs(5);
 /// Without a `quiet` command: quiet once no span arrived for this long.
 pub(crate) const SPAN_SILENCE: Duration = Duration::from_secs(2);
 /// How long after a `quiet` that said no the next is asked (a probe is never asked while
@@ -127,7 +127,7 @@ pub struct SystemEnv<'a> {
     /// The search a scenario of `recorder explore` belongs to, for `run_start.detail.search`.
     pub search: Option<&'a outbox_trace::detail::SearchMark>,
     /// The services kept between scenarios (`[reset]`); without, each scenario starts its own.
-    pub kept: Option<&'a super::kept::KeptServices>,
+    pub kept: Option<&'a super::service_set::KeptServices>,
 }
 
 /// How a scenario ended.

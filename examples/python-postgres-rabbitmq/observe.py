@@ -1,0 +1,31 @@
+"""Prints the ground truth read back from PostgreSQL: one JSON object on one line.
+
+Its keys are those of the trace's ``observed`` row: tasks, tasks_done, results, dedup_keys,
+counter (one counter per aggregate, by its key), outbox_pending, outbox_published. RabbitMQ keeps
+no log of what was published (a consumed message is gone), so there is no ``stream_messages``.
+"""
+
+import json
+
+from common import STORE_DOWN, fail, psycopg, setting
+
+
+def main():
+    try:
+        with psycopg.connect(setting("DATABASE_URL"), connect_timeout=5) as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM tasks), (SELECT count(*) FROM tasks WHERE done),"
+                " (SELECT count(*) FROM results), (SELECT count(*) FROM processed),"
+                " (SELECT count(*) FROM outbox WHERE NOT published),"
+                " (SELECT count(*) FROM outbox WHERE published)").fetchone()
+            counters = conn.execute("SELECT counter_key, value FROM counters").fetchall()
+    except STORE_DOWN as error:
+        fail(f"cannot read the store back: {error}", 1)
+    names = ("tasks", "tasks_done", "results", "dedup_keys", "outbox_pending", "outbox_published")
+    observed = dict(zip(names, row))
+    observed["counter"] = {key: value for key, value in sorted(counters)}
+    print(json.dumps(observed, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -5,8 +5,15 @@
 //!
 //! Only processes the scenario no longer needs are swept: a caller sweeps after it stopped (and
 //! waited for) every process it started itself, so what is left are the strays.
+//!
+//! Scenarios that run at once each sweep their own. A descendant belongs to a scenario by its
+//! [`SCENARIO_MARK`], else by the process group it was started in (a process that dropped its
+//! environment, `env -i`, `sudo`, `su -`, keeps its group), else by its parent. One that no
+//! scenario can claim (an orphan that dropped both its environment and its group) is swept with
+//! the scenario that ends when no other scenario holds processes, and at the end of the run.
 
 use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
@@ -44,8 +51,8 @@ pub fn reap_adopted() -> usize {
     let mut own = super::spawn::own_children();
     let adopted: Vec<i32> = processes()
         .into_iter()
-        .filter(|&(pid, ppid)| ppid == me && !own.contains(pid) && state(pid) == Some('Z'))
-        .map(|(pid, _)| pid)
+        .filter(|p| p.ppid == me && !own.contains(p.pid) && state(p.pid) == Some('Z'))
+        .map(|p| p.pid)
         .collect();
     for &pid in &adopted {
         let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
@@ -63,38 +70,59 @@ fn state(pid: i32) -> Option<char> {
 /// Every process that descends from this one, read from `/proc`, but the run's watchdog (which
 /// must outlive every scenario).
 pub fn descendants() -> Vec<i32> {
+    owned_descendants()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Every process that descends from this one but the watchdog, with the scenario it belongs to
+/// (its mark, else its process group's, else its parent's), if any.
+fn owned_descendants() -> Vec<(i32, Option<String>)> {
     let me = std::process::id() as i32;
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for (pid, ppid) in processes() {
-        children.entry(ppid).or_default().push(pid);
+    let groups = group_owners();
+    let mut children: HashMap<i32, Vec<Proc>> = HashMap::new();
+    for process in processes() {
+        children.entry(process.ppid).or_default().push(process);
     }
     let mut found = Vec::new();
-    let mut next = vec![me];
-    while let Some(parent) = next.pop() {
-        for &child in children.get(&parent).into_iter().flatten() {
-            if super::mark::is_watchdog(child) {
+    let mut next: Vec<(i32, Option<String>)> = vec![(me, None)];
+    while let Some((parent, parent_owner)) = next.pop() {
+        for child in children.get(&parent).into_iter().flatten() {
+            if super::mark::is_watchdog(child.pid) {
                 continue;
             }
-            found.push(child);
-            next.push(child);
+            let owner = scenario_of(child.pid)
+                .or_else(|| groups.get(&child.pgid).cloned())
+                .or_else(|| parent_owner.clone());
+            found.push((child.pid, owner.clone()));
+            next.push((child.pid, owner));
         }
     }
     found
 }
 
-/// `(pid, ppid)` of every process in `/proc`.
-fn processes() -> Vec<(i32, i32)> {
+/// One process as `/proc/PID/stat` tells it.
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    pgid: i32,
+}
+
+/// Every process in `/proc`.
+fn processes() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|entry| {
         let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so read after the
-        // last `)`.
-        let after = &stat[stat.rfind(')')? + 1..];
-        let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
-        Some((pid, ppid))
+        // `pid (comm) state ppid pgrp ...`: comm may hold spaces and parentheses, so read after
+        // the last `)`.
+        let mut after = stat[stat.rfind(')')? + 1..].split_whitespace().skip(1);
+        let ppid = after.next()?.parse().ok()?;
+        let pgid = after.next()?.parse().ok()?;
+        Some(Proc { pid, ppid, pgid })
     })
     .collect()
 }
@@ -103,21 +131,65 @@ fn processes() -> Vec<(i32, i32)> {
 /// scenario): scenarios that run at once each sweep their own strays only.
 pub const SCENARIO_MARK: &str = "OUTBOX_RECORDER_SCENARIO";
 
-/// Whether process `pid`'s environment holds `SCENARIO_MARK=scenario`.
-fn started_by(pid: i32, scenario: &str) -> bool {
-    let wanted = format!("{SCENARIO_MARK}={scenario}");
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+/// The scenario named by process `pid`'s [`SCENARIO_MARK`], if its environment holds one.
+fn scenario_of(pid: i32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{SCENARIO_MARK}=");
+    env.split(|b| *b == 0)
+        .find_map(|v| v.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
-/// Kills every process that still descends from this one (with `scenario`, only those that
-/// scenario started, by their [`SCENARIO_MARK`]) and reaps those that end up as its children;
-/// returns how many were killed.
-pub async fn sweep(scenario: Option<&str>) -> usize {
-    let mut strays = descendants();
+/// The process groups each scenario's processes were started in (each started in a group of its
+/// own, its id the process's), by scenario, until the scenario is swept.
+static GROUPS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
+
+/// Notes that `pid`, started with `env`, leads a process group of its own: if `env` holds a
+/// [`SCENARIO_MARK`], what stays in that group belongs to that scenario.
+pub(super) fn note_group<'a>(
+    pid: i32,
+    mut env: impl Iterator<Item = (&'a std::ffi::OsStr, Option<&'a std::ffi::OsStr>)>,
+) {
+    let scenario = env.find_map(|(k, v)| (k == SCENARIO_MARK).then_some(v).flatten());
     if let Some(scenario) = scenario {
-        strays.retain(|&pid| started_by(pid, scenario));
+        let scenario = scenario.to_string_lossy().into_owned();
+        GROUPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((scenario, pid));
     }
+}
+
+/// Which scenario each noted process group belongs to.
+fn group_owners() -> HashMap<i32, String> {
+    let groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+    groups.iter().map(|(s, g)| (*g, s.clone())).collect()
+}
+
+/// Forgets the groups of `scenario` (every scenario's, with `None`); returns whether another
+/// scenario still holds groups.
+fn forget_groups(scenario: Option<&str>) -> bool {
+    let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+    match scenario {
+        Some(scenario) => groups.retain(|(s, _)| s != scenario),
+        None => groups.clear(),
+    }
+    !groups.is_empty()
+}
+
+/// Kills every process that still descends from this one and reaps those that end up as its
+/// children; returns how many were killed. With `scenario`, only that scenario's (see the
+/// module's docs), and those no scenario can claim when no other scenario holds processes.
+pub async fn sweep(scenario: Option<&str>) -> usize {
+    let mut owned = owned_descendants();
+    let others_live = forget_groups(scenario);
+    if let Some(scenario) = scenario {
+        owned.retain(|(_, owner)| match owner {
+            Some(owner) => owner == scenario,
+            None => !others_live,
+        });
+    }
+    let strays: Vec<i32> = owned.into_iter().map(|(pid, _)| pid).collect();
     for &pid in &strays {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
@@ -172,6 +244,71 @@ mod tests {
         );
     }
 
+    /// Starts, for scenario `scenario`, a shell that leaves `sleep SECONDS` behind, started as
+    /// `how` (`env -i`, `setsid env -i`) and exits; returns once the sleeper runs, with its pid.
+    fn leave_sleeper(scenario: &str, how: &str, seconds: &str) -> i32 {
+        let mut sh = crate::process::spawn::std_command("sh");
+        sh.env(SCENARIO_MARK, scenario).args([
+            "-c",
+            &format!("({how} sleep {seconds} >/dev/null 2>&1 &) ; exit 0"),
+        ]);
+        let status = crate::process::spawn::spawn_std(sh)
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(status.success());
+        let wanted = format!("sleep\0{seconds}\0");
+        for _ in 0..200 {
+            let found = descendants().into_iter().find(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted.as_bytes())
+            });
+            if let Some(pid) = found {
+                return pid;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the sleeper never ran");
+    }
+
+    fn alive(pid: i32) -> bool {
+        kill(Pid::from_raw(pid), None).is_ok() && state(pid) != Some('Z')
+    }
+
+    #[tokio::test]
+    async fn a_process_that_dropped_its_environment_is_swept_with_its_scenario_only() {
+        adopt_orphans().unwrap();
+        let mine = leave_sleeper("scenario-a", "env -i", "31.25");
+        let theirs = leave_sleeper("scenario-b", "env -i", "31.5");
+        assert!(scenario_of(mine).is_none(), "env -i dropped the mark");
+        assert!(sweep(Some("scenario-a")).await >= 1);
+        assert!(!alive(mine), "scenario-a's sleeper is gone");
+        assert!(
+            alive(theirs),
+            "scenario-b's sleeper is not scenario-a's to stop"
+        );
+        sweep(Some("scenario-b")).await;
+        assert!(!alive(theirs));
+    }
+
+    #[tokio::test]
+    async fn a_process_no_scenario_can_claim_waits_for_the_last_scenario_or_the_run() {
+        adopt_orphans().unwrap();
+        let ownerless = leave_sleeper("scenario-c", "setsid env -i", "32.25");
+        let other = leave_sleeper("scenario-d", "", "32.5");
+        sweep(Some("scenario-c")).await;
+        assert!(
+            alive(ownerless),
+            "scenario-d still runs: it may be scenario-d's"
+        );
+        sweep(Some("scenario-d")).await;
+        assert!(!alive(ownerless), "the last scenario sweeps it");
+        assert!(!alive(other));
+        let late = leave_sleeper("scenario-e", "setsid env -i", "32.75");
+        let _ = leave_sleeper("scenario-f", "", "33.25");
+        sweep(None).await;
+        assert!(!alive(late), "the run's end sweeps it");
+    }
+
     #[test]
     fn an_adopted_orphan_that_exited_is_reaped_and_a_child_of_our_own_is_not() {
         adopt_orphans().unwrap();
@@ -192,7 +329,7 @@ mod tests {
         loop {
             let adopted_zombies = processes()
                 .into_iter()
-                .filter(|&(pid, ppid)| ppid == me && pid != own.id() as i32 && zombie(pid))
+                .filter(|p| p.ppid == me && p.pid != own.id() as i32 && zombie(p.pid))
                 .count();
             if adopted_zombies == 0 && zombie(own.id() as i32) {
                 break;

@@ -25,8 +25,22 @@ use super::mark::{MARK, MARKED};
 
 /// The mark of a run writing `out`.
 fn mark_of(out: &Path) -> String {
-    std::path::absolute(out)
-        .unwrap_or_else(|_| out.to_path_buf())
+    // The file, not its spelling: its directory with every symlink resolved (the file itself
+    // may not exist yet).
+    let resolved = match (out.parent(), out.file_name()) {
+        (Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            std::fs::canonicalize(parent).ok().map(|p| p.join(name))
+        }
+        _ => None,
+    };
+    resolved
+        .or_else(|| std::path::absolute(out).ok())
+        .unwrap_or_else(|| out.to_path_buf())
         .display()
         .to_string()
 }
@@ -129,6 +143,21 @@ fn stop_marked(mark: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_spellings_of_one_file_give_one_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        let by_link = mark_of(&dir.path().join("link/t.parquet"));
+        assert_eq!(by_link, mark_of(&real.join("t.parquet")));
+        assert_eq!(
+            by_link,
+            mark_of(&dir.path().join("real/../link/./t.parquet"))
+        );
+        assert_ne!(by_link, mark_of(&real.join("u.parquet")));
+    }
 
     #[test]
     fn only_processes_that_carry_the_mark_are_stopped() {

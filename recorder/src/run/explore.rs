@@ -517,6 +517,8 @@ impl Subject for Explore<'_> {
         if let Some(kept) = &self.kept {
             kept.stop(crate::system::scenario::GRACE).await;
         }
+        // What no scenario could claim, left while others ran, goes with the run.
+        crate::process::reaper::sweep(None).await;
     }
 }
 

@@ -480,6 +480,50 @@ fn a_daemon_a_role_leaves_holds_no_run_and_outlives_none() {
     none_left(&mark);
 }
 
+/// The processes whose command line is exactly `sleep SECONDS`.
+fn sleeping(seconds: &str) -> Vec<i32> {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted.as_bytes())
+        })
+        .collect()
+}
+
+/// A role's shell that leaves daemons with no environment (`env -i`), one in the role's process
+/// group and one in a session of its own: neither carries a mark, neither outlives the scenario.
+#[test]
+fn a_daemon_that_dropped_its_environment_outlives_no_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let (grouped, alone) = (
+        format!("47.{}", std::process::id()),
+        format!("48.{}", std::process::id()),
+    );
+    let daemon = file(
+        dir.path(),
+        &TINY.replace(
+            "[\"sleep\", \"30\"]",
+            &format!(
+                "[\"sh\", \"-c\", \"(env -i sleep {grouped} &); (setsid env -i sleep {alone} &); exec sleep 30\"]"
+            ),
+        ),
+    );
+    let output = run_file(&daemon, &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    let started = Instant::now();
+    while !(sleeping(&grouped).is_empty() && sleeping(&alone).is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "left behind: {:?} {:?}",
+            sleeping(&grouped),
+            sleeping(&alone)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn kill_9_of_the_recorder_leaves_no_process() {
     let dir = tempfile::tempdir().unwrap();

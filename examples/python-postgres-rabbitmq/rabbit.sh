@@ -11,9 +11,10 @@
 #                              (ready.py: no Erlang CLI, no cookie, no epmd look-up).
 #
 # The nodes of a machine share one epmd on 4369. It is started here, detached and without the
-# recorder's marks in its environment, so that the end of one scenario does not take it for a
-# stray of its own while another scenario's node is registered with it. (A node whose epmd went
-# away anyway keeps serving AMQP; only the Erlang CLI tools lose sight of it, and none is used.)
+# recorder's marks in its environment: no scenario owns it, so the end of one scenario leaves it
+# to the nodes of the others, and the recorder stops it with the last scenario or at the run's
+# end. (A node whose epmd went away anyway keeps serving AMQP; only the Erlang CLI tools lose
+# sight of it, and none is used.)
 set -eu
 
 home=${RABBITMQ_SCRIPTS:-/usr/lib/rabbitmq/bin}

@@ -93,7 +93,9 @@ class Worker:
                         break
                     if method is not None:
                         self.handle(method, properties, body)
-            except BROKER_DOWN:
+            # pika raises ValueError ("Timeout closed before call") when its connection closes
+            # under a consume or an ACK: the broker is gone as surely as with a socket error.
+            except (*BROKER_DOWN, ValueError):
                 self.stop.wait(0.2)
         try:
             self.connection.close()

@@ -7,7 +7,7 @@
 //! that never fired are reported, not judged. A scenario without `run_end.detail.faults` has no
 //! coverage and is judged as before.
 
-use outbox_trace::detail::{RunEnd, RunStart};
+use outbox_trace::detail::{FaultForm, RunEnd, RunStart};
 
 /// Where a fault came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,10 +32,12 @@ impl Origin {
 }
 
 /// One fault a scenario tried.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tried {
     /// The fault's one-line form.
     pub spec: String,
+    /// Its parts, where the producer recorded them.
+    pub form: Option<FaultForm>,
     /// Where it came from.
     pub origin: Origin,
     /// How many times it fired.
@@ -58,7 +60,7 @@ pub struct SearchOf {
 }
 
 /// Every fault a scenario tried; empty where the producer recorded none.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Coverage {
     /// In the producer's order.
     pub faults: Vec<Tried>,
@@ -97,6 +99,7 @@ impl Coverage {
             .iter()
             .map(|f| Tried {
                 spec: f.spec.clone(),
+                form: f.form.clone(),
                 origin: if listed(start.map(|s| &s.faults), &f.spec) {
                     Origin::Named
                 } else if listed(start.map(|s| &s.searched), &f.spec) {

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::check::coverage::Tried;
 use outbox_trace::Kind;
 use serde::Serialize;
 
@@ -84,6 +85,18 @@ const COLUMNS: [&str; 9] = [
     "lose puback",
 ];
 
+/// Where `fault` goes: its row and its column, from its recorded form; a fault recorded without
+/// one (an older trace, another producer) is placed by its text.
+pub fn place_of(fault: &Tried) -> Option<(String, String)> {
+    match &fault.form {
+        Some(form) => Some((
+            format!("{} · {}", form.place(), form.when()?),
+            form.verb.clone(),
+        )),
+        None => place(&fault.spec),
+    }
+}
+
 /// Where `spec` goes: its row and its column. A spec in words this view does not know goes
 /// under its first word.
 pub fn place(spec: &str) -> Option<(String, String)> {
@@ -113,7 +126,7 @@ pub fn matrix(scenes: &Scenes, first_violation: &BTreeMap<usize, usize>) -> Matr
         let failed = scene.outcomes.iter().any(|o| o.verdict == Verdict::Fail);
         let coverage = &scenes.report.scenarios[scene.index].coverage;
         for fault in &coverage.faults {
-            let Some(key) = place(&fault.spec) else {
+            let Some(key) = place_of(fault) else {
                 continue;
             };
             let state = if failed {
@@ -233,6 +246,38 @@ pub fn svg(m: &Matrix) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_with_its_form_is_placed_by_the_form_not_the_text() {
+        let mut fault = Tried {
+            spec: "kill worker after acked".into(),
+            origin: crate::check::coverage::Origin::Searched,
+            fired: 1,
+            why: None,
+            form: Some(outbox_trace::detail::FaultForm {
+                verb: "drop replies".into(),
+                target: Some("relay".into()),
+                service: Some("redis".into()),
+                after: Some("publish_attempt".into()),
+                ..Default::default()
+            }),
+        };
+        assert_eq!(
+            place_of(&fault).unwrap(),
+            (
+                "relay redis · publish_attempt".into(),
+                "drop replies".into()
+            )
+        );
+        fault.form.as_mut().unwrap().after = None;
+        fault.form.as_mut().unwrap().at_ms = Some(2000);
+        assert_eq!(place_of(&fault).unwrap().0, "relay redis · at 2s");
+        fault.form = None;
+        assert_eq!(
+            place_of(&fault).unwrap(),
+            ("worker · acked".into(), "kill".into())
+        );
+    }
 
     #[test]
     fn a_spec_goes_to_its_target_and_step_under_its_fault() {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use outbox_trace::detail::FaultTried;
+use outbox_trace::detail::{FaultForm, FaultTried};
 use outbox_trace::Kind;
 
 use super::duration::show_duration;
@@ -56,9 +56,58 @@ impl Tally {
             fired: self.fired,
             first_ms: self.first.map(|d| d.as_millis() as u64),
             why: (self.fired == 0).then(|| why(&self.nemesis)),
+            form: Some(form(&self.nemesis)),
             ..FaultTried::default()
         }
     }
+}
+
+/// `fault`'s parts, as `run_end.detail.faults[].form` records them.
+pub fn form(fault: &Nemesis) -> FaultForm {
+    let ms = |d: Duration| Some(d.as_millis() as u64);
+    let unless_alone = match &fault.what {
+        What::Pause { unless_alone, .. } => unless_alone.then_some(true),
+        _ => None,
+    };
+    let (verb, target, service, hold_ms) = match &fault.what {
+        What::Kill { target } => ("kill", Some(target), None, None),
+        What::Pause { target, hold, .. } => ("pause", Some(target), None, ms(*hold)),
+        What::Restart { service } => ("restart", None, Some(service), None),
+        What::PauseService { service, hold } => ("pause", None, Some(service), ms(*hold)),
+        What::Wire {
+            target,
+            service,
+            fault,
+        } => (
+            fault.verb(),
+            Some(target),
+            Some(service),
+            fault.hold().and_then(ms),
+        ),
+    };
+    let mut form = FaultForm {
+        verb: verb.to_string(),
+        target: target.cloned(),
+        service: service.cloned(),
+        hold_ms,
+        unless_alone,
+        ..FaultForm::default()
+    };
+    match &fault.when {
+        When::At(at) => form.at_ms = ms(*at),
+        When::After {
+            kind,
+            nth,
+            by,
+            delay,
+        } => {
+            form.after = Some(kind.to_string());
+            form.nth = Some(u64::from(*nth));
+            form.by = by.clone();
+            form.delay_ms = (!delay.is_zero()).then(|| delay.as_millis() as u64);
+        }
+    }
+    form
 }
 
 /// Why `fault` never fired, from what the processes reported: `count(Some(who), kind)` is how
@@ -155,6 +204,49 @@ pub fn wire_idle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_s_form_holds_what_its_text_says() {
+        let form_of = |spec: &str| form(&Nemesis::parse(spec).unwrap());
+        let kill = form_of("kill worker-2 after effect_committed 3");
+        assert_eq!(
+            (
+                kill.verb.as_str(),
+                kill.target.as_deref(),
+                kill.service.as_deref()
+            ),
+            ("kill", Some("worker-2"), None)
+        );
+        assert_eq!(
+            (kill.after.as_deref(), kill.nth),
+            (Some("effect_committed"), Some(3))
+        );
+        let pause = form_of("pause worker after delivered +32ms for 5s unless alone");
+        assert_eq!(
+            (pause.delay_ms, pause.hold_ms, pause.unless_alone),
+            (Some(32), Some(5000), Some(true))
+        );
+        let restart = form_of("restart nats after relay publish_attempt 2");
+        assert_eq!(
+            (
+                restart.service.as_deref(),
+                restart.by.as_deref(),
+                restart.nth
+            ),
+            (Some("nats"), Some("relay"), Some(2))
+        );
+        let wire = form_of("drop replies api postgres after intent_recorded for 2s");
+        assert_eq!(wire.verb, "drop replies");
+        assert_eq!(wire.place(), "api postgres");
+        assert_eq!(wire.hold_ms, Some(2000));
+        let timed = form_of("partition worker redis at 1500ms for 2s");
+        assert_eq!((timed.at_ms, timed.after.as_deref()), (Some(1500), None));
+        assert_eq!(timed.when().as_deref(), Some("at 1500ms"));
+        assert_eq!(
+            form_of("lose puback relay nats after publish_attempt").verb,
+            "lose puback"
+        );
+    }
 
     fn why(spec: &str, ran_ms: u64) -> String {
         let fault = Nemesis::parse(spec).unwrap();

@@ -451,6 +451,21 @@ fn after(words: &[&str]) -> Result<When, String> {
     })
 }
 
+impl WireFault {
+    /// Its verb, as a fault's text writes it (`drop replies`, `lose puback`).
+    pub fn verb(&self) -> &'static str {
+        match self {
+            WireFault::DropReplies { .. } => "drop replies",
+            WireFault::DropRequests { .. } => "drop requests",
+            WireFault::Cut => "cut",
+            WireFault::Partition { .. } => "partition",
+            WireFault::LoseCommitReply => "lose commit-reply",
+            WireFault::LosePuback => "lose puback",
+        }
+    }
+
+}
+
 impl fmt::Display for Nemesis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.what {
@@ -462,17 +477,7 @@ impl fmt::Display for Nemesis {
                 target,
                 service,
                 fault,
-            } => {
-                let verb = match fault {
-                    WireFault::DropReplies { .. } => "drop replies",
-                    WireFault::DropRequests { .. } => "drop requests",
-                    WireFault::Cut => "cut",
-                    WireFault::Partition { .. } => "partition",
-                    WireFault::LoseCommitReply => "lose commit-reply",
-                    WireFault::LosePuback => "lose puback",
-                };
-                write!(f, "{verb} {target} {service}")?;
-            }
+            } => write!(f, "{} {target} {service}", fault.verb())?,
         }
         match &self.when {
             When::At(at) => write!(f, " at {}", show_duration(*at))?,

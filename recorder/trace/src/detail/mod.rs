@@ -24,8 +24,9 @@ pub use failure::{Crash, Fault};
 pub use note::Note;
 pub use observed::Observed;
 pub use run::{
-    ArmedStep, ChaosArmed, FaultTried, KindShape, Refused, RoleShape, RunConfig, RunEnd, RunStart,
-    SearchMark, Unmapped, WireTraffic, COULD_NOT_RUN, INTERRUPTED, NO_KIND, UNMAPPED_NAMES,
+    ArmedStep, ChaosArmed, FaultForm, FaultTried, KindShape, Refused, RoleShape, RunConfig, RunEnd,
+    RunStart, SearchMark, Unmapped, WireTraffic, COULD_NOT_RUN, INTERRUPTED, NO_KIND,
+    UNMAPPED_NAMES,
 };
 
 /// The JSON key of a detail field: `detail_key!(Observed.counter)` is the [`DetailKey`]

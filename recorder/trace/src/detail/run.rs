@@ -125,6 +125,60 @@ detail_struct! {
         pub first_ms: Option<u64>,
         /// Why it never fired, when it did not (`worker reported no outbox_marked`).
         pub why: Option<String>,
+        /// What `spec` says, as data: a reader takes the fault's parts from here rather than
+        /// parsing the text (absent from traces written before it, and from other producers).
+        pub form: Option<FaultForm>,
+    }
+}
+
+detail_struct! {
+    /// `run_end.detail.faults[].form`: a fault's parts. A fault follows a step (`after`, `nth`,
+    /// `by`) or a time (`at_ms`), never both.
+    pub struct FaultForm {
+        /// What it does, as the text writes it: `kill`, `pause`, `restart`, `drop replies`,
+        /// `drop requests`, `cut`, `partition`, `lose commit-reply`, `lose puback`.
+        pub verb: String,
+        /// The process it acts on, or whose connection it acts on: a role or an actor.
+        pub target: Option<String>,
+        /// The service it acts on, or the one at the other end of the connection.
+        pub service: Option<String>,
+        /// The step kind it follows.
+        pub after: Option<String>,
+        /// Which such step it follows (1-based).
+        pub nth: Option<u64>,
+        /// Whose step a service's fault follows (any process's when absent).
+        pub by: Option<String>,
+        /// When it is set off, in milliseconds from the scenario's first task.
+        pub at_ms: Option<u64>,
+        /// How long after the answer to that step it begins (a pause), in milliseconds.
+        pub delay_ms: Option<u64>,
+        /// How long it holds (a pause, dropped bytes, a partition), in milliseconds.
+        pub hold_ms: Option<u64>,
+        /// A pause only while another process of the role runs on (`unless alone`).
+        pub unless_alone: Option<bool>,
+    }
+}
+
+impl FaultForm {
+    /// Where it acts, as the text names it: the target, the service, or both (`worker redis`).
+    pub fn place(&self) -> String {
+        [self.target.as_deref(), self.service.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// When it is set off, as the text says it: the step kind it follows, or `at 2s`.
+    pub fn when(&self) -> Option<String> {
+        match (&self.after, self.at_ms) {
+            (Some(kind), _) => Some(kind.clone()),
+            (None, Some(ms)) => Some(format!(
+                "at {}",
+                crate::fault::duration::show_duration(std::time::Duration::from_millis(ms))
+            )),
+            (None, None) => None,
+        }
     }
 }
 
@@ -179,6 +233,7 @@ detail_struct! {
 lenient::objects!(
     SearchMark,
     FaultTried,
+    FaultForm,
     ChaosArmed,
     ArmedStep,
     RoleShape,

@@ -7,6 +7,7 @@
 //! is kept as it is in an `Other` variant and written back unchanged, so reading never fails.
 
 mod crash;
+pub mod duration;
 mod kind;
 #[cfg(test)]
 mod tests;

@@ -104,7 +104,7 @@ pub fn form(fault: &Nemesis) -> FaultForm {
             form.after = Some(kind.to_string());
             form.nth = Some(u64::from(*nth));
             form.by = by.clone();
-            form.delay_ms = (!delay.is_zero()).then(|| delay.as_millis() as u64);
+            form.delay_ms = (!delay.is_zero()).then_some(delay.as_millis() as u64);
         }
     }
     form

@@ -144,12 +144,16 @@ struct Scene<'s, 'e> {
     origin: Origin,
 }
 
+/// Where a stdin role's courier finds the role's current life (its incarnation) and the sender of
+/// its answers.
+type LifeSlot = watch::Receiver<Option<(u32, mpsc::UnboundedSender<String>)>>;
+
 /// The channels the stage's parts talk over, kept by the scenario's loop.
 struct Wiring {
     intake: mpsc::Receiver<Intake>,
     exits: mpsc::UnboundedReceiver<(String, u32, Status)>,
     /// For a stdin role: where the courier finds its current life, and its answers.
-    slot: Option<watch::Receiver<Option<(u32, mpsc::UnboundedSender<String>)>>>,
+    slot: Option<LifeSlot>,
     answers: Option<mpsc::UnboundedReceiver<String>>,
 }
 
@@ -263,7 +267,7 @@ impl<'s, 'e> Scene<'s, 'e> {
     fn courier(
         &self,
         deadline: Instant,
-        stdin: Option<watch::Receiver<Option<(u32, mpsc::UnboundedSender<String>)>>>,
+        stdin: Option<LifeSlot>,
         answers: Option<mpsc::UnboundedReceiver<String>>,
     ) -> Courier {
         let system = self.env.system;

@@ -463,7 +463,6 @@ impl WireFault {
             WireFault::LosePuback => "lose puback",
         }
     }
-
 }
 
 impl fmt::Display for Nemesis {

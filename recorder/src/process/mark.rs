@@ -9,6 +9,10 @@ use std::sync::OnceLock;
 /// `--out`, as an absolute path.
 pub const MARK: &str = "OUTBOX_RECORDER_OUT";
 
+/// The environment variable that marks what one scenario started (its value names the
+/// scenario): scenarios that run at once each sweep their own strays only.
+pub const SCENARIO_MARK: &str = "OUTBOX_RECORDER_SCENARIO";
+
 /// The run's mark, once its watchdog watches.
 pub(super) static MARKED: OnceLock<String> = OnceLock::new();
 

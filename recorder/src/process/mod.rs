@@ -3,7 +3,8 @@
 //! [`port`] the one way it picks a free loopback port for something it starts; [`child`] one
 //! process watched (its output logged, its last lines kept, its group signalled); [`server`] a
 //! service process waited for until ready, restarted on its data, stopped; [`lives`] the lives
-//! of one actor and the one restart back-off; [`reaper`] the strays a scenario's processes left;
+//! of one actor and the one restart back-off; [`reaper`] the strays a scenario's processes left,
+//! found by the scenario's mark and by the [`groups`] its processes were started in;
 //! [`mark`] the run's mark on every child, [`watchdog`] what kills everything a run started when the recorder itself is killed.
 //!
 //! [`mask`] hides the passwords in URLs of what leaves the recorder (a child's output quoted in an
@@ -12,6 +13,7 @@
 //! It uses nothing else of the crate: every layer above may start processes through it.
 
 pub mod child;
+pub mod groups;
 pub mod lives;
 pub mod mark;
 pub mod mask;

@@ -13,12 +13,14 @@
 //! the scenario that ends when no other scenario holds processes, and at the end of the run.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
+
+use super::groups::{forget_groups, group_owners};
+use super::mark::SCENARIO_MARK;
 
 /// How long swept processes are given to die and be reaped.
 const REAP_FOR: Duration = Duration::from_millis(500);
@@ -127,10 +129,6 @@ fn processes() -> Vec<Proc> {
     .collect()
 }
 
-/// The environment variable that marks what one scenario started (its value names the
-/// scenario): scenarios that run at once each sweep their own strays only.
-pub const SCENARIO_MARK: &str = "OUTBOX_RECORDER_SCENARIO";
-
 /// The scenario named by process `pid`'s [`SCENARIO_MARK`], if its environment holds one.
 fn scenario_of(pid: i32) -> Option<String> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
@@ -138,43 +136,6 @@ fn scenario_of(pid: i32) -> Option<String> {
     env.split(|b| *b == 0)
         .find_map(|v| v.strip_prefix(prefix.as_bytes()))
         .map(|v| String::from_utf8_lossy(v).into_owned())
-}
-
-/// The process groups each scenario's processes were started in (each started in a group of its
-/// own, its id the process's), by scenario, until the scenario is swept.
-static GROUPS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// Notes that `pid`, started with `env`, leads a process group of its own: if `env` holds a
-/// [`SCENARIO_MARK`], what stays in that group belongs to that scenario.
-pub(super) fn note_group<'a>(
-    pid: i32,
-    mut env: impl Iterator<Item = (&'a std::ffi::OsStr, Option<&'a std::ffi::OsStr>)>,
-) {
-    let scenario = env.find_map(|(k, v)| (k == SCENARIO_MARK).then_some(v).flatten());
-    if let Some(scenario) = scenario {
-        let scenario = scenario.to_string_lossy().into_owned();
-        GROUPS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((scenario, pid));
-    }
-}
-
-/// Which scenario each noted process group belongs to.
-fn group_owners() -> HashMap<i32, String> {
-    let groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
-    groups.iter().map(|(s, g)| (*g, s.clone())).collect()
-}
-
-/// Forgets the groups of `scenario` (every scenario's, with `None`); returns whether another
-/// scenario still holds groups.
-fn forget_groups(scenario: Option<&str>) -> bool {
-    let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
-    match scenario {
-        Some(scenario) => groups.retain(|(s, _)| s != scenario),
-        None => groups.clear(),
-    }
-    !groups.is_empty()
 }
 
 /// Kills every process that still descends from this one and reaps those that end up as its

@@ -124,7 +124,7 @@ pub fn spawn(mut command: tokio::process::Command) -> std::io::Result<tokio::pro
         let child = command.spawn()?;
         if let Some(pid) = child.id() {
             own.insert(pid as i32);
-            super::reaper::note_group(pid as i32, command.as_std().get_envs());
+            super::groups::note_group(pid as i32, command.as_std().get_envs());
         }
         Ok(child)
     })
@@ -136,7 +136,7 @@ pub fn spawn_std(mut command: std::process::Command) -> std::io::Result<std::pro
         let mut own = own_children();
         let child = command.spawn()?;
         own.insert(child.id() as i32);
-        super::reaper::note_group(child.id() as i32, command.get_envs());
+        super::groups::note_group(child.id() as i32, command.get_envs());
         Ok(child)
     })
 }

@@ -14,8 +14,8 @@ use super::service_set::ServiceSet;
 use super::shared::{run_err, ScenarioOutcome, SystemEnv, SystemError, Timeline};
 use crate::journal::author::Author;
 use crate::journal::writer::Entry;
+use crate::process::mark::SCENARIO_MARK;
 use crate::process::port::{reserve, Reserved};
-use crate::process::reaper::SCENARIO_MARK;
 use crate::system::file::System;
 use crate::system::template::Values;
 

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::fault::apply::continue_group;
-use crate::process::reaper::SCENARIO_MARK;
+use crate::process::mark::SCENARIO_MARK;
 use crate::system::file::System;
 use crate::system::services::{Service, ServiceFailure};
 use crate::system::template::Values;

@@ -27,7 +27,7 @@ use crate::journal::author::Author;
 use crate::journal::writer::Entry;
 use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
-use crate::process::reaper::SCENARIO_MARK;
+use crate::process::mark::SCENARIO_MARK;
 use crate::system::file::{Delivery, OtlpProtocol};
 use crate::system::proxy::Proxy;
 use crate::system::receiver::{Answer, Intake, OtlpReceiver, TOKEN_HEADER};

@@ -7,8 +7,12 @@ Every path that starts at `crate::`, `super::`, `self::`, a child module or a na
 its last item; an edge joins the file holding the path to that file. A strongly connected group
 of two or more files is a circle. The same is asked of the folders directly under `src/` (a file
 there other than `lib.rs` and `main.rs` counts as a folder of its own), so the folders form
-layers. Prints each circle and the paths behind its edges; exits 1 when there is one. With
-`--edges CRATE_DIR`, prints the file graph instead.
+layers. Where the book's architecture chapter lists a crate's folders (two spaces in, under the
+crate's `src/` line, bottom first), the folders must also keep that order: each uses only the
+folders listed before it, and every folder is listed. Prints each circle, each folder out of
+order and the paths behind its edges; exits 1 when there is one. With `--edges CRATE_DIR`, prints
+the file graph instead; `--order=a,b,c` gives the order for the crates named instead of the
+chapter's.
 
     scripts/layers.py                   # every crate of the workspace
     scripts/layers.py analyzer/src      # one crate
@@ -18,6 +22,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ARCHITECTURE = os.path.join(ROOT, "docs", "src", "architecture.md")
 CRATES = ["analyzer/src", "recorder/src", "recorder/trace/src", "bench/src"]
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 KEYWORDS = {"crate", "super", "self", "Self"}
@@ -300,8 +305,38 @@ def circles(files, edges):
     return out
 
 
+def declared_order(crate):
+    """The folders of `crate` ("recorder/src") as the architecture chapter lists them, bottom
+    first; None where it lists none."""
+    try:
+        text = open(ARCHITECTURE).read()
+    except OSError:
+        return None
+    order, inside = [], False
+    for block in text.split("```")[1::2]:
+        for line in block.splitlines():
+            if re.match(r"\S", line):
+                inside = line.split()[0].rstrip("/") == crate.rstrip("/")
+            elif inside and (m := re.match(r"  (\w+)/\s", line)):
+                order.append(m.group(1))
+    return order or None
+
+
+def out_of_order(order, folders, folder_edges):
+    """Lines naming each folder missing from `order` and each edge to a folder listed later."""
+    lines = [f"folder {f}/ is not in the architecture chapter's list" for f in sorted(folders - set(order))]
+    rank = {f: i for i, f in enumerate(order)}
+    for a in sorted(folder_edges):
+        for b in sorted(folder_edges[a]):
+            if a in rank and b in rank and rank[b] > rank[a]:
+                paths = ", ".join(sorted(folder_edges[a][b])[:3])
+                lines.append(f"{a}/ uses {b}/, which is listed after it  ({paths})")
+    return lines
+
+
 def main(argv):
     show_edges = "--edges" in argv
+    given = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--order=")), None)
     dirs = [a for a in argv if not a.startswith("--")] or CRATES
     bad = 0
     for d in dirs:
@@ -338,6 +373,12 @@ def main(argv):
                 for b in sorted(folder_edges.get(a, {})):
                     if b in members:
                         print(f"    {a} -> {b}  ({', '.join(sorted(folder_edges[a][b])[:3])})")
+        order = given or declared_order(d)
+        if order:
+            folders_only = {f for f in folders if os.path.isdir(os.path.join(crate_dir, f))}
+            for line in out_of_order(order, folders_only, folder_edges):
+                bad += 1
+                print(f"{d}: {line}")
         top = [e for e in os.listdir(crate_dir) if not e.startswith(".")]
         print(f"{d}: {len(top)} entries at top level")
     return 1 if bad else 0

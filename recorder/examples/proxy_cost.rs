@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use outbox_recorder::system::proxy::wire::Wire;
-use outbox_recorder::system::proxy::Proxy;
+use outbox_recorder::wire::protocol::Wire;
+use outbox_recorder::wire::Proxy;
 use redis::AsyncCommands as _;
 
 #[tokio::main]

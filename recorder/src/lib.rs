@@ -8,13 +8,15 @@
 //! - [`journal`]: who writes a row, the run's clock, the trace's one writer, and the guards on
 //!   the trace's place on disk (checked, locked, never overwritten by what is not complete);
 //! - [`fault`]: crash points, the plan that arms them, the seeded chaos draw;
+//! - [`wire`]: the loopback proxy between a process and a service, for both subjects: bytes
+//!   relayed, the protocols it reads (PostgreSQL, NATS), the wire faults carried out on them;
 //! - [`protocol`]: the API, relay and worker steps, written once against its ports, the
 //!   context a step reports through, and the external effect (the payments receiver and the
 //!   worker's client for it);
 //! - [`backend`]: the ports on etcd + JetStream and on SQLite + Redis, the recorder's control
 //!   over them, the services' addresses and the local services;
-//! - [`actor`]: the actor process, which plays one protocol role;
-//! - [`driver`]: one scenario: the actor processes, the chaos, the ground truth, quiet;
+//! - [`driver`]: one scenario of the lab: the actor processes (each plays one protocol role),
+//!   the chaos, the ground truth, quiet;
 //! - [`system`]: a user's own system under the recorder's faults (`--system FILE`): its file,
 //!   its processes and services, its tasks, the OTLP receiver that takes its spans in;
 //! - [`cli`]: the command line, `recorder run`'s resolved configuration, the exit codes;
@@ -24,7 +26,6 @@
 //! points). The benchmark that measures the README's figures is the `outbox-bench` crate, a user
 //! of this library.
 
-pub mod actor;
 pub mod backend;
 pub mod cli;
 pub mod driver;
@@ -34,6 +35,7 @@ pub mod process;
 pub mod protocol;
 pub mod run;
 pub mod system;
+pub mod wire;
 
 pub use cli::config::RunConfig;
 pub use cli::exit::Failure;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 use outbox_analyzer::check::RunVerdict;
-use outbox_recorder::actor::process;
 use outbox_recorder::cli::args::{Cli, Command};
 use outbox_recorder::cli::config::RunPlan;
 use outbox_recorder::cli::exit::Exit;
 use outbox_recorder::cli::list::list;
+use outbox_recorder::driver::actor::process;
 use outbox_recorder::protocol::external::spec::ExternalSpec;
 use outbox_recorder::Failure;
 use outbox_trace::{detail_key, Kind};

@@ -14,7 +14,7 @@ use super::env::Stamp;
 use super::held::Aim;
 use super::scenario::Scenario;
 use super::supervisor::ActorProcess;
-use crate::actor::wire::ActorSpec;
+use crate::driver::actor::spec::ActorSpec;
 use crate::fault::chaos::{ChaosPlan, Swarm};
 use crate::fault::plan::{Fault, FaultPlan, CRASH_EXIT_CODE};
 use crate::journal::author::{ActorId, Role};

@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::task::JoinHandle;
 
-use crate::actor::wire::ActorSpec;
+use crate::driver::actor::spec::ActorSpec;
 use crate::fault::plan::Fault;
 use crate::journal::author::{ActorId, Author};
 use crate::journal::writer::{Entry, Recorder};

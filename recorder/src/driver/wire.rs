@@ -14,8 +14,8 @@ use crate::backend::connection::Endpoints;
 use crate::backend::endpoints::Endpoint;
 use crate::fault::spec::WireFault;
 use crate::journal::author::Author;
-use crate::system::proxy::wire::Wire;
-use crate::system::proxy::Proxy;
+use crate::wire::protocol::Wire;
+use crate::wire::Proxy;
 
 /// The proxies of one scenario: one per actor and service.
 pub struct LabWire {

@@ -34,11 +34,11 @@ use crate::fault::schedules::{singles, slug, Space};
 use crate::fault::spec::{Nemesis, WireFault};
 use crate::journal::writer::{parts_dir, segment_path};
 use crate::system::config::SystemConfig;
-use crate::system::proxy::wire::Wire;
 use crate::system::scenario::{
     run_or_not, KeptServices, ScenarioOutcome, SystemEnv, OWN_EXIT_RESTARTS,
 };
 use crate::system::tasks::UNREACHABLE_FOR;
+use crate::wire::protocol::Wire;
 use outbox_analyzer::check::RunVerdict;
 
 /// The name of the calm scenario.

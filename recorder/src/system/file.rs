@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::template::Template;
 use crate::fault::spec::{Nemesis, What, WireFault};
-use crate::system::proxy::wire::Wire;
+use crate::wire::protocol::Wire;
 
 mod schema;
 

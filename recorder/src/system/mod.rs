@@ -5,13 +5,12 @@
 //!
 //! From the bottom: [`template`] (placeholders), [`file`] (the
 //! system file, read and checked),
-//! [`services`], [`proxy`] (a loopback proxy per process and service, for wire faults), [`shape`] (what the processes report, learned), [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
+//! [`services`], [`shape`] (what the processes report, learned), [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
 //! [`scenario`] (one scenario from services up to
 //! `run_end`) and [`config`] (a resolved system run).
 
 pub mod config;
 pub mod file;
-pub mod proxy;
 pub mod receiver;
 pub mod scenario;
 pub mod services;

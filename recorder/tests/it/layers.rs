@@ -1,6 +1,8 @@
-//! The layout stays acyclic: `scripts/layers.py` finds no import circle between the files of any
-//! crate of the workspace, and the analyzer's and the recorder's `src/` keep at most 12 entries at
-//! the top level. The checker itself is shown to find a circle where there is one.
+//! The layout stays acyclic and layered: `scripts/layers.py` finds no import circle between the
+//! files of any crate of the workspace, each folder uses only the folders the architecture
+//! chapter lists before it, and the analyzer's and the recorder's `src/` keep at most 12 entries
+//! at the top level. The checker itself is shown to find a circle and a folder out of order where
+//! there is one.
 
 use std::path::Path;
 use std::process::Command;
@@ -57,5 +59,39 @@ fn the_checker_finds_a_circle_through_a_re_export() {
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+#[test]
+fn the_checker_finds_a_folder_that_uses_one_listed_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    for folder in ["low", "high"] {
+        std::fs::create_dir(src.join(folder)).unwrap();
+    }
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).unwrap();
+    write("lib.rs", "mod low;\nmod high;\n");
+    write("low/mod.rs", "pub struct Low(pub crate::high::High);\n");
+    write("high/mod.rs", "pub struct High;\n");
+    let src_arg = src.to_str().unwrap();
+    let output = layers(&["--order=low,high", src_arg]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("low/ uses high/, which is listed after it"),
+        "{text}"
+    );
+    let output = layers(&["--order=high,low", src_arg]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let output = layers(&["--order=high", src_arg]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("folder low/ is not in the architecture chapter's list"),
+        "{text}"
     );
 }

@@ -25,11 +25,11 @@ use crate::fault::trigger::Trigger;
 use crate::journal::author::Author;
 use crate::process::child::Status;
 use crate::system::file::Delivery;
-use crate::system::proxy::Proxy;
 use crate::system::receiver::{Intake, OtlpReceiver};
 use crate::system::shape::ShapeLearner;
 use crate::system::tasks::{make_tasks, Courier};
 use crate::system::template::Values;
+use crate::wire::Proxy;
 
 /// Runs one scenario; `retry_of` names the scenario it tries again, which could not run.
 pub async fn run_scenario(

@@ -29,10 +29,10 @@ use crate::process::child::{Child, Launch, Status};
 use crate::process::lives::{Lives, AT_ONCE, AT_ONCE_IN_A_ROW};
 use crate::process::mark::SCENARIO_MARK;
 use crate::system::file::{Delivery, OtlpProtocol};
-use crate::system::proxy::Proxy;
 use crate::system::receiver::{Answer, Intake, OtlpReceiver, TOKEN_HEADER};
 use crate::system::shape::ShapeLearner;
 use crate::system::template::Values;
+use crate::wire::Proxy;
 
 /// One life of one actor.
 pub(super) struct Life {

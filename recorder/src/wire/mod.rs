@@ -3,7 +3,7 @@
 //! (its `${services.NAME.port}` is the proxy's), so a fault can lose bytes on the wire at the exact
 //! moment a step is reported: the request arrived and its answer was lost, or the request never
 //! arrived, or the connection was cut. Bytes are relayed as they come, one task per connection;
-//! for a service that names its protocol ([`wire::Wire`]) a reader follows its messages
+//! for a service that names its protocol ([`protocol::Wire`]) a reader follows its messages
 //! ([`postgres`], [`nats`]) so that a fault can lose one reply: a commit's, a publish's ACK.
 //!
 //! What it cannot see: TLS (the bytes are relayed, but nothing inside them can be told apart) and
@@ -11,7 +11,7 @@
 
 pub mod nats;
 pub mod postgres;
-pub mod wire;
+pub mod protocol;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use self::wire::{Flow, Loss, Losses, Reader, Wire};
+use self::protocol::{Flow, Loss, Losses, Reader, Wire};
 use crate::fault::spec::WireFault;
 
 /// How long the proxy waits for the service to take a connection.

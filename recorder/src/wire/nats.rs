@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use super::wire::{Flow, Loss, Losses, Lost, Reader};
+use super::protocol::{Flow, Loss, Losses, Lost, Reader};
 
 /// How long a control line may grow before the connection is relayed unread (`INFO` and
 /// `CONNECT` carry a JSON object; a few kilobytes at most).

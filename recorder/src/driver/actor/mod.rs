@@ -1,6 +1,6 @@
 //! The actor process (`recorder actor`, `recorder receiver`): one OS process per actor life. The
-//! recorder writes its [`wire::ActorSpec`] to the process's standard input; [`process`] connects
+//! recorder writes its [`spec::ActorSpec`] to the process's standard input; [`process`] connects
 //! to the services and plays the role.
 
 pub mod process;
-pub mod wire;
+pub mod spec;

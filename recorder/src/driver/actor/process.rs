@@ -23,7 +23,7 @@ use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
 use crate::protocol::{api, relay, worker};
 
-use super::wire::ActorSpec;
+use super::spec::ActorSpec;
 use crate::journal::author::Role;
 use crate::protocol::ctx::ActorCtx;
 use crate::protocol::hold;

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use super::wire::{Flow, Loss, Losses, Lost, Reader};
+use super::protocol::{Flow, Loss, Losses, Lost, Reader};
 
 /// The codes of the untyped requests for an encrypted connection.
 const SSL_REQUEST: u32 = 80_877_103;

@@ -1,6 +1,7 @@
 //! A lab scenario while its actors run: the loop that carries out the timed faults as they come
-//! due, restarts the actors whose lives ended, and looks at the services until they are quiet,
-//! the deadline passes or a signal comes.
+//! due and the services' faults the actors' held reports set off (a restart while the report
+//! waits, a pause with a delay that long after its answer), restarts the actors whose lives
+//! ended, and looks at the services until they are quiet, the deadline passes or a signal comes.
 //!
 //! "Quiet" is read from the services, not guessed from time: the API finished, every actor is
 //! alive, no outbox record is pending and the broker has nothing undelivered or unACKed, three
@@ -14,14 +15,15 @@ use outbox_trace::Step;
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError};
+use super::held::{Due, ServiceFault};
 use super::inject::{self, LabTargets};
 use super::observer;
-use super::prepare::Scene;
+use super::prepare::{Scene, ServiceFaults};
 use crate::actor::wire::ActorSpec;
 use crate::backend::connection::BackendKind;
 use crate::backend::control::{Control, Progress};
 use crate::backend::services::ServiceKind;
-use crate::fault::apply::apply;
+use crate::fault::apply::{apply, carry_out};
 use crate::fault::coverage::Tally;
 use crate::fault::spec::Nemesis;
 use crate::journal::author::{Author, Role};
@@ -43,6 +45,11 @@ pub struct Drive {
     faults_over: Duration,
     /// The named timed faults, each counted when it is carried out.
     pub named_timed: Vec<Tally>,
+    /// The services' faults the actors' steps set off, as they come (none once the loop is
+    /// over: a report still held then is answered without them).
+    service_faults: Option<ServiceFaults>,
+    /// Those of them due after their delay.
+    later: Vec<(Instant, Nemesis)>,
     /// The consumer ACKs recorded up to the last tick.
     acks_before: u64,
     /// Quiet checks in a row.
@@ -58,8 +65,13 @@ pub struct Drive {
 }
 
 impl Drive {
-    /// The loop of `scene`, whose actors (`workers` of them workers) were just started.
-    pub fn new(scene: &Scene<'_, '_>, workers: usize) -> Self {
+    /// The loop of `scene`, whose actors (`workers` of them workers) were just started, with the
+    /// channel of the services' faults their steps set off.
+    pub fn new(
+        scene: &Scene<'_, '_>,
+        workers: usize,
+        service_faults: Option<ServiceFaults>,
+    ) -> Self {
         let env = scene.env;
         let broker = match scene.connection.endpoints.kind() {
             BackendKind::EtcdJetstream => ServiceKind::Nats,
@@ -91,6 +103,8 @@ impl Drive {
             timed: timed.into(),
             faults_over,
             named_timed: named.into_iter().map(Tally::new).collect(),
+            service_faults,
+            later: Vec::new(),
             acks_before: 0,
             quiet: 0,
             relay_runs_left: scene.scenario.relay_runs.saturating_sub(1),
@@ -111,17 +125,36 @@ impl Drive {
         loop {
             if let Some(reason) = self.cut_short(env) {
                 self.end_reason = reason;
-                return Ok(());
+                break;
             }
             if self.tick(scene, control, cast).await? {
                 self.recovered = true;
-                return Ok(());
+                break;
             }
-            tokio::select! {
-                _ = tokio::time::sleep(TICK) => {}
-                _ = env.shutdown.cancelled() => {}
-            }
+            self.wait(scene, cast).await?;
         }
+        // A report still held for a service's fault is answered without it.
+        self.service_faults = None;
+        Ok(())
+    }
+
+    /// Waits for the next tick, taking the services' faults the actors' steps set off as they
+    /// come; a fault's delay running out, or a signal, ends the wait early.
+    async fn wait<F: Fn(&Slot) -> ActorSpec>(
+        &mut self,
+        scene: &Scene<'_, '_>,
+        cast: &mut Cast<'_, F>,
+    ) -> Result<(), ScenarioError> {
+        let later_next = self.later.iter().map(|(at, _)| *at).min();
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = scene.env.shutdown.cancelled() => {}
+            Some(fault) = next_service_fault(&mut self.service_faults) => {
+                self.on_service_fault(scene, cast, fault).await?;
+            }
+            _ = sleep_until_or_forever(later_next) => {}
+        }
+        Ok(())
     }
 
     /// Why the scenario ends before it went quiet, if it does: a signal, or the deadline.
@@ -135,8 +168,8 @@ impl Drive {
         }
     }
 
-    /// One look: the timed faults due, the wire's rows, the actors' lives, the services'
-    /// progress. Returns true when the scenario is quiet.
+    /// One look: the timed faults due and the services' faults whose delay ran out, the wire's
+    /// rows, the actors' lives, the services' progress. Returns true when the scenario is quiet.
     async fn tick<B: Control, F: Fn(&Slot) -> ActorSpec>(
         &mut self,
         scene: &Scene<'_, '_>,
@@ -149,12 +182,15 @@ impl Drive {
             self.on_timed_fault(scene, cast, &fault).await?;
         }
         self.acks_before = acks_now;
+        self.later_due(scene, cast).await?;
         if let Some(wire) = &scene.wire {
             wire.record(env, &scene.stamp, false).await?;
         }
         let all_alive = self.on_exits(scene, cast).await?;
         let progress = progress_of(control).await;
-        let faults_done = self.timed.is_empty() && self.started.elapsed() >= self.faults_over;
+        let faults_done = self.timed.is_empty()
+            && self.later.is_empty()
+            && self.started.elapsed() >= self.faults_over;
         let settled = all_alive
             && cast.api_done()
             && faults_done
@@ -198,6 +234,43 @@ impl Drive {
         }
         let mut targets = lab_targets(scene, cast).await;
         apply(&mut targets, fault).await
+    }
+
+    /// A service's fault an actor's step set off: carried out now while its report waits, then
+    /// the report is let go; or kept until its delay after the answer has run out.
+    async fn on_service_fault<F: Fn(&Slot) -> ActorSpec>(
+        &mut self,
+        scene: &Scene<'_, '_>,
+        cast: &mut Cast<'_, F>,
+        fault: ServiceFault,
+    ) -> Result<(), ScenarioError> {
+        match fault.due {
+            Due::At(at) => self.later.push((at, fault.nemesis)),
+            Due::Held(done) => {
+                let mut targets = lab_targets(scene, cast).await;
+                carry_out(&mut targets, &fault.nemesis).await?;
+                let _ = done.send(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out the services' faults whose delay after their step's answer has run out.
+    async fn later_due<F: Fn(&Slot) -> ActorSpec>(
+        &mut self,
+        scene: &Scene<'_, '_>,
+        cast: &mut Cast<'_, F>,
+    ) -> Result<(), ScenarioError> {
+        let now = Instant::now();
+        let (due, wait) = std::mem::take(&mut self.later)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.later = wait;
+        for (_, fault) in due {
+            let mut targets = lab_targets(scene, cast).await;
+            carry_out(&mut targets, &fault).await?;
+        }
+        Ok(())
     }
 
     /// Records the lives that ended and starts the next ones. Returns whether every actor is
@@ -271,6 +344,22 @@ pub async fn lab_targets<'s, 'a, 'c, F: Fn(&Slot) -> ActorSpec>(
         stamp: &scene.stamp,
         groups: inject::service_groups(scene.env).await,
         wire: scene.wire.as_deref(),
+    }
+}
+
+/// The next service's fault from the actors' steps; never, without the channel.
+async fn next_service_fault(faults: &mut Option<ServiceFaults>) -> Option<ServiceFault> {
+    match faults {
+        Some(faults) => faults.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `at`, or forever without one (a `select!` branch that never wins).
+async fn sleep_until_or_forever(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

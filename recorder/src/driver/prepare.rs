@@ -1,14 +1,16 @@
 //! Before a lab scenario's actors start: its stamp, its step-following faults (the trigger the
-//! actors' held reports are shown to), the proxies a wire fault puts every actor behind, the
-//! external receiver's address, and the `run_start` row.
+//! actors' held reports are shown to, and the channel on which the services' faults they set off
+//! reach the loop), the proxies a wire fault puts every actor behind, the external receiver's
+//! address, and the `run_start` row.
 
 use std::sync::{Arc, Mutex};
 
 use outbox_trace::detail::RunStart;
 use outbox_trace::{Kind, Step};
+use tokio::sync::mpsc;
 
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
-use super::held::Aim;
+use super::held::{Aim, ServiceFault};
 use super::scenario::Scenario;
 use super::wire::LabWire;
 use crate::backend::connection::Connection;
@@ -38,6 +40,9 @@ const PROTOCOL_KINDS: [Kind; 16] = [
     Kind::ExternalReplayed,
 ];
 
+/// The loop's end of the channel the services' faults its actors' steps set off come on.
+pub type ServiceFaults = mpsc::UnboundedReceiver<ServiceFault>;
+
 /// What a lab scenario is once its control is connected: what its actors' lives, its loop and
 /// its end are made of.
 pub struct Scene<'s, 'e> {
@@ -58,23 +63,32 @@ pub struct Scene<'s, 'e> {
 }
 
 impl<'s, 'e> Scene<'s, 'e> {
-    /// The scenario's trigger and proxies, before anything of it is recorded.
+    /// The scenario's trigger and proxies, before anything of it is recorded; with the
+    /// receiving end of the services' faults its steps set off, when it has step-following
+    /// faults.
     pub async fn prepare(
         env: &'s ScenarioEnv<'e>,
         scenario: &'s Scenario,
         connection: &'s Connection,
-    ) -> Result<Self, ScenarioError> {
+    ) -> Result<(Self, Option<ServiceFaults>), ScenarioError> {
         let stamp = Stamp {
             clock: env.clock,
             scenario: scenario.name.as_str().to_string(),
         };
         let trigger = Trigger::new(env.faults);
         let wire = lab_wire(env, scenario, connection).await?;
-        let aim = (!trigger.is_empty()).then(|| Aim {
-            trigger: Arc::new(Mutex::new(trigger)),
-            wire: wire.clone(),
-        });
-        Ok(Scene {
+        let (aim, service_faults) = if trigger.is_empty() {
+            (None, None)
+        } else {
+            let (services, service_faults) = mpsc::unbounded_channel();
+            let aim = Aim {
+                trigger: Arc::new(Mutex::new(trigger)),
+                wire: wire.clone(),
+                services,
+            };
+            (Some(aim), Some(service_faults))
+        };
+        let scene = Scene {
             env,
             scenario,
             connection,
@@ -82,7 +96,8 @@ impl<'s, 'e> Scene<'s, 'e> {
             aim,
             wire,
             external: None,
-        })
+        };
+        Ok((scene, service_faults))
     }
 
     /// The scenario's name, as its rows carry it.

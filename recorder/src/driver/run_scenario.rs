@@ -37,14 +37,14 @@ async fn run_on<B: Backend>(
 ) -> Result<bool, ScenarioError> {
     let control = B::connect(connection, env.timing).await?;
     control.setup().await?;
-    let mut scene = Scene::prepare(env, scenario, connection).await?;
+    let (mut scene, service_faults) = Scene::prepare(env, scenario, connection).await?;
     scene.start().await?;
     let scene = &scene;
     let spec = |slot: &_| scene.actor_spec(slot);
     let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos, scene.aim.clone())
         .await
         .map_err(drive)?;
-    let mut lab = Drive::new(scene, cast.workers());
+    let mut lab = Drive::new(scene, cast.workers(), service_faults);
     lab.run(scene, &control, &mut cast).await?;
     end(scene, &control, cast, &lab).await
 }

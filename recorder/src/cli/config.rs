@@ -402,8 +402,9 @@ impl RunConfig {
 }
 
 /// Parses one `--fault` of a lab run and checks its names against the lab: the roles `api`,
-/// `relay`, `worker` (an instance: `worker-N`) and `receiver`; the services the recorder runs for
-/// `backend` (`etcd`, `nats`, with `-N` for a cluster's member; `redis`).
+/// `relay`, `worker` (an instance: `worker-N`) and `receiver`, as a fault's target or as the
+/// process whose step a service's fault follows; the services the recorder runs for `backend`
+/// (`etcd`, `nats`, with `-N` for a cluster's member; `redis`).
 fn lab_fault(
     text: &str,
     backend: BackendKind,
@@ -429,23 +430,17 @@ fn lab_fault(
             return Err(format!("fault `{text}`: {why}"));
         }
     }
-    let wire = matches!(spec.what, What::Wire { .. });
-    if spec.follows_a_step() && spec.service().is_some() && !wire {
-        return Err(format!(
-            "fault `{text}`: in the lab a service's faults are timed (`restart nats at 2s`, \
-             `pause nats at 1s for 2s`); after a step, they are for `--system` runs"
-        ));
-    }
-    if let Some(target) = spec.target() {
-        let role = target
+    // A process the fault hits, or whose step a service's fault follows.
+    for name in spec.target().into_iter().chain(spec.reporter()) {
+        let role = name
             .rsplit_once('-')
             .filter(|(_, n)| n.parse::<u32>().is_ok_and(|n| n >= 1))
-            .map_or(target, |(role, _)| role);
+            .map_or(name, |(role, _)| role);
         let known = ["api", "relay", "worker", "receiver"];
-        let instance_of_one = role != target && role != "worker";
+        let instance_of_one = role != name && role != "worker";
         if !known.contains(&role) || instance_of_one {
             return Err(format!(
-                "fault `{text}`: no role or instance `{target}` in the lab (roles: api, relay, \
+                "fault `{text}`: no role or instance `{name}` in the lab (roles: api, relay, \
                  worker, receiver; workers as worker-1, worker-2, ...)"
             ));
         }

@@ -2,22 +2,26 @@
 //! waits (see [`crate::protocol::hold`]); the scenario's [`Trigger`] decides what the step sets off.
 //! A kill SIGKILLs the life's process group before it is answered, so it dies right after that
 //! step; a pause answers, then SIGSTOPs the process `delay` later and SIGCONTs it after `hold`,
-//! with a `fault` row; a wire fault is switched on on the actor's proxy before the answer;
-//! anything else is just answered.
+//! with a `fault` row; a wire fault is switched on on the actor's proxy before the answer; a
+//! service's fault goes to the scenario's loop, which carries it out as it does a timed one: a
+//! restart (or a pause without a delay) while the report is held, so the actor is answered once
+//! it is done, a pause with a delay that long after the answer. Anything else is just answered.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use outbox_trace::{detail, CrashSite, FaultKind, Kind, Step};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::wire::LabWire;
-use crate::fault::spec::What;
-use crate::fault::trigger::{Reporter, Trigger};
+use crate::fault::spec::{Nemesis, What, When};
+use crate::fault::trigger::{Reporter, Struck, Trigger};
 use crate::journal::author::{ActorId, Author};
 use crate::journal::clock::RunClock;
 use crate::journal::writer::{Entry, Recorder};
@@ -29,6 +33,25 @@ pub struct Aim {
     pub trigger: Arc<Mutex<Trigger>>,
     /// The actors' proxies, when the scenario has wire faults.
     pub wire: Option<Arc<LabWire>>,
+    /// Where the service faults a step sets off go: the scenario's loop.
+    pub services: mpsc::UnboundedSender<ServiceFault>,
+}
+
+/// A service's fault a held report set off, for the scenario's loop to carry out.
+pub struct ServiceFault {
+    /// The fault.
+    pub nemesis: Nemesis,
+    /// When it is carried out.
+    pub due: Due,
+}
+
+/// When the loop carries out a service's fault a step set off.
+pub enum Due {
+    /// At once, while the report that set it off is held: told here when it is done, and the
+    /// report is answered then.
+    Held(oneshot::Sender<()>),
+    /// At this time: its delay after the report was answered.
+    At(Instant),
 }
 
 /// One life's means to answer its held reports.
@@ -49,38 +72,22 @@ pub struct Held {
     pub clock: RunClock,
     /// The life is stopped by a pause now.
     pub paused: Arc<AtomicBool>,
+    /// Cancelled once the life has ended and its last reports are being read: a report is no
+    /// longer held for a service's fault then (the loop may be the one waiting for the reading).
+    pub ended: CancellationToken,
 }
 
 impl Held {
     /// A step of `kind` was reported and is held: carries out what it sets off and answers,
-    /// unless it kills the life (then returns the crash point).
+    /// unless it kills the life (then returns the crash point). The services' faults come
+    /// first, as in a team's system.
     pub async fn answer(&self, aim: Option<&Aim>, kind: Kind) -> Option<CrashSite> {
-        let actor = self.actor.to_string();
-        let struck = aim.and_then(|aim| {
-            let mut trigger = aim.trigger.lock().ok()?;
-            let struck = trigger.on_step(
-                Reporter {
-                    actor: &actor,
-                    role: self.actor.role.name(),
-                    running: !self.paused.load(Ordering::Relaxed),
-                    has_sibling: true,
-                    at: Duration::from_nanos(self.clock.now().max(0) as u64),
-                },
-                kind,
-            );
-            // A wire fault is on before the step is answered.
-            if let Some(wire) = &aim.wire {
-                for &i in &struck.wire {
-                    if let Some(What::Wire { service, fault, .. }) =
-                        trigger.armed().get(i).map(|a| &a.nemesis.what)
-                    {
-                        wire.apply(&actor, service, *fault);
-                    }
-                }
-            }
-            Some(struck)
-        });
-        let struck = struck.unwrap_or_default();
+        let (struck, services) = aim
+            .and_then(|aim| self.strike(aim, kind))
+            .unwrap_or_default();
+        if let Some(aim) = aim {
+            self.hand_over(aim, services).await;
+        }
         if let Some(point) = struck.kill {
             let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
             return Some(point);
@@ -93,6 +100,60 @@ impl Held {
             let _ = stdin.flush().await;
         }
         None
+    }
+
+    /// Shows the step to the trigger: what it sets off, with the wire faults switched on and
+    /// the services' faults it set off.
+    fn strike(&self, aim: &Aim, kind: Kind) -> Option<(Struck, Vec<Nemesis>)> {
+        let actor = self.actor.to_string();
+        let mut trigger = aim.trigger.lock().ok()?;
+        let struck = trigger.on_step(
+            Reporter {
+                actor: &actor,
+                role: self.actor.role.name(),
+                running: !self.paused.load(Ordering::Relaxed),
+                has_sibling: true,
+                at: Duration::from_nanos(self.clock.now().max(0) as u64),
+            },
+            kind,
+        );
+        let armed = |i: usize| trigger.armed().get(i).map(|a| &a.nemesis);
+        // A wire fault is on before the step is answered.
+        if let Some(wire) = &aim.wire {
+            for &i in &struck.wire {
+                if let Some(What::Wire { service, fault, .. }) = armed(i).map(|n| &n.what) {
+                    wire.apply(&actor, service, *fault);
+                }
+            }
+        }
+        let services = struck.services.iter().filter_map(|&i| armed(i)).cloned();
+        let services = services.collect();
+        Some((struck, services))
+    }
+
+    /// Hands the services' faults a step set off to the scenario's loop, and waits until those
+    /// carried out while the report is held are done (or the life has ended).
+    async fn hand_over(&self, aim: &Aim, services: Vec<Nemesis>) {
+        let mut waits = Vec::new();
+        for nemesis in services {
+            let due = match nemesis.when {
+                When::After { delay, .. } if !delay.is_zero() => Due::At(Instant::now() + delay),
+                _ => {
+                    let (done, wait) = oneshot::channel();
+                    waits.push(wait);
+                    Due::Held(done)
+                }
+            };
+            // A send fails only once the loop is over: the fault is not carried out then, and
+            // its wait ends at once.
+            let _ = aim.services.send(ServiceFault { nemesis, due });
+        }
+        for wait in waits {
+            tokio::select! {
+                _ = wait => {}
+                _ = self.ended.cancelled() => return,
+            }
+        }
     }
 
     /// SIGSTOPs the life `delay` from now, records the pause, and SIGCONTs it after `hold`.

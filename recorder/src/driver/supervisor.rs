@@ -14,6 +14,7 @@ use anyhow::Context as _;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::driver::actor::spec::ActorSpec;
 use crate::fault::plan::Fault;
@@ -90,6 +91,7 @@ impl ActorProcess {
             recorder: recorder.clone(),
             clock: spec.clock,
             paused: Arc::new(AtomicBool::new(false)),
+            ended: CancellationToken::new(),
         });
         let held = life.clone();
         let scenario = scenario.to_string();
@@ -150,8 +152,10 @@ impl ActorProcess {
         Ok(self.child.try_wait()?)
     }
 
-    /// After the process ended: waits until all its output is recorded.
+    /// After the process ended: waits until all its output is recorded (a report read now is
+    /// answered without waiting for a service's fault).
     pub async fn collect(self) -> anyhow::Result<LifeReport> {
+        self.held.ended.cancel();
         self.pump.await.context("actor output reader panicked")?
     }
 

@@ -1,6 +1,6 @@
 //! `--fault` on the built-in lab: the same specs as a team's system takes, carried out on the
-//! lab's actor processes (a kill on a held report, a pause of the only worker) and its services,
-//! against real etcd + JetStream and SQLite + Redis.
+//! lab's actor processes (a kill on a held report, a pause of the only worker) and its services
+//! (at a time, or while a step is held), against real etcd + JetStream and SQLite + Redis.
 
 use crate::common;
 
@@ -137,6 +137,81 @@ fn timed_faults_hit_the_lab_s_actors_and_services() {
     assert_eq!(failed(dir.path()), Vec::<&str>::new());
 }
 
+/// Runs place-order on `backend` with `spec`, a service's fault after a step: the run is valid,
+/// the fault's one `fault` row (of `kind`) lands after the `nth` row of `step` and before the
+/// next row of the actor that reported it, and `run_end` counts the fault as fired once.
+fn a_service_fault_lands_while_its_step_is_held(
+    backend: &str,
+    spec: &str,
+    step: Kind,
+    nth: usize,
+    kind: &str,
+) -> outbox_trace::detail::Fault {
+    let dir = tempfile::tempdir().unwrap();
+    let events = record_ok(
+        dir.path(),
+        &[
+            "--backend",
+            backend,
+            "--scenario",
+            "place-order",
+            "--fault",
+            spec,
+        ],
+    );
+    assert_eq!(failed(dir.path()), Vec::<&str>::new());
+    let faults = rows(&events, Kind::Fault);
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    let row = fault(faults[0]);
+    assert_eq!(row.fault, kind);
+    let held = rows(&events, step)[nth - 1];
+    let next = events
+        .iter()
+        .filter(|e| e.actor == held.actor && e.seq > held.seq)
+        .map(|e| e.seq)
+        .min()
+        .unwrap();
+    assert!(
+        held.seq < faults[0].seq && faults[0].seq < next,
+        "{spec}: the fault row {} is not between {} and {next}",
+        faults[0].seq,
+        held.seq
+    );
+    let end = run_end(rows(&events, Kind::RunEnd)[0]);
+    let tried: Vec<_> = end
+        .faults
+        .iter()
+        .map(|f| (f.spec.as_str(), f.fired))
+        .collect();
+    assert_eq!(tried, [(spec, 1)]);
+    row
+}
+
+#[test]
+fn a_broker_restart_after_a_step_lands_while_that_step_is_held() {
+    let row = a_service_fault_lands_while_its_step_is_held(
+        "etcd-jetstream",
+        "restart nats after publish_attempt 2",
+        Kind::PublishAttempt,
+        2,
+        "broker-restart",
+    );
+    assert_eq!(row.service.as_deref(), Some("nats-server"));
+}
+
+#[test]
+fn a_service_pause_after_a_step_stops_redis_while_that_step_is_held() {
+    let row = a_service_fault_lands_while_its_step_is_held(
+        "sqlite-redis",
+        "pause redis after delivered 3 for 2s",
+        Kind::Delivered,
+        3,
+        "service-pause",
+    );
+    assert_eq!(row.service.as_deref(), Some("redis"));
+    assert_eq!(row.duration_ms, Some(2000));
+}
+
 #[test]
 fn a_fault_naming_what_the_lab_has_not_is_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,6 +235,15 @@ fn a_fault_naming_what_the_lab_has_not_is_refused_before_anything_starts() {
                 "etcd-jetstream",
                 "--fault",
                 "kill wrker after acked",
+            ],
+            "no role or instance `wrker`",
+        ),
+        (
+            [
+                "--backend",
+                "etcd-jetstream",
+                "--fault",
+                "restart nats after wrker acked",
             ],
             "no role or instance `wrker`",
         ),

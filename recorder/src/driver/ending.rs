@@ -1,0 +1,126 @@
+//! The end of a lab scenario: its actors stopped (with a grace to finish what they hold), the
+//! wire's last rows, what the observer reads back from the services, and `run_end` with every
+//! named fault and how often it fired.
+
+use std::time::Duration;
+
+use outbox_trace::detail::{FaultTried, RunEnd};
+use outbox_trace::Step;
+
+use super::cast::{Cast, Slot};
+use super::drive::{show_progress, Drive};
+use super::env::{drive, ScenarioError};
+use super::held::Aim;
+use super::observer;
+use super::prepare::Scene;
+use super::wire::LabWire;
+use crate::backend::control::Control;
+use crate::driver::actor::spec::ActorSpec;
+use crate::fault::coverage::{why_not, wire_idle, Tally};
+use crate::fault::spec::{Nemesis, What};
+use crate::journal::author::Author;
+
+/// How long an actor asked to stop may take before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The same when the run was interrupted (Ctrl-C, SIGTERM, SIGHUP).
+const INTERRUPTED_GRACE: Duration = Duration::from_secs(1);
+
+/// Closes the scenario whose loop ended as `ended` says with `run_end`. Returns whether it
+/// recovered.
+pub async fn end<B: Control, F: Fn(&Slot) -> ActorSpec>(
+    scene: &Scene<'_, '_>,
+    control: &B,
+    mut cast: Cast<'_, F>,
+    ended: &Drive,
+) -> Result<bool, ScenarioError> {
+    let (env, stamp, name) = (scene.env, &scene.stamp, scene.name());
+    let started = ended.started;
+    if env.progress {
+        show_progress(name, &env.tallies, started.elapsed());
+        eprintln!();
+    }
+    // A quiet scenario lets its actors finish what they hold; an interrupted run (even one
+    // interrupted as its scenario went quiet) is being waited for by someone at a terminal: what
+    // the actors wrote so far is kept either way.
+    let grace = if env.shutdown.is_cancelled() {
+        INTERRUPTED_GRACE
+    } else {
+        STOP_GRACE
+    };
+    cast.stop_all(grace).await.map_err(drive)?;
+    if let Some(wire) = &scene.wire {
+        wire.record(env, stamp, true).await?;
+    }
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if env.trace {
+        observer::record_unreported_creates(env, control, stamp).await?;
+        observer::record_unreported_commits(env, control, stamp).await?;
+    }
+    observer::record_observed(env, control, scene.external.as_ref(), stamp).await?;
+    let end = RunEnd {
+        recovered: Some(ended.recovered),
+        reason: Some(ended.end_reason.to_string()),
+        elapsed_ms: Some(elapsed_ms),
+        faults: tried(scene.aim.as_ref(), &ended.named_timed, started.elapsed()),
+        ..RunEnd::default()
+    };
+    for fault in end.faults.iter().filter(|f| f.fired == 0) {
+        eprintln!(
+            "recorder: scenario {name}: fault `{}` never fired: {}",
+            fault.spec,
+            fault.why.as_deref().unwrap_or("no reason known")
+        );
+    }
+    env.recorder
+        .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
+        .await
+        .map_err(drive)?;
+    Ok(ended.recovered)
+}
+
+/// The `--fault` specs of a scenario with how often each fired (`run_end.detail.faults`): the
+/// step-following ones as the trigger counted them (its count of the target's steps of the kind
+/// says why one never fired), then the timed ones. A wire fault fired when it acted on traffic,
+/// not when its step or its time came.
+fn tried(aim: Option<&Aim>, timed: &[Tally], ran: Duration) -> Vec<FaultTried> {
+    let trigger = aim.and_then(|a| a.trigger.lock().ok().map(|t| t.armed().to_vec()));
+    let wire = aim.and_then(|a| a.wire.as_deref());
+    let step = trigger.unwrap_or_default().into_iter().map(|a| {
+        let tally = Tally {
+            nemesis: a.nemesis,
+            fired: u64::from(a.fired),
+            first: a.first,
+        };
+        on_the_wire(wire, tally, |f| why_not(f, |_, _| u64::from(a.seen), ran))
+    });
+    let timed = timed
+        .iter()
+        .map(|t| on_the_wire(wire, t.clone(), |f| why_not(f, |_, _| 0, ran)));
+    step.chain(timed).collect()
+}
+
+/// The entry of tally `t`, a wire fault's counted only as often as it acted on traffic (with
+/// why, when it never did).
+fn on_the_wire(
+    wire: Option<&LabWire>,
+    mut t: Tally,
+    why: impl FnOnce(&Nemesis) -> String,
+) -> FaultTried {
+    let (
+        Some(wire),
+        What::Wire {
+            target,
+            service,
+            fault,
+        },
+    ) = (wire, &t.nemesis.what)
+    else {
+        return t.entry(why);
+    };
+    let switched_on = t.fired > 0;
+    t.fired = t.fired.min(wire.acted(target, service, *fault));
+    let idle = (switched_on && t.fired == 0)
+        .then(|| wire_idle(target, service, *fault, wire.passed(target, service)))
+        .flatten();
+    t.entry(|f| idle.unwrap_or_else(|| why(f)))
+}

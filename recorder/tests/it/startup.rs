@@ -165,15 +165,35 @@ fn refusing_redis(dir: &Path, word: &str) -> String {
     format!("PATH={}:{}", bin.display(), std::env::var("PATH").unwrap())
 }
 
+/// A copy of the Python example in `dir` without its `[reset]`: each schedule starts its own
+/// services, as a system that names no reset does.
+fn python_example_without_reset(dir: &Path) -> std::path::PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/otel-python");
+    let to = dir.join("otel-python");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    let file = to.join("outbox-system.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let without = text.replace(
+        "[reset]\ncommand = [\"redis-cli\", \"-p\", \"${services.redis.port}\", \"flushall\"]\n",
+        "",
+    );
+    assert_ne!(without, text, "the example's [reset] is where this copy expects it");
+    std::fs::write(&file, without).unwrap();
+    file
+}
+
 #[test]
 fn a_schedule_whose_service_cannot_start_could_not_run_and_the_search_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = refusing_redis(dir.path(), "after-effect_committed");
+    let example = python_example_without_reset(dir.path());
     let json = dir.path().join("search.json");
     let junit = dir.path().join("search.xml");
     let out = dir.path().join("explore.parquet");
-    let example =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/otel-python/outbox-system.toml");
     let output = Command::new(assert_cmd::cargo::cargo_bin("recorder"))
         .args(["explore", "--system"])
         .arg(example)

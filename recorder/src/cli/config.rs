@@ -168,38 +168,11 @@ impl ExploreConfig {
     }
 }
 
+/// Resolves `recorder run --system FILE`'s arguments.
 fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig, ConfigError> {
     let system = System::load(path)?;
     super::outputs::own_variables_refused(&system, &args.env)?;
-    let mut scenarios = Vec::new();
-    let asked: Vec<&str> = if args.scenario.is_empty() && args.chaos.is_some() {
-        // `--chaos` alone: one scenario whose faults are the seed's draw (and `--fault`s), as
-        // the built-in protocol's `--chaos` runs its load scenario.
-        scenarios.push((CHAOS_SCENARIO.to_string(), Vec::new()));
-        Vec::new()
-    } else if args.scenario.is_empty() {
-        vec!["all"]
-    } else {
-        args.scenario.iter().map(String::as_str).collect()
-    };
-    for name in asked {
-        if name == "all" {
-            scenarios.extend(system.scenarios.iter().cloned());
-            continue;
-        }
-        match system.scenarios.iter().find(|(n, _)| n == name) {
-            Some(s) => scenarios.push(s.clone()),
-            None => {
-                let names: Vec<&str> = system.scenarios.iter().map(|(n, _)| n.as_str()).collect();
-                return Err(ConfigError::Scenario(format!(
-                    "unknown scenario `{name}` for --system (its scenarios: all, {})",
-                    names.join(", ")
-                )));
-            }
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    scenarios.retain(|(n, _)| seen.insert(n.clone()));
+    let scenarios = system_scenarios(args, &system)?;
     let faults = args
         .faults
         .iter()
@@ -238,6 +211,45 @@ fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig
         system,
     })
 }
+
+/// The system's scenarios `--scenario` names, in order and each once (all of them without any;
+/// with `--chaos` alone, one scenario whose faults are the seed's draw).
+fn system_scenarios(
+    args: &RunArgs,
+    system: &System,
+) -> Result<Vec<(String, Vec<Nemesis>)>, ConfigError> {
+    let mut scenarios = Vec::new();
+    let asked: Vec<&str> = if args.scenario.is_empty() && args.chaos.is_some() {
+        // `--chaos` alone: one scenario whose faults are the seed's draw (and `--fault`s), as
+        // the built-in protocol's `--chaos` runs its load scenario.
+        scenarios.push((CHAOS_SCENARIO.to_string(), Vec::new()));
+        Vec::new()
+    } else if args.scenario.is_empty() {
+        vec!["all"]
+    } else {
+        args.scenario.iter().map(String::as_str).collect()
+    };
+    for name in asked {
+        if name == "all" {
+            scenarios.extend(system.scenarios.iter().cloned());
+            continue;
+        }
+        match system.scenarios.iter().find(|(n, _)| n == name) {
+            Some(s) => scenarios.push(s.clone()),
+            None => {
+                let names: Vec<&str> = system.scenarios.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(ConfigError::Scenario(format!(
+                    "unknown scenario `{name}` for --system (its scenarios: all, {})",
+                    names.join(", ")
+                )));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    scenarios.retain(|(n, _)| seen.insert(n.clone()));
+    Ok(scenarios)
+}
+
 /// A validated run configuration.
 #[derive(Debug, Clone)]
 pub struct RunConfig {

@@ -325,6 +325,7 @@ def declared_order(crate):
 def out_of_order(order, folders, folder_edges):
     """Lines naming each folder missing from `order` and each edge to a folder listed later."""
     lines = [f"folder {f}/ is not in the architecture chapter's list" for f in sorted(folders - set(order))]
+    lines += [f"the architecture chapter lists {f}/, which is not there" for f in order if f not in folders]
     rank = {f: i for i, f in enumerate(order)}
     for a in sorted(folder_edges):
         for b in sorted(folder_edges[a]):

@@ -20,11 +20,11 @@
 //! - [`system`]: a user's own system under the recorder's faults (`--system FILE`): its file,
 //!   its processes and services, its tasks, the OTLP receiver that takes its spans in;
 //! - [`cli`]: the command line, `recorder run`'s resolved configuration, the exit codes;
-//! - [`run`]: one recording from start to end.
+//! - [`run`]: one recording from start to end, and each subcommand's glue
+//!   ([`run::commands`]).
 //!
-//! `main` only parses the command line and calls [`run()`] (or the actor, receiver and list entry
-//! points). The benchmark that measures the README's figures is the `outbox-bench` crate, a user
-//! of this library.
+//! `main` only parses the command line and calls [`run::commands::dispatch`]. The benchmark that
+//! measures the README's figures is the `outbox-bench` crate, a user of this library.
 
 pub mod backend;
 pub mod cli;

@@ -168,38 +168,11 @@ impl ExploreConfig {
     }
 }
 
+/// Resolves `recorder run --system FILE`'s arguments.
 fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig, ConfigError> {
     let system = System::load(path)?;
     super::outputs::own_variables_refused(&system, &args.env)?;
-    let mut scenarios = Vec::new();
-    let asked: Vec<&str> = if args.scenario.is_empty() && args.chaos.is_some() {
-        // `--chaos` alone: one scenario whose faults are the seed's draw (and `--fault`s), as
-        // the built-in protocol's `--chaos` runs its load scenario.
-        scenarios.push((CHAOS_SCENARIO.to_string(), Vec::new()));
-        Vec::new()
-    } else if args.scenario.is_empty() {
-        vec!["all"]
-    } else {
-        args.scenario.iter().map(String::as_str).collect()
-    };
-    for name in asked {
-        if name == "all" {
-            scenarios.extend(system.scenarios.iter().cloned());
-            continue;
-        }
-        match system.scenarios.iter().find(|(n, _)| n == name) {
-            Some(s) => scenarios.push(s.clone()),
-            None => {
-                let names: Vec<&str> = system.scenarios.iter().map(|(n, _)| n.as_str()).collect();
-                return Err(ConfigError::Scenario(format!(
-                    "unknown scenario `{name}` for --system (its scenarios: all, {})",
-                    names.join(", ")
-                )));
-            }
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    scenarios.retain(|(n, _)| seen.insert(n.clone()));
+    let scenarios = system_scenarios(args, &system)?;
     let faults = args
         .faults
         .iter()
@@ -238,6 +211,45 @@ fn resolve_system(args: &RunArgs, path: &std::path::Path) -> Result<SystemConfig
         system,
     })
 }
+
+/// The system's scenarios `--scenario` names, in order and each once (all of them without any;
+/// with `--chaos` alone, one scenario whose faults are the seed's draw).
+fn system_scenarios(
+    args: &RunArgs,
+    system: &System,
+) -> Result<Vec<(String, Vec<Nemesis>)>, ConfigError> {
+    let mut scenarios = Vec::new();
+    let asked: Vec<&str> = if args.scenario.is_empty() && args.chaos.is_some() {
+        // `--chaos` alone: one scenario whose faults are the seed's draw (and `--fault`s), as
+        // the built-in protocol's `--chaos` runs its load scenario.
+        scenarios.push((CHAOS_SCENARIO.to_string(), Vec::new()));
+        Vec::new()
+    } else if args.scenario.is_empty() {
+        vec!["all"]
+    } else {
+        args.scenario.iter().map(String::as_str).collect()
+    };
+    for name in asked {
+        if name == "all" {
+            scenarios.extend(system.scenarios.iter().cloned());
+            continue;
+        }
+        match system.scenarios.iter().find(|(n, _)| n == name) {
+            Some(s) => scenarios.push(s.clone()),
+            None => {
+                let names: Vec<&str> = system.scenarios.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(ConfigError::Scenario(format!(
+                    "unknown scenario `{name}` for --system (its scenarios: all, {})",
+                    names.join(", ")
+                )));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    scenarios.retain(|(n, _)| seen.insert(n.clone()));
+    Ok(scenarios)
+}
+
 /// A validated run configuration.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -286,77 +298,13 @@ pub struct RunConfig {
 impl RunConfig {
     /// Resolves `recorder run`'s arguments into a run configuration.
     pub fn resolve(args: &RunArgs) -> Result<RunConfig, ConfigError> {
-        let mut scenarios = Vec::new();
-        let default = [if args.tasks.is_some() {
-            ScenarioArg::One(ScenarioName::Load)
-        } else {
-            ScenarioArg::All
-        }];
-        let parsed = args
-            .scenario
-            .iter()
-            .map(|s| parse_scenario_arg(s))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ConfigError::Scenario)?;
-        let asked: &[ScenarioArg] = if parsed.is_empty() { &default } else { &parsed };
-        for arg in asked {
-            match arg {
-                ScenarioArg::All => scenarios.extend(ScenarioName::all_on(args.backend)),
-                ScenarioArg::One(n) if !n.runs_on(args.backend) => {
-                    return Err(ConfigError::Unsupported {
-                        scenario: n.as_str(),
-                        backend: args.backend.name(),
-                    })
-                }
-                ScenarioArg::One(n) => scenarios.push(*n),
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        scenarios.retain(|s| seen.insert(*s));
+        let scenarios = lab_scenarios(args)?;
         refuse_foreign(args)?;
-        if args.otlp.as_ref() == Some(&args.out) {
-            return Err(ConfigError::Output(
-                "--otlp must name another file than --out (the Parquet trace)",
-            ));
-        }
-        let creds: Vec<&std::path::Path> = args.nats_creds.iter().map(PathBuf::as_path).collect();
-        super::outputs::outputs_apart(
-            &args.out,
-            &[
-                ("--otlp", args.otlp.as_deref()),
-                ("--report", args.report.as_deref()),
-            ],
-            &creds,
-        )?;
-        if ![1, 3, 5].contains(&args.cluster) {
-            return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
-        }
-        if args.cluster > 1 && args.backend != BackendKind::EtcdJetstream {
-            return Err(ConfigError::Cluster(
-                "--cluster needs --backend etcd-jetstream (SQLite is one file, not a cluster)",
-            ));
-        }
-        if args.cluster > 1 && (args.etcd.is_some() || args.nats.is_some()) {
-            return Err(ConfigError::Cluster(
-                "--cluster starts its own services; with --etcd/--nats, list your members \
-                 comma-separated and set --replicas",
-            ));
-        }
-        let etcd = args
-            .etcd
-            .as_deref()
-            .map(|u| Endpoint::parse("etcd", u, &["http", "https"]))
-            .transpose()?;
-        let nats = args
-            .nats
-            .as_deref()
-            .map(|u| Endpoint::parse("nats", u, &["nats", "tls"]))
-            .transpose()?;
-        let redis = args
-            .redis
-            .as_deref()
-            .map(|u| Endpoint::parse("redis", u, &["redis", "rediss"]))
-            .transpose()?;
+        lab_outputs_apart(args)?;
+        check_cluster(args)?;
+        let etcd = endpoint("etcd", args.etcd.as_deref(), &["http", "https"])?;
+        let nats = endpoint("nats", args.nats.as_deref(), &["nats", "tls"])?;
+        let redis = endpoint("redis", args.redis.as_deref(), &["redis", "rediss"])?;
         let own_services = match args.backend {
             BackendKind::EtcdJetstream => etcd.is_none() && nats.is_none(),
             BackendKind::SqliteRedis => redis.is_none(),
@@ -399,6 +347,89 @@ impl RunConfig {
             progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
     }
+}
+
+/// The lab's scenarios `--scenario` names, in order and each once (all of the backend's, or
+/// `load` when only `--tasks` is given, without any); one the backend cannot run is refused.
+fn lab_scenarios(args: &RunArgs) -> Result<Vec<ScenarioName>, ConfigError> {
+    let mut scenarios = Vec::new();
+    let default = [if args.tasks.is_some() {
+        ScenarioArg::One(ScenarioName::Load)
+    } else {
+        ScenarioArg::All
+    }];
+    let parsed = args
+        .scenario
+        .iter()
+        .map(|s| parse_scenario_arg(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ConfigError::Scenario)?;
+    let asked: &[ScenarioArg] = if parsed.is_empty() { &default } else { &parsed };
+    for arg in asked {
+        match arg {
+            ScenarioArg::All => scenarios.extend(ScenarioName::all_on(args.backend)),
+            ScenarioArg::One(n) if !n.runs_on(args.backend) => {
+                return Err(ConfigError::Unsupported {
+                    scenario: n.as_str(),
+                    backend: args.backend.name(),
+                })
+            }
+            ScenarioArg::One(n) => scenarios.push(*n),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    scenarios.retain(|s| seen.insert(*s));
+    Ok(scenarios)
+}
+
+/// `--otlp` and `--report` apart from `--out` and from each other, and none of them over the
+/// NATS credentials.
+fn lab_outputs_apart(args: &RunArgs) -> Result<(), ConfigError> {
+    if args.otlp.as_ref() == Some(&args.out) {
+        return Err(ConfigError::Output(
+            "--otlp must name another file than --out (the Parquet trace)",
+        ));
+    }
+    let creds: Vec<&std::path::Path> = args.nats_creds.iter().map(PathBuf::as_path).collect();
+    super::outputs::outputs_apart(
+        &args.out,
+        &[
+            ("--otlp", args.otlp.as_deref()),
+            ("--report", args.report.as_deref()),
+        ],
+        &creds,
+    )?;
+    Ok(())
+}
+
+/// `--cluster`: 1, 3 or 5 members, of etcd and NATS, started by the recorder.
+fn check_cluster(args: &RunArgs) -> Result<(), ConfigError> {
+    if ![1, 3, 5].contains(&args.cluster) {
+        return Err(ConfigError::Cluster("--cluster must be 1, 3 or 5"));
+    }
+    if args.cluster > 1 && args.backend != BackendKind::EtcdJetstream {
+        return Err(ConfigError::Cluster(
+            "--cluster needs --backend etcd-jetstream (SQLite is one file, not a cluster)",
+        ));
+    }
+    if args.cluster > 1 && (args.etcd.is_some() || args.nats.is_some()) {
+        return Err(ConfigError::Cluster(
+            "--cluster starts its own services; with --etcd/--nats, list your members \
+             comma-separated and set --replicas",
+        ));
+    }
+    Ok(())
+}
+
+/// The user's `service` at `url`, if given, in one of `schemes`.
+fn endpoint(
+    service: &'static str,
+    url: Option<&str>,
+    schemes: &[&str],
+) -> Result<Option<Endpoint>, ConfigError> {
+    Ok(url
+        .map(|u| Endpoint::parse(service, u, schemes))
+        .transpose()?)
 }
 
 /// Parses one `--fault` of a lab run and checks its names against the lab: the roles `api`,

@@ -24,14 +24,14 @@
 //! ROLE is a role (for `after`: whichever instance reported the step; for a timed fault: its first
 //! instance) or one instance's actor name (`worker-2`). Whether `pause NAME` stops a process or a
 //! service is the subject's to say ([`Nemesis::resolve`]). Adding a fault kind is one variant of
-//! [`What`] with its words here, and one arm where the fault layer carries it out.
+//! [`What`] with its words in `grammar` (parsed) and `show` (shown), and one arm where the fault layer carries it out.
 
-use std::fmt;
 use std::time::Duration;
 
 use outbox_trace::Kind;
 
-use super::duration::{parse_duration, show_duration};
+mod grammar;
+mod show;
 
 /// One fault: what, and when.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,17 +161,6 @@ pub enum When {
     },
 }
 
-const GRAMMAR: &str = "expected `kill ROLE after KIND [N]`, `kill ROLE at DURATION`, \
-                       `pause ROLE after KIND [N] [+DELAY] for DURATION [unless alone]`, \
-                       `pause ROLE at DURATION for DURATION`, `restart SERVICE at DURATION`, \
-                       `restart SERVICE after [ROLE] KIND [N]`, \
-                       `pause SERVICE after [ROLE] KIND [N] [+DELAY] for DURATION` or \
-                       `pause SERVICE at DURATION for DURATION`, \
-                       `drop replies|requests ROLE SERVICE after KIND [N] [for DURATION]`, \
-                       `cut ROLE SERVICE after KIND [N]`, `partition ROLE SERVICE at DURATION for DURATION`, \
-                       `lose commit-reply ROLE SERVICE after KIND [N]` or \
-                       `lose puback ROLE SERVICE after KIND [N]`";
-
 impl Nemesis {
     /// A kill of `target` after its `nth` step of `kind`.
     pub fn kill_after(target: impl Into<String>, kind: Kind, nth: u32) -> Nemesis {
@@ -186,131 +175,6 @@ impl Nemesis {
                 by: None,
             },
         }
-    }
-
-    /// Parses one spec, without checking names against a subject.
-    pub fn parse(text: &str) -> Result<Nemesis, String> {
-        let mut words: Vec<&str> = text.split_whitespace().collect();
-        let bad = |why: &str| format!("fault `{text}`: {why}; {GRAMMAR}");
-        let duration = |w: &str| parse_duration(w).map_err(|e| bad(&e));
-        let unless_alone = words.ends_with(&["unless", "alone"]);
-        if unless_alone {
-            words.truncate(words.len() - 2);
-            if words.first() != Some(&"pause") {
-                return Err(bad("only a pause takes `unless alone`"));
-            }
-        }
-        let (what, when) = match words.as_slice() {
-            ["kill", target, "after", step @ ..] => {
-                let when = after(step).map_err(|e| bad(&e))?;
-                if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
-                    return Err(bad("a kill takes no delay"));
-                }
-                if matches!(when, When::After { by: Some(_), .. }) {
-                    return Err(bad("a process's kill follows its own steps"));
-                }
-                (
-                    What::Kill {
-                        target: target.to_string(),
-                    },
-                    when,
-                )
-            }
-            ["pause", target, "after", step @ .., "for", hold] => {
-                let when = after(step).map_err(|e| bad(&e))?;
-                let what = if matches!(when, When::After { by: Some(_), .. }) {
-                    // Another's step: only a service's pause follows one.
-                    if unless_alone {
-                        return Err(bad("only a process's pause takes `unless alone`"));
-                    }
-                    What::PauseService {
-                        service: target.to_string(),
-                        hold: duration(hold)?,
-                    }
-                } else {
-                    What::Pause {
-                        target: target.to_string(),
-                        hold: duration(hold)?,
-                        unless_alone,
-                    }
-                };
-                (what, when)
-            }
-            ["kill", target, "at", at] => (
-                What::Kill {
-                    target: target.to_string(),
-                },
-                When::At(duration(at)?),
-            ),
-            ["pause", target, "at", at, "for", hold] => (
-                What::Pause {
-                    target: target.to_string(),
-                    hold: duration(hold)?,
-                    unless_alone,
-                },
-                When::At(duration(at)?),
-            ),
-            ["restart", service, "at", at] => (
-                What::Restart {
-                    service: service.to_string(),
-                },
-                When::At(duration(at)?),
-            ),
-            ["drop", way @ ("replies" | "requests"), target, service, "after", step @ ..] => {
-                let (step, hold) = match step {
-                    [step @ .., "for", hold] => (step, duration(hold)?),
-                    step => (step, DROP_FOR),
-                };
-                let fault = if *way == "replies" {
-                    WireFault::DropReplies { hold }
-                } else {
-                    WireFault::DropRequests { hold }
-                };
-                (
-                    wire(target, service, fault),
-                    own_step(step).map_err(|e| bad(&e))?,
-                )
-            }
-            ["cut", target, service, "after", step @ ..] => (
-                wire(target, service, WireFault::Cut),
-                own_step(step).map_err(|e| bad(&e))?,
-            ),
-            ["lose", what @ ("commit-reply" | "puback"), target, service, "after", step @ ..] => {
-                let fault = if *what == "puback" {
-                    WireFault::LosePuback
-                } else {
-                    WireFault::LoseCommitReply
-                };
-                (
-                    wire(target, service, fault),
-                    own_step(step).map_err(|e| bad(&e))?,
-                )
-            }
-            ["partition", target, service, "at", at, "for", hold] => (
-                wire(
-                    target,
-                    service,
-                    WireFault::Partition {
-                        hold: duration(hold)?,
-                    },
-                ),
-                When::At(duration(at)?),
-            ),
-            ["restart", service, "after", step @ ..] => {
-                let when = after(step).map_err(|e| bad(&e))?;
-                if matches!(when, When::After { delay, .. } if !delay.is_zero()) {
-                    return Err(bad("a restart takes no delay"));
-                }
-                (
-                    What::Restart {
-                        service: service.to_string(),
-                    },
-                    when,
-                )
-            }
-            _ => return Err(bad("not understood")),
-        };
-        Ok(Nemesis { what, when })
     }
 
     /// The same fault with `pause NAME` told apart: a service's pause where `is_service` says
@@ -393,134 +257,6 @@ impl Nemesis {
             | What::Wire { service, .. } => Some(service),
             _ => None,
         }
-    }
-}
-
-/// A wire fault of `target` on `service`.
-fn wire(target: &str, service: &str, fault: WireFault) -> What {
-    What::Wire {
-        target: target.to_string(),
-        service: service.to_string(),
-        fault,
-    }
-}
-
-/// The words after `after` for a fault on a process's own step: `KIND [N]`.
-fn own_step(words: &[&str]) -> Result<When, String> {
-    let when = after(words)?;
-    match &when {
-        When::After { by: Some(_), .. } => {
-            Err("a wire fault follows its process's own steps".into())
-        }
-        When::After { delay, .. } if !delay.is_zero() => Err("a wire fault takes no delay".into()),
-        _ => Ok(when),
-    }
-}
-
-/// The words after `after`: `[ROLE] KIND [N] [+DELAY]`.
-fn after(words: &[&str]) -> Result<When, String> {
-    let (by, words) = match words {
-        [first, second, ..] if first.parse::<Kind>().is_err() && second.parse::<Kind>().is_ok() => {
-            (Some(first.to_string()), &words[1..])
-        }
-        _ => (None, words),
-    };
-    let Some((kind, mut rest)) = words.split_first() else {
-        return Err("a kind is missing".into());
-    };
-    let kind: Kind = kind.parse().map_err(|_| format!("`{kind}` is no kind"))?;
-    let mut nth = 1;
-    if let Some((n, tail)) = rest.split_first().filter(|(n, _)| !n.starts_with('+')) {
-        nth = n
-            .parse::<u32>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| format!("`{n}` is not a count from 1"))?;
-        rest = tail;
-    }
-    let delay = match rest {
-        [] => Duration::ZERO,
-        [d] if d.starts_with('+') => parse_duration(&d[1..])?,
-        [word, ..] => return Err(format!("`{word}` is not understood")),
-    };
-    Ok(When::After {
-        kind,
-        nth,
-        delay,
-        by,
-    })
-}
-
-impl WireFault {
-    /// Its verb, as a fault's text writes it (`drop replies`, `lose puback`).
-    pub fn verb(&self) -> &'static str {
-        match self {
-            WireFault::DropReplies { .. } => "drop replies",
-            WireFault::DropRequests { .. } => "drop requests",
-            WireFault::Cut => "cut",
-            WireFault::Partition { .. } => "partition",
-            WireFault::LoseCommitReply => "lose commit-reply",
-            WireFault::LosePuback => "lose puback",
-        }
-    }
-}
-
-impl fmt::Display for Nemesis {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.what {
-            What::Kill { target } => write!(f, "kill {target}")?,
-            What::Pause { target, .. } => write!(f, "pause {target}")?,
-            What::Restart { service } => write!(f, "restart {service}")?,
-            What::PauseService { service, .. } => write!(f, "pause {service}")?,
-            What::Wire {
-                target,
-                service,
-                fault,
-            } => write!(f, "{} {target} {service}", fault.verb())?,
-        }
-        match &self.when {
-            When::At(at) => write!(f, " at {}", show_duration(*at))?,
-            When::After {
-                kind,
-                nth,
-                delay,
-                by,
-            } => {
-                f.write_str(" after")?;
-                if let Some(by) = by {
-                    write!(f, " {by}")?;
-                }
-                write!(f, " {kind}")?;
-                if *nth != 1 {
-                    write!(f, " {nth}")?;
-                }
-                if !delay.is_zero() {
-                    write!(f, " +{}", show_duration(*delay))?;
-                }
-            }
-        }
-        if let What::Pause {
-            hold, unless_alone, ..
-        } = &self.what
-        {
-            write!(f, " for {}", show_duration(*hold))?;
-            if *unless_alone {
-                f.write_str(" unless alone")?;
-            }
-        }
-        match &self.what {
-            What::PauseService { hold, .. }
-            | What::Wire {
-                fault: WireFault::Partition { hold },
-                ..
-            } => write!(f, " for {}", show_duration(*hold))?,
-            What::Wire {
-                fault: WireFault::DropReplies { hold } | WireFault::DropRequests { hold },
-                ..
-            } if *hold != DROP_FOR => write!(f, " for {}", show_duration(*hold))?,
-            _ => {}
-        }
-        Ok(())
     }
 }
 

@@ -3,9 +3,11 @@
 //! ([`lab`]) and a team's own system ([`system`]) as its subjects, and the systematic search of
 //! a team's system ([`explore`], judged and tabled by [`searched`], identified and spread over
 //! shards by [`plan`], continued after a cut by [`resume`]); what both print and write at
-//! the end ([`summary`]); and their temporary directory, removed on every ending and after a
-//! killed run ([`workdir`]).
+//! the end ([`summary`]); their temporary directory, removed on every ending and after a
+//! killed run ([`workdir`]); and each subcommand's glue, from resolved arguments to the exit
+//! code ([`commands`]).
 
+pub mod commands;
 pub mod explore;
 pub mod lab;
 pub mod plan;

@@ -128,25 +128,7 @@ pub async fn record(
     mut subject: impl Subject,
     shutdown: CancellationToken,
 ) -> Result<RunOutcome, Failure> {
-    // `--out` is checked, then locked for the whole run, before anything else: the salvage below
-    // must never take the segments of a recorder still writing them.
-    output::check(output.out)?;
-    let _lock = OutLock::take(output.out)?;
-    // What an earlier run on this `--out` left running stops now; what this run starts dies
-    // with it, however it dies.
-    let left = crate::process::watchdog::stop_leftovers(output.out);
-    if left > 0 {
-        eprintln!("recorder: stopped {left} process(es) an earlier run on this --out left running");
-    }
-    let _watchdog = crate::process::watchdog::start(output.out)
-        .context("starting the run's watchdog")
-        .map_err(Failure::run)?;
-    if let Some(saved) = salvage(output.out)? {
-        eprintln!(
-            "recorder: joined the segments of an interrupted run into {}",
-            saved.display()
-        );
-    }
+    let _guard = OutGuard::take(output.out)?;
     let workdir = super::workdir::create()
         .context("creating the run's temporary directory")
         .map_err(Failure::run)?;
@@ -163,11 +145,7 @@ pub async fn record(
         Journal::start(output.out, &run_id, &opened.backend, run_json).map_err(Failure::run)?;
     let tallies = journal.tallies();
     let clock = RunClock::start();
-    // The wall-clock time of ts_ns = 0, for the spans of --otlp and those a system exports.
-    let epoch_unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        .saturating_sub(u64::try_from(clock.now()).unwrap_or(0));
+    let epoch_unix_ns = epoch_of(clock);
     let run = Run {
         run_id: &run_id,
         recorder: &recorder,
@@ -177,26 +155,8 @@ pub async fn record(
         workdir: workdir.path(),
         shutdown: &shutdown,
     };
-    let mut unrecovered = Vec::new();
-    let mut failure = None;
-    for (i, name) in opened.scenarios.iter().enumerate() {
-        if shutdown.is_cancelled() {
-            break;
-        }
-        if output.progress {
-            eprintln!("[{}/{}] {name} ...", i + 1, opened.scenarios.len());
-        }
-        match subject.scenario(&run, i).await {
-            Ok(true) => {}
-            Ok(false) => unrecovered.push(name.clone()),
-            // Cut short by the shutdown: the run ends as an interrupted run does.
-            Err(_) if shutdown.is_cancelled() => break,
-            Err(e) => {
-                failure = Some(e.context(format!("scenario {name}")));
-                break;
-            }
-        }
-    }
+    let (unrecovered, failure) =
+        every_scenario(&run, &mut subject, &opened.scenarios, output.progress).await;
     drop(run);
     drop(recorder);
     // A failed run's rows never replace a complete trace: they go beside it, in
@@ -219,23 +179,107 @@ pub async fn record(
         protocol: opened.protocol,
         out: output.out,
     };
+    summarize(output, &run_id, &heading, &tallies, events, &mut subject)?;
+    Ok(RunOutcome {
+        unrecovered,
+        interrupted: shutdown.is_cancelled(),
+    })
+}
+
+/// What `--out` holds for the whole run: the run's watchdog, and the lock (released last).
+struct OutGuard {
+    _watchdog: crate::process::watchdog::Watchdog,
+    _lock: OutLock,
+}
+
+impl OutGuard {
+    /// `--out` checked, then locked for the whole run, before anything else: the salvage below
+    /// must never take the segments of a recorder still writing them. What an earlier run on
+    /// this `--out` left running stops now; what this run starts dies with it, however it dies.
+    fn take(out: &Path) -> Result<OutGuard, Failure> {
+        output::check(out)?;
+        let lock = OutLock::take(out)?;
+        let left = crate::process::watchdog::stop_leftovers(out);
+        if left > 0 {
+            eprintln!(
+                "recorder: stopped {left} process(es) an earlier run on this --out left running"
+            );
+        }
+        let watchdog = crate::process::watchdog::start(out)
+            .context("starting the run's watchdog")
+            .map_err(Failure::run)?;
+        if let Some(saved) = salvage(out)? {
+            eprintln!(
+                "recorder: joined the segments of an interrupted run into {}",
+                saved.display()
+            );
+        }
+        Ok(OutGuard {
+            _watchdog: watchdog,
+            _lock: lock,
+        })
+    }
+}
+
+/// The wall-clock time of ts_ns = 0 on `clock`, for the spans of --otlp and those a system
+/// exports.
+fn epoch_of(clock: RunClock) -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .saturating_sub(u64::try_from(clock.now()).unwrap_or(0))
+}
+
+/// Runs the scenarios in turn, up to the first failure or the shutdown: the names of those that
+/// did not recover, and the failure.
+async fn every_scenario(
+    run: &Run<'_>,
+    subject: &mut impl Subject,
+    scenarios: &[String],
+    progress: bool,
+) -> (Vec<String>, Option<Failure>) {
+    let mut unrecovered = Vec::new();
+    for (i, name) in scenarios.iter().enumerate() {
+        if run.shutdown.is_cancelled() {
+            break;
+        }
+        if progress {
+            eprintln!("[{}/{}] {name} ...", i + 1, scenarios.len());
+        }
+        match subject.scenario(run, i).await {
+            Ok(true) => {}
+            Ok(false) => unrecovered.push(name.clone()),
+            // Cut short by the shutdown: the run ends as an interrupted run does.
+            Err(_) if run.shutdown.is_cancelled() => break,
+            Err(e) => return (unrecovered, Some(e.context(format!("scenario {name}")))),
+        }
+    }
+    (unrecovered, None)
+}
+
+/// After a complete trace: the summary printed, the subject's own files, and `--report`.
+fn summarize(
+    output: Output<'_>,
+    run_id: &str,
+    heading: &Heading<'_>,
+    tallies: &Tallies,
+    events: u64,
+    subject: &mut impl Subject,
+) -> Result<(), Failure> {
     {
         let tallies = tallies.lock().expect("tally lock").clone();
-        print_summary(&run_id, &heading, &tallies, events);
+        print_summary(run_id, heading, &tallies, events);
     }
-    subject.finish(&tallies)?;
+    subject.finish(tallies)?;
     if let Some(path) = output.report {
         let tallies = tallies.lock().expect("tally lock").clone();
-        let body = serde_json::to_string_pretty(&lab_json(&run_id, &heading, &tallies))
+        let body = serde_json::to_string_pretty(&lab_json(run_id, heading, &tallies))
             .map_err(|e| Failure::run(e.into()))?;
         std::fs::write(path, body + "\n")
             .with_context(|| format!("writing {}", path.display()))
             .map_err(Failure::run)?;
     }
-    Ok(RunOutcome {
-        unrecovered,
-        interrupted: shutdown.is_cancelled(),
-    })
+    Ok(())
 }
 
 /// Writes the finished trace `parquet` again as OTLP JSON Lines at `path`: the rows read back

@@ -181,7 +181,10 @@ fn python_example_without_reset(dir: &Path) -> std::path::PathBuf {
         "[reset]\ncommand = [\"redis-cli\", \"-p\", \"${services.redis.port}\", \"flushall\"]\n",
         "",
     );
-    assert_ne!(without, text, "the example's [reset] is where this copy expects it");
+    assert_ne!(
+        without, text,
+        "the example's [reset] is where this copy expects it"
+    );
     std::fs::write(&file, without).unwrap();
     file
 }

@@ -52,6 +52,32 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         delivered,
         could_not,
     } = ending;
+    let ran = could_not.is_none();
+    let timeline =
+        observe_and_stop(&mut stage, &mut intake, exits, started, recovered, ran).await?;
+    release_services(&mut stage, services, ran, &timeline).await?;
+    let end = run_end(&stage, started, recovered, &delivered, could_not.as_deref());
+    tell_faults(&stage, &end);
+    stage.outcome.tried = end.faults.clone();
+    stage.outcome.shape = end.shape.clone();
+    stage.outcome.wire = end.wire.clone();
+    stage.own(Author::Recorder, Step::RunEnd(end)).await?;
+    stage.outcome.recovered = recovered && ran;
+    stage.outcome.first_reached = delivered.first_reached;
+    stage.outcome.could_not_run = could_not;
+    Ok(stage.outcome)
+}
+
+/// Every paused process continued, then the stores read back and every process stopped, in the
+/// order the scenario's end calls for; the scenario's timeline from here on.
+async fn observe_and_stop(
+    stage: &mut Stage<'_, '_>,
+    intake: &mut mpsc::Receiver<Intake>,
+    exits: mpsc::UnboundedReceiver<(String, u32, Status)>,
+    started: Instant,
+    recovered: bool,
+    ran: bool,
+) -> Result<Timeline, SystemError> {
     let env = stage.env;
     for actor in stage.pauses.stopped() {
         if let Some(life) = stage.lives.get(actor) {
@@ -61,24 +87,35 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     let timeline = Timeline::new(&stage.name, started);
     // Everything stops; exits from here on are no crashes.
     drop(exits);
-    if could_not.is_some() {
+    if !ran {
         // Nothing ran: there is nothing to read back.
-        stop_processes(&mut stage, &mut intake).await?;
+        stop_processes(stage, intake).await?;
     } else if env.shutdown.is_cancelled() || !recovered {
         // Interrupted, or past the deadline without becoming quiet: the processes may be in the
         // middle of their work, so they are stopped before the stores are read back; no commit
         // lands after the snapshot.
-        stop_processes(&mut stage, &mut intake).await?;
+        stop_processes(stage, intake).await?;
         timeline.mark("processes stopped");
-        observe(&mut stage).await?;
+        observe(stage).await?;
         timeline.mark("store read back");
     } else {
         // Quiet: the stores read back with every process still up.
-        observe(&mut stage).await?;
+        observe(stage).await?;
         timeline.mark("store read back");
-        stop_processes(&mut stage, &mut intake).await?;
+        stop_processes(stage, intake).await?;
         timeline.mark("processes stopped");
     }
+    Ok(timeline)
+}
+
+/// The services stopped (or kept), what the scenario's processes left behind swept, and the
+/// wire faults' proxies finished.
+async fn release_services(
+    stage: &mut Stage<'_, '_>,
+    services: ServiceSet,
+    ran: bool,
+    timeline: &Timeline,
+) -> Result<(), SystemError> {
     // A paused service heeds no SIGTERM until it is continued (nor a kept one a reset).
     for (_, service) in &services.services {
         if let Some(group) = service.group() {
@@ -86,20 +123,31 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         }
     }
     // The services stop together, each waited for only until it is gone; kept ones stay up.
-    kept::release(env, services, could_not.is_none()).await;
+    kept::release(stage.env, services, ran).await;
     timeline.mark("services stopped or kept");
     // What the scenario's processes left behind (daemons included) goes with them.
     let swept = crate::process::reaper::sweep(Some(&stage.dir.display().to_string())).await;
     // A scenario that could not run says so in one line; what it had started is its own.
-    if swept > 0 && could_not.is_none() {
+    if swept > 0 && ran {
         eprintln!(
             "recorder: scenario {}: stopped {swept} process(es) its processes had left running",
             stage.name
         );
     }
     timeline.mark("swept");
-    stage.wire_over(true).await?;
-    let interrupted = env.shutdown.is_cancelled();
+    stage.wire_over(true).await
+}
+
+/// The scenario's `run_end`: the delivery, why it ended as it did, what was dropped, the faults
+/// tried and drawn, the shape learned and the wire's traffic.
+fn run_end(
+    stage: &Stage<'_, '_>,
+    started: Instant,
+    recovered: bool,
+    delivered: &Delivered,
+    could_not: Option<&str>,
+) -> detail::RunEnd {
+    let interrupted = stage.env.shutdown.is_cancelled();
     let mut end = detail::RunEnd {
         recovered: Some(recovered),
         elapsed_ms: Some(started.elapsed().as_millis() as u64),
@@ -107,7 +155,7 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         tasks_answered: Some(delivered.answered),
         tasks_resent: Some(delivered.resent),
         tasks_unanswered: Some(delivered.unanswered),
-        reason: if let Some(why) = &could_not {
+        reason: if let Some(why) = could_not {
             Some(format!("{}: {why}", super::shared::COULD_NOT_RUN))
         } else if interrupted {
             Some(outbox_trace::detail::INTERRUPTED.into())
@@ -129,6 +177,11 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
     }
     end.shape = stage.shape.summary();
     end.wire = stage.wire_traffic();
+    end
+}
+
+/// Says which named faults never fired (and why), and how many of the chaos draw's fired.
+fn tell_faults(stage: &Stage<'_, '_>, end: &detail::RunEnd) {
     if stage.origin == Origin::Named {
         let drawn = |spec: &str| {
             end.chaos
@@ -156,14 +209,6 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
             chaos.armed.len()
         );
     }
-    stage.outcome.tried = end.faults.clone();
-    stage.outcome.shape = end.shape.clone();
-    stage.outcome.wire = end.wire.clone();
-    stage.own(Author::Recorder, Step::RunEnd(end)).await?;
-    stage.outcome.recovered = recovered && could_not.is_none();
-    stage.outcome.first_reached = delivered.first_reached;
-    stage.outcome.could_not_run = could_not;
-    Ok(stage.outcome)
 }
 
 /// Runs `observe` (if the file has one) and writes its `observed` row, or says why there is none.

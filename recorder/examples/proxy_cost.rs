@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use outbox_recorder::wire::protocol::Wire;
+use outbox_recorder::fault::protocols::Wire;
 use outbox_recorder::wire::Proxy;
 use redis::AsyncCommands as _;
 

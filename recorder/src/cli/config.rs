@@ -9,6 +9,7 @@ use crate::backend::connection::BackendKind;
 use crate::backend::endpoints::{BadEndpoint, Endpoint};
 use crate::driver::inject::{parse_service, service_name};
 use crate::driver::scenario::{LoadSpec, ScenarioName};
+use crate::driver::wire::LAB_WIRES;
 use crate::fault::spec::{Nemesis, What, WireFault};
 use crate::protocol::model::Timing;
 use crate::protocol::variant::Protocol;
@@ -432,6 +433,22 @@ fn endpoint(
         .transpose()?)
 }
 
+/// Why the lab cannot lose a reply of `fault`'s protocol on `service`, if it cannot: no service
+/// of the lab speaks that protocol, or `service` is not the one that does.
+fn lab_reads(fault: WireFault, service: Option<&str>) -> Option<String> {
+    let reads = fault.reads()?;
+    let (verb, protocol) = (fault.verb(), reads.name);
+    match LAB_WIRES.iter().find(|(_, w)| *w == reads.wire) {
+        None => Some(format!(
+            "the lab has no {protocol}: `{verb}` is for `--system` runs"
+        )),
+        Some((name, _)) if service != Some(*name) => Some(format!(
+            "`{verb}` reads {protocol}: its service is `{name}`"
+        )),
+        Some(_) => None,
+    }
+}
+
 /// Parses one `--fault` of a lab run and checks its names against the lab: the roles `api`,
 /// `relay`, `worker` (an instance: `worker-N`) and `receiver`, as a fault's target or as the
 /// process whose step a service's fault follows; the services the recorder runs for `backend`
@@ -447,13 +464,11 @@ fn lab_fault(
         .map_err(|e| format!("fault `{text}`: {e}"))?;
     if let What::Wire { target, fault, .. } = &spec.what {
         let why = if !own_services || cluster > 1 {
-            Some("wire faults need the recorder's own single servers (its proxies stand between each actor and each of them)")
-        } else if *fault == WireFault::LoseCommitReply {
-            Some("the lab has no PostgreSQL: `lose commit-reply` is for `--system` runs")
-        } else if *fault == WireFault::LosePuback && spec.service() != Some("nats") {
-            Some("`lose puback` reads NATS: its service is `nats`")
+            Some("wire faults need the recorder's own single servers (its proxies stand between each actor and each of them)".to_string())
+        } else if let Some(why) = lab_reads(*fault, spec.service()) {
+            Some(why)
         } else if target.starts_with("receiver") {
-            Some("the receiver reaches no service")
+            Some("the receiver reaches no service".to_string())
         } else {
             None
         };

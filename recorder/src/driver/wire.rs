@@ -12,9 +12,9 @@ use outbox_trace::Step;
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::backend::connection::Endpoints;
 use crate::backend::endpoints::Endpoint;
+use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
 use crate::journal::author::Author;
-use crate::wire::protocol::Wire;
 use crate::wire::Proxy;
 
 /// The proxies of one scenario: one per actor and service.
@@ -24,14 +24,32 @@ pub struct LabWire {
     acts: Mutex<Vec<(String, String, WireFault)>>,
 }
 
+/// The protocol each of the lab's services speaks, by the name fault specs give it.
+pub const LAB_WIRES: [(&str, Wire); 3] = [
+    ("etcd", Wire::Tcp),
+    ("nats", Wire::Nats),
+    ("redis", Wire::Redis),
+];
+
+/// The protocol the lab's service `name` speaks.
+fn wire_of(name: &str) -> Wire {
+    LAB_WIRES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(Wire::Tcp, |(_, wire)| *wire)
+}
+
 /// The lab's services of `endpoints` as fault specs name them, each with its address
 /// (`host:port` of its one server) and its wire.
 fn services(endpoints: &Endpoints) -> Vec<(&'static str, &Endpoint, Wire)> {
     match endpoints {
         Endpoints::EtcdJetstream { etcd, nats, .. } => {
-            vec![("etcd", etcd, Wire::Tcp), ("nats", nats, Wire::Nats)]
+            vec![
+                ("etcd", etcd, wire_of("etcd")),
+                ("nats", nats, wire_of("nats")),
+            ]
         }
-        Endpoints::SqliteRedis { redis, .. } => vec![("redis", redis, Wire::Redis)],
+        Endpoints::SqliteRedis { redis, .. } => vec![("redis", redis, wire_of("redis"))],
     }
 }
 

@@ -143,17 +143,9 @@ pub fn why_not(
                     )
                 }
                 _ => match what {
-                    What::Wire {
-                        service,
-                        fault: fault @ (WireFault::LoseCommitReply | WireFault::LosePuback),
-                        ..
-                    } => format!(
+                    What::Wire { service, fault, .. } if fault.reads().is_some() => format!(
                         "armed on the wire, but no {} from {named} reached {service} after it",
-                        if *fault == WireFault::LosePuback {
-                            "JetStream publish"
-                        } else {
-                            "COMMIT"
-                        }
+                        fault.reads().map_or("", |r| r.waits_for)
                     ),
                     What::Pause { .. } => format!(
                         "{named} could not be paused at its {kind} steps (stopped already, or \
@@ -197,7 +189,10 @@ pub fn wire_idle(
             "no byte between {target} and {service} crossed the proxy and no connection was \
              tried while it lasted ({whole})"
         ),
-        WireFault::LoseCommitReply | WireFault::LosePuback => return None,
+        lose => {
+            debug_assert!(lose.reads().is_some(), "a lose fault");
+            return None;
+        }
     })
 }
 

@@ -20,6 +20,7 @@ pub mod dice;
 pub mod duration;
 pub mod pauses;
 pub mod plan;
+pub mod protocols;
 pub mod schedules;
 pub mod spec;
 pub mod trigger;

@@ -124,15 +124,13 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
                 let Some(&middle) = occurrences(seen.count).last() else {
                     continue;
                 };
-                let verb = match fault {
-                    WireFault::LoseCommitReply => "lose commit-reply",
-                    WireFault::LosePuback
-                        if kind == outbox_trace::Kind::PublishAttempt.as_str() =>
-                    {
-                        "lose puback"
-                    }
-                    _ => continue,
+                let Some(reads) = fault.reads() else {
+                    continue;
                 };
+                if reads.after.is_some_and(|after| after.as_str() != kind) {
+                    continue;
+                }
+                let verb = fault.verb();
                 specs.push(with_nth(
                     format!("{verb} {role} {service} after {kind}"),
                     middle,

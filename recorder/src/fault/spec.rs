@@ -127,6 +127,18 @@ impl WireFault {
         }
     }
 
+    /// Its verb, as a fault's text writes it (`drop replies`, `lose puback`).
+    pub fn verb(&self) -> &'static str {
+        match self {
+            WireFault::DropReplies { .. } => "drop replies",
+            WireFault::DropRequests { .. } => "drop requests",
+            WireFault::Cut => "cut",
+            WireFault::Partition { .. } => "partition",
+            WireFault::LoseCommitReply => "lose commit-reply",
+            WireFault::LosePuback => "lose puback",
+        }
+    }
+
     /// How long it lasts, if it lasts.
     pub fn hold(self) -> Option<Duration> {
         match self {

@@ -23,7 +23,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use self::protocol::{Flow, Loss, Losses, Reader, Wire};
+use self::protocol::{Flow, Losses, Reader};
+use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
 
 /// How long the proxy waits for the service to take a connection.
@@ -89,12 +90,9 @@ pub struct Over {
 }
 
 impl Over {
-    /// Whether it lost one reply (`lose commit-reply`, `lose puback`).
+    /// Whether it lost one reply (a lose fault of a protocol the proxy reads).
     pub fn loses(&self) -> bool {
-        matches!(
-            self.fault,
-            WireFault::LoseCommitReply | WireFault::LosePuback
-        )
+        self.fault.reads().is_some()
     }
 
     /// Whether it acted on traffic: bytes or messages dropped, connections reset or refused. A
@@ -254,41 +252,29 @@ impl Proxy {
     /// [`Proxy::take_over`] when it is over or has acted.
     pub fn apply(&self, fault: WireFault) -> Result<(), NotOnThisWire> {
         let now = Instant::now();
-        let needs = |fault: &'static str, needs: Wire| NotOnThisWire {
-            fault,
-            needs: needs.as_str(),
-            speaks: self.shared.wire.as_str(),
-        };
-        let hold = match fault {
-            WireFault::Cut => {
-                let from = self.shared.dropped();
-                self.shared.reset_all();
-                let dropped = self.shared.dropped() - from;
-                self.shared.over.lock().expect("proxy over").push(Over {
-                    fault,
-                    began: now,
-                    lasted: None,
-                    dropped,
+        if let Some(reads) = fault.reads() {
+            if reads.wire != self.shared.wire {
+                return Err(NotOnThisWire {
+                    fault: fault.verb(),
+                    needs: reads.wire.as_str(),
+                    speaks: self.shared.wire.as_str(),
                 });
-                return Ok(());
             }
-            WireFault::LoseCommitReply if self.shared.wire != Wire::Postgres => {
-                return Err(needs("lose commit-reply", Wire::Postgres));
-            }
-            WireFault::LosePuback if self.shared.wire != Wire::Nats => {
-                return Err(needs("lose puback", Wire::Nats));
-            }
-            WireFault::LoseCommitReply => {
-                self.shared.losses.arm(Loss::CommitReply);
-                return Ok(());
-            }
-            WireFault::LosePuback => {
-                self.shared.losses.arm(Loss::Puback);
-                return Ok(());
-            }
-            WireFault::DropReplies { hold }
-            | WireFault::DropRequests { hold }
-            | WireFault::Partition { hold } => hold,
+            self.shared.losses.arm(fault);
+            return Ok(());
+        }
+        let Some(hold) = fault.hold() else {
+            // A cut: the connections reset now.
+            let from = self.shared.dropped();
+            self.shared.reset_all();
+            let dropped = self.shared.dropped() - from;
+            self.shared.over.lock().expect("proxy over").push(Over {
+                fault,
+                began: now,
+                lasted: None,
+                dropped,
+            });
+            return Ok(());
         };
         {
             let mut faults = self.shared.faults.lock().expect("proxy faults");
@@ -327,10 +313,7 @@ impl Proxy {
     pub fn take_over(&self) -> Vec<Over> {
         let mut over = std::mem::take(&mut *self.shared.over.lock().expect("proxy over"));
         over.extend(self.shared.losses.drain().into_iter().map(|lost| Over {
-            fault: match lost.what {
-                Loss::CommitReply => WireFault::LoseCommitReply,
-                Loss::Puback => WireFault::LosePuback,
-            },
+            fault: lost.what,
             began: lost.began,
             lasted: None,
             dropped: Dropped {

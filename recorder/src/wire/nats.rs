@@ -9,7 +9,8 @@
 
 use std::time::Instant;
 
-use super::protocol::{Flow, Loss, Losses, Lost, Reader};
+use super::protocol::{Flow, Losses, Lost, Reader};
+use crate::fault::spec::WireFault;
 
 /// How long a control line may grow before the connection is relayed unread (`INFO` and
 /// `CONNECT` carry a JSON object; a few kilobytes at most).
@@ -140,7 +141,7 @@ impl Reader for Nats {
             match piece {
                 Piece::Line if self.losing.is_none() => {
                     if let Some(reply) = jetstream_reply(&self.up.line) {
-                        if losses.take(Loss::Puback) {
+                        if losses.take(WireFault::LosePuback) {
                             self.losing = Some((reply, Instant::now()));
                         }
                     }
@@ -208,7 +209,7 @@ impl Nats {
         let bytes = self.dropping.take().unwrap_or_default();
         if let Some((_, began)) = self.losing.take() {
             losses.acted(Lost {
-                what: Loss::Puback,
+                what: WireFault::LosePuback,
                 began,
                 bytes,
                 messages: 1,
@@ -240,7 +241,7 @@ mod tests {
         let mut nats = Nats::default();
         let info = b"INFO {\"server_id\":\"x\",\"jetstream\":true}\r\nPING\r\n";
         assert_eq!(feed(&mut nats, false, info, &losses), info);
-        losses.arm(Loss::Puback);
+        losses.arm(WireFault::LosePuback);
         // A fetch request and an ACK are not publishes to a stream.
         let fetch = b"PUB $JS.API.CONSUMER.MSG.NEXT.S.C _INBOX.a.1 9\r\n{\"batch\"}\r\n";
         feed(&mut nats, true, fetch, &losses);
@@ -292,7 +293,7 @@ mod tests {
         let mut nats = Nats::default();
         let long = vec![b'x'; LONGEST_LINE + 10];
         assert_eq!(feed(&mut nats, true, &long, &losses), long);
-        losses.arm(Loss::Puback);
+        losses.arm(WireFault::LosePuback);
         let ok = b"MSG _INBOX.q 1 2\r\nok\r\n";
         let mut nats2 = Nats::default();
         feed(
@@ -320,7 +321,7 @@ mod tests {
             b"PUB orders _INBOX.z.9 2\r\nhi\r\n",
             &losses,
         );
-        losses.arm(Loss::Puback);
+        losses.arm(WireFault::LosePuback);
         let ack = b"MSG _INBOX.z.9 3 2\r\nok\r\n";
         assert_eq!(feed(&mut nats, false, ack, &losses), ack);
         assert!(losses.drain().is_empty());

@@ -10,7 +10,8 @@
 
 use std::time::Instant;
 
-use super::protocol::{Flow, Loss, Losses, Lost, Reader};
+use super::protocol::{Flow, Losses, Lost, Reader};
+use crate::fault::spec::WireFault;
 
 /// The codes of the untyped requests for an encrypted connection.
 const SSL_REQUEST: u32 = 80_877_103;
@@ -149,7 +150,7 @@ impl Default for Postgres {
 impl Postgres {
     /// A commit sent: its reply is lost if a `lose commit-reply` waits.
     fn commit_sent(&mut self, losses: &Losses) {
-        if self.losing.is_none() && losses.take(Loss::CommitReply) {
+        if self.losing.is_none() && losses.take(WireFault::LoseCommitReply) {
             self.losing = Some(Losing {
                 ends_at: self.owed,
                 began: Instant::now(),
@@ -256,7 +257,7 @@ impl Reader for Postgres {
                 self.ready += 1;
                 if let Some(losing) = self.losing.take_if(|l| self.ready >= l.ends_at) {
                     losses.acted(Lost {
-                        what: Loss::CommitReply,
+                        what: WireFault::LoseCommitReply,
                         began: losing.began,
                         bytes: losing.bytes + rest.len() as u64,
                         messages: losing.messages,
@@ -355,7 +356,7 @@ mod tests {
         let done = [typed(b'C', b"COMMIT\0"), typed(b'Z', b"I")].concat();
         assert_eq!(trickle(&mut pg, false, &done, &losses).0, done);
         // Armed: a query first (its reply passes), then the commit (its reply is lost).
-        losses.arm(Loss::CommitReply);
+        losses.arm(WireFault::LoseCommitReply);
         trickle(
             &mut pg,
             true,
@@ -374,7 +375,7 @@ mod tests {
         let lost = losses.drain();
         assert_eq!(lost.len(), 1);
         assert_eq!((lost[0].bytes, lost[0].messages), (done.len() as u64, 2));
-        assert!(!losses.take(Loss::CommitReply), "taken once");
+        assert!(!losses.take(WireFault::LoseCommitReply), "taken once");
     }
 
     #[test]
@@ -384,7 +385,7 @@ mod tests {
         let mut out = Vec::new();
         pg.request(&untyped(196_608), &mut out, &losses);
         pg.reply(&typed(b'Z', b"I"), &mut out, &losses);
-        losses.arm(Loss::CommitReply);
+        losses.arm(WireFault::LoseCommitReply);
         let parse = typed(b'P', b"s1\0COMMIT\0\0\0");
         let ask = [
             parse,
@@ -414,10 +415,10 @@ mod tests {
         let mut out = Vec::new();
         pg.request(&untyped(SSL_REQUEST), &mut out, &losses);
         pg.reply(b"S\x16\x03\x01", &mut out, &losses);
-        losses.arm(Loss::CommitReply);
+        losses.arm(WireFault::LoseCommitReply);
         out.clear();
         assert_eq!(pg.reply(b"anything", &mut out, &losses), Flow::Go);
         assert_eq!(out, b"anything");
-        assert!(losses.take(Loss::CommitReply), "never taken");
+        assert!(losses.take(WireFault::LoseCommitReply), "never taken");
     }
 }

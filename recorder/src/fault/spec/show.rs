@@ -30,20 +30,6 @@ fn show_what(f: &mut fmt::Formatter<'_>, what: &What) -> fmt::Result {
     Ok(())
 }
 
-impl WireFault {
-    /// Its verb, as a fault's text writes it (`drop replies`, `lose puback`).
-    pub fn verb(&self) -> &'static str {
-        match self {
-            WireFault::DropReplies { .. } => "drop replies",
-            WireFault::DropRequests { .. } => "drop requests",
-            WireFault::Cut => "cut",
-            WireFault::Partition { .. } => "partition",
-            WireFault::LoseCommitReply => "lose commit-reply",
-            WireFault::LosePuback => "lose puback",
-        }
-    }
-}
-
 /// ` at DURATION`, or ` after [ROLE] KIND [N] [+DELAY]` (the count only past 1, the delay only
 /// when there is one).
 fn show_when(f: &mut fmt::Formatter<'_>, when: &When) -> fmt::Result {

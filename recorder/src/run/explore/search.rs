@@ -16,7 +16,6 @@ use crate::fault::duration::show_duration;
 use crate::fault::schedules::{singles, slug, Space};
 use crate::fault::spec::{Nemesis, WireFault};
 use crate::run::recording::Run;
-use crate::wire::protocol::Wire;
 
 /// What running the list gave: each schedule by its place in the list, the one `--fail-fast`
 /// stopped at, and how many did not start.
@@ -61,14 +60,7 @@ impl Explore<'_> {
         let lossy: Vec<(String, WireFault)> = file
             .services
             .iter()
-            .filter_map(|(name, spec)| {
-                let fault = match spec.wire {
-                    Wire::Postgres => WireFault::LoseCommitReply,
-                    Wire::Nats => WireFault::LosePuback,
-                    Wire::Tcp | Wire::Redis => return None,
-                };
-                Some((name.clone(), fault))
-            })
+            .filter_map(|(name, spec)| Some((name.clone(), spec.wire.reads()?.lose)))
             .collect();
         // A wire fault can act only where the calm run's connections passed the proxy.
         let wired: BTreeSet<(String, String)> = self

@@ -2,8 +2,7 @@
 //! services it names found in the file (with the protocol a wire fault reads).
 
 use super::schema::SystemFile;
-use crate::fault::spec::{Nemesis, What, WireFault};
-use crate::wire::protocol::Wire;
+use crate::fault::spec::{Nemesis, What};
 
 /// Parses one fault spec and checks its role or service against `file`.
 pub(super) fn check_fault(text: &str, file: &SystemFile) -> Result<Nemesis, String> {
@@ -44,14 +43,7 @@ fn check_service(
         ));
     };
     let needs = match spec.what {
-        What::Wire {
-            fault: WireFault::LoseCommitReply,
-            ..
-        } => Some(Wire::Postgres),
-        What::Wire {
-            fault: WireFault::LosePuback,
-            ..
-        } => Some(Wire::Nats),
+        What::Wire { fault, .. } => fault.reads().map(|r| r.wire),
         _ => None,
     };
     if let Some(needs) = needs.filter(|&w| w != declared.wire) {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::duration::{parse_duration, show_duration};
+use crate::fault::protocols::Wire;
 use crate::system::template::Template;
-use crate::wire::protocol::Wire;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize, Serialize)]

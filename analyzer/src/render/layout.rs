@@ -6,6 +6,9 @@ use std::collections::BTreeSet;
 
 use outbox_trace::Kind;
 
+pub use super::steps::Tone;
+use super::steps::{self, Form, Party, Shown};
+use crate::model::row::Row;
 use crate::views::chain::Chain;
 use crate::views::scene::{role, RowRef, Scene};
 
@@ -27,21 +30,6 @@ pub const TOP: i32 = 96;
 pub const GAP_NS: i64 = 500_000_000;
 /// Pixels per character of the 12 px label font (an upper bound for DejaVu Sans).
 pub const CHAR_W: i32 = 7;
-
-/// How a step looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tone {
-    /// An ordinary step.
-    Plain,
-    /// A commit that took effect.
-    Effect,
-    /// A duplicate absorbed (suppression, replay).
-    Absorbed,
-    /// Something retried or delivered again.
-    Retry,
-    /// A loss or failure (lost ACK, refused publish, conflict, fault).
-    Loss,
-}
 
 /// What a step is drawn as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,16 +144,17 @@ pub struct ChainLayout {
     pub hidden: usize,
 }
 
-/// Where an actor's lane goes: API and store first, then relays, the broker, workers, receivers.
+/// The lanes' order by role: API and store first, then relays, the broker, workers, receivers;
+/// any other role after them.
+pub const LANE_ORDER: [&str; 5] = ["api", "relay", "broker", "worker", "receiver"];
+
+/// Where an actor's lane goes, by its role's place in [`LANE_ORDER`].
 fn rank(actor: &str) -> u8 {
-    match role(actor) {
-        "api" => 0,
-        "relay" => 1,
-        "broker" => 2,
-        "worker" => 3,
-        "receiver" => 4,
-        _ => 5,
-    }
+    let role = role(actor);
+    LANE_ORDER
+        .iter()
+        .position(|r| *r == role)
+        .unwrap_or(LANE_ORDER.len()) as u8
 }
 
 fn lane_keys(chain: &Chain) -> Vec<String> {
@@ -234,8 +223,13 @@ pub fn layout(chain: &Chain) -> ChainLayout {
                 y += GAP_ROW;
             }
         }
-        let own = lane_of(e.actor());
-        let (shape, label, tone) = describe(e, own, broker, api, receiver);
+        let parties = Parties {
+            own: lane_of(e.actor()),
+            broker,
+            api,
+            receiver,
+        };
+        let (shape, label, tone) = describe(e, &parties);
         steps.push(Step {
             seq: e.seq(),
             ms: e.ts_ns().div_euclid(1_000_000),
@@ -347,101 +341,73 @@ fn same_copy(r: &RowRef, next: &RowRef) -> bool {
         && r.row.broker_seq() == next.row.broker_seq()
 }
 
-fn opt<T: std::fmt::Display>(prefix: &str, v: Option<T>) -> String {
-    v.map_or_else(String::new, |v| format!("{prefix}{v}"))
-}
-
-fn describe(
-    e: &RowRef,
+/// The lanes a step can be drawn on ([`Party`]).
+struct Parties {
     own: usize,
     broker: usize,
     api: usize,
     receiver: usize,
-) -> (Shape, String, Tone) {
-    use Kind::*;
-    let arrow = |from, to| Shape::Arrow { from, to };
-    let note = Shape::Note { lane: own };
-    let r = e.row;
-    let rev = opt(" · rev ", r.store_rev());
-    let bseq = opt(" seq ", r.broker_seq().map(outbox_trace::BrokerPosition));
-    let attempt = opt(" #", r.attempt());
-    match e.kind() {
-        TaskAccepted => (note, format!("task accepted{rev}"), Tone::Plain),
-        IntentRecorded => (note, format!("intent recorded{rev}"), Tone::Plain),
-        PublishAttempt => {
-            let tone = if r.attempt().unwrap_or(1) > 1 {
-                Tone::Retry
-            } else {
-                Tone::Plain
-            };
-            (arrow(own, broker), format!("publish{attempt}"), tone)
+}
+
+impl Parties {
+    fn lane(&self, party: Party) -> usize {
+        match party {
+            Party::Own => self.own,
+            Party::Broker => self.broker,
+            Party::Api => self.api,
+            Party::Receiver => self.receiver,
         }
-        PublishAcked => (
-            arrow(broker, own),
-            format!("publish ACK{bseq}{attempt}"),
-            Tone::Plain,
+    }
+}
+
+/// The step of `e`, drawn as its kind's [`steps::look`] says.
+fn describe(e: &RowRef, parties: &Parties) -> (Shape, String, Tone) {
+    let look = steps::look(e.kind());
+    let shape = match look.form {
+        Form::Note(p) => Shape::Note {
+            lane: parties.lane(p),
+        },
+        Form::Arrow(from, to) => Shape::Arrow {
+            from: parties.lane(from),
+            to: parties.lane(to),
+        },
+        Form::Crash => Shape::Crash { lane: parties.own },
+        Form::Restart => Shape::Restart { lane: parties.own },
+    };
+    let label = match e.kind() {
+        Kind::Crash => format!(
+            "{} #{}: {}",
+            Kind::Crash,
+            e.incarnation(),
+            short_point(e.crash_point())
         ),
-        PublishUnacked => (
-            arrow(broker, own),
-            format!("publish ACK lost{attempt}"),
-            Tone::Loss,
-        ),
-        PublishFailed => (arrow(own, broker), "publish failed".into(), Tone::Loss),
-        OutboxMarked => (arrow(own, api), format!("mark published{rev}"), Tone::Plain),
-        Delivered => (
-            arrow(broker, own),
-            format!("deliver{bseq}{}", opt(" · count ", r.attempt())),
-            Tone::Plain,
-        ),
-        Redelivered => (
-            arrow(broker, own),
-            format!("redeliver{bseq}{}", opt(" · count ", r.attempt())),
-            Tone::Retry,
-        ),
-        EffectCommitted => (
-            arrow(own, api),
-            format!(
-                "commit{rev}{}{}",
-                opt(" · counter ", r.counter()),
-                r.amount().map_or_else(String::new, |a| format!(" {a:+}"))
-            ),
-            Tone::Effect,
-        ),
-        DuplicateSuppressed => (
-            arrow(own, api),
-            "dedup key found: suppressed".into(),
-            Tone::Absorbed,
-        ),
-        CommitConflict => (arrow(own, api), "commit conflict: retry".into(), Tone::Loss),
-        Acked => (arrow(own, broker), format!("ACK{bseq}"), Tone::Plain),
-        ExternalRequest => (
-            arrow(own, receiver),
-            format!("call, key = event{attempt}"),
-            Tone::Plain,
-        ),
-        ExternalApplied => (note, "applied: paid".into(), Tone::Effect),
-        ExternalReplayed => (note, "key seen: replayed, not paid".into(), Tone::Absorbed),
-        Crash => (
-            Shape::Crash { lane: own },
-            format!(
-                "{} #{}: {}",
-                Kind::Crash,
-                e.incarnation(),
-                short_point(e.crash_point())
-            ),
-            Tone::Loss,
-        ),
-        Restart => (
-            Shape::Restart { lane: own },
-            format!("{}: {}#{}", Kind::Restart, e.actor(), e.incarnation()),
-            Tone::Retry,
-        ),
-        Fault => (
-            Shape::Note { lane: broker },
-            format!("{}: {}", Kind::Fault, e.fault_name()),
-            Tone::Loss,
-        ),
-        other => (note, other.as_str().to_string(), Tone::Plain),
+        Kind::Restart => format!("{}: {}#{}", Kind::Restart, e.actor(), e.incarnation()),
+        Kind::Fault => format!("{}: {}", Kind::Fault, e.fault_name()),
+        _ => {
+            let mut label = look.words.to_string();
+            for &shown in look.shown {
+                if let Some(value) = shown_value(e.row, shown) {
+                    label.push_str(shown.prefix());
+                    label.push_str(&value);
+                }
+            }
+            label
+        }
+    };
+    let retry = e.kind() == Kind::PublishAttempt && e.row.attempt().unwrap_or(1) > 1;
+    (shape, label, if retry { Tone::Retry } else { look.tone })
+}
+
+/// The value of `row` a label shows, if the row has it.
+fn shown_value(row: &Row, shown: Shown) -> Option<String> {
+    match shown {
+        Shown::Rev => row.store_rev().map(|v| v.to_string()),
+        Shown::Position => row
+            .broker_seq()
+            .map(|b| outbox_trace::BrokerPosition(b).to_string()),
+        Shown::Attempt | Shown::Count => row.attempt().map(|a| a.to_string()),
+        Shown::Counter => row.counter().map(|c| c.to_string()),
+        Shown::Amount => row.amount().map(|a| format!("{a:+}")),
     }
 }
 

@@ -23,7 +23,8 @@ const BOTTOM: i32 = 440;
 const LEGEND: i32 = 925;
 const LIST: i32 = 500;
 const LINE: i32 = 16;
-const FAULT: Rgb = (130, 50, 190);
+/// The colour of faults.
+pub const FAULT: Rgb = (130, 50, 190);
 
 /// One colour per kind, by the kind's position in the contract.
 const PALETTE: &[Rgb] = &[
@@ -49,7 +50,8 @@ const PALETTE: &[Rgb] = &[
     (107, 110, 207),
 ];
 
-fn kind_color(kind: outbox_trace::Kind) -> Rgb {
+/// The colour of `kind`'s line.
+pub fn kind_color(kind: outbox_trace::Kind) -> Rgb {
     let i = outbox_trace::Kind::ALL
         .iter()
         .position(|k| *k == kind)

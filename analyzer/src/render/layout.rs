@@ -189,10 +189,6 @@ pub fn receiver<'a>(scene: &Scene<'a>) -> &'a str {
 /// Lays out `chain`.
 pub fn layout(chain: &Chain) -> ChainLayout {
     let keys = lane_keys(chain);
-    let lane_of = |actor: &str| keys.iter().position(|k| k == actor).unwrap_or(0);
-    let broker = lane_of("broker");
-    let api = lane_of("api");
-    let receiver = lane_of(&receiver_of(chain));
     let mut lanes: Vec<Lane> = keys
         .iter()
         .enumerate()
@@ -208,6 +204,63 @@ pub fn layout(chain: &Chain) -> ChainLayout {
         })
         .collect();
     let shown = chain.rows.len().min(MAX_STEPS);
+    let Placed {
+        mut steps,
+        mut gaps,
+        bottom,
+    } = place(chain, &keys, shown);
+    // Lanes wide enough apart for every arrow's label, and a canvas wide enough for every
+    // mark's: a long broker position or crash point is drawn whole, not cut.
+    let gap = lane_gap(&steps);
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        lane.x = LEFT + i as i32 * gap;
+    }
+    segments(&mut lanes, chain, &steps, bottom);
+    let width = steps
+        .iter()
+        .filter_map(|s| match s.shape {
+            Shape::Note { lane } | Shape::Crash { lane } | Shape::Restart { lane } => {
+                Some(lanes[lane].x + 24 + label_px(&s.label))
+            }
+            Shape::Arrow { .. } => None,
+        })
+        .fold(LEFT + (lanes.len() as i32 - 1) * gap + RIGHT, i32::max);
+    for s in &mut steps {
+        s.fitted = fit(&s.label, room(&s.shape, &lanes, width));
+    }
+    for g in &mut gaps {
+        g.label = fit(&g.label, width - LEFT);
+    }
+    let note = chain.note.as_ref().map(|n| fit(n, width * 2 - 40));
+    ChainLayout {
+        title: fit(&chain.title, width - 40),
+        note,
+        width,
+        height: bottom + if chain.rows.len() > shown { 40 } else { 16 },
+        lanes,
+        steps,
+        gaps,
+        hidden: chain.rows.len() - shown,
+    }
+}
+
+/// The first rows of a chain placed top to bottom, before the lanes' spacing is known.
+struct Placed {
+    /// One per row shown, labels not yet fitted.
+    steps: Vec<Step>,
+    /// The pauses between them.
+    gaps: Vec<Gap>,
+    /// Below the last step.
+    bottom: i32,
+}
+
+/// The first `shown` rows of `chain` as steps on the lanes of `keys`, one row each, with a band
+/// before each long pause.
+fn place(chain: &Chain, keys: &[String], shown: usize) -> Placed {
+    let lane_of = |actor: &str| keys.iter().position(|k| k == actor).unwrap_or(0);
+    let broker = lane_of("broker");
+    let api = lane_of("api");
+    let receiver = lane_of(&receiver_of(chain));
     let mut steps = Vec::with_capacity(shown);
     let mut gaps = Vec::new();
     let mut y = TOP;
@@ -243,50 +296,31 @@ pub fn layout(chain: &Chain) -> ChainLayout {
         prev = Some(e);
         y += ROW;
     }
-    let bottom = y;
-    // Lanes wide enough apart for every arrow's label, and a canvas wide enough for every
-    // mark's: a long broker position or crash point is drawn whole, not cut.
-    let px = |label: &str| label.chars().count() as i32 * CHAR_W;
-    let gap = steps
+    Placed {
+        steps,
+        gaps,
+        bottom: y,
+    }
+}
+
+/// Pixels `label` takes at most.
+fn label_px(label: &str) -> i32 {
+    label.chars().count() as i32 * CHAR_W
+}
+
+/// The room between lanes: [`LANE_GAP`], or more where an arrow's label needs it (spread over
+/// the lanes it spans).
+fn lane_gap(steps: &[Step]) -> i32 {
+    steps
         .iter()
         .filter_map(|s| match s.shape {
             Shape::Arrow { from, to } => {
                 let span = (from as i32 - to as i32).abs().max(1);
-                Some((px(&s.label) + 12 + span - 1) / span)
+                Some((label_px(&s.label) + 12 + span - 1) / span)
             }
             _ => None,
         })
-        .fold(LANE_GAP, i32::max);
-    for (i, lane) in lanes.iter_mut().enumerate() {
-        lane.x = LEFT + i as i32 * gap;
-    }
-    segments(&mut lanes, chain, &steps, bottom);
-    let width = steps
-        .iter()
-        .filter_map(|s| match s.shape {
-            Shape::Note { lane } | Shape::Crash { lane } | Shape::Restart { lane } => {
-                Some(lanes[lane].x + 24 + px(&s.label))
-            }
-            Shape::Arrow { .. } => None,
-        })
-        .fold(LEFT + (lanes.len() as i32 - 1) * gap + RIGHT, i32::max);
-    for s in &mut steps {
-        s.fitted = fit(&s.label, room(&s.shape, &lanes, width));
-    }
-    for g in &mut gaps {
-        g.label = fit(&g.label, width - LEFT);
-    }
-    let note = chain.note.as_ref().map(|n| fit(n, width * 2 - 40));
-    ChainLayout {
-        title: fit(&chain.title, width - 40),
-        note,
-        width,
-        height: bottom + if chain.rows.len() > shown { 40 } else { 16 },
-        lanes,
-        steps,
-        gaps,
-        hidden: chain.rows.len() - shown,
-    }
+        .fold(LANE_GAP, i32::max)
 }
 
 /// Pixels a step's label may take: the span of an arrow, or the room right of a mark.

@@ -69,7 +69,7 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
         let (tx, done) = sync_channel(AHEAD);
         let Stages {
             first_columns,
-            mut first,
+            first,
             second,
         } = stages;
         // Each decoder opens the file anew: only a regular file reads the same twice (a pipe
@@ -79,86 +79,139 @@ impl<T: Send, E: From<TraceError> + Send> Ordered<T, E> {
             .then(|| Shares::of(&options, first_columns))
             .flatten();
         let Some(shares) = shares else {
-            scope.spawn(move || {
-                for batch in trace.batches() {
-                    let done = batch.map_err(E::from).and_then(|batch| {
-                        guarded(|| {
-                            let n = first(&batch)?;
-                            second(batch, n)
-                        })
-                    });
-                    if !send(&tx, done) {
-                        break;
-                    }
-                }
-            });
+            scope.spawn(move || both_stages(trace, first, second, &tx));
             return Ordered { done };
         };
         let schema = trace.schema();
         drop(trace);
-        let (helper_tx, helper_rx) = sync_channel(HELPER_AHEAD);
+        let (helper_tx, halves) = sync_channel(HELPER_AHEAD);
         let helper = shares.options(&options, Share::Helper);
         scope.spawn(move || {
-            let Some(batches) = open(path, &helper, &helper_tx) else {
-                return;
-            };
-            for batch in batches {
-                let done = batch
-                    .map_err(E::from)
-                    .and_then(|batch| Ok((guarded(|| first(&batch))?, batch)));
-                if !send(&helper_tx, done) {
-                    break;
-                }
+            if let Some(batches) = open(path, &helper, &helper_tx) {
+                first_stage(batches, first, &helper_tx);
             }
         });
-        let lead = shares.options(&options, Share::Lead);
+        let options = shares.options(&options, Share::Lead);
+        let lead = Lead {
+            shares,
+            schema,
+            second,
+            halves,
+            tx,
+        };
         scope.spawn(move || {
-            let Some(batches) = open(path, &lead, &tx) else {
-                return;
-            };
-            // Joins a batch of the lead's to the helper's half of it (`None`: the helper ended)
-            // and does the second stage; whether to go on.
-            let finish = |lead: Result<RecordBatch, TraceError>,
-                          half: Option<Result<(N, _), E>>| {
-                let done = lead.map_err(E::from).and_then(|lead| {
-                    let (n, helper) = half.unwrap_or_else(|| Err(uneven().into()))?;
-                    let batch = shares.join(&schema, lead, &helper)?;
-                    guarded(|| second(batch, n))
-                });
-                send(&tx, done)
-            };
-            // The lead's batches decoded while the helper is behind (its first batch of a row
-            // group brings the dictionaries to intern), waiting for the helper's halves.
-            let mut waiting = VecDeque::new();
-            for batch in batches {
-                waiting.push_back(batch);
-                while !waiting.is_empty() {
-                    let half = if waiting.len() >= LEAD_AHEAD {
-                        helper_rx.recv().ok()
-                    } else {
-                        match helper_rx.try_recv() {
-                            Ok(half) => Some(half),
-                            Err(TryRecvError::Empty) => break,
-                            Err(TryRecvError::Disconnected) => None,
-                        }
-                    };
-                    let lead = waiting.pop_front().expect("a batch waits");
-                    if !finish(lead, half) {
-                        return;
-                    }
-                }
-            }
-            for lead in waiting {
-                if !finish(lead, helper_rx.recv().ok()) {
-                    return;
-                }
-            }
-            if let Ok(more) = helper_rx.recv() {
-                // The helper read rows past the lead's last: the file changed between the reads.
-                let _ = send(&tx, more.and(Err(uneven().into())));
+            if let Some(batches) = open(path, &options, &lead.tx) {
+                lead.run(batches);
             }
         });
         Ordered { done }
+    }
+}
+
+/// One decoder doing both stages on each batch of `trace`, sending the results on `tx`.
+fn both_stages<N, T, E: From<TraceError>>(
+    trace: TraceFile,
+    mut first: impl FnMut(&RecordBatch) -> Result<N, E>,
+    second: impl Fn(RecordBatch, N) -> Result<T, E>,
+    tx: &SyncSender<Result<T, E>>,
+) {
+    for batch in trace.batches() {
+        let done = batch.map_err(E::from).and_then(|batch| {
+            guarded(|| {
+                let n = first(&batch)?;
+                second(batch, n)
+            })
+        });
+        if !send(tx, done) {
+            break;
+        }
+    }
+}
+
+/// The helper's work: the first stage on each of its `batches`, sent on `tx` with the batch (its
+/// half of the columns).
+fn first_stage<N, E: From<TraceError>>(
+    batches: impl Iterator<Item = Result<RecordBatch, TraceError>>,
+    mut first: impl FnMut(&RecordBatch) -> Result<N, E>,
+    tx: &SyncSender<Result<(N, RecordBatch), E>>,
+) {
+    for batch in batches {
+        let done = batch
+            .map_err(E::from)
+            .and_then(|batch| Ok((guarded(|| first(&batch))?, batch)));
+        if !send(tx, done) {
+            break;
+        }
+    }
+}
+
+/// The lead decoder: joins each of its batches to the helper's half of it and does the second
+/// stage, sending the results on `tx` in file order.
+struct Lead<N, T, E, S> {
+    /// Which decoder reads which column.
+    shares: Shares,
+    /// The whole file's schema, of the joined batches.
+    schema: arrow_schema::SchemaRef,
+    /// The second stage.
+    second: S,
+    /// The helper's halves, each with the first stage's result for it.
+    halves: Receiver<Result<(N, RecordBatch), E>>,
+    /// Where the results go.
+    tx: SyncSender<Result<T, E>>,
+}
+
+impl<N, T, E, S> Lead<N, T, E, S>
+where
+    E: From<TraceError>,
+    S: Fn(RecordBatch, N) -> Result<T, E>,
+{
+    /// Finishes each of the lead's `batches` as the helper's halves come; the lead's batches
+    /// decoded while the helper is behind (its first batch of a row group brings the
+    /// dictionaries to intern) wait for them, up to [`LEAD_AHEAD`].
+    fn run(self, batches: impl Iterator<Item = Result<RecordBatch, TraceError>>) {
+        let mut waiting = VecDeque::new();
+        for batch in batches {
+            waiting.push_back(batch);
+            while !waiting.is_empty() {
+                let half = if waiting.len() >= LEAD_AHEAD {
+                    self.halves.recv().ok()
+                } else {
+                    match self.halves.try_recv() {
+                        Ok(half) => Some(half),
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => None,
+                    }
+                };
+                let lead = waiting.pop_front().expect("a batch waits");
+                if !self.finish(lead, half) {
+                    return;
+                }
+            }
+        }
+        for lead in waiting {
+            if !self.finish(lead, self.halves.recv().ok()) {
+                return;
+            }
+        }
+        if let Ok(more) = self.halves.recv() {
+            // The helper read rows past the lead's last: the file changed between the reads.
+            let _ = send(&self.tx, more.and(Err(uneven().into())));
+        }
+    }
+
+    /// Joins a batch of the lead's to the helper's half of it (`None`: the helper ended) and
+    /// does the second stage; whether to go on.
+    fn finish(
+        &self,
+        lead: Result<RecordBatch, TraceError>,
+        half: Option<Result<(N, RecordBatch), E>>,
+    ) -> bool {
+        let done = lead.map_err(E::from).and_then(|lead| {
+            let (n, helper) = half.unwrap_or_else(|| Err(uneven().into()))?;
+            let batch = self.shares.join(&self.schema, lead, &helper)?;
+            guarded(|| (self.second)(batch, n))
+        });
+        send(&self.tx, done)
     }
 }
 

@@ -90,6 +90,11 @@ const PALETTE: &[Rgb] = &[
 pub fn compare_figure(c: &Comparison) -> Figure {
     let counts = Measure::COUNTS;
     let lats = Measure::LATENCIES;
+    let bars = Bars::for_runs(c.runs.len());
+    let width = bars.panel_width(counts.len()) + bars.panel_width(lats.len()) + 60;
+    let mut f = Figure::new(width, BOTTOM + 90 + bars.runs as i32 * 18);
+    let title = format!("compare · {} shared scenario(s)", c.shared.len());
+    f.text((20, 20), &title, 16, INK, Align::Left);
     let total = |run: usize, m: Measure| -> i64 {
         c.shared
             .iter()
@@ -103,21 +108,59 @@ pub fn compare_figure(c: &Comparison) -> Figure {
             .max()
             .unwrap_or(0)
     };
-    let runs = c.runs.len();
-    let bar = 24;
-    let group = ((runs as i32) * bar + 24).max(90);
-    let panel = |n: usize| n as i32 * group + 60;
-    let width = panel(counts.len()) + panel(lats.len()) + 60;
-    let (top, bottom) = (70, 330);
-    let mut f = Figure::new(width, bottom + 90 + runs as i32 * 18);
-    let scenarios: Vec<&str> = c.shared.iter().map(|s| s.scenario.as_str()).collect();
-    let title = format!("compare · {} shared scenario(s)", scenarios.len());
-    f.text((20, 20), &title, 16, INK, Align::Left);
-    let draw_panel = |f: &mut Figure,
-                      x0: i32,
-                      names: &[Measure],
-                      value: &dyn Fn(usize, Measure) -> i64,
-                      heading: &str| {
+    let heading = "counts, summed over shared scenarios";
+    bars.panel(&mut f, 40, counts, &total, heading);
+    let heading = "latency accepted -> committed, ms";
+    bars.panel(
+        &mut f,
+        40 + bars.panel_width(counts.len()),
+        lats,
+        &worst,
+        heading,
+    );
+    run_legend(&mut f, &c.runs);
+    f
+}
+
+/// The top of the bars' area.
+const TOP: i32 = 70;
+/// The baseline the bars stand on.
+const BOTTOM: i32 = 330;
+/// A bar's width.
+const BAR: i32 = 24;
+
+/// The bars' geometry: one bar per run in each group, one group per measure.
+struct Bars {
+    /// The runs compared.
+    runs: usize,
+    /// A group's width: its bars and a gap, at least 90.
+    group: i32,
+}
+
+impl Bars {
+    fn for_runs(runs: usize) -> Self {
+        Bars {
+            runs,
+            group: ((runs as i32) * BAR + 24).max(90),
+        }
+    }
+
+    /// The width of a panel of `n` groups, its margin included.
+    fn panel_width(&self, n: usize) -> i32 {
+        n as i32 * self.group + 60
+    }
+
+    /// A panel at `x0` under `heading`: a group per measure of `names`, a bar per run of its
+    /// `value`, all scaled to the panel's largest value.
+    fn panel(
+        &self,
+        f: &mut Figure,
+        x0: i32,
+        names: &[Measure],
+        value: &dyn Fn(usize, Measure) -> i64,
+        heading: &str,
+    ) {
+        let runs = self.runs;
         let max = names
             .iter()
             .flat_map(|&n| (0..runs).map(move |r| value(r, n)))
@@ -126,37 +169,21 @@ pub fn compare_figure(c: &Comparison) -> Figure {
             .max(1);
         f.text((x0, 46), heading, 12, INK, Align::Left);
         f.line(
-            (x0, bottom),
-            (x0 + names.len() as i32 * group, bottom),
+            (x0, BOTTOM),
+            (x0 + names.len() as i32 * self.group, BOTTOM),
             GREY,
             1,
             false,
         );
         for (g, &name) in names.iter().enumerate() {
-            let gx = x0 + g as i32 * group + 12;
+            let gx = x0 + g as i32 * self.group + 12;
             for r in 0..runs {
-                let v = value(r, name);
-                let h = ((bottom - top) as i64 * v / max) as i32;
-                let x = gx + r as i32 * bar;
-                f.push(Prim::Rect {
-                    min: (x, bottom - h),
-                    max: (x + bar - 2, bottom),
-                    stroke: None,
-                    fill: Some(PALETTE[r % PALETTE.len()]),
-                    dashed: false,
-                });
-                f.text(
-                    (x + bar / 2, bottom - h - 8),
-                    &v.to_string(),
-                    9,
-                    INK,
-                    Align::Center,
-                );
+                bar(f, gx + r as i32 * BAR, value(r, name), max, r);
             }
             f.text(
                 (
-                    gx + (runs as i32 * bar) / 2,
-                    bottom + 14 + (g as i32 % 2) * 14,
+                    gx + (runs as i32 * BAR) / 2,
+                    BOTTOM + 14 + (g as i32 % 2) * 14,
                 ),
                 name.label(),
                 10,
@@ -164,23 +191,32 @@ pub fn compare_figure(c: &Comparison) -> Figure {
                 Align::Center,
             );
         }
-    };
-    draw_panel(
-        &mut f,
-        40,
-        counts,
-        &total,
-        "counts, summed over shared scenarios",
+    }
+}
+
+/// Run `run`'s bar at `x` for value `v` of a panel whose largest is `max`, its value above it.
+fn bar(f: &mut Figure, x: i32, v: i64, max: i64, run: usize) {
+    let h = ((BOTTOM - TOP) as i64 * v / max) as i32;
+    f.push(Prim::Rect {
+        min: (x, BOTTOM - h),
+        max: (x + BAR - 2, BOTTOM),
+        stroke: None,
+        fill: Some(PALETTE[run % PALETTE.len()]),
+        dashed: false,
+    });
+    f.text(
+        (x + BAR / 2, BOTTOM - h - 8),
+        &v.to_string(),
+        9,
+        INK,
+        Align::Center,
     );
-    draw_panel(
-        &mut f,
-        40 + panel(counts.len()),
-        lats,
-        &worst,
-        "latency accepted -> committed, ms",
-    );
-    for (r, run) in c.runs.iter().enumerate() {
-        let y = bottom + 50 + r as i32 * 18;
+}
+
+/// Each run's colour and name, under the panels.
+fn run_legend(f: &mut Figure, runs: &[String]) {
+    for (r, run) in runs.iter().enumerate() {
+        let y = BOTTOM + 50 + r as i32 * 18;
         f.push(Prim::Rect {
             min: (40, y - 6),
             max: (52, y + 6),
@@ -190,5 +226,4 @@ pub fn compare_figure(c: &Comparison) -> Figure {
         });
         f.text((60, y), run, 12, INK, Align::Left);
     }
-    f
 }

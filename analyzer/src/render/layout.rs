@@ -6,6 +6,9 @@ use std::collections::BTreeSet;
 
 use outbox_trace::Kind;
 
+pub use super::steps::Tone;
+use super::steps::{self, Form, Party, Shown};
+use crate::model::row::Row;
 use crate::views::chain::Chain;
 use crate::views::scene::{role, RowRef, Scene};
 
@@ -27,21 +30,6 @@ pub const TOP: i32 = 96;
 pub const GAP_NS: i64 = 500_000_000;
 /// Pixels per character of the 12 px label font (an upper bound for DejaVu Sans).
 pub const CHAR_W: i32 = 7;
-
-/// How a step looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tone {
-    /// An ordinary step.
-    Plain,
-    /// A commit that took effect.
-    Effect,
-    /// A duplicate absorbed (suppression, replay).
-    Absorbed,
-    /// Something retried or delivered again.
-    Retry,
-    /// A loss or failure (lost ACK, refused publish, conflict, fault).
-    Loss,
-}
 
 /// What a step is drawn as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,16 +144,17 @@ pub struct ChainLayout {
     pub hidden: usize,
 }
 
-/// Where an actor's lane goes: API and store first, then relays, the broker, workers, receivers.
+/// The lanes' order by role: API and store first, then relays, the broker, workers, receivers;
+/// any other role after them.
+pub const LANE_ORDER: [&str; 5] = ["api", "relay", "broker", "worker", "receiver"];
+
+/// Where an actor's lane goes, by its role's place in [`LANE_ORDER`].
 fn rank(actor: &str) -> u8 {
-    match role(actor) {
-        "api" => 0,
-        "relay" => 1,
-        "broker" => 2,
-        "worker" => 3,
-        "receiver" => 4,
-        _ => 5,
-    }
+    let role = role(actor);
+    LANE_ORDER
+        .iter()
+        .position(|r| *r == role)
+        .unwrap_or(LANE_ORDER.len()) as u8
 }
 
 fn lane_keys(chain: &Chain) -> Vec<String> {
@@ -200,10 +189,6 @@ pub fn receiver<'a>(scene: &Scene<'a>) -> &'a str {
 /// Lays out `chain`.
 pub fn layout(chain: &Chain) -> ChainLayout {
     let keys = lane_keys(chain);
-    let lane_of = |actor: &str| keys.iter().position(|k| k == actor).unwrap_or(0);
-    let broker = lane_of("broker");
-    let api = lane_of("api");
-    let receiver = lane_of(&receiver_of(chain));
     let mut lanes: Vec<Lane> = keys
         .iter()
         .enumerate()
@@ -219,50 +204,14 @@ pub fn layout(chain: &Chain) -> ChainLayout {
         })
         .collect();
     let shown = chain.rows.len().min(MAX_STEPS);
-    let mut steps = Vec::with_capacity(shown);
-    let mut gaps = Vec::new();
-    let mut y = TOP;
-    let mut prev: Option<&RowRef> = None;
-    for e in chain.rows.iter().take(shown) {
-        if let Some(p) = prev {
-            if e.ts_ns() - p.ts_ns() >= GAP_NS {
-                gaps.push(Gap {
-                    y0: y - ROW / 2,
-                    y1: y - ROW / 2 + GAP_ROW,
-                    label: gap_label(chain, p, e),
-                });
-                y += GAP_ROW;
-            }
-        }
-        let own = lane_of(e.actor());
-        let (shape, label, tone) = describe(e, own, broker, api, receiver);
-        steps.push(Step {
-            seq: e.seq(),
-            ms: e.ts_ns().div_euclid(1_000_000),
-            y,
-            shape,
-            fitted: String::new(),
-            label,
-            tone,
-            marked: chain.marked.contains(&e.seq()),
-        });
-        prev = Some(e);
-        y += ROW;
-    }
-    let bottom = y;
+    let Placed {
+        mut steps,
+        mut gaps,
+        bottom,
+    } = place(chain, &keys, shown);
     // Lanes wide enough apart for every arrow's label, and a canvas wide enough for every
     // mark's: a long broker position or crash point is drawn whole, not cut.
-    let px = |label: &str| label.chars().count() as i32 * CHAR_W;
-    let gap = steps
-        .iter()
-        .filter_map(|s| match s.shape {
-            Shape::Arrow { from, to } => {
-                let span = (from as i32 - to as i32).abs().max(1);
-                Some((px(&s.label) + 12 + span - 1) / span)
-            }
-            _ => None,
-        })
-        .fold(LANE_GAP, i32::max);
+    let gap = lane_gap(&steps);
     for (i, lane) in lanes.iter_mut().enumerate() {
         lane.x = LEFT + i as i32 * gap;
     }
@@ -271,7 +220,7 @@ pub fn layout(chain: &Chain) -> ChainLayout {
         .iter()
         .filter_map(|s| match s.shape {
             Shape::Note { lane } | Shape::Crash { lane } | Shape::Restart { lane } => {
-                Some(lanes[lane].x + 24 + px(&s.label))
+                Some(lanes[lane].x + 24 + label_px(&s.label))
             }
             Shape::Arrow { .. } => None,
         })
@@ -293,6 +242,85 @@ pub fn layout(chain: &Chain) -> ChainLayout {
         gaps,
         hidden: chain.rows.len() - shown,
     }
+}
+
+/// The first rows of a chain placed top to bottom, before the lanes' spacing is known.
+struct Placed {
+    /// One per row shown, labels not yet fitted.
+    steps: Vec<Step>,
+    /// The pauses between them.
+    gaps: Vec<Gap>,
+    /// Below the last step.
+    bottom: i32,
+}
+
+/// The first `shown` rows of `chain` as steps on the lanes of `keys`, one row each, with a band
+/// before each long pause.
+fn place(chain: &Chain, keys: &[String], shown: usize) -> Placed {
+    let lane_of = |actor: &str| keys.iter().position(|k| k == actor).unwrap_or(0);
+    let broker = lane_of("broker");
+    let api = lane_of("api");
+    let receiver = lane_of(&receiver_of(chain));
+    let mut steps = Vec::with_capacity(shown);
+    let mut gaps = Vec::new();
+    let mut y = TOP;
+    let mut prev: Option<&RowRef> = None;
+    for e in chain.rows.iter().take(shown) {
+        if let Some(p) = prev {
+            if e.ts_ns() - p.ts_ns() >= GAP_NS {
+                gaps.push(Gap {
+                    y0: y - ROW / 2,
+                    y1: y - ROW / 2 + GAP_ROW,
+                    label: gap_label(chain, p, e),
+                });
+                y += GAP_ROW;
+            }
+        }
+        let parties = Parties {
+            own: lane_of(e.actor()),
+            broker,
+            api,
+            receiver,
+        };
+        let (shape, label, tone) = describe(e, &parties);
+        steps.push(Step {
+            seq: e.seq(),
+            ms: e.ts_ns().div_euclid(1_000_000),
+            y,
+            shape,
+            fitted: String::new(),
+            label,
+            tone,
+            marked: chain.marked.contains(&e.seq()),
+        });
+        prev = Some(e);
+        y += ROW;
+    }
+    Placed {
+        steps,
+        gaps,
+        bottom: y,
+    }
+}
+
+/// Pixels `label` takes at most.
+fn label_px(label: &str) -> i32 {
+    label.chars().count() as i32 * CHAR_W
+}
+
+/// The room between lanes: [`LANE_GAP`], or more where an arrow's label needs it (spread over
+/// the lanes it spans).
+fn lane_gap(steps: &[Step]) -> i32 {
+    steps
+        .iter()
+        .filter_map(|s| match s.shape {
+            Shape::Arrow { from, to } => {
+                let span = (from as i32 - to as i32).abs().max(1);
+                Some((label_px(&s.label) + 12 + span - 1) / span)
+            }
+            _ => None,
+        })
+        .fold(LANE_GAP, i32::max)
 }
 
 /// Pixels a step's label may take: the span of an arrow, or the room right of a mark.
@@ -347,101 +375,73 @@ fn same_copy(r: &RowRef, next: &RowRef) -> bool {
         && r.row.broker_seq() == next.row.broker_seq()
 }
 
-fn opt<T: std::fmt::Display>(prefix: &str, v: Option<T>) -> String {
-    v.map_or_else(String::new, |v| format!("{prefix}{v}"))
-}
-
-fn describe(
-    e: &RowRef,
+/// The lanes a step can be drawn on ([`Party`]).
+struct Parties {
     own: usize,
     broker: usize,
     api: usize,
     receiver: usize,
-) -> (Shape, String, Tone) {
-    use Kind::*;
-    let arrow = |from, to| Shape::Arrow { from, to };
-    let note = Shape::Note { lane: own };
-    let r = e.row;
-    let rev = opt(" · rev ", r.store_rev());
-    let bseq = opt(" seq ", r.broker_seq().map(outbox_trace::BrokerPosition));
-    let attempt = opt(" #", r.attempt());
-    match e.kind() {
-        TaskAccepted => (note, format!("task accepted{rev}"), Tone::Plain),
-        IntentRecorded => (note, format!("intent recorded{rev}"), Tone::Plain),
-        PublishAttempt => {
-            let tone = if r.attempt().unwrap_or(1) > 1 {
-                Tone::Retry
-            } else {
-                Tone::Plain
-            };
-            (arrow(own, broker), format!("publish{attempt}"), tone)
+}
+
+impl Parties {
+    fn lane(&self, party: Party) -> usize {
+        match party {
+            Party::Own => self.own,
+            Party::Broker => self.broker,
+            Party::Api => self.api,
+            Party::Receiver => self.receiver,
         }
-        PublishAcked => (
-            arrow(broker, own),
-            format!("publish ACK{bseq}{attempt}"),
-            Tone::Plain,
+    }
+}
+
+/// The step of `e`, drawn as its kind's [`steps::look`] says.
+fn describe(e: &RowRef, parties: &Parties) -> (Shape, String, Tone) {
+    let look = steps::look(e.kind());
+    let shape = match look.form {
+        Form::Note(p) => Shape::Note {
+            lane: parties.lane(p),
+        },
+        Form::Arrow(from, to) => Shape::Arrow {
+            from: parties.lane(from),
+            to: parties.lane(to),
+        },
+        Form::Crash => Shape::Crash { lane: parties.own },
+        Form::Restart => Shape::Restart { lane: parties.own },
+    };
+    let label = match e.kind() {
+        Kind::Crash => format!(
+            "{} #{}: {}",
+            Kind::Crash,
+            e.incarnation(),
+            short_point(e.crash_point())
         ),
-        PublishUnacked => (
-            arrow(broker, own),
-            format!("publish ACK lost{attempt}"),
-            Tone::Loss,
-        ),
-        PublishFailed => (arrow(own, broker), "publish failed".into(), Tone::Loss),
-        OutboxMarked => (arrow(own, api), format!("mark published{rev}"), Tone::Plain),
-        Delivered => (
-            arrow(broker, own),
-            format!("deliver{bseq}{}", opt(" · count ", r.attempt())),
-            Tone::Plain,
-        ),
-        Redelivered => (
-            arrow(broker, own),
-            format!("redeliver{bseq}{}", opt(" · count ", r.attempt())),
-            Tone::Retry,
-        ),
-        EffectCommitted => (
-            arrow(own, api),
-            format!(
-                "commit{rev}{}{}",
-                opt(" · counter ", r.counter()),
-                r.amount().map_or_else(String::new, |a| format!(" {a:+}"))
-            ),
-            Tone::Effect,
-        ),
-        DuplicateSuppressed => (
-            arrow(own, api),
-            "dedup key found: suppressed".into(),
-            Tone::Absorbed,
-        ),
-        CommitConflict => (arrow(own, api), "commit conflict: retry".into(), Tone::Loss),
-        Acked => (arrow(own, broker), format!("ACK{bseq}"), Tone::Plain),
-        ExternalRequest => (
-            arrow(own, receiver),
-            format!("call, key = event{attempt}"),
-            Tone::Plain,
-        ),
-        ExternalApplied => (note, "applied: paid".into(), Tone::Effect),
-        ExternalReplayed => (note, "key seen: replayed, not paid".into(), Tone::Absorbed),
-        Crash => (
-            Shape::Crash { lane: own },
-            format!(
-                "{} #{}: {}",
-                Kind::Crash,
-                e.incarnation(),
-                short_point(e.crash_point())
-            ),
-            Tone::Loss,
-        ),
-        Restart => (
-            Shape::Restart { lane: own },
-            format!("{}: {}#{}", Kind::Restart, e.actor(), e.incarnation()),
-            Tone::Retry,
-        ),
-        Fault => (
-            Shape::Note { lane: broker },
-            format!("{}: {}", Kind::Fault, e.fault_name()),
-            Tone::Loss,
-        ),
-        other => (note, other.as_str().to_string(), Tone::Plain),
+        Kind::Restart => format!("{}: {}#{}", Kind::Restart, e.actor(), e.incarnation()),
+        Kind::Fault => format!("{}: {}", Kind::Fault, e.fault_name()),
+        _ => {
+            let mut label = look.words.to_string();
+            for &shown in look.shown {
+                if let Some(value) = shown_value(e.row, shown) {
+                    label.push_str(shown.prefix());
+                    label.push_str(&value);
+                }
+            }
+            label
+        }
+    };
+    let retry = e.kind() == Kind::PublishAttempt && e.row.attempt().unwrap_or(1) > 1;
+    (shape, label, if retry { Tone::Retry } else { look.tone })
+}
+
+/// The value of `row` a label shows, if the row has it.
+fn shown_value(row: &Row, shown: Shown) -> Option<String> {
+    match shown {
+        Shown::Rev => row.store_rev().map(|v| v.to_string()),
+        Shown::Position => row
+            .broker_seq()
+            .map(|b| outbox_trace::BrokerPosition(b).to_string()),
+        Shown::Attempt | Shown::Count => row.attempt().map(|a| a.to_string()),
+        Shown::Counter => row.counter().map(|c| c.to_string()),
+        Shown::Amount => row.amount().map(|a| format!("{a:+}")),
     }
 }
 

@@ -1,6 +1,6 @@
-//! Pictures and text from layouts. [`layout`] places a chain as data; [`chain_figure`] turns it
-//! into primitives; [`svg`] and [`png`] draw primitives; [`mermaid`] and [`text`] write the same
-//! layout as words.
+//! Pictures and text from layouts. [`layout`] places a chain as data, each step drawn as [`steps`]
+//! says for its kind; [`chain_figure`] turns it into primitives; [`svg`] and [`png`] draw
+//! primitives; [`mermaid`] and [`text`] write the same layout as words.
 
 pub mod boundaries;
 pub mod compare;
@@ -10,6 +10,7 @@ pub mod font;
 pub mod layout;
 pub mod mermaid;
 pub mod png;
+pub mod steps;
 pub mod svg;
 pub mod text;
 pub mod timeline;
@@ -41,7 +42,8 @@ pub enum Format {
     Text,
 }
 
-fn tone_color(t: Tone) -> Rgb {
+/// The colour of a step of tone `t`.
+pub fn tone_color(t: Tone) -> Rgb {
     match t {
         Tone::Plain => INK,
         Tone::Effect => GREEN,

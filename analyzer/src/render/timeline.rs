@@ -23,7 +23,8 @@ const BOTTOM: i32 = 440;
 const LEGEND: i32 = 925;
 const LIST: i32 = 500;
 const LINE: i32 = 16;
-const FAULT: Rgb = (130, 50, 190);
+/// The colour of faults.
+pub const FAULT: Rgb = (130, 50, 190);
 
 /// One colour per kind, by the kind's position in the contract.
 const PALETTE: &[Rgb] = &[
@@ -49,7 +50,8 @@ const PALETTE: &[Rgb] = &[
     (107, 110, 207),
 ];
 
-fn kind_color(kind: outbox_trace::Kind) -> Rgb {
+/// The colour of `kind`'s line.
+pub fn kind_color(kind: outbox_trace::Kind) -> Rgb {
     let i = outbox_trace::Kind::ALL
         .iter()
         .position(|k| *k == kind)
@@ -102,10 +104,66 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
     let hidden = t.markers.len() - labelled;
     let rows = labelled as i32 + i32::from(hidden > 0);
     let mut f = Figure::new(WIDTH, LIST + rows * LINE + 20);
-    let span = (t.end_ns - t.start_ns).max(1) as f64;
-    let x_of =
-        |ns: i64| LEFT + (((ns - t.start_ns) as f64 / span) * f64::from(RIGHT - LEFT)) as i32;
+    let plot = Plot::of(t);
+    heading(&mut f, t);
+    value_axis(&mut f, &plot);
+    time_axis(&mut f, t, &plot);
+    scenario_rules(&mut f, t, &plot);
+    marker_rules(&mut f, t, &plot);
+    kind_lines(&mut f, t, &plot);
+    marker_tags(&mut f, t, &plot);
+    legend(&mut f, t);
+    marker_list(&mut f, t, hidden);
+    f
+}
 
+/// Where a time and a count land in the plot area.
+struct Plot {
+    /// The run's first time.
+    start_ns: i64,
+    /// The run's duration (at least 1 ns).
+    span: f64,
+    /// The value axis' tick step: a nice number, about a fifth of the peak.
+    value_step: f64,
+    /// The value at the top of the plot: the peak rounded up to a tick.
+    ymax: f64,
+}
+
+impl Plot {
+    /// The scales of `t`: its time span across, its peak count (rounded up to a tick) up.
+    fn of(t: &Timeline) -> Self {
+        let peak = f64::from(t.peak().max(1));
+        let value_step = nice(peak / 5.0);
+        Plot {
+            start_ns: t.start_ns,
+            span: (t.end_ns - t.start_ns).max(1) as f64,
+            value_step,
+            ymax: (peak / value_step).ceil() * value_step,
+        }
+    }
+
+    /// The column of time `ns`.
+    fn x(&self, ns: i64) -> i32 {
+        LEFT + (((ns - self.start_ns) as f64 / self.span) * f64::from(RIGHT - LEFT)) as i32
+    }
+
+    /// The row of count `v`.
+    fn y(&self, v: f64) -> i32 {
+        BOTTOM - ((v / self.ymax) * f64::from(BOTTOM - TOP)) as i32
+    }
+}
+
+/// The colour of a marker's rule, tag and line.
+fn mark_color(m: Mark) -> Rgb {
+    if m == Mark::Crash {
+        RED
+    } else {
+        FAULT
+    }
+}
+
+/// The title and the line under it: events, duration, bucket, crashes and faults.
+fn heading(f: &mut Figure, t: &Timeline) {
     f.text((20, 20), &t.title, 16, INK, Align::Left);
     let sub = format!(
         "{} events over {} · events per {} bucket · crashes: {}, faults: {}",
@@ -116,25 +174,25 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
         t.count(Mark::Fault),
     );
     f.text((20, 44), &sub, 12, GREY, Align::Left);
+}
 
-    // Value axis: nice ticks up to the peak.
-    let peak = f64::from(t.peak().max(1));
-    let step = nice(peak / 5.0);
-    let ymax = (peak / step).ceil() * step;
-    let y_of = |v: f64| BOTTOM - ((v / ymax) * f64::from(BOTTOM - TOP)) as i32;
+/// The value axis: nice ticks up to the peak, each with a pale grid line.
+fn value_axis(f: &mut Figure, plot: &Plot) {
     let mut v = 0.0;
-    while v <= ymax * 1.000_001 {
-        let y = y_of(v);
+    while v <= plot.ymax * 1.000_001 {
+        let y = plot.y(v);
         f.line((LEFT, y), (RIGHT, y), PALE, 1, false);
         f.text((LEFT - 6, y), &format!("{v}"), 11, INK, Align::Right);
-        v += step;
+        v += plot.value_step;
     }
+}
 
-    // Time axis: nice ticks in seconds since the run started.
-    let tstep = nice(span / 8.0);
+/// The time axis: nice ticks in seconds since the run started, its caption, and both axes' lines.
+fn time_axis(f: &mut Figure, t: &Timeline, plot: &Plot) {
+    let tstep = nice(plot.span / 8.0);
     let mut tick = (t.start_ns as f64 / tstep).ceil() * tstep;
     while tick <= t.end_ns as f64 {
-        let x = x_of(tick as i64);
+        let x = plot.x(tick as i64);
         f.line((x, BOTTOM), (x, BOTTOM + 5), INK, 1, false);
         f.text(
             (x, BOTTOM + 16),
@@ -155,36 +213,42 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
     );
     f.line((LEFT, BOTTOM), (RIGHT, BOTTOM), INK, 1, false);
     f.line((LEFT, TOP), (LEFT, BOTTOM), INK, 1, false);
+}
 
-    // Scenario starts, named in the band above the plot.
-    if t.scenarios.len() > 1 {
-        for (i, s) in t.scenarios.iter().enumerate() {
-            let x = x_of(s.start_ns);
-            let next = t.scenarios.get(i + 1).map_or(RIGHT, |n| x_of(n.start_ns));
-            f.line((x, TOP - 14), (x, BOTTOM), GREY, 1, false);
-            f.text(
-                (x + 3, TOP - 8),
-                &fit(&s.name, next - x - 4),
-                10,
-                GREY,
-                Align::Left,
-            );
-        }
+/// Scenario starts as grey rules, named in the band above the plot (none for one scenario).
+fn scenario_rules(f: &mut Figure, t: &Timeline, plot: &Plot) {
+    if t.scenarios.len() <= 1 {
+        return;
     }
+    for (i, s) in t.scenarios.iter().enumerate() {
+        let x = plot.x(s.start_ns);
+        let next = t.scenarios.get(i + 1).map_or(RIGHT, |n| plot.x(n.start_ns));
+        f.line((x, TOP - 14), (x, BOTTOM), GREY, 1, false);
+        f.text(
+            (x + 3, TOP - 8),
+            &fit(&s.name, next - x - 4),
+            10,
+            GREY,
+            Align::Left,
+        );
+    }
+}
 
-    // Crash and fault rules, one per pixel column and mark.
-    let color = |m: Mark| if m == Mark::Crash { RED } else { FAULT };
+/// Crash and fault rules, one per pixel column and mark.
+fn marker_rules(f: &mut Figure, t: &Timeline, plot: &Plot) {
     let columns: BTreeSet<(i32, bool)> = t
         .markers
         .iter()
-        .map(|m| (x_of(m.ts_ns), m.mark == Mark::Crash))
+        .map(|m| (plot.x(m.ts_ns), m.mark == Mark::Crash))
         .collect();
     for (x, crash) in columns {
         let c = if crash { RED } else { FAULT };
         f.line((x, TOP), (x, BOTTOM), c, 1, false);
     }
+}
 
-    // One line per kind through the bucket centres.
+/// One line per kind through the bucket centres.
+fn kind_lines(f: &mut Figure, t: &Timeline, plot: &Plot) {
     let n = t.buckets().max(1) as f64;
     for s in &t.series {
         let points = s
@@ -193,7 +257,7 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
             .enumerate()
             .map(|(i, c)| {
                 let x = LEFT + (((i as f64 + 0.5) / n) * f64::from(RIGHT - LEFT)) as i32;
-                (x, y_of(f64::from(*c)))
+                (x, plot.y(f64::from(*c)))
             })
             .collect();
         f.push(Prim::Polyline {
@@ -202,21 +266,25 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
             width: 2,
         });
     }
+}
 
-    // Numbered tags on the first markers, staggered so neighbours stay legible.
+/// Numbered tags on the first markers, staggered so neighbours stay legible.
+fn marker_tags(f: &mut Figure, t: &Timeline, plot: &Plot) {
     for (i, m) in t.markers.iter().take(MAX_LABELS).enumerate() {
-        let x = x_of(m.ts_ns);
+        let x = plot.x(m.ts_ns);
         let y = TOP + 8 + (i as i32 % 3) * 13;
         f.text(
             (x + 3, y),
             &(i + 1).to_string(),
             11,
-            color(m.mark),
+            mark_color(m.mark),
             Align::Left,
         );
     }
+}
 
-    // Legend: kinds with totals, then the rules.
+/// The legend: kinds with totals, then the rules (scenario starts only when drawn).
+fn legend(f: &mut Figure, t: &Timeline) {
     let mut y = TOP;
     for s in &t.series {
         let c = kind_color(s.kind);
@@ -236,8 +304,10 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
         f.text((LEGEND + 28, y), name, 11, INK, Align::Left);
         y += LINE;
     }
+}
 
-    // The labelled markers, explained.
+/// The labelled markers explained under the plot, one line each, and the `hidden` rest counted.
+fn marker_list(f: &mut Figure, t: &Timeline, hidden: usize) {
     let mut y = LIST;
     for (i, m) in t.markers.iter().take(MAX_LABELS).enumerate() {
         let what = if m.mark == Mark::Crash {
@@ -256,7 +326,7 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
             (LEFT, y),
             &fit(&line, WIDTH - LEFT - 20),
             12,
-            color(m.mark),
+            mark_color(m.mark),
             Align::Left,
         );
         y += LINE;
@@ -270,5 +340,4 @@ pub fn timeline_figure(t: &Timeline) -> Figure {
         );
         f.text((LEFT, y), &more, 12, RED, Align::Left);
     }
-    f
 }

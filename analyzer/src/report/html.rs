@@ -1,20 +1,30 @@
 //! The HTML report: one self-contained file that works opened from disk. The page's data
-//! ([`crate::report::page::Page`]) is embedded as JSON, each scenario's rows in a script element of their
-//! own so the browser parses them only when a view needs them; the stylesheet and the script
-//! (`html/report.css`, `html/report.js`, plain JavaScript, no library) are compiled in. Nothing is
-//! fetched: no font, no script, no image.
+//! ([`crate::report::page::Page`]) is embedded as JSON, each scenario's rows in a script element of
+//! their own so the browser parses them only when a view needs them, and so is what the script
+//! draws with ([`crate::report::drawing::Drawing`]); the stylesheet and the script (`html/*.js`,
+//! plain JavaScript, no library) are compiled in. Nothing is fetched: no font, no script, no image.
 //!
 //! The script lists the scenarios and violations, shows a chain drawn in advance when there is one
 //! and otherwise lays out and draws the chain from the embedded rows the way
-//! [`crate::render::layout`] and [`crate::render::chain_figure`] do, and draws the run's timeline at any zoom.
+//! [`crate::render::layout`] and [`crate::render::chain_figure`] do, and draws the run's timeline
+//! at any zoom.
 
 use std::fmt::Write as _;
 
+use crate::report::drawing::Drawing;
 use crate::report::page::Page;
 use crate::views::coverage::{Matrix, State};
 
 const CSS: &str = include_str!("html/report.css");
-const JS: &str = include_str!("html/report.js");
+
+/// The script's parts, in order: its data, chains, the timeline, the page's views and start. They
+/// run as one function's body, in one scope.
+const SCRIPT: [&str; 4] = [
+    include_str!("html/data.js"),
+    include_str!("html/chain.js"),
+    include_str!("html/timeline.js"),
+    include_str!("html/page.js"),
+];
 
 /// Text safe inside an HTML element or a quoted attribute.
 fn escape(text: &str) -> String {
@@ -109,6 +119,11 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
     );
     let _ = writeln!(
         html,
+        r#"<script id="draw-data" type="application/json">{}</script>"#,
+        script_json(&Drawing::new())?
+    );
+    let _ = writeln!(
+        html,
         r#"<script id="page-data" type="application/json">{}</script>"#,
         script_json(page)?
     );
@@ -121,7 +136,11 @@ pub fn to_html(page: &Page) -> Result<String, serde_json::Error> {
             );
         }
     }
-    let _ = write!(html, "<script>\n{JS}</script>\n</body>\n</html>\n");
+    html.push_str("<script>\n\"use strict\";\n(function () {\n");
+    for part in SCRIPT {
+        html.push_str(part);
+    }
+    html.push_str("})();\n</script>\n</body>\n</html>\n");
     Ok(html)
 }
 
@@ -179,13 +198,16 @@ mod tests {
     use outbox_trace::Kind;
 
     use super::*;
+    use crate::render::steps;
 
     /// The script names kinds only as `KIND.<name>`, from the page's table of `Kind::ALL`: every
-    /// such name must be a kind of the contract, and every kind a chain draws must have its case,
-    /// so renaming a kind fails here instead of drawing it as a bare name.
+    /// such name must be a kind of the contract. A step's label comes from its kind's look
+    /// ([`steps::look`]) unless the look leaves it to the row (no words): each such kind must
+    /// have its case in the script, so renaming a kind fails here instead of drawing it unnamed.
     #[test]
     fn the_script_names_only_contract_kinds_and_draws_each_one() {
-        let named: BTreeSet<&str> = JS
+        let js = SCRIPT.concat();
+        let named: BTreeSet<&str> = js
             .split("KIND.")
             .skip(1)
             .map(|rest| {
@@ -198,17 +220,17 @@ mod tests {
         for name in &named {
             assert!(name.parse::<Kind>().is_ok(), "KIND.{name} is no kind");
         }
-        let cased: BTreeSet<&str> = JS
+        let cased: BTreeSet<&str> = js
             .split("case KIND.")
             .skip(1)
             .map(|rest| rest.split(':').next().unwrap())
             .collect();
-        let drawn: BTreeSet<&str> = Kind::ALL
+        let from_rows: BTreeSet<&str> = Kind::ALL
             .iter()
-            .filter(|k| !matches!(k, Kind::RunStart | Kind::Observed | Kind::RunEnd))
+            .filter(|k| steps::look(**k).words.is_empty())
             .map(|k| k.as_str())
             .collect();
-        assert_eq!(cased, drawn);
+        assert_eq!(cased, from_rows);
     }
 
     #[test]

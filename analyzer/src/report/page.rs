@@ -30,7 +30,8 @@ pub const MAX_ROWS: usize = 3_000_000;
 pub const MAX_SCENARIOS: usize = 2_000;
 
 /// The second half of a row shape ([`Rows::shapes`]): which optional columns a row carries, one
-/// bit per column, so a row's shape fits in a byte; `report.js` reads the same bits (`HAS`).
+/// bit per column, so a row's shape fits in a byte; the page's script (`html/data.js`) reads the
+/// same bits (`HAS`).
 #[allow(missing_docs)] // Each constant is its column's bit; the column's name is the doc.
 pub mod has {
     pub const TASK: u8 = 1;

@@ -125,36 +125,68 @@ impl Mapper {
     /// span cannot be mapped; the mapper is then as it was.
     pub fn span(&mut self, resource: &[Attribute], span: &Span) -> Result<Vec<Out>, String> {
         if span.key.is_some_and(|k| self.seen.contains(&k)) {
-            let (run_id, scenario) = self.place(&Attrs([&span.attributes, resource, &[]]));
-            self.dropped.push(Dropped {
-                run_id,
-                scenario,
-                why: Why::Copy,
-            });
+            self.drop_copy(resource, span);
             return Ok(Vec::new());
         }
-        let (start, end) = match (span.start_unix_ns, span.end_unix_ns) {
-            (Some(s), Some(e)) => (s, e),
-            (Some(t), None) | (None, Some(t)) => (t, t),
-            (None, None) => return Err("the span has neither a start nor an end time".into()),
-        };
+        let whole = Frame::of(span)?;
         let attrs = Attrs([&span.attributes, resource, &[]]);
         let own_kind = attrs.text(key::KIND);
-        let operation = attrs
-            .text(key::OPERATION_TYPE)
-            .or_else(|| attrs.text(key::OPERATION));
         let operation = if own_kind.is_some() {
             None
         } else {
-            operation.map(|o| o.to_ascii_lowercase())
+            attrs
+                .text(key::OPERATION_TYPE)
+                .or_else(|| attrs.text(key::OPERATION))
+                .map(|o| o.to_ascii_lowercase())
         };
+        let operation = operation.as_deref();
         let mut made: Vec<Made> = Vec::new();
-        let whole = Frame { start, end };
-        if matches!(operation.as_deref(), Some("send" | "publish")) {
-            made.push(self.event(&attrs, Kind::PublishAttempt.as_str(), start, whole, true)?);
+        if matches!(operation, Some("send" | "publish")) {
+            let attempt = Kind::PublishAttempt.as_str();
+            made.push(self.event(&attrs, attempt, whole.start, whole, true)?);
         }
+        self.span_events(resource, span, whole, &mut made)?;
+        let half = match own_kind {
+            Some(kind) => {
+                made.push(self.event(&attrs, &kind, whole.end, whole, false)?);
+                None
+            }
+            None => self.conventional(&attrs, span, operation, whole, &mut made)?,
+        };
+        // Every event of the span was read: only now does the state change.
+        if let Some(k) = span.key {
+            self.seen.insert(k);
+        }
+        let understood = matches!(
+            operation,
+            Some("send" | "publish" | "receive" | "process" | "settle" | "create")
+        );
+        if made.is_empty() && !understood {
+            self.drop_mapped_to_nothing(&attrs, span);
+        }
+        Ok(self.number(made, half))
+    }
+
+    /// Keeps `span`, a copy of one already mapped, as dropped.
+    fn drop_copy(&mut self, resource: &[Attribute], span: &Span) {
+        let (run_id, scenario) = self.place(&Attrs([&span.attributes, resource, &[]]));
+        self.dropped.push(Dropped {
+            run_id,
+            scenario,
+            why: Why::Copy,
+        });
+    }
+
+    /// The events of `span`'s span events that carry their own kind, in time order, onto `made`.
+    fn span_events(
+        &self,
+        resource: &[Attribute],
+        span: &Span,
+        whole: Frame,
+        made: &mut Vec<Made>,
+    ) -> Result<(), String> {
         let mut events: Vec<_> = span.events.iter().collect();
-        events.sort_by_key(|e| e.time_unix_ns.unwrap_or(end));
+        events.sort_by_key(|e| e.time_unix_ns.unwrap_or(whole.end));
         for ev in events {
             // A span event carries its own kind; it sees its span's attributes after its own.
             if !ev.attributes.iter().any(|kv| kv.key == key::KIND) {
@@ -164,72 +196,83 @@ impl Mapper {
             let Some(kind) = ev_attrs.text(key::KIND) else {
                 continue;
             };
-            let at = ev.time_unix_ns.unwrap_or(end);
+            let at = ev.time_unix_ns.unwrap_or(whole.end);
             made.push(self.event(&ev_attrs, &kind, at, whole, false)?);
         }
-        let mut half = None;
-        match (own_kind, operation.as_deref()) {
-            (Some(kind), _) => made.push(self.event(&attrs, &kind, end, whole, false)?),
-            (None, Some("send" | "publish")) => {
+        Ok(())
+    }
+
+    /// The event a kind-less span gives by the messaging conventions of its `operation`, onto
+    /// `made`; which half of a delivery it is, for a receive or process span.
+    fn conventional(
+        &self,
+        attrs: &Attrs,
+        span: &Span,
+        operation: Option<&str>,
+        whole: Frame,
+        made: &mut Vec<Made>,
+    ) -> Result<Option<Half>, String> {
+        match operation {
+            Some("send" | "publish") => {
                 let kind = if span.error {
                     Kind::PublishUnacked
                 } else {
                     Kind::PublishAcked
                 };
-                made.push(self.event(&attrs, kind.as_str(), end, whole, true)?);
+                made.push(self.event(attrs, kind.as_str(), whole.end, whole, true)?);
             }
-            (None, Some(op @ ("receive" | "process"))) => {
-                let mut delivery =
-                    self.event(&attrs, Kind::Delivered.as_str(), start, whole, true)?;
-                if delivery.pending.event.attempt.is_some_and(|a| a > 1) || redelivered_flag(&attrs)
+            Some(op @ ("receive" | "process")) => {
+                let delivered = Kind::Delivered.as_str();
+                let mut delivery = self.event(attrs, delivered, whole.start, whole, true)?;
+                if delivery.pending.event.attempt.is_some_and(|a| a > 1) || redelivered_flag(attrs)
                 {
                     delivery.pending.event.kind = Kind::Redelivered;
                 }
-                half = Some(if op == "receive" {
+                made.push(delivery);
+                return Ok(Some(if op == "receive" {
                     Half::Receive
                 } else {
                     Half::Process
-                });
-                made.push(delivery);
+                }));
             }
-            (None, Some("settle")) => {
+            Some("settle") => {
                 let negative = attrs.text(key::OPERATION_NAME).is_some_and(|name| {
                     key::NEGATIVE_SETTLEMENTS
                         .iter()
                         .any(|n| name.eq_ignore_ascii_case(n))
                 });
                 if !negative && !span.error {
-                    made.push(self.event(&attrs, Kind::Acked.as_str(), end, whole, true)?);
+                    made.push(self.event(attrs, Kind::Acked.as_str(), whole.end, whole, true)?);
                 }
             }
             _ => {}
         }
-        // Every event of the span was read: only now does the state change.
-        let understood = matches!(
-            operation.as_deref(),
-            Some("send" | "publish" | "receive" | "process" | "settle" | "create")
-        );
-        if let Some(k) = span.key {
-            self.seen.insert(k);
-        }
-        if made.is_empty() && !understood {
-            // A span with `outbox.*` attributes of its own speaks the contract: without a kind
-            // on it or its events, it is refused, not unmapped.
-            let speaks = span
-                .attributes
-                .iter()
-                .any(|kv| kv.key.starts_with("outbox."));
-            let (run_id, scenario) = self.place(&attrs);
-            self.dropped.push(Dropped {
-                run_id,
-                scenario,
-                why: if speaks {
-                    Why::Kindless
-                } else {
-                    Why::Unmapped(span.name.clone())
-                },
-            });
-        }
+        Ok(None)
+    }
+
+    /// Keeps `span`, which gave no event and whose operation means nothing here, as dropped: a
+    /// span with `outbox.*` attributes of its own speaks the contract, so without a kind on it
+    /// or its events it is refused (kind-less), not unmapped.
+    fn drop_mapped_to_nothing(&mut self, attrs: &Attrs, span: &Span) {
+        let speaks = span
+            .attributes
+            .iter()
+            .any(|kv| kv.key.starts_with("outbox."));
+        let (run_id, scenario) = self.place(attrs);
+        self.dropped.push(Dropped {
+            run_id,
+            scenario,
+            why: if speaks {
+                Why::Kindless
+            } else {
+                Why::Unmapped(span.name.clone())
+            },
+        });
+    }
+
+    /// The span's events numbered, refused where they lack an identifying column, and (the
+    /// span being a delivery's `half`) paired with the other half where it waits.
+    fn number(&mut self, made: Vec<Made>, half: Option<Half>) -> Vec<Out> {
         let mut out = Vec::with_capacity(made.len());
         let mut inside = 0u32;
         for mut m in made {
@@ -269,7 +312,7 @@ impl Mapper {
             }
             out.push(Out::Event(Box::new(m.pending)));
         }
-        Ok(out)
+        out
     }
 
     /// The spans, or events of spans, that gave no row since the last call.
@@ -375,6 +418,18 @@ fn redelivered_flag(attrs: &Attrs) -> bool {
 struct Frame {
     start: u64,
     end: u64,
+}
+
+impl Frame {
+    /// `span`'s start and end; either for both when it has one only.
+    fn of(span: &Span) -> Result<Self, String> {
+        let (start, end) = match (span.start_unix_ns, span.end_unix_ns) {
+            (Some(s), Some(e)) => (s, e),
+            (Some(t), None) | (None, Some(t)) => (t, t),
+            (None, None) => return Err("the span has neither a start nor an end time".into()),
+        };
+        Ok(Frame { start, end })
+    }
 }
 
 /// An event made from a span, not yet numbered.

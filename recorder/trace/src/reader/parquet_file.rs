@@ -41,16 +41,66 @@ impl TraceFile {
         partition: &[(&'static str, String)],
     ) -> Result<Self, TraceError> {
         let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
-        let meta = metadata.metadata().file_metadata().clone();
+        let declared = Declared::of(&metadata)?;
+        let skipped = skipped(options);
+        let file_schema = metadata.schema().clone();
+        let columns = Columns::of(&file_schema, &skipped, partition)?;
+        let extra_columns = extra_columns(&file_schema);
+        let (sorted, order) = columns.landing(&skipped);
+        let row_groups = metadata.metadata().num_row_groups();
+        let (metadata, types) = columns.types(metadata, options, &skipped);
+        // A second handle, read only to tell which page a checksum failed in.
+        let pages = file.try_clone().ok();
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
+        let mask = ProjectionMask::roots(builder.parquet_schema(), sorted);
+        let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+        if let Some(groups) = &options.row_groups {
+            builder = builder.with_row_groups(groups.clone());
+        }
+        let reader = builder.build()?;
+        Ok(TraceFile {
+            tally: Tally::known(declared.rows, extra_columns.clone()),
+            info: FileInfo {
+                path: path.to_path_buf(),
+                version_declared: declared.version.is_some(),
+                run_json: declared.run_json,
+                rows: declared.rows,
+                extra_columns,
+                row_groups,
+                encoding: Encoding::Parquet,
+                seq_from_clocks: declared.seq_from_clocks,
+            },
+            reader: Source::Parquet(reader, pages),
+            order,
+            types,
+            fills: columns.filled.into_iter().map(|(_, v)| v).collect(),
+            skipped,
+        })
+    }
+}
+
+/// What a file's footer says of it: its key-value metadata and its rows.
+struct Declared {
+    /// The schema version it declares, if any.
+    version: Option<String>,
+    /// The run configuration, as JSON.
+    run_json: Option<String>,
+    /// Whether its `seq` comes from span times on separate clocks.
+    seq_from_clocks: bool,
+    /// Its rows (more than none).
+    rows: u64,
+}
+
+impl Declared {
+    /// The footer of `metadata`'s file; an error for another schema version, or no rows.
+    fn of(metadata: &ArrowReaderMetadata) -> Result<Self, TraceError> {
+        let meta = metadata.metadata().file_metadata();
         let kv = |key: &str| {
             meta.key_value_metadata()
                 .and_then(|kvs| kvs.iter().find(|kv| kv.key == key))
                 .and_then(|kv| kv.value.clone())
         };
         let version = kv(META_SCHEMA_VERSION);
-        let run_json = kv(META_RUN);
-        let seq_from_clocks =
-            kv(META_SEQ_SOURCE).as_deref().map(str::trim) == Some(SEQ_FROM_SPAN_CLOCKS);
         if let Some(v) = &version {
             if v.trim() != SCHEMA_VERSION {
                 return Err(TraceError::SchemaVersion(v.clone()));
@@ -60,11 +110,34 @@ impl TraceFile {
         if rows == 0 {
             return Err(TraceError::Empty);
         }
-        let file_schema = metadata.schema().clone();
-        let skipped = skipped(options);
+        Ok(Declared {
+            version,
+            run_json: kv(META_RUN),
+            seq_from_clocks: kv(META_SEQ_SOURCE).as_deref().map(str::trim)
+                == Some(SEQ_FROM_SPAN_CLOCKS),
+            rows,
+        })
+    }
+}
+
+/// Where the canonical columns not skipped come from: the file's columns, or fills.
+struct Columns {
+    /// The file's (root) columns read, in canonical order.
+    roots: Vec<usize>,
+    /// Columns the file lacks, filled from its partition path or (an optional column) with
+    /// nulls: `(canonical index, value)`.
+    filled: Vec<(usize, Option<String>)>,
+}
+
+impl Columns {
+    /// Each canonical column found in `file_schema` (of the right type), else in `partition`,
+    /// else null if optional; an error for a required column found nowhere.
+    fn of(
+        file_schema: &Schema,
+        skipped: &[bool],
+        partition: &[(&'static str, String)],
+    ) -> Result<Self, TraceError> {
         let mut roots = Vec::with_capacity(COLUMNS.len());
-        // Columns the file lacks, filled from its partition path or (an optional column) with
-        // nulls: `(canonical index, value)`.
         let mut filled: Vec<(usize, Option<String>)> = Vec::new();
         for (i, column) in COLUMNS.iter().enumerate() {
             let Some((index, field)) = file_schema.column_with_name(column.name) else {
@@ -84,35 +157,46 @@ impl TraceFile {
                 roots.push(index);
             }
         }
-        let extra_columns: Vec<String> = file_schema
-            .fields()
-            .iter()
-            .filter(|f| !COLUMNS.iter().any(|c| c.name == f.name()))
-            .map(|f| f.name().clone())
-            .collect();
-        // Projected batches keep file order; remember where each canonical column lands (a
-        // skipped column lands nowhere: its entry is never used).
-        let mut sorted = roots.clone();
+        Ok(Columns { roots, filled })
+    }
+
+    /// The file's columns to project, in file order, and where each canonical column lands in
+    /// a batch: projected batches keep file order, fills come after them (a skipped column
+    /// lands nowhere: its entry is never used).
+    fn landing(&self, skipped: &[bool]) -> (Vec<usize>, Vec<usize>) {
+        let mut sorted = self.roots.clone();
         sorted.sort_unstable();
-        let mut present = roots
+        let mut present = self
+            .roots
             .iter()
             .map(|r| sorted.binary_search(r).expect("present"));
         let order: Vec<usize> = (0..COLUMNS.len())
-            .map(|i| match filled.iter().position(|(c, _)| *c == i) {
+            .map(|i| match self.filled.iter().position(|(c, _)| *c == i) {
                 Some(k) => sorted.len() + k,
                 None if skipped[i] => 0,
                 None => present.next().unwrap_or_default(),
             })
             .collect();
+        (sorted, order)
+    }
+
+    /// The metadata to read `metadata`'s file with, and the type batches hand out for each
+    /// canonical column: the string columns `options` asks as dictionaries read as such when
+    /// the file allows the hint.
+    fn types(
+        &self,
+        metadata: ArrowReaderMetadata,
+        options: &ReadOptions,
+        skipped: &[bool],
+    ) -> (ArrowReaderMetadata, Vec<DataType>) {
         // Canonical positions of the columns read from the file, for the dictionary hint.
         let read: Vec<usize> = (0..COLUMNS.len())
-            .filter(|&i| !skipped[i] && !filled.iter().any(|(c, _)| *c == i))
+            .filter(|&i| !skipped[i] && !self.filled.iter().any(|(c, _)| *c == i))
             .collect();
-        let row_groups = metadata.metadata().num_row_groups();
         let mut types: Vec<DataType> = COLUMNS
             .iter()
             .zip(requested_types(options))
-            .zip(&skipped)
+            .zip(skipped)
             .map(|((c, requested), &skip)| if skip { requested } else { c.data_type.arrow() })
             .collect();
         let dictionary: Vec<usize> = COLUMNS
@@ -125,43 +209,26 @@ impl TraceFile {
             })
             .map(|(i, _)| read.iter().position(|r| *r == i).unwrap_or_default())
             .collect();
-        let metadata = match dictionary_hint(&metadata, &roots, &dictionary) {
+        match dictionary_hint(&metadata, &self.roots, &dictionary) {
             Some(hinted) => {
                 for &i in &dictionary {
                     types[read[i]] = dictionary_type();
                 }
-                hinted
+                (hinted, types)
             }
-            None => metadata,
-        };
-        // A second handle, read only to tell which page a checksum failed in.
-        let pages = file.try_clone().ok();
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata);
-        let mask = ProjectionMask::roots(builder.parquet_schema(), sorted);
-        let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
-        if let Some(groups) = &options.row_groups {
-            builder = builder.with_row_groups(groups.clone());
+            None => (metadata, types),
         }
-        let reader = builder.build()?;
-        Ok(TraceFile {
-            tally: Tally::known(rows, extra_columns.clone()),
-            info: FileInfo {
-                path: path.to_path_buf(),
-                version_declared: version.is_some(),
-                run_json,
-                rows,
-                extra_columns,
-                row_groups,
-                encoding: Encoding::Parquet,
-                seq_from_clocks,
-            },
-            reader: Source::Parquet(reader, pages),
-            order,
-            types,
-            fills: filled.into_iter().map(|(_, v)| v).collect(),
-            skipped,
-        })
     }
+}
+
+/// The file's columns that are no canonical column, ignored.
+fn extra_columns(file_schema: &Schema) -> Vec<String> {
+    file_schema
+        .fields()
+        .iter()
+        .filter(|f| !COLUMNS.iter().any(|c| c.name == f.name()))
+        .map(|f| f.name().clone())
+        .collect()
 }
 
 fn check_type(column: &'static str, want: ColumnType, found: &DataType) -> Result<(), TraceError> {

@@ -11,10 +11,22 @@ fn start(out: &std::path::Path) -> std::process::Child {
     start_in(out, &std::env::temp_dir())
 }
 
-/// `recorder run` with its temporary directory under `tmp`.
+/// `recorder run` with its temporary directory under `tmp`: one scenario of about ten seconds (400
+/// tasks at 40 a second), so a signal sent once the first segment is sealed lands inside it, not
+/// between two scenarios.
 fn start_in(out: &std::path::Path, tmp: &std::path::Path) -> std::process::Child {
     Command::new(assert_cmd::cargo::cargo_bin("recorder"))
-        .args(["run", "--quiet", "--scenario", "all", "--out"])
+        .args([
+            "run",
+            "--quiet",
+            "--scenario",
+            "load",
+            "--tasks",
+            "400",
+            "--rate",
+            "40",
+            "--out",
+        ])
         .arg(out)
         .env("TMPDIR", tmp)
         .stdout(Stdio::null())

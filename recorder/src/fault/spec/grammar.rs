@@ -7,6 +7,7 @@ use outbox_trace::Kind;
 
 use super::{Nemesis, What, When, WireFault, DROP_FOR};
 use crate::fault::duration::parse_duration;
+use crate::fault::protocols::READS;
 
 /// Every form a spec may take, for the error of one that takes none.
 const GRAMMAR: &str = "expected `kill ROLE after KIND [N]`, `kill ROLE at DURATION`, \
@@ -70,13 +71,12 @@ fn fault(words: &[&str], unless_alone: bool) -> Result<(What, When), String> {
         ["cut", target, service, "after", step @ ..] => {
             Ok((wire(target, service, WireFault::Cut), own_step(step)?))
         }
-        ["lose", what @ ("commit-reply" | "puback"), target, service, "after", step @ ..] => {
-            let fault = if *what == "puback" {
-                WireFault::LosePuback
-            } else {
-                WireFault::LoseCommitReply
+        ["lose", what, target, service, "after", step @ ..] => {
+            let verb = format!("lose {what}");
+            let Some(row) = READS.iter().find(|row| row.lose.verb() == verb) else {
+                return Err(format!("no protocol offers `{verb}`"));
             };
-            Ok((wire(target, service, fault), own_step(step)?))
+            Ok((wire(target, service, row.lose), own_step(step)?))
         }
         ["partition", target, service, "at", at, "for", hold] => Ok((
             wire(

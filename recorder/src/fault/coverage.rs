@@ -143,9 +143,9 @@ pub fn why_not(
                     )
                 }
                 _ => match what {
-                    What::Wire { service, fault, .. } if fault.reads().is_some() => format!(
+                    What::Wire { service, fault, .. } if fault.loses_a_reply() => format!(
                         "armed on the wire, but no {} from {named} reached {service} after it",
-                        fault.reads().map_or("", |r| r.waits_for)
+                        fault.waits_for()
                     ),
                     What::Pause { .. } => format!(
                         "{named} could not be paused at its {kind} steps (stopped already, or \
@@ -190,7 +190,7 @@ pub fn wire_idle(
              tried while it lasted ({whole})"
         ),
         lose => {
-            debug_assert!(lose.reads().is_some(), "a lose fault");
+            debug_assert!(lose.loses_a_reply(), "a lose fault");
             return None;
         }
     })

@@ -13,8 +13,9 @@ use super::{Explore, Tried};
 use crate::cli::exit::Failure;
 use crate::fault::dice::Dice;
 use crate::fault::duration::show_duration;
+use crate::fault::protocols::Reads;
 use crate::fault::schedules::{singles, slug, Space};
-use crate::fault::spec::{Nemesis, WireFault};
+use crate::fault::spec::Nemesis;
 use crate::run::recording::Run;
 
 /// What running the list gave: each schedule by its place in the list, the one `--fail-fast`
@@ -57,10 +58,10 @@ impl Explore<'_> {
             .map(|(r, spec)| (r.clone(), spec.instances))
             .collect();
         let services: Vec<String> = file.services.keys().cloned().collect();
-        let lossy: Vec<(String, WireFault)> = file
+        let lossy: Vec<(String, &'static Reads)> = file
             .services
             .iter()
-            .filter_map(|(name, spec)| Some((name.clone(), spec.wire.reads()?.lose)))
+            .flat_map(|(name, spec)| spec.wire.offers().map(|row| (name.clone(), row)))
             .collect();
         // A wire fault can act only where the calm run's connections passed the proxy.
         let wired: BTreeSet<(String, String)> = self

@@ -13,7 +13,6 @@ use super::{Explore, Tried};
 use crate::cli::exit::Failure;
 use crate::fault::dice::Dice;
 use crate::fault::duration::show_duration;
-use crate::fault::protocols::Reads;
 use crate::fault::schedules::{singles, slug, Space};
 use crate::fault::spec::Nemesis;
 use crate::run::recording::Run;
@@ -58,11 +57,7 @@ impl Explore<'_> {
             .map(|(r, spec)| (r.clone(), spec.instances))
             .collect();
         let services: Vec<String> = file.services.keys().cloned().collect();
-        let lossy: Vec<(String, &'static Reads)> = file
-            .services
-            .iter()
-            .flat_map(|(name, spec)| spec.wire.offers().map(|row| (name.clone(), row)))
-            .collect();
+        let lossy = self.config.system.lossy();
         // A wire fault can act only where the calm run's connections passed the proxy.
         let wired: BTreeSet<(String, String)> = self
             .calm

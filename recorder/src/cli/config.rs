@@ -440,7 +440,7 @@ fn lab_reads(fault: WireFault, service: Option<&str>) -> Option<String> {
         return None;
     }
     let verb = fault.verb();
-    let protocol = fault.offered_by().next().map_or("", |r| r.name);
+    let protocol = fault.protocols_in_words();
     match LAB_WIRES.iter().find(|(_, w)| w.offer(fault).is_some()) {
         None => Some(format!(
             "the lab has no {protocol}: `{verb}` is for `--system` runs"

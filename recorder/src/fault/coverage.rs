@@ -310,7 +310,11 @@ mod tests {
         );
         assert_eq!(
             why("lose commit-reply worker postgres after delivered 3", 9000),
-            "armed on the wire, but no COMMIT from worker reached postgres after it"
+            "armed on the wire, but no COMMIT or offset commit from worker reached postgres after it"
+        );
+        assert_eq!(
+            why("lose produce-ack worker kafka after delivered 3", 9000),
+            "armed on the wire, but no produce from worker reached kafka after it"
         );
         assert_eq!(
             why("kill relay at 12s", 9000),

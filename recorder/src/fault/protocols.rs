@@ -122,10 +122,24 @@ impl WireFault {
 
     /// The messages this fault waits for, in words (`COMMIT or offset commit`).
     pub fn waits_for(self) -> String {
-        let mut words: Vec<&str> = self.offered_by().map(|r| r.waits_for).collect();
-        words.dedup();
-        words.join(" or ")
+        either(self.offered_by().map(|r| r.waits_for))
     }
+
+    /// The protocols that offer this fault, by name (`PostgreSQL or Kafka`).
+    pub fn protocols_in_words(self) -> String {
+        either(self.offered_by().map(|r| r.name))
+    }
+}
+
+/// Words joined by "or", each once.
+fn either<'a>(words: impl Iterator<Item = &'a str>) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for word in words {
+        if !seen.contains(&word) {
+            seen.push(word);
+        }
+    }
+    seen.join(" or ")
 }
 
 #[cfg(test)]
@@ -146,5 +160,7 @@ mod tests {
         assert!(!WireFault::Cut.loses_a_reply());
         assert_eq!(WireFault::LoseCommitReply.wires_in_words(), "\"postgres\" or \"kafka\"");
         assert_eq!(WireFault::LoseCommitReply.waits_for(), "COMMIT or offset commit");
+        assert_eq!(WireFault::LoseCommitReply.protocols_in_words(), "PostgreSQL or Kafka");
+        assert_eq!(WireFault::LosePuback.protocols_in_words(), "NATS");
     }
 }

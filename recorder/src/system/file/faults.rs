@@ -47,8 +47,8 @@ fn check_service(
     };
     if fault.loses_a_reply() && declared.wire.offer(fault).is_none() {
         return Err(format!(
-            "fault `{text}`: the proxy reads this fault's reply in the messages of a protocol: \
-             give [services.{service}] wire = {} (it says \"{}\")",
+            "fault `{text}`: the proxy loses this reply only on a service with wire = {}: give \
+             [services.{service}] one (it says \"{}\")",
             fault.wires_in_words(),
             declared.wire.as_str()
         ));

@@ -15,7 +15,7 @@
 #   examples/node-postgres: PostgreSQL's server (Debian's postgresql), Node.js and npm, and the
 #          example's npm packages (npm ci, from its package-lock.json)
 #   examples/python-kafka: tansu (a Kafka-compatible broker, built from crates.io once per machine:
-#          about 25 minutes on 2 cores; skipped when tansu TANSU_VERSION is on PATH), and the
+#          about 25 to 36 minutes on 2 cores; skipped when tansu TANSU_VERSION is on PATH), and the
 #          Python packages confluent-kafka (its wheels carry librdkafka) and psycopg
 set -euo pipefail
 
@@ -82,7 +82,7 @@ fi
 # A Kafka-compatible broker: tansu, with its SQLite storage (a broker's log survives its restart).
 TANSU_VERSION=0.6.0
 if ! tansu --version 2>/dev/null | grep -qF "$TANSU_VERSION"; then
-  echo "deps: building tansu $TANSU_VERSION (about 25 minutes on 2 cores, once per machine)" >&2
+  echo "deps: building tansu $TANSU_VERSION (25 to 36 minutes on 2 cores, once per machine)" >&2
   cargo install --locked --version "$TANSU_VERSION" --no-default-features \
     --features libsql,dynostore tansu
 fi

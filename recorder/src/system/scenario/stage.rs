@@ -52,12 +52,15 @@ pub(super) struct Kill {
 }
 
 /// An export request taken in, whose answer waits for the kills it called for.
-pub(super) struct Held {
+pub(super) struct HeldExport {
+    /// The kills to carry out before it is answered.
     pub(super) kills: Vec<Kill>,
+    /// Where its answer goes, and the answer (taken once it is sent).
     pub(super) reply: Option<(tokio::sync::oneshot::Sender<Answer>, Answer)>,
 }
 
-impl Held {
+impl HeldExport {
+    /// Sends its answer, if it was not sent yet.
     pub(super) fn answer(&mut self) {
         if let Some((reply, answer)) = self.reply.take() {
             let _ = reply.send(answer);
@@ -385,7 +388,7 @@ impl<'a, 'e> Stage<'a, 'e> {
     /// Carries out the kills an export called for, then answers it.
     pub(super) async fn carry_out(
         &mut self,
-        mut held: Held,
+        mut held: HeldExport,
         intake: &mut mpsc::Receiver<Intake>,
     ) -> Result<(), SystemError> {
         for kill in std::mem::take(&mut held.kills) {

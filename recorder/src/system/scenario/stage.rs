@@ -19,7 +19,8 @@ use tokio::sync::{mpsc, watch};
 use super::commands;
 use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
 use crate::fault::chaos::SystemChaos;
-use crate::fault::coverage::{Origin, Tally};
+use crate::fault::coverage::Origin;
+use crate::fault::ledger::Ledger;
 use crate::fault::pauses::Pauses;
 use crate::fault::spec::{Nemesis, WireFault};
 use crate::fault::trigger::Trigger;
@@ -100,8 +101,8 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) first_task: Instant,
     /// Service faults a step set off, to carry out before its export is answered.
     pub(super) service_faults: Vec<Nemesis>,
-    /// The scenario's timed faults, each with how often it happened.
-    pub(super) timed: Vec<Tally>,
+    /// The scenario's timed faults, to come in time order, each with how often it happened.
+    pub(super) ledger: Ledger,
     /// Whether the scenario's faults are named or searched.
     pub(super) origin: Origin,
     /// Each process life's token: the exports that carry it are that life's, until the life's

@@ -23,7 +23,7 @@ use crate::backend::control::{Control, Progress};
 use crate::backend::services::ServiceKind;
 use crate::driver::actor::spec::ActorSpec;
 use crate::fault::apply::{apply, carry_out};
-use crate::fault::ledger::{Due as TimedDue, Ledger};
+use crate::fault::ledger::{Ledger, TimedFault};
 use crate::fault::spec::Nemesis;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
@@ -188,7 +188,7 @@ impl Drive {
 
     /// The next timed fault, if it is due and ready (`acks_moved`: consumer ACKs came since the
     /// last tick, which a broker restart waits for).
-    fn next_timed(&mut self, acks_moved: bool) -> Option<TimedDue> {
+    fn next_timed(&mut self, acks_moved: bool) -> Option<TimedFault> {
         self.ledger
             .next_due(self.started.elapsed(), |fault, overdue| {
                 inject::ready(fault, overdue, acks_moved)
@@ -200,7 +200,7 @@ impl Drive {
         &mut self,
         scene: &Scene<'_, '_>,
         cast: &mut Cast<'_, F>,
-        fault: &TimedDue,
+        fault: &TimedFault,
     ) -> Result<(), ScenarioError> {
         self.ledger.fired(fault, self.started.elapsed());
         let mut targets = lab_targets(scene, cast).await;

@@ -29,7 +29,7 @@ pub trait Proxies {
 /// A timed fault come due, taken off the queue: the caller carries it out and says whether it
 /// fired ([`Ledger::fired`]).
 #[derive(Debug, Clone)]
-pub struct Due {
+pub struct TimedFault {
     /// The fault.
     pub nemesis: Nemesis,
     /// Its count among the named ones; `None` for a chaos plan's action, carried out uncounted.
@@ -42,7 +42,7 @@ pub struct Ledger {
     /// The named timed faults, in the order given, each with how often it fired.
     named: Vec<Tally>,
     /// The timed faults not carried out yet, in time order.
-    queue: VecDeque<Due>,
+    queue: VecDeque<TimedFault>,
     /// When the last timed fault is over (a pause: when it ends), from the scenario's zero.
     over: Duration,
 }
@@ -56,19 +56,23 @@ impl Ledger {
             .filter(|f| f.at().is_some())
             .cloned()
             .collect();
-        let counted = named.iter().cloned().enumerate().map(|(i, nemesis)| Due {
-            nemesis,
-            tally: Some(i),
-        });
-        let uncounted = actions.into_iter().map(|nemesis| Due {
+        let counted = named
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, nemesis)| TimedFault {
+                nemesis,
+                tally: Some(i),
+            });
+        let uncounted = actions.into_iter().map(|nemesis| TimedFault {
             nemesis,
             tally: None,
         });
-        let mut queue: Vec<Due> = counted.chain(uncounted).collect();
-        queue.sort_by_key(|due| due.nemesis.at());
+        let mut queue: Vec<TimedFault> = counted.chain(uncounted).collect();
+        queue.sort_by_key(|t| t.nemesis.at());
         let over = queue
             .iter()
-            .filter_map(|due| due.nemesis.over_at())
+            .filter_map(|t| t.nemesis.over_at())
             .max()
             .unwrap_or_default();
         Ledger {
@@ -84,7 +88,7 @@ impl Ledger {
         &mut self,
         since: Duration,
         ready: impl FnOnce(&Nemesis, Duration) -> bool,
-    ) -> Option<Due> {
+    ) -> Option<TimedFault> {
         let fault = &self.queue.front()?.nemesis;
         let overdue = since.checked_sub(fault.at().unwrap_or_default())?;
         if !ready(fault, overdue) {
@@ -93,9 +97,9 @@ impl Ledger {
         self.queue.pop_front()
     }
 
-    /// `due` fired, `at` from the scenario's zero (a chaos plan's action is not counted).
-    pub fn fired(&mut self, due: &Due, at: Duration) {
-        if let Some(tally) = due.tally.and_then(|i| self.named.get_mut(i)) {
+    /// `fault` fired, `at` from the scenario's zero (a chaos plan's action is not counted).
+    pub fn fired(&mut self, fault: &TimedFault, at: Duration) {
+        if let Some(tally) = fault.tally.and_then(|i| self.named.get_mut(i)) {
             tally.fire(at);
         }
     }

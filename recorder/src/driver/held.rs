@@ -186,8 +186,9 @@ impl Held {
                 pauses.take(&called);
                 pauses.begin(&actor, until)
             };
-            if stop && killpg(pid, Signal::SIGSTOP).is_err() {
-                // The life is gone.
+            // Stopped already: no signal, only whether the life is still there.
+            let signal = stop.then_some(Signal::SIGSTOP);
+            if killpg(pid, signal).is_err() {
                 pauses.lock().expect("pauses lock").gone(&actor);
                 return;
             }

@@ -166,7 +166,7 @@ fn coverage(runs: &[Outcome]) -> Table {
 
 /// The plan a detection run of `seed` on `backend` draws (the recorder runs its own services).
 fn plan(seed: u64, backend: BackendKind) -> ChaosPlan {
-    ChaosPlan::new(seed, WINDOW, backend.chaos_targets(WORKERS, true, 1))
+    ChaosPlan::new(seed, WINDOW, backend.chaos_reach(WORKERS, true, 1))
 }
 
 /// Whether `plan` arms the window or service fault `name`.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::endpoints::Endpoint;
-use crate::fault::chaos::Targets;
+use crate::fault::chaos::ChaosReach;
 
 /// The name of a backend as written in the trace's `backend` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -26,13 +26,13 @@ impl BackendKind {
     /// What a chaos plan may hit on this backend: service restarts only where the recorder runs the services itself,
     /// each on the data it keeps across a restart: etcd and nats-server (`members` of each), or
     /// redis-server (its append-only file); a SQLite file is no server to restart.
-    pub fn chaos_targets(self, workers: usize, own_services: bool, members: usize) -> Targets {
+    pub fn chaos_reach(self, workers: usize, own_services: bool, members: usize) -> ChaosReach {
         let members = if own_services { members.max(1) } else { 0 };
         let (broker_members, store_members) = match self {
             BackendKind::EtcdJetstream => (members, members),
             BackendKind::SqliteRedis => (members.min(1), 0),
         };
-        Targets {
+        ChaosReach {
             workers: workers.max(1),
             broker_members,
             store_members,
@@ -140,10 +140,10 @@ mod tests {
     use super::*;
     use crate::fault::chaos::{Action, ChaosPlan};
 
-    fn restarts(targets: Targets) -> (usize, usize) {
+    fn restarts(reach: ChaosReach) -> (usize, usize) {
         let (mut brokers, mut stores) = (0, 0);
         for seed in 0..50 {
-            for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), targets).actions {
+            for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), reach).actions {
                 match action {
                     Action::RestartBroker { .. } => brokers += 1,
                     Action::RestartStore { .. } => stores += 1,
@@ -156,12 +156,12 @@ mod tests {
 
     #[test]
     fn only_services_the_recorder_runs_and_that_keep_their_data_are_restarted() {
-        let theirs = BackendKind::EtcdJetstream.chaos_targets(2, false, 1);
+        let theirs = BackendKind::EtcdJetstream.chaos_reach(2, false, 1);
         assert_eq!(restarts(theirs), (0, 0));
-        let (brokers, stores) = restarts(BackendKind::EtcdJetstream.chaos_targets(2, true, 1));
+        let (brokers, stores) = restarts(BackendKind::EtcdJetstream.chaos_reach(2, true, 1));
         assert!(brokers > 0 && stores > 0);
         // Redis is restarted on its append-only file; the SQLite file is no server.
-        let (brokers, stores) = restarts(BackendKind::SqliteRedis.chaos_targets(2, true, 1));
+        let (brokers, stores) = restarts(BackendKind::SqliteRedis.chaos_reach(2, true, 1));
         assert!(brokers > 0 && stores == 0);
     }
 }

@@ -8,7 +8,6 @@
 //! checks in a row. A scenario whose relay runs more than once starts the relay again from
 //! scratch at each quiet point, after an `observed` row.
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use outbox_trace::Step;
@@ -24,7 +23,7 @@ use crate::backend::control::{Control, Progress};
 use crate::backend::services::ServiceKind;
 use crate::driver::actor::spec::ActorSpec;
 use crate::fault::apply::{apply, carry_out};
-use crate::fault::coverage::Tally;
+use crate::fault::ledger::{Ledger, TimedFault};
 use crate::fault::spec::Nemesis;
 use crate::journal::author::{Author, Role};
 use crate::journal::writer::Tallies;
@@ -38,13 +37,9 @@ const QUIET_CHECKS: u32 = 3;
 pub struct Drive {
     /// When the loop began (the timed faults' zero).
     pub started: Instant,
-    /// The timed faults not carried out yet, `--fault` specs and the chaos plan's actions alike,
-    /// in time order.
-    timed: VecDeque<Nemesis>,
-    /// When the timed faults are over (a pause: when it ends).
-    faults_over: Duration,
-    /// The named timed faults, each counted when it is carried out.
-    pub named_timed: Vec<Tally>,
+    /// The timed faults, `--fault` specs and the chaos plan's actions alike, to come in time
+    /// order; the named ones counted when they are carried out.
+    pub ledger: Ledger,
     /// The services' faults the actors' steps set off, as they come (none once the loop is
     /// over: a report still held then is answered without them).
     service_faults: Option<ServiceFaults>,
@@ -77,32 +72,17 @@ impl Drive {
             BackendKind::EtcdJetstream => ServiceKind::Nats,
             BackendKind::SqliteRedis => ServiceKind::Redis,
         };
-        let named: Vec<Nemesis> = env
-            .faults
+        let actions = env
+            .chaos
             .iter()
-            .filter(|f| f.at().is_some())
-            .cloned()
-            .collect();
-        let mut timed = named.clone();
-        timed.extend(
-            env.chaos
-                .iter()
-                .flat_map(|c| &c.actions)
-                .map(|(ms, action)| {
-                    inject::nemesis_of(*action, Duration::from_millis(*ms), workers, broker)
-                }),
-        );
-        timed.sort_by_key(|f| f.at());
-        let faults_over = timed
-            .iter()
-            .filter_map(Nemesis::over_at)
-            .max()
-            .unwrap_or_default();
+            .flat_map(|c| &c.actions)
+            .map(|(ms, action)| {
+                inject::nemesis_of(*action, Duration::from_millis(*ms), workers, broker)
+            });
+        let ledger = Ledger::new(env.faults, actions.collect());
         Drive {
             started: Instant::now(),
-            timed: timed.into(),
-            faults_over,
-            named_timed: named.into_iter().map(Tally::new).collect(),
+            ledger,
             service_faults,
             later: Vec::new(),
             acks_before: 0,
@@ -188,9 +168,9 @@ impl Drive {
         }
         let all_alive = self.on_exits(scene, cast).await?;
         let progress = progress_of(control).await;
-        let faults_done = self.timed.is_empty()
+        let faults_done = !self.ledger.pending()
             && self.later.is_empty()
-            && self.started.elapsed() >= self.faults_over;
+            && self.started.elapsed() >= self.ledger.over();
         let settled = all_alive
             && cast.api_done()
             && faults_done
@@ -208,14 +188,11 @@ impl Drive {
 
     /// The next timed fault, if it is due and ready (`acks_moved`: consumer ACKs came since the
     /// last tick, which a broker restart waits for).
-    fn next_timed(&mut self, acks_moved: bool) -> Option<Nemesis> {
-        let fault = self.timed.front()?;
-        let at = fault.at().unwrap_or_default();
-        let overdue = self.started.elapsed().checked_sub(at)?;
-        if !inject::ready(fault, overdue, acks_moved) {
-            return None;
-        }
-        self.timed.pop_front()
+    fn next_timed(&mut self, acks_moved: bool) -> Option<TimedFault> {
+        self.ledger
+            .next_due(self.started.elapsed(), |fault, overdue| {
+                inject::ready(fault, overdue, acks_moved)
+            })
     }
 
     /// A timed fault came due: counted (if it is named), then carried out.
@@ -223,17 +200,11 @@ impl Drive {
         &mut self,
         scene: &Scene<'_, '_>,
         cast: &mut Cast<'_, F>,
-        fault: &Nemesis,
+        fault: &TimedFault,
     ) -> Result<(), ScenarioError> {
-        if let Some(tally) = self
-            .named_timed
-            .iter_mut()
-            .find(|t| t.fired == 0 && t.nemesis == *fault)
-        {
-            tally.fire(self.started.elapsed());
-        }
+        self.ledger.fired(fault, self.started.elapsed());
         let mut targets = lab_targets(scene, cast).await;
-        apply(&mut targets, fault).await
+        apply(&mut targets, &fault.nemesis).await
     }
 
     /// A service's fault an actor's step set off: carried out now while its report waits, then

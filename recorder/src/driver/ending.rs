@@ -13,11 +13,10 @@ use super::env::{drive, ScenarioError};
 use super::held::Aim;
 use super::observer;
 use super::prepare::Scene;
-use super::wire::LabWire;
 use crate::backend::control::Control;
 use crate::driver::actor::spec::ActorSpec;
-use crate::fault::coverage::{why_not, wire_idle, Tally};
-use crate::fault::spec::{Nemesis, What};
+use crate::fault::ledger::Ledger;
+use crate::fault::trigger::Armed;
 use crate::journal::author::Author;
 
 /// How long an actor asked to stop may take before it is killed.
@@ -61,7 +60,7 @@ pub async fn end<B: Control, F: Fn(&Slot) -> ActorSpec>(
         recovered: Some(ended.recovered),
         reason: Some(ended.end_reason.to_string()),
         elapsed_ms: Some(elapsed_ms),
-        faults: tried(scene.aim.as_ref(), &ended.named_timed, started.elapsed()),
+        faults: tried(scene.aim.as_ref(), &ended.ledger, started.elapsed()),
         ..RunEnd::default()
     };
     for fault in end.faults.iter().filter(|f| f.fired == 0) {
@@ -82,45 +81,9 @@ pub async fn end<B: Control, F: Fn(&Slot) -> ActorSpec>(
 /// step-following ones as the trigger counted them (its count of the target's steps of the kind
 /// says why one never fired), then the timed ones. A wire fault fired when it acted on traffic,
 /// not when its step or its time came.
-fn tried(aim: Option<&Aim>, timed: &[Tally], ran: Duration) -> Vec<FaultTried> {
+fn tried(aim: Option<&Aim>, ledger: &Ledger, ran: Duration) -> Vec<FaultTried> {
     let trigger = aim.and_then(|a| a.trigger.lock().ok().map(|t| t.armed().to_vec()));
     let wire = aim.and_then(|a| a.wire.as_deref());
-    let step = trigger.unwrap_or_default().into_iter().map(|a| {
-        let tally = Tally {
-            nemesis: a.nemesis,
-            fired: u64::from(a.fired),
-            first: a.first,
-        };
-        on_the_wire(wire, tally, |f| why_not(f, |_, _| u64::from(a.seen), ran))
-    });
-    let timed = timed
-        .iter()
-        .map(|t| on_the_wire(wire, t.clone(), |f| why_not(f, |_, _| 0, ran)));
-    step.chain(timed).collect()
-}
-
-/// The entry of tally `t`, a wire fault's counted only as often as it acted on traffic (with
-/// why, when it never did).
-fn on_the_wire(
-    wire: Option<&LabWire>,
-    mut t: Tally,
-    why: impl FnOnce(&Nemesis) -> String,
-) -> FaultTried {
-    let (
-        Some(wire),
-        What::Wire {
-            target,
-            service,
-            fault,
-        },
-    ) = (wire, &t.nemesis.what)
-    else {
-        return t.entry(why);
-    };
-    let switched_on = t.fired > 0;
-    t.fired = t.fired.min(wire.acted(target, service, *fault));
-    let idle = (switched_on && t.fired == 0)
-        .then(|| wire_idle(target, service, *fault, wire.passed(target, service)))
-        .flatten();
-    t.entry(|f| idle.unwrap_or_else(|| why(f)))
+    let seen = |a: &Armed, _: Option<&str>, _| u64::from(a.seen);
+    ledger.tried(&trigger.unwrap_or_default(), &[], seen, wire, ran)
 }

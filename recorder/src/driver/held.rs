@@ -2,12 +2,11 @@
 //! waits (see [`crate::protocol::hold`]); the scenario's [`Trigger`] decides what the step sets off.
 //! A kill SIGKILLs the life's process group before it is answered, so it dies right after that
 //! step; a pause answers, then SIGSTOPs the process `delay` later and SIGCONTs it after `hold`,
-//! with a `fault` row; a wire fault is switched on on the actor's proxy before the answer; a
+//! with a `fault` row (one pause at a time, by the rule of [`Pauses`]); a wire fault is switched on on the actor's proxy before the answer; a
 //! service's fault goes to the scenario's loop, which carries it out as it does a timed one: a
 //! restart (or a pause without a delay) while the report is held, so the actor is answered once
 //! it is done, a pause with a delay that long after the answer. Anything else is just answered.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::wire::LabWire;
+use crate::fault::pauses::{Pauses, Pending};
 use crate::fault::spec::{Nemesis, What, When};
 use crate::fault::trigger::{Reporter, Struck, Trigger};
 use crate::journal::author::{ActorId, Author};
@@ -60,6 +60,8 @@ pub struct Held {
     pub pid: i32,
     /// Who it is.
     pub actor: ActorId,
+    /// Which life of the actor.
+    pub incarnation: u32,
     /// The kinds it holds.
     pub held: Vec<Kind>,
     /// Where its answers go.
@@ -70,8 +72,8 @@ pub struct Held {
     pub recorder: Recorder,
     /// The run's clock.
     pub clock: RunClock,
-    /// The life is stopped by a pause now.
-    pub paused: Arc<AtomicBool>,
+    /// The life's pauses: called for and not begun, or holding it stopped now.
+    pub pauses: Arc<Mutex<Pauses>>,
     /// Cancelled once the life has ended and its last reports are being read: a report is no
     /// longer held for a service's fault then (the loop may be the one waiting for the reading).
     pub ended: CancellationToken,
@@ -111,7 +113,7 @@ impl Held {
             Reporter {
                 actor: &actor,
                 role: self.actor.role.name(),
-                running: !self.paused.load(Ordering::Relaxed),
+                running: !self.paused(),
                 has_sibling: true,
                 at: Duration::from_nanos(self.clock.now().max(0) as u64),
             },
@@ -156,33 +158,60 @@ impl Held {
         }
     }
 
-    /// SIGSTOPs the life `delay` from now, records the pause, and SIGCONTs it after `hold`.
+    /// Whether the life is stopped by a pause now, or a pause of it is called for.
+    fn paused(&self) -> bool {
+        let pauses = self.pauses.lock().expect("pauses lock");
+        pauses.holds(&self.actor.to_string())
+    }
+
+    /// SIGSTOPs the life `delay` from now, records the pause, and SIGCONTs it after `hold`; a
+    /// pause landing on the life stopped already keeps it stopped until the later end.
     pub fn pause(&self, delay: Duration, hold: Duration) {
-        let (pid, paused) = (Pid::from_raw(self.pid), self.paused.clone());
-        let (recorder, clock) = (self.recorder.clone(), self.clock);
-        let (scenario, actor) = (self.scenario.clone(), self.actor.to_string());
-        paused.store(true, Ordering::Relaxed);
+        let (pid, pauses) = (Pid::from_raw(self.pid), self.pauses.clone());
+        let (recorder, clock, scenario) =
+            (self.recorder.clone(), self.clock, self.scenario.clone());
+        let called = Pending {
+            at: Instant::now() + delay,
+            actor: self.actor.to_string(),
+            life: self.incarnation,
+            hold,
+        };
+        pauses.lock().expect("pauses lock").queue(called.clone());
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            if killpg(pid, Signal::SIGSTOP).is_ok() {
-                let _ = recorder
-                    .record(Entry {
-                        scenario,
-                        author: Author::Faults,
-                        incarnation: 0,
-                        ts_ns: clock.now(),
-                        step: Step::Fault(detail::Fault {
-                            fault: FaultKind::Pause,
-                            target: Some(actor),
-                            duration_ms: Some(hold.as_millis() as u64),
-                            ..detail::Fault::default()
-                        }),
-                    })
-                    .await;
-                tokio::time::sleep(hold).await;
+            tokio::time::sleep_until(called.at.into()).await;
+            let actor = called.actor.clone();
+            let until = Instant::now() + hold;
+            let stop = {
+                let mut pauses = pauses.lock().expect("pauses lock");
+                pauses.take(&called);
+                pauses.begin(&actor, until)
+            };
+            // Stopped already: no signal, only whether the life is still there.
+            let signal = stop.then_some(Signal::SIGSTOP);
+            if killpg(pid, signal).is_err() {
+                pauses.lock().expect("pauses lock").gone(&actor);
+                return;
+            }
+            let _ = recorder
+                .record(Entry {
+                    scenario,
+                    author: Author::Faults,
+                    incarnation: 0,
+                    ts_ns: clock.now(),
+                    step: Step::Fault(detail::Fault {
+                        fault: FaultKind::Pause,
+                        target: Some(actor.clone()),
+                        duration_ms: Some(hold.as_millis() as u64),
+                        ..detail::Fault::default()
+                    }),
+                })
+                .await;
+            tokio::time::sleep_until(until.into()).await;
+            // Continued by the pause that ends last.
+            let over = pauses.lock().expect("pauses lock").over(until);
+            if over.contains(&actor) {
                 let _ = killpg(pid, Signal::SIGCONT);
             }
-            paused.store(false, Ordering::Relaxed);
         });
     }
 }

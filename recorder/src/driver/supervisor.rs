@@ -6,7 +6,6 @@
 //! actor cannot misreport who it is.
 
 use std::process::Stdio;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,12 +84,13 @@ impl ActorProcess {
         let life = Arc::new(Held {
             pid: child.id().map_or(0, |p| p as i32),
             actor,
+            incarnation: spec.incarnation,
             held: spec.hold.clone(),
             stdin: stdin.clone(),
             scenario: scenario.to_string(),
             recorder: recorder.clone(),
             clock: spec.clock,
-            paused: Arc::new(AtomicBool::new(false)),
+            pauses: Arc::default(),
             ended: CancellationToken::new(),
         });
         let held = life.clone();
@@ -137,7 +137,8 @@ impl ActorProcess {
         })
     }
 
-    /// SIGSTOPs the life now and SIGCONTs it after `hold`, with a `fault` row.
+    /// SIGSTOPs the life now and SIGCONTs it after `hold`, with a `fault` row (a life stopped
+    /// already stays so until the later end).
     pub fn pause(&self, hold: Duration) {
         self.held.pause(Duration::ZERO, hold);
     }

@@ -12,6 +12,7 @@ use outbox_trace::Step;
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use crate::backend::connection::Endpoints;
 use crate::backend::endpoints::Endpoint;
+use crate::fault::ledger::Proxies;
 use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
 use crate::journal::author::Author;
@@ -137,19 +138,18 @@ impl LabWire {
         }
         Ok(())
     }
+}
 
-    /// How many times a wire fault acted on traffic for the actors `target` names (a role, or
-    /// one actor) on `service`.
-    pub fn acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
+/// The actors `target` names are a role (`worker` names `worker-2`) or one actor.
+impl Proxies for LabWire {
+    fn acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
         let acts = self.acts.lock().expect("wire acts");
         acts.iter()
             .filter(|(a, s, f)| named(target, a) && s == service && *f == fault)
             .count() as u64
     }
 
-    /// The bytes that went through the proxies between the actors `target` names and `service`
-    /// so far: `(toward the service, back)`.
-    pub fn passed(&self, target: &str, service: &str) -> (u64, u64) {
+    fn passed(&self, target: &str, service: &str) -> (u64, u64) {
         self.proxies
             .iter()
             .filter(|((a, s), _)| s == service && named(target, a))

@@ -1,9 +1,12 @@
 //! The pauses of a scenario as data: those a step called for and not begun yet (a delay after
 //! its export), and the processes stopped now, each with when it is continued. The signals are
-//! the caller's: this says whom to stop, whom to continue and when.
+//! the caller's: this says whom to stop, whom to continue and when. Both subjects pause by it:
+//! a team's system from its scenario's loop, the lab one life at a time.
 //!
-//! A process is in one pause at a time: a pause landing on a process stopped already lasts until
-//! the later of the two ends (two entries would continue it at the earlier one).
+//! The one rule: a process is in one pause at a time. A pause landing on a process stopped
+//! already (a timed one, or one whose delay ran out while another held) does not stop it again
+//! and lasts until the later of the two ends: it is continued once, when the last pause that
+//! holds it is over, never early by the shorter one.
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +41,14 @@ impl Pauses {
     pub fn unqueue(&mut self, actor: &str, life: u32) {
         self.pending
             .retain(|p| !(p.actor == actor && p.life == life));
+    }
+
+    /// The pause called for, `pause`, begins by a clock of its own rather than by
+    /// [`Pauses::due`]: no longer pending.
+    pub fn take(&mut self, pause: &Pending) {
+        if let Some(i) = self.pending.iter().position(|p| p == pause) {
+            self.pending.remove(i);
+        }
     }
 
     /// Whether `actor` is stopped now, or a pause of it is called for.
@@ -147,6 +158,24 @@ mod tests {
         assert_eq!(p.next(), Some(t0 + secs(5)));
         assert_eq!(p.due(t0 + secs(5)), vec![pending("worker", 2, 5)]);
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn a_pause_taken_by_its_own_clock_is_no_longer_pending() {
+        let t0 = Instant::now();
+        let pending = Pending {
+            at: t0 + secs(1),
+            actor: "worker".to_string(),
+            life: 1,
+            hold: secs(2),
+        };
+        let mut p = Pauses::default();
+        p.queue(pending.clone());
+        p.queue(pending.clone());
+        p.take(&pending);
+        assert!(p.holds("worker"));
+        p.take(&pending);
+        assert!(!p.holds("worker") && p.is_empty());
     }
 
     #[test]

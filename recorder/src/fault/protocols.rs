@@ -158,9 +158,18 @@ mod tests {
         assert_eq!(Wire::Redis.offers().count(), 0);
         assert_eq!(Wire::Kafka.offers().count(), 2);
         assert!(!WireFault::Cut.loses_a_reply());
-        assert_eq!(WireFault::LoseCommitReply.wires_in_words(), "\"postgres\" or \"kafka\"");
-        assert_eq!(WireFault::LoseCommitReply.waits_for(), "COMMIT or offset commit");
-        assert_eq!(WireFault::LoseCommitReply.protocols_in_words(), "PostgreSQL or Kafka");
+        assert_eq!(
+            WireFault::LoseCommitReply.wires_in_words(),
+            "\"postgres\" or \"kafka\""
+        );
+        assert_eq!(
+            WireFault::LoseCommitReply.waits_for(),
+            "COMMIT or offset commit"
+        );
+        assert_eq!(
+            WireFault::LoseCommitReply.protocols_in_words(),
+            "PostgreSQL or Kafka"
+        );
         assert_eq!(WireFault::LosePuback.protocols_in_words(), "NATS");
     }
 }

@@ -22,11 +22,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use outbox_trace::detail::RoleShape;
+use outbox_trace::detail::{KindShape, RoleShape};
+use outbox_trace::Kind;
 
-use super::duration::show_duration;
 use super::protocols::Reads;
-use super::spec::Nemesis;
+use super::spec::{Nemesis, What, When, WireFault, DROP_FOR};
 
 /// How long a searched pause of a service holds.
 const SERVICE_PAUSE: Duration = Duration::from_secs(2);
@@ -72,26 +72,92 @@ fn occurrences(count: u64) -> Vec<u64> {
     }
 }
 
-/// Every single-fault schedule of `space`, as specs, in a stable order.
-pub fn singles(space: &Space<'_>) -> Vec<String> {
-    let mut specs = Vec::new();
+/// Every single-fault schedule of `space`, in a stable order: the kills, the processes' pauses,
+/// the dropped bytes, the lost replies, then the services' restarts and pauses.
+pub fn single_faults(space: &Space<'_>) -> Vec<Nemesis> {
+    let mut faults = kills(space);
+    faults.extend(process_pauses(space));
+    faults.extend(drops(space));
+    faults.extend(lost_replies(space));
+    faults.extend(service_faults(space));
+    faults
+}
+
+/// The schedules' texts, as a spec writes them.
+#[cfg(test)]
+fn singles(space: &Space<'_>) -> Vec<String> {
+    single_faults(space)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// The kinds `shape` reported, each with what was seen of it (a name no kind has gets no
+/// schedule).
+fn kinds(shape: &RoleShape) -> impl Iterator<Item = (Kind, &KindShape)> {
+    shape
+        .kinds
+        .iter()
+        .filter_map(|(kind, seen)| Some((kind.parse().ok()?, seen)))
+}
+
+/// After the `nth` step of `kind` its target reports (none past the counts a spec takes).
+fn after(kind: Kind, nth: u64) -> Option<When> {
+    Some(When::After {
+        kind,
+        nth: u32::try_from(nth).ok()?,
+        delay: Duration::ZERO,
+        by: None,
+    })
+}
+
+/// `kill ROLE after KIND N`: each kind each role reported, at its first and middle occurrence.
+fn kills(space: &Space<'_>) -> Vec<Nemesis> {
+    let mut faults = Vec::new();
     for (role, shape) in space.shape {
-        for (kind, seen) in &shape.kinds {
-            for n in occurrences(seen.count) {
-                specs.push(with_nth(format!("kill {role} after {kind}"), n));
-            }
+        for (kind, seen) in kinds(shape) {
+            let whens = occurrences(seen.count).into_iter();
+            faults.extend(whens.filter_map(|n| after(kind, n)).map(|when| Nemesis {
+                what: What::Kill {
+                    target: role.clone(),
+                },
+                when,
+            }));
         }
     }
+    faults
+}
+
+/// `pause ROLE after KIND +DELAY for P unless alone` into the gap after each kind a role of
+/// several instances reported; `pause ROLE after KIND for P` once, after its most frequent
+/// kind, for a role of one. P is `--pause-for` in whole milliseconds, as its text says it (under
+/// one, no pause).
+fn process_pauses(space: &Space<'_>) -> Vec<Nemesis> {
+    let hold = Duration::from_millis(space.pause_for.as_millis() as u64);
+    if hold.is_zero() {
+        return Vec::new();
+    }
+    let mut faults = Vec::new();
     for (role, shape) in space.shape {
+        let pause = |kind, delay, unless_alone| Nemesis {
+            what: What::Pause {
+                target: role.clone(),
+                hold,
+                unless_alone,
+            },
+            when: When::After {
+                kind,
+                nth: 1,
+                delay,
+                by: None,
+            },
+        };
         let instances = space.instances.get(role).copied().unwrap_or(1);
-        let hold = show_duration(space.pause_for);
         if instances >= 2 {
-            for (kind, seen) in shape.kinds.iter().filter(|(_, k)| k.count > 0) {
+            for (kind, seen) in kinds(shape).filter(|(_, k)| k.count > 0) {
                 let gap = seen.gap_median_ms.unwrap_or(2).max(2);
-                specs.push(format!(
-                    "pause {role} after {kind} +{}ms for {hold} unless alone",
-                    rounded(gap / 2)
-                ));
+                let delay = Duration::from_millis(rounded(gap / 2));
+                faults.push(pause(kind, delay, true));
             }
         } else if let Some((kind, _)) = shape
             .kinds
@@ -99,71 +165,113 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
             .rev()
             .max_by_key(|(_, k)| rounded(k.count))
         {
-            specs.push(format!("pause {role} after {kind} for {hold}"));
+            faults.extend(kind.parse().ok().map(|k| pause(k, Duration::ZERO, false)));
         }
     }
-    let wired =
-        |role: &String, service: &String| space.wired.contains(&(role.clone(), service.clone()));
+    faults
+}
+
+/// Whether the connections between `role` and `service` passed bytes in the calm run.
+fn wired(space: &Space<'_>, role: &str, service: &str) -> bool {
+    space
+        .wired
+        .contains(&(role.to_string(), service.to_string()))
+}
+
+/// A fault on the wire between `role` and `service`.
+fn on_the_wire(role: &str, service: &str, fault: WireFault, when: When) -> Nemesis {
+    Nemesis {
+        what: What::Wire {
+            target: role.to_string(),
+            service: service.to_string(),
+            fault,
+        },
+        when,
+    }
+}
+
+/// `drop replies ROLE SERVICE after KIND N` and `drop requests ...`, at each kind's middle
+/// occurrence, where the role's connections to the service passed bytes.
+fn drops(space: &Space<'_>) -> Vec<Nemesis> {
+    let mut faults = Vec::new();
     for (role, shape) in space.shape {
-        for service in space.services.iter().filter(|s| wired(role, s)) {
-            for (kind, seen) in &shape.kinds {
-                let Some(&middle) = occurrences(seen.count).last() else {
+        for service in space.services.iter().filter(|s| wired(space, role, s)) {
+            for (kind, seen) in kinds(shape) {
+                let Some(when) = occurrences(seen.count).last().and_then(|&n| after(kind, n))
+                else {
                     continue;
                 };
-                for way in ["replies", "requests"] {
-                    specs.push(with_nth(
-                        format!("drop {way} {role} {service} after {kind}"),
-                        middle,
-                    ));
+                for fault in [
+                    WireFault::DropReplies { hold: DROP_FOR },
+                    WireFault::DropRequests { hold: DROP_FOR },
+                ] {
+                    faults.push(on_the_wire(role, service, fault, when.clone()));
                 }
             }
         }
     }
+    faults
+}
+
+/// The fault that loses one reply of a service whose protocol the proxy reads, at each kind's
+/// middle occurrence (only after the kind the message follows, where it follows one).
+fn lost_replies(space: &Space<'_>) -> Vec<Nemesis> {
+    let mut faults = Vec::new();
     for (role, shape) in space.shape {
-        for (service, reads) in space.lossy.iter().filter(|(s, _)| wired(role, s)) {
-            for (kind, seen) in &shape.kinds {
-                let Some(&middle) = occurrences(seen.count).last() else {
+        for (service, reads) in space.lossy.iter().filter(|(s, _)| wired(space, role, s)) {
+            for (kind, seen) in kinds(shape) {
+                let Some(when) = occurrences(seen.count).last().and_then(|&n| after(kind, n))
+                else {
                     continue;
                 };
-                if reads.after.is_some_and(|after| after.as_str() != kind) {
+                if reads.after.is_some_and(|after| after != kind) {
                     continue;
                 }
-                let verb = reads.lose.verb();
-                specs.push(with_nth(
-                    format!("{verb} {role} {service} after {kind}"),
-                    middle,
-                ));
+                faults.push(on_the_wire(role, service, reads.lose, when));
             }
         }
     }
+    faults
+}
+
+/// `restart SERVICE after KIND N` (first and middle occurrence) and `pause SERVICE after KIND N
+/// for 2s` (middle occurrence), for each kind any role reported, counted over every role.
+fn service_faults(space: &Space<'_>) -> Vec<Nemesis> {
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
     for shape in space.shape.values() {
         for (kind, seen) in &shape.kinds {
             *totals.entry(kind).or_default() += seen.count;
         }
     }
+    let mut faults = Vec::new();
     for service in space.services {
         for (kind, count) in &totals {
-            for n in occurrences(*count) {
-                specs.push(with_nth(format!("restart {service} after {kind}"), n));
+            let Ok(kind) = kind.parse::<Kind>() else {
+                continue;
+            };
+            let restart = What::Restart {
+                service: service.clone(),
+            };
+            for when in occurrences(*count)
+                .into_iter()
+                .filter_map(|n| after(kind, n))
+            {
+                faults.push(Nemesis {
+                    what: restart.clone(),
+                    when,
+                });
             }
             let middle = occurrences(*count).last().copied().unwrap_or(1);
-            specs.push(format!(
-                "{} for {}",
-                with_nth(format!("pause {service} after {kind}"), middle),
-                show_duration(SERVICE_PAUSE)
-            ));
+            faults.extend(after(kind, middle).map(|when| Nemesis {
+                what: What::PauseService {
+                    service: service.clone(),
+                    hold: SERVICE_PAUSE,
+                },
+                when,
+            }));
         }
     }
-    specs
-}
-
-fn with_nth(spec: String, n: u64) -> String {
-    if n == 1 {
-        spec
-    } else {
-        format!("{spec} {n}")
-    }
+    faults
 }
 
 /// A schedule's scenario name: its spec in words joined by `-` (`kill-worker-after-acked-20`).
@@ -180,7 +288,6 @@ pub fn slug(fault: &Nemesis) -> String {
 mod tests {
     use super::*;
     use crate::fault::protocols::Wire;
-    use crate::fault::spec::WireFault;
     use outbox_trace::detail::KindShape;
 
     fn role(kinds: &[(&str, u64, Option<u64>)]) -> RoleShape {
@@ -213,7 +320,10 @@ mod tests {
             ("worker".to_string(), role(&[("delivered", 40, Some(200))])),
         ]);
         let services = ["kafka".to_string(), "postgres".to_string()];
-        let lossy = [("postgres".to_string(), Wire::Postgres.offer(WireFault::LoseCommitReply).unwrap())];
+        let lossy = [(
+            "postgres".to_string(),
+            Wire::Postgres.offer(WireFault::LoseCommitReply).unwrap(),
+        )];
         let wired = pairs(&[("worker", "kafka"), ("api", "postgres")]);
         let specs = singles(&Space {
             shape: &shape,
@@ -361,8 +471,14 @@ mod tests {
         let instances = BTreeMap::new();
         let services = ["nats".to_string(), "postgres".to_string()];
         let lossy = [
-            ("nats".to_string(), Wire::Nats.offer(WireFault::LosePuback).unwrap()),
-            ("postgres".to_string(), Wire::Postgres.offer(WireFault::LoseCommitReply).unwrap()),
+            (
+                "nats".to_string(),
+                Wire::Nats.offer(WireFault::LosePuback).unwrap(),
+            ),
+            (
+                "postgres".to_string(),
+                Wire::Postgres.offer(WireFault::LoseCommitReply).unwrap(),
+            ),
         ];
         let wired = pairs(&[
             ("relay", "nats"),

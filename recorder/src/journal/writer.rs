@@ -41,7 +41,7 @@ const QUEUE: usize = 64 * 1024;
 
 /// Per-scenario counts kept while events pass, for progress and the summary.
 #[derive(Debug, Clone, Default)]
-pub struct Tally {
+pub struct ScenarioCounts {
     /// The scenario's figures (the last `observed` ground truth included).
     pub figures: FigureTally<String>,
     /// `run_end.recovered`.
@@ -56,7 +56,7 @@ pub struct Tally {
     pub intents: HashSet<String>,
 }
 
-impl Tally {
+impl ScenarioCounts {
     /// Milliseconds from the scenario's first row to its last.
     pub fn duration_ms(&self) -> i64 {
         self.span_ns
@@ -64,7 +64,7 @@ impl Tally {
             .unwrap_or(0)
     }
 
-    /// Takes what the tally needs of a step's typed detail and ids.
+    /// Takes what the counts need of a step's typed detail and ids.
     fn take(&mut self, step: &Step) {
         match step {
             Step::Observed(observed) => self.figures.observe(observed),
@@ -105,7 +105,7 @@ impl Tally {
 /// adds the run, the backend and `seq`.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The scenario's name: the row's `scenario` column, and the tally it counts toward.
+    /// The scenario's name: the row's `scenario` column, and the counts it goes toward.
     pub scenario: String,
     /// Who reported it; it gives the row's `actor` column.
     pub author: Author,
@@ -117,8 +117,8 @@ pub struct Entry {
     pub step: Step,
 }
 
-/// Tallies by scenario, in the order scenarios started.
-pub type Tallies = Arc<Mutex<Vec<(String, Tally)>>>;
+/// Each scenario's counts, in the order scenarios started.
+pub type Tallies = Arc<Mutex<Vec<(String, ScenarioCounts)>>>;
 
 /// A handle to send events; cheap to clone.
 #[derive(Clone)]
@@ -293,7 +293,7 @@ impl Writer {
         let index = match tallies.iter().position(|(s, _)| *s == identity.scenario) {
             Some(i) => i,
             None => {
-                tallies.push((identity.scenario.clone(), Tally::default()));
+                tallies.push((identity.scenario.clone(), ScenarioCounts::default()));
                 tallies.len() - 1
             }
         };

@@ -119,10 +119,10 @@ impl Subject for Lab<'_> {
         };
         self.chaos = config.chaos.map(|(seed, window)| {
             let workers = config.load.workers.max(2);
-            let targets = config
+            let reach = config
                 .backend
-                .chaos_targets(workers, own_services, config.cluster);
-            ChaosPlan::new(seed, window, targets)
+                .chaos_reach(workers, own_services, config.cluster);
+            ChaosPlan::new(seed, window, reach)
         });
         let scenarios: Vec<String> = config
             .scenarios

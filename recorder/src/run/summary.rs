@@ -6,7 +6,7 @@
 use outbox_trace::detail::Observed;
 use outbox_trace::lab::{LabJson, LabScenario};
 
-use crate::journal::writer::Tally;
+use crate::journal::writer::ScenarioCounts;
 
 /// What the summary and the lab's JSON say of the run as a whole.
 pub struct Heading<'a> {
@@ -21,7 +21,7 @@ pub struct Heading<'a> {
 /// The lab's JSON (`--report`), in the one shape `analyzer report` writes too: for every
 /// scenario the stream count, publish attempts, deliveries, redeliveries, suppressions, counter
 /// and results, and the rest of its figures.
-pub fn lab_json(run_id: &str, heading: &Heading, tallies: &[(String, Tally)]) -> LabJson {
+pub fn lab_json(run_id: &str, heading: &Heading, tallies: &[(String, ScenarioCounts)]) -> LabJson {
     LabJson {
         traces: vec![heading.out.display().to_string()],
         scenarios: tallies
@@ -41,7 +41,12 @@ pub fn lab_json(run_id: &str, heading: &Heading, tallies: &[(String, Tally)]) ->
 }
 
 /// Prints one line per scenario.
-pub fn print_summary(run_id: &str, heading: &Heading, tallies: &[(String, Tally)], events: u64) {
+pub fn print_summary(
+    run_id: &str,
+    heading: &Heading,
+    tallies: &[(String, ScenarioCounts)],
+    events: u64,
+) {
     let protocol = heading
         .protocol
         .map(|p| format!("  protocol {p}"))
@@ -89,7 +94,7 @@ pub fn print_summary(run_id: &str, heading: &Heading, tallies: &[(String, Tally)
 /// `order_check.out`, `atleastonce.out` and the four-line `report.txt`. Returns the paths written.
 pub fn write_lab_lines(
     dir: &std::path::Path,
-    tallies: &[(String, Tally)],
+    tallies: &[(String, ScenarioCounts)],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let observed: Vec<(&str, &Observed)> = tallies

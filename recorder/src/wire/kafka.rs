@@ -238,9 +238,7 @@ impl Kafka {
 /// The size a frame's first four bytes give, if it can be one.
 fn frame_size(head: &[u8]) -> Option<usize> {
     let size = i32::from_be_bytes(head.try_into().ok()?);
-    usize::try_from(size)
-        .ok()
-        .filter(|&s| s <= LARGEST_FRAME)
+    usize::try_from(size).ok().filter(|&s| s <= LARGEST_FRAME)
 }
 
 /// Whether the response to a request of `key` carries broker addresses.

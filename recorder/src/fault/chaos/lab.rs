@@ -70,9 +70,9 @@ pub enum Action {
     },
 }
 
-/// What a plan may hit.
+/// What a plan may hit: the workers it may kill and the servers it may restart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Targets {
+pub struct ChaosReach {
     /// Worker processes the scenario runs; the draw picks the workers it hits among them.
     pub workers: usize,
     /// Broker servers the recorder may restart (0: none).
@@ -80,8 +80,6 @@ pub struct Targets {
     /// Store servers the recorder may restart (0: none).
     pub store_members: usize,
 }
-
-impl Targets {}
 
 /// A window armed by the draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -112,8 +110,8 @@ pub struct ChaosPlan {
 
 impl ChaosPlan {
     /// The plan for `seed`: a swarm draw of windows, then about one action a second over
-    /// `window`, against `targets`. A restart picks any member of a cluster, its leader included.
-    pub fn new(seed: u64, window: Duration, targets: Targets) -> Self {
+    /// `window`, within `reach`. A restart picks any member of a cluster, its leader included.
+    pub fn new(seed: u64, window: Duration, reach: ChaosReach) -> Self {
         let mut rng = Dice::new(seed);
         let window_ms = window.as_millis() as u64;
         let fours = (window_ms / 4000).max(1) as u32;
@@ -130,14 +128,14 @@ impl ChaosPlan {
                 })
             })
             .collect();
-        let mut workers_hit: Vec<usize> = (0..targets.workers)
+        let mut workers_hit: Vec<usize> = (0..reach.workers)
             .filter(|_| rng.below(4) < WORKER_HIT_IN_FOUR)
             .collect();
         if workers_hit.is_empty() {
-            workers_hit.push(rng.below(targets.workers as u64) as usize);
+            workers_hit.push(rng.below(reach.workers as u64) as usize);
         }
-        let brokers = targets.broker_members as u64;
-        let stores = targets.store_members as u64;
+        let brokers = reach.broker_members as u64;
+        let stores = reach.store_members as u64;
         let mut actions = Vec::new();
         let mut at = 0u64;
         loop {
@@ -234,7 +232,7 @@ mod tests {
 
     use super::*;
 
-    const CLUSTER: Targets = Targets {
+    const CLUSTER: ChaosReach = ChaosReach {
         workers: 4,
         broker_members: 3,
         store_members: 3,
@@ -370,18 +368,18 @@ mod tests {
     /// The seeds `tests/it/chaos.rs` runs draw what those tests look for.
     #[test]
     fn the_integration_tests_seeds_draw_what_they_test() {
-        // As `BackendKind::chaos_targets` gives them for services the recorder runs itself.
-        let etcd_jetstream = |members| Targets {
+        // As `BackendKind::chaos_reach` gives them for services the recorder runs itself.
+        let etcd_jetstream = |members| ChaosReach {
             workers: 2,
             broker_members: members,
             store_members: members,
         };
-        let sqlite_redis = Targets {
+        let sqlite_redis = ChaosReach {
             workers: 2,
             broker_members: 1,
             store_members: 0,
         };
-        let plan = |seed, targets| ChaosPlan::new(seed, Duration::from_secs(5), targets);
+        let plan = |seed, reach| ChaosPlan::new(seed, Duration::from_secs(5), reach);
         let has = |p: &ChaosPlan, f: fn(&Action) -> bool| p.actions.iter().any(|(_, a)| f(a));
         let api = |a: &Action| *a == Action::KillApi;
         let broker = |a: &Action| matches!(a, Action::RestartBroker { .. });

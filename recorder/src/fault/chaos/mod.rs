@@ -7,5 +7,5 @@
 pub mod lab;
 pub mod system;
 
-pub use lab::{Action, ChaosPlan, Swarm, Targets, Window, SWARM_WINDOWS};
+pub use lab::{Action, ChaosPlan, ChaosReach, Swarm, Window, SWARM_WINDOWS};
 pub use system::{Layout, SystemChaos};

@@ -477,9 +477,14 @@ mod tests {
                 chaos.first_report(&mut t, "relay", kind);
                 for spec in specs(&t).iter().filter(|s| s.starts_with("lose")) {
                     match kind {
-                        Kind::PublishAttempt if spec.starts_with("lose produce-ack") => produce += 1,
+                        Kind::PublishAttempt if spec.starts_with("lose produce-ack") => {
+                            produce += 1
+                        }
                         _ => {
-                            assert!(spec.starts_with("lose commit-reply relay kafka after"), "{spec}");
+                            assert!(
+                                spec.starts_with("lose commit-reply relay kafka after"),
+                                "{spec}"
+                            );
                             commit += 1;
                         }
                     }
@@ -487,12 +492,20 @@ mod tests {
                 // Without the lossy services the seed arms the same other faults.
                 let mut plain = Trigger::default();
                 SystemChaos::draw(seed, 40, &layout(&[])).first_report(&mut plain, "relay", kind);
-                let others: Vec<String> =
-                    specs(&t).into_iter().filter(|s| !s.contains("kafka")).collect();
+                let others: Vec<String> = specs(&t)
+                    .into_iter()
+                    .filter(|s| !s.contains("kafka"))
+                    .collect();
                 assert_eq!(others, specs(&plain));
             }
         }
-        assert!((1..=12).contains(&produce), "about one seed in eight: {produce}");
-        assert!((2..=24).contains(&commit), "one in eight, on both kinds: {commit}");
+        assert!(
+            (1..=12).contains(&produce),
+            "about one seed in eight: {produce}"
+        );
+        assert!(
+            (2..=24).contains(&commit),
+            "one in eight, on both kinds: {commit}"
+        );
     }
 }

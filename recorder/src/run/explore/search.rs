@@ -13,7 +13,7 @@ use super::{Explore, Tried};
 use crate::cli::exit::Failure;
 use crate::fault::dice::Dice;
 use crate::fault::duration::show_duration;
-use crate::fault::schedules::{singles, slug, Space};
+use crate::fault::schedules::{single_faults, slug, Space};
 use crate::fault::spec::Nemesis;
 use crate::run::recording::Run;
 
@@ -26,30 +26,35 @@ struct Ran {
 }
 
 impl Explore<'_> {
-    /// The schedules the shape calls for (or `--plan` lists), in their fixed order.
+    /// The schedules the shape calls for (or `--plan` lists), in their fixed order, those
+    /// `--only` names.
     pub(super) fn schedules(&self) -> Vec<Nemesis> {
         let file = &self.config.system.file;
-        let listed = match &self.planned {
-            Some(plan) => plan.clone(),
-            None => self.enumerated(),
+        let named = |text: &str| {
+            self.only.is_empty() || self.only.iter().any(|w| text.contains(w.as_str()))
         };
+        let listed: Vec<Nemesis> = match &self.planned {
+            Some(plan) => plan
+                .iter()
+                .filter(|text| named(text))
+                .filter_map(|text| Nemesis::parse(text).ok())
+                .collect(),
+            None => self
+                .enumerated()
+                .into_iter()
+                .filter(|fault| named(&fault.to_string()))
+                .collect(),
+        };
+        // Enumerated from the file's own names: a fault that does not resolve is a bug here,
+        // and is left out rather than run as something else.
         listed
-            .iter()
-            .filter(|text| {
-                self.only.is_empty() || self.only.iter().any(|w| text.contains(w.as_str()))
-            })
-            .filter_map(|text| {
-                // Enumerated from the file's own names: a spec that does not resolve is a bug
-                // here, and is left out rather than run as something else.
-                Nemesis::parse(text)
-                    .and_then(|n| n.resolve(|s| file.services.contains_key(s)))
-                    .ok()
-            })
+            .into_iter()
+            .filter_map(|fault| fault.resolve(|s| file.services.contains_key(s)).ok())
             .collect()
     }
 
     /// The single faults enumerated from the calm run's shape.
-    fn enumerated(&self) -> Vec<String> {
+    fn enumerated(&self) -> Vec<Nemesis> {
         let file = &self.config.system.file;
         let instances: BTreeMap<String, u32> = file
             .roles
@@ -74,7 +79,7 @@ impl Explore<'_> {
             lossy: &lossy,
             pause_for: self.pause_for,
         };
-        singles(&space)
+        single_faults(&space)
     }
 
     /// Says so when `--jobs` asks for more schedules at once than the machine has cores.

@@ -2,7 +2,6 @@
 //! and the clock set off, restarts what exited, and asks `quiet` until the system is quiet, the
 //! deadline passes, a signal comes, or the scenario turns out unable to run.
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -24,8 +23,6 @@ type Restart = (Instant, String, String, u32);
 
 /// What the loop keeps between its turns.
 pub(super) struct Drive {
-    /// The timed faults not carried out yet, by index into `Stage::timed`, in their order.
-    timed: VecDeque<usize>,
     /// Service faults a step set off, due after their delay.
     later: Vec<(Instant, Nemesis)>,
     /// Lives that ended on their own, to start again after their back-off.
@@ -35,8 +32,6 @@ pub(super) struct Drive {
     quiet_next: Option<Instant>,
     /// When `quiet` was last asked.
     pub(super) probe_asked: Instant,
-    /// When the timed faults are over (from the first task).
-    faults_over: Duration,
     deadline: Instant,
     /// The tasks' delivery, until it is done.
     pub(super) delivery: JoinHandle<Result<Delivered, Unreachable>>,
@@ -66,26 +61,19 @@ impl<'a, 'e> Parts<'_, 'a, 'e> {
 }
 
 impl Drive {
+    /// The loop of a scenario whose tasks go out through `delivery`, until `deadline`
+    /// (`could_not`: why it cannot run, known already).
     pub(super) fn new(
-        stage: &Stage<'_, '_>,
         deadline: Instant,
         delivery: JoinHandle<Result<Delivered, Unreachable>>,
         could_not: Option<String>,
     ) -> Self {
-        let faults_over = stage
-            .timed
-            .iter()
-            .filter_map(|t| t.nemesis.over_at())
-            .max()
-            .unwrap_or_default();
         Drive {
-            timed: (0..stage.timed.len()).collect(),
             later: Vec::new(),
             restarts: Vec::new(),
             probe: None,
             quiet_next: None,
             probe_asked: Instant::now(),
-            faults_over,
             deadline,
             delivery,
             delivered: None,
@@ -135,12 +123,9 @@ impl Drive {
     ) -> Result<(), SystemError> {
         let first_task = parts.stage.first_task;
         // Timed faults that are due, each counted when its target is there to take it.
-        while let Some(&i) = self.timed.front() {
-            let fault = parts.stage.timed[i].nemesis.clone();
-            if fault.at().is_none_or(|at| first_task + at > now) {
-                break;
-            }
-            self.timed.pop_front();
+        let since = now.saturating_duration_since(first_task);
+        while let Some(due) = parts.stage.ledger.next_due(since, |_, _| true) {
+            let fault = &due.nemesis;
             let present = match (fault.target(), fault.service()) {
                 (Some(target), _) => parts.stage.lives.contains_key(target),
                 (None, Some(service)) => parts
@@ -150,9 +135,9 @@ impl Drive {
                     .any(|(n, s)| n == service && s.group().is_some()),
                 (None, None) => false,
             };
-            apply(&mut parts.targets(), &fault).await?;
+            apply(&mut parts.targets(), fault).await?;
             if present {
-                parts.stage.timed[i].fire(first_task.elapsed());
+                parts.stage.ledger.fired(&due, first_task.elapsed());
             }
         }
         let (due, wait) = std::mem::take(&mut self.later)
@@ -177,11 +162,11 @@ impl Drive {
     /// Tasks delivered, faults over, nothing waiting to restart.
     fn settled(&self, stage: &Stage<'_, '_>, now: Instant) -> bool {
         self.delivered.is_some()
-            && self.timed.is_empty()
+            && !stage.ledger.pending()
             && self.later.is_empty()
             && stage.pauses.is_empty()
             && self.restarts.is_empty()
-            && now >= stage.first_task + self.faults_over
+            && now >= stage.first_task + stage.ledger.over()
     }
 
     /// Asks `quiet` when it may be asked (in a task of its own: exports keep being answered

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use super::shared::SystemError;
 use super::stage::{Kill, Stage};
 use crate::fault::apply::Targets;
-use crate::fault::coverage::{why_not, wire_idle, Tally};
-use crate::fault::spec::{Nemesis, What, WireFault};
+use crate::fault::ledger::Proxies;
+use crate::fault::spec::WireFault;
 use crate::fault::trigger::Armed;
 use crate::journal::author::Author;
 use crate::system::receiver::Intake;
@@ -24,52 +24,17 @@ use crate::system::services::Service;
 
 impl<'a, 'e> Stage<'a, 'e> {
     /// Every fault the scenario named, searched or drew, with how often it fired and, for one
-    /// that never did, why (`run_end.detail.faults`).
+    /// that never did, why, from the steps the processes reported (`run_end.detail.faults`).
     pub(super) fn tried(&self) -> Vec<detail::FaultTried> {
         let ran = self.first_task.elapsed();
         let shape = &self.shape;
-        let why = |fault: &Nemesis| {
-            let count = |who: Option<&str>, kind| match who {
-                Some(who) => shape.count(who, kind),
-                None => shape.count_all(kind),
-            };
-            why_not(fault, count, ran)
+        let count = |_: &Armed, who: Option<&str>, kind| match who {
+            Some(who) => shape.count(who, kind),
+            None => shape.count_all(kind),
         };
         let drawn: Vec<usize> = self.chaos.iter().flat_map(|c| c.indexes()).collect();
-        let armed = self.trigger.armed().iter().enumerate();
-        let (chaos, own): (Vec<_>, Vec<_>) = armed.partition(|(i, _)| drawn.contains(i));
-        let step = |(_, a): (usize, &Armed)| Tally {
-            nemesis: a.nemesis.clone(),
-            fired: u64::from(a.fired),
-            first: a.first,
-        };
-        own.into_iter()
-            .map(step)
-            .chain(self.timed.iter().cloned())
-            .chain(chaos.into_iter().map(step))
-            .map(|t| self.on_the_wire(t, &why))
-            .collect()
-    }
-
-    /// The entry of tally `t`. A wire fault fired when it acted on traffic (bytes or a message
-    /// dropped, a connection cut, reset or refused), not when it was switched on: one that passed
-    /// over an idle or unused connection did not fire, and says why.
-    fn on_the_wire(&self, mut t: Tally, why: &impl Fn(&Nemesis) -> String) -> detail::FaultTried {
-        let What::Wire {
-            target,
-            service,
-            fault,
-        } = &t.nemesis.what
-        else {
-            return t.entry(why);
-        };
-        let switched_on = t.fired > 0;
-        t.fired = t.fired.min(self.wire_acted(target, service, *fault));
-        if !switched_on || t.fired > 0 {
-            return t.entry(why);
-        }
-        let passed = self.wire_passed(target, service);
-        t.entry(|n| wire_idle(target, service, *fault, passed).unwrap_or_else(|| why(n)))
+        let armed = self.trigger.armed();
+        self.ledger.tried(armed, &drawn, count, Some(self), ran)
     }
 
     /// Switches `fault` on on the wire between `actor` and `service`; its `fault` row is written
@@ -115,24 +80,6 @@ impl<'a, 'e> Stage<'a, 'e> {
     /// Whether `actor` is one of the processes `target` names (a role or an actor).
     fn named(&self, target: &str, actor: &str) -> bool {
         actor == target || self.lives.get(actor).is_some_and(|l| l.role == target)
-    }
-
-    /// How many times a wire fault acted for the processes `target` names on `service`.
-    fn wire_acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
-        self.wire_acts
-            .iter()
-            .filter(|(a, s, f)| self.named(target, a) && s == service && *f == fault)
-            .count() as u64
-    }
-
-    /// The bytes that went through the proxies between the processes `target` names and
-    /// `service` in the whole scenario: `(toward the service, back)`.
-    fn wire_passed(&self, target: &str, service: &str) -> (u64, u64) {
-        self.proxies
-            .iter()
-            .filter(|((a, s), _)| s == service && self.named(target, a))
-            .map(|(_, p)| p.passed())
-            .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2))
     }
 
     /// The bytes each role's processes passed through the proxies to and from each service
@@ -207,6 +154,24 @@ impl<'a, 'e> Stage<'a, 'e> {
             }
         }
         Ok(())
+    }
+}
+
+/// The processes `target` names are a role or one actor.
+impl Proxies for Stage<'_, '_> {
+    fn acted(&self, target: &str, service: &str, fault: WireFault) -> u64 {
+        self.wire_acts
+            .iter()
+            .filter(|(a, s, f)| self.named(target, a) && s == service && *f == fault)
+            .count() as u64
+    }
+
+    fn passed(&self, target: &str, service: &str) -> (u64, u64) {
+        self.proxies
+            .iter()
+            .filter(|((a, s), _)| s == service && self.named(target, a))
+            .map(|(_, p)| p.passed())
+            .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2))
     }
 }
 

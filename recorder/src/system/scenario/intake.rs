@@ -10,7 +10,7 @@ use outbox_trace::Step;
 use outbox_trace::{CrashSite, Kind};
 
 use super::shared::SystemError;
-use super::stage::{Held, Kill, Stage};
+use super::stage::{HeldExport, Kill, Stage};
 use crate::fault::pauses::Pending;
 use crate::fault::spec::What;
 use crate::fault::trigger::Reporter;
@@ -64,7 +64,7 @@ struct Admitted {
 impl<'a, 'e> Stage<'a, 'e> {
     /// Records the rows of one export request and answers it, unless it calls for kills: then
     /// they are returned with the answer, which waits until they are done (see [`Stage::kill`]).
-    pub(super) async fn take(&mut self, item: Intake) -> Result<Held, SystemError> {
+    pub(super) async fn take(&mut self, item: Intake) -> Result<HeldExport, SystemError> {
         self.last_span = Instant::now();
         let mapped = self.mapper.map(&item.request);
         for reason in &mapped.rejected {
@@ -102,7 +102,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 .cloned()
                 .or_else(|| called.distrusted.first().map(|w| format!("refused: {w}"))),
         };
-        let mut held = Held {
+        let mut held = HeldExport {
             kills: called.kills,
             reply: Some((item.reply, answer)),
         };

@@ -18,7 +18,8 @@ use super::service_set::ServiceSet;
 use super::shared::{run_err, scenario_dir, ScenarioOutcome, SystemEnv, SystemError, Timeline};
 use super::stage::Stage;
 use crate::fault::chaos::SystemChaos;
-use crate::fault::coverage::{Origin, Tally};
+use crate::fault::coverage::Origin;
+use crate::fault::ledger::Ledger;
 use crate::fault::pauses::Pauses;
 use crate::fault::spec::Nemesis;
 use crate::fault::trigger::Trigger;
@@ -93,7 +94,7 @@ pub async fn run_scenario(
     timeline.mark("roles started, first task sent");
     let delivery = tokio::spawn(courier.deliver(tasks));
     let (mut intake, mut exits) = (wiring.intake, wiring.exits);
-    let mut drive = Drive::new(&stage, deadline, delivery, could_not);
+    let mut drive = Drive::new(deadline, delivery, could_not);
     let mut parts = Parts {
         stage: &mut stage,
         services: &mut services,
@@ -181,14 +182,9 @@ impl<'s, 'e> Scene<'s, 'e> {
         let stdin_role = matches!(system.delivery, Delivery::Stdin { .. });
         let (slot_tx, slot_rx) = watch::channel(None);
         let (answers_tx, answers_rx) = mpsc::unbounded_channel();
-        let mut timed: Vec<Tally> = self
-            .faults
-            .iter()
-            .filter(|f| f.at().is_some())
-            .cloned()
-            .map(Tally::new)
-            .collect();
-        timed.sort_by_key(|t| t.nemesis.at());
+        // A system reports its timed faults in time order.
+        let mut by_time = self.faults.to_vec();
+        by_time.sort_by_key(Nemesis::at);
         let stage = Stage {
             env,
             name: self.name.to_string(),
@@ -213,7 +209,7 @@ impl<'s, 'e> Scene<'s, 'e> {
             shape: ShapeLearner::default(),
             first_task: Instant::now(),
             service_faults: Vec::new(),
-            timed,
+            ledger: Ledger::new(&by_time, Vec::new()),
             origin: self.origin,
             tokens: HashMap::new(),
             proxies,

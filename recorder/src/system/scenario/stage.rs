@@ -19,7 +19,8 @@ use tokio::sync::{mpsc, watch};
 use super::commands;
 use super::shared::{ScenarioOutcome, SystemEnv, SystemError, DRAIN, OWN_EXIT_RESTARTS};
 use crate::fault::chaos::SystemChaos;
-use crate::fault::coverage::{Origin, Tally};
+use crate::fault::coverage::Origin;
+use crate::fault::ledger::Ledger;
 use crate::fault::pauses::Pauses;
 use crate::fault::spec::{Nemesis, WireFault};
 use crate::fault::trigger::Trigger;
@@ -52,12 +53,15 @@ pub(super) struct Kill {
 }
 
 /// An export request taken in, whose answer waits for the kills it called for.
-pub(super) struct Held {
+pub(super) struct HeldExport {
+    /// The kills to carry out before it is answered.
     pub(super) kills: Vec<Kill>,
+    /// Where its answer goes, and the answer (taken once it is sent).
     pub(super) reply: Option<(tokio::sync::oneshot::Sender<Answer>, Answer)>,
 }
 
-impl Held {
+impl HeldExport {
+    /// Sends its answer, if it was not sent yet.
     pub(super) fn answer(&mut self) {
         if let Some((reply, answer)) = self.reply.take() {
             let _ = reply.send(answer);
@@ -97,8 +101,8 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) first_task: Instant,
     /// Service faults a step set off, to carry out before its export is answered.
     pub(super) service_faults: Vec<Nemesis>,
-    /// The scenario's timed faults, each with how often it happened.
-    pub(super) timed: Vec<Tally>,
+    /// The scenario's timed faults, to come in time order, each with how often it happened.
+    pub(super) ledger: Ledger,
     /// Whether the scenario's faults are named or searched.
     pub(super) origin: Origin,
     /// Each process life's token: the exports that carry it are that life's, until the life's
@@ -385,7 +389,7 @@ impl<'a, 'e> Stage<'a, 'e> {
     /// Carries out the kills an export called for, then answers it.
     pub(super) async fn carry_out(
         &mut self,
-        mut held: Held,
+        mut held: HeldExport,
         intake: &mut mpsc::Receiver<Intake>,
     ) -> Result<(), SystemError> {
         for kill in std::mem::take(&mut held.kills) {

@@ -2,8 +2,7 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     BrokerId, FetchRequest, FetchResponse, FindCoordinatorRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetCommitResponse, ProduceRequest,
-    ProduceResponse,
+    OffsetCommitRequest, OffsetCommitResponse, ProduceRequest, ProduceResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -136,7 +135,10 @@ fn a_lost_commit_reply_drops_an_offset_commits_response() {
     let (passed, reset) = feed(&mut kafka, false, &reply, &losses);
     assert!(passed.is_empty() && reset);
     assert_eq!(losses.drain()[0].what, WireFault::LoseCommitReply);
-    assert!(!losses.take(WireFault::LoseProduceAck), "nothing else armed");
+    assert!(
+        !losses.take(WireFault::LoseProduceAck),
+        "nothing else armed"
+    );
 }
 
 fn broker(id: i32, port: i32) -> MetadataResponseBroker {
@@ -151,7 +153,13 @@ fn metadata_replies_give_the_proxy_as_every_broker() {
     for version in [1, 8, 9, 12] {
         let losses = Losses::default();
         let mut kafka = Kafka::new(PROXY_PORT);
-        let ask = request(ApiKey::Metadata, 3, version, 11, &MetadataRequest::default());
+        let ask = request(
+            ApiKey::Metadata,
+            3,
+            version,
+            11,
+            &MetadataRequest::default(),
+        );
         feed(&mut kafka, true, &ask, &losses);
         let body = MetadataResponse::default().with_brokers(vec![broker(1, 9092), broker(2, 9093)]);
         let (passed, reset) = feed(
@@ -182,7 +190,13 @@ fn coordinator_replies_give_the_proxy_as_the_coordinator() {
     for version in [2, 4] {
         let losses = Losses::default();
         let mut kafka = Kafka::new(PROXY_PORT);
-        let ask = request(ApiKey::FindCoordinator, 10, version, 3, &FindCoordinatorRequest::default());
+        let ask = request(
+            ApiKey::FindCoordinator,
+            10,
+            version,
+            3,
+            &FindCoordinatorRequest::default(),
+        );
         feed(&mut kafka, true, &ask, &losses);
         let coordinator = Coordinator::default()
             .with_host(StrBytes::from_static_str("broker.internal"))
@@ -215,9 +229,17 @@ fn bytes_that_are_no_frame_are_relayed_unread() {
     losses.arm(WireFault::LoseProduceAck);
     let mut kafka = Kafka::new(PROXY_PORT);
     // A TLS ClientHello's first bytes give no frame size a broker would take.
-    let hello = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+    let hello = [
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ];
     assert_eq!(feed(&mut kafka, true, &hello, &losses).0, hello);
     let reply = [0xff, 0xff, 0xff, 0xf0, 1, 2, 3];
-    assert_eq!(feed(&mut kafka, false, &reply, &losses), (reply.to_vec(), false));
-    assert!(losses.take(WireFault::LoseProduceAck), "the fault still waits");
+    assert_eq!(
+        feed(&mut kafka, false, &reply, &losses),
+        (reply.to_vec(), false)
+    );
+    assert!(
+        losses.take(WireFault::LoseProduceAck),
+        "the fault still waits"
+    );
 }

@@ -46,10 +46,10 @@ fn check_service(
         return Ok(());
     };
     if fault.loses_a_reply() && declared.wire.offer(fault).is_none() {
+        let wires = fault.wires_in_words();
         return Err(format!(
-            "fault `{text}`: the proxy loses this reply only on a service with wire = {}: give \
-             [services.{service}] one (it says \"{}\")",
-            fault.wires_in_words(),
+            "fault `{text}`: the proxy loses this reply only on a service with wire = {wires}: \
+             give [services.{service}] wire = {wires} (it says \"{}\")",
             declared.wire.as_str()
         ));
     }

@@ -14,6 +14,9 @@
 #   the book: mdbook (cargo install, without its server: `mdbook build docs`)
 #   examples/node-postgres: PostgreSQL's server (Debian's postgresql), Node.js and npm, and the
 #          example's npm packages (npm ci, from its package-lock.json)
+#   examples/python-kafka: tansu (a Kafka-compatible broker, built from crates.io once per machine:
+#          about 25 minutes on 2 cores; skipped when tansu TANSU_VERSION is on PATH), and the
+#          Python packages confluent-kafka (its wheels carry librdkafka) and psycopg
 set -euo pipefail
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -74,6 +77,19 @@ fi
 if ! command -v mdbook >/dev/null && [ ! -x "$HOME/.cargo/bin/mdbook" ]; then
   echo "deps: installing mdbook" >&2
   cargo install --locked --no-default-features --features search mdbook
+fi
+
+# A Kafka-compatible broker: tansu, with its SQLite storage (a broker's log survives its restart).
+TANSU_VERSION=0.6.0
+if ! tansu --version 2>/dev/null | grep -qF "$TANSU_VERSION"; then
+  echo "deps: building tansu $TANSU_VERSION (about 25 minutes on 2 cores, once per machine)" >&2
+  cargo install --locked --version "$TANSU_VERSION" --no-default-features \
+    --features libsql,dynostore tansu
+fi
+if ! python3 -c 'import confluent_kafka, psycopg' 2>/dev/null; then
+  echo "deps: installing confluent-kafka and psycopg" >&2
+  python3 -m pip install -q confluent-kafka 'psycopg[binary]' 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages confluent-kafka 'psycopg[binary]'
 fi
 
 node_example="$(dirname "$0")/../examples/node-postgres"

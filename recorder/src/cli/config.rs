@@ -436,9 +436,12 @@ fn endpoint(
 /// Why the lab cannot lose a reply of `fault`'s protocol on `service`, if it cannot: no service
 /// of the lab speaks that protocol, or `service` is not the one that does.
 fn lab_reads(fault: WireFault, service: Option<&str>) -> Option<String> {
-    let reads = fault.reads()?;
-    let (verb, protocol) = (fault.verb(), reads.name);
-    match LAB_WIRES.iter().find(|(_, w)| *w == reads.wire) {
+    if !fault.loses_a_reply() {
+        return None;
+    }
+    let verb = fault.verb();
+    let protocol = fault.protocols_in_words();
+    match LAB_WIRES.iter().find(|(_, w)| w.offer(fault).is_some()) {
         None => Some(format!(
             "the lab has no {protocol}: `{verb}` is for `--system` runs"
         )),

@@ -143,9 +143,9 @@ pub fn why_not(
                     )
                 }
                 _ => match what {
-                    What::Wire { service, fault, .. } if fault.reads().is_some() => format!(
+                    What::Wire { service, fault, .. } if fault.loses_a_reply() => format!(
                         "armed on the wire, but no {} from {named} reached {service} after it",
-                        fault.reads().map_or("", |r| r.waits_for)
+                        fault.waits_for()
                     ),
                     What::Pause { .. } => format!(
                         "{named} could not be paused at its {kind} steps (stopped already, or \
@@ -190,7 +190,7 @@ pub fn wire_idle(
              tried while it lasted ({whole})"
         ),
         lose => {
-            debug_assert!(lose.reads().is_some(), "a lose fault");
+            debug_assert!(lose.loses_a_reply(), "a lose fault");
             return None;
         }
     })
@@ -310,7 +310,11 @@ mod tests {
         );
         assert_eq!(
             why("lose commit-reply worker postgres after delivered 3", 9000),
-            "armed on the wire, but no COMMIT from worker reached postgres after it"
+            "armed on the wire, but no COMMIT or offset commit from worker reached postgres after it"
+        );
+        assert_eq!(
+            why("lose produce-ack worker kafka after delivered 3", 9000),
+            "armed on the wire, but no produce from worker reached kafka after it"
         );
         assert_eq!(
             why("kill relay at 12s", 9000),

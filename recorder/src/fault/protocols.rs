@@ -1,8 +1,8 @@
 //! The protocols a service may speak on its port (`wire` in the system file) and what each offers
 //! the faults: the one registry the system file's checks, the reasons a fault never fired,
 //! `explore`'s list of schedules, the lab's refusals and the proxy ask. A protocol the proxy reads
-//! is a reader under `crate::wire`, a row of [`READS`] and its lose fault in the vocabulary
-//! ([`WireFault`]).
+//! is a reader under `crate::wire`, its rows of [`READS`] (one per reply it can lose) and its lose
+//! faults in the vocabulary ([`WireFault`]).
 
 use outbox_trace::Kind;
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,8 @@ pub enum Wire {
     Nats,
     /// RESP: relayed as bytes (no fault of its own yet).
     Redis,
+    /// Kafka's protocol: also `lose produce-ack` and `lose commit-reply` (an offset commit's).
+    Kafka,
 }
 
 impl Wire {
@@ -32,11 +34,12 @@ impl Wire {
             Wire::Postgres => "postgres",
             Wire::Nats => "nats",
             Wire::Redis => "redis",
+            Wire::Kafka => "kafka",
         }
     }
 }
 
-/// A protocol the proxy reads, as the faults see it.
+/// One reply a protocol the proxy reads can lose, as the faults see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reads {
     /// The protocol.
@@ -52,8 +55,8 @@ pub struct Reads {
     pub after: Option<Kind>,
 }
 
-/// Every protocol the proxy reads: one row each.
-pub const READS: [Reads; 2] = [
+/// Every reply the proxy can lose: one row for each protocol and lose fault.
+pub const READS: [Reads; 4] = [
     Reads {
         wire: Wire::Postgres,
         name: "PostgreSQL",
@@ -68,21 +71,75 @@ pub const READS: [Reads; 2] = [
         waits_for: "JetStream publish",
         after: Some(Kind::PublishAttempt),
     },
+    Reads {
+        wire: Wire::Kafka,
+        name: "Kafka",
+        lose: WireFault::LoseProduceAck,
+        waits_for: "produce",
+        after: Some(Kind::PublishAttempt),
+    },
+    Reads {
+        wire: Wire::Kafka,
+        name: "Kafka",
+        lose: WireFault::LoseCommitReply,
+        waits_for: "offset commit",
+        after: None,
+    },
 ];
 
 impl Wire {
-    /// What the proxy reads of this protocol, if it reads it (not bytes only).
-    pub fn reads(self) -> Option<&'static Reads> {
-        READS.iter().find(|r| r.wire == self)
+    /// The replies the proxy can lose on this protocol (none for one it relays as bytes).
+    pub fn offers(self) -> impl Iterator<Item = &'static Reads> {
+        READS.iter().filter(move |r| r.wire == self)
+    }
+
+    /// How this protocol offers `fault`, if it does.
+    pub fn offer(self, fault: WireFault) -> Option<&'static Reads> {
+        self.offers().find(|r| r.lose == fault)
     }
 }
 
 impl WireFault {
-    /// The protocol this fault reads, for a fault that loses one reply; `None` for one that
-    /// acts on bytes whatever the protocol.
-    pub fn reads(self) -> Option<&'static Reads> {
-        READS.iter().find(|r| r.lose == self)
+    /// Whether this fault loses one reply of a protocol the proxy reads (not bytes whatever the
+    /// protocol).
+    pub fn loses_a_reply(self) -> bool {
+        self.offered_by().next().is_some()
     }
+
+    /// The protocols that offer this fault, as their rows.
+    pub fn offered_by(self) -> impl Iterator<Item = &'static Reads> {
+        READS.iter().filter(move |r| r.lose == self)
+    }
+
+    /// The protocols that offer this fault, in words: `"postgres" or "kafka"`.
+    pub fn wires_in_words(self) -> String {
+        let names: Vec<String> = self
+            .offered_by()
+            .map(|r| format!("\"{}\"", r.wire.as_str()))
+            .collect();
+        names.join(" or ")
+    }
+
+    /// The messages this fault waits for, in words (`COMMIT or offset commit`).
+    pub fn waits_for(self) -> String {
+        either(self.offered_by().map(|r| r.waits_for))
+    }
+
+    /// The protocols that offer this fault, by name (`PostgreSQL or Kafka`).
+    pub fn protocols_in_words(self) -> String {
+        either(self.offered_by().map(|r| r.name))
+    }
+}
+
+/// Words joined by "or", each once.
+fn either<'a>(words: impl Iterator<Item = &'a str>) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for word in words {
+        if !seen.contains(&word) {
+            seen.push(word);
+        }
+    }
+    seen.join(" or ")
 }
 
 #[cfg(test)]
@@ -90,14 +147,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_read_protocol_offers_one_lose_fault_and_each_lose_fault_names_its_protocol() {
+    fn each_row_is_found_from_its_protocol_and_from_its_fault() {
         for row in READS {
-            assert_eq!(row.wire.reads(), Some(&row));
-            assert_eq!(row.lose.reads(), Some(&row));
+            assert_eq!(row.wire.offer(row.lose), Some(&row));
+            assert!(row.lose.offered_by().any(|r| *r == row));
+            assert!(row.lose.loses_a_reply());
             assert!(row.lose.verb().starts_with("lose "));
         }
-        assert_eq!(Wire::Tcp.reads(), None);
-        assert_eq!(Wire::Redis.reads(), None);
-        assert_eq!(WireFault::Cut.reads(), None);
+        assert_eq!(Wire::Tcp.offers().count(), 0);
+        assert_eq!(Wire::Redis.offers().count(), 0);
+        assert_eq!(Wire::Kafka.offers().count(), 2);
+        assert!(!WireFault::Cut.loses_a_reply());
+        assert_eq!(WireFault::LoseCommitReply.wires_in_words(), "\"postgres\" or \"kafka\"");
+        assert_eq!(WireFault::LoseCommitReply.waits_for(), "COMMIT or offset commit");
+        assert_eq!(WireFault::LoseCommitReply.protocols_in_words(), "PostgreSQL or Kafka");
+        assert_eq!(WireFault::LosePuback.protocols_in_words(), "NATS");
     }
 }

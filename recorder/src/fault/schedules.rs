@@ -25,7 +25,8 @@ use std::time::Duration;
 use outbox_trace::detail::RoleShape;
 
 use super::duration::show_duration;
-use super::spec::{Nemesis, WireFault};
+use super::protocols::Reads;
+use super::spec::Nemesis;
 
 /// How long a searched pause of a service holds.
 const SERVICE_PAUSE: Duration = Duration::from_secs(2);
@@ -42,9 +43,9 @@ pub struct Space<'a> {
     /// The `(role, service)` pairs whose connections passed bytes through the proxy in the calm
     /// run: the only ones a wire fault can act on.
     pub wired: &'a BTreeSet<(String, String)>,
-    /// The services whose protocol the proxy reads, each with the fault that loses one of its
-    /// replies (`lose commit-reply`, `lose puback`).
-    pub lossy: &'a [(String, WireFault)],
+    /// The services whose protocol the proxy reads, each with a reply it can lose (`lose
+    /// commit-reply` on PostgreSQL, `lose puback` on NATS), as many rows as the protocol offers.
+    pub lossy: &'a [(String, &'static Reads)],
     /// How long a searched pause of a process holds.
     pub pause_for: Duration,
 }
@@ -119,18 +120,15 @@ pub fn singles(space: &Space<'_>) -> Vec<String> {
         }
     }
     for (role, shape) in space.shape {
-        for (service, fault) in space.lossy.iter().filter(|(s, _)| wired(role, s)) {
+        for (service, reads) in space.lossy.iter().filter(|(s, _)| wired(role, s)) {
             for (kind, seen) in &shape.kinds {
                 let Some(&middle) = occurrences(seen.count).last() else {
-                    continue;
-                };
-                let Some(reads) = fault.reads() else {
                     continue;
                 };
                 if reads.after.is_some_and(|after| after.as_str() != kind) {
                     continue;
                 }
-                let verb = fault.verb();
+                let verb = reads.lose.verb();
                 specs.push(with_nth(
                     format!("{verb} {role} {service} after {kind}"),
                     middle,
@@ -181,6 +179,8 @@ pub fn slug(fault: &Nemesis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::protocols::Wire;
+    use crate::fault::spec::WireFault;
     use outbox_trace::detail::KindShape;
 
     fn role(kinds: &[(&str, u64, Option<u64>)]) -> RoleShape {
@@ -213,7 +213,7 @@ mod tests {
             ("worker".to_string(), role(&[("delivered", 40, Some(200))])),
         ]);
         let services = ["kafka".to_string(), "postgres".to_string()];
-        let lossy = [("postgres".to_string(), WireFault::LoseCommitReply)];
+        let lossy = [("postgres".to_string(), Wire::Postgres.offer(WireFault::LoseCommitReply).unwrap())];
         let wired = pairs(&[("worker", "kafka"), ("api", "postgres")]);
         let specs = singles(&Space {
             shape: &shape,
@@ -361,8 +361,8 @@ mod tests {
         let instances = BTreeMap::new();
         let services = ["nats".to_string(), "postgres".to_string()];
         let lossy = [
-            ("nats".to_string(), WireFault::LosePuback),
-            ("postgres".to_string(), WireFault::LoseCommitReply),
+            ("nats".to_string(), Wire::Nats.offer(WireFault::LosePuback).unwrap()),
+            ("postgres".to_string(), Wire::Postgres.offer(WireFault::LoseCommitReply).unwrap()),
         ];
         let wired = pairs(&[
             ("relay", "nats"),

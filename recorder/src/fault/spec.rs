@@ -107,10 +107,13 @@ pub enum WireFault {
         hold: Duration,
     },
     /// The process's next COMMIT reaches the server; its reply is dropped and the connection
-    /// reset (PostgreSQL).
+    /// reset (PostgreSQL). On Kafka: the next offset commit's response.
     LoseCommitReply,
     /// The process's next JetStream publish is stored; its acknowledgement is dropped (NATS).
     LosePuback,
+    /// The process's next Kafka produce is appended; its response is dropped and the connection
+    /// reset.
+    LoseProduceAck,
 }
 
 impl WireFault {
@@ -124,6 +127,7 @@ impl WireFault {
             WireFault::Partition { .. } => K::Partition,
             WireFault::LoseCommitReply => K::LoseCommitReply,
             WireFault::LosePuback => K::LosePuback,
+            WireFault::LoseProduceAck => K::LoseProduceAck,
         }
     }
 
@@ -136,6 +140,7 @@ impl WireFault {
             WireFault::Partition { .. } => "partition",
             WireFault::LoseCommitReply => "lose commit-reply",
             WireFault::LosePuback => "lose puback",
+            WireFault::LoseProduceAck => "lose produce-ack",
         }
     }
 

@@ -117,7 +117,17 @@ impl System {
                 .collect(),
             records: self.file.records.clone(),
             services: self.file.services.keys().cloned().collect(),
+            lossy: self.lossy(),
         }
+    }
+
+    /// Its services whose protocol the proxy reads, each with every reply it can lose.
+    pub fn lossy(&self) -> Vec<(String, &'static crate::fault::protocols::Reads)> {
+        self.file
+            .services
+            .iter()
+            .flat_map(|(name, spec)| spec.wire.offers().map(|row| (name.clone(), row)))
+            .collect()
     }
 
     /// The actor names of a role's instances: `worker`, `worker-2`, ...

@@ -9,6 +9,7 @@
 //! What it cannot see: TLS (the bytes are relayed, but nothing inside them can be told apart) and
 //! Unix sockets (a process that reaches its service by a socket file passes no proxy).
 
+pub mod kafka;
 pub mod nats;
 pub mod postgres;
 pub mod protocol;
@@ -39,12 +40,12 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// A wire fault this proxy cannot carry out.
 #[derive(Debug, thiserror::Error)]
-#[error("{fault} needs a service with wire = \"{needs}\" (this one speaks {speaks})")]
+#[error("{fault} needs a service with wire = {needs} (this one speaks {speaks})")]
 pub struct NotOnThisWire {
     /// The fault, as written.
     pub fault: &'static str,
-    /// The wire it needs.
-    pub needs: &'static str,
+    /// The wires it needs, in words (`"postgres" or "kafka"`).
+    pub needs: String,
     /// The service's wire.
     pub speaks: &'static str,
 }
@@ -92,7 +93,7 @@ pub struct Over {
 impl Over {
     /// Whether it lost one reply (a lose fault of a protocol the proxy reads).
     pub fn loses(&self) -> bool {
-        self.fault.reads().is_some()
+        self.fault.loses_a_reply()
     }
 
     /// Whether it acted on traffic: bytes or messages dropped, connections reset or refused. A
@@ -136,6 +137,8 @@ struct Active {
 }
 
 struct Shared {
+    /// The proxy's own port.
+    port: u16,
     upstream: SocketAddr,
     wire: Wire,
     faults: Mutex<Faults>,
@@ -203,6 +206,7 @@ impl Shared {
         match self.wire {
             Wire::Postgres => Some(Box::<postgres::Postgres>::default()),
             Wire::Nats => Some(Box::<nats::Nats>::default()),
+            Wire::Kafka => Some(Box::new(kafka::Kafka::new(self.port))),
             Wire::Tcp | Wire::Redis => None,
         }
     }
@@ -221,6 +225,7 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Shared {
+            port,
             upstream,
             wire,
             faults: Mutex::new(Faults::default()),
@@ -252,11 +257,11 @@ impl Proxy {
     /// [`Proxy::take_over`] when it is over or has acted.
     pub fn apply(&self, fault: WireFault) -> Result<(), NotOnThisWire> {
         let now = Instant::now();
-        if let Some(reads) = fault.reads() {
-            if reads.wire != self.shared.wire {
+        if fault.loses_a_reply() {
+            if self.shared.wire.offer(fault).is_none() {
                 return Err(NotOnThisWire {
                     fault: fault.verb(),
-                    needs: reads.wire.as_str(),
+                    needs: fault.wires_in_words(),
                     speaks: self.shared.wire.as_str(),
                 });
             }

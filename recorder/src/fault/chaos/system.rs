@@ -15,6 +15,10 @@
 //! - **The wire.** For each service, one pair in eight drops the replies, or the requests, between
 //!   the reporting process and that service for 2 to 6 s from that step on (its own dice, so a
 //!   seed's kills, pauses and service faults are the same with or without it).
+//! - **Lost replies.** For each service whose protocol the proxy reads, and each reply it can lose
+//!   after that kind (`lose commit-reply` after any, `lose puback` and `lose produce-ack` after
+//!   `publish_attempt`), one pair in eight loses the reply after a drawn N-th such step (dice of
+//!   its own again).
 //!
 //! What was armed, with each fault's fired count, is `run_end.detail.chaos.armed`.
 
@@ -25,6 +29,7 @@ use outbox_trace::Kind;
 use serde::Serialize;
 
 use crate::fault::dice::Dice;
+use crate::fault::protocols::Reads;
 use crate::fault::spec::{Nemesis, What, When, WireFault};
 use crate::fault::trigger::Trigger;
 
@@ -42,6 +47,8 @@ const SERVICE_HOLD_MS: (u64, u64) = (1000, 3000);
 const WIRE_ONE_IN: u64 = 8;
 /// How long a chaos wire fault holds, in ms.
 const WIRE_HOLD_MS: (u64, u64) = (2000, 6000);
+/// One pair in this many loses one reply of each service whose protocol the proxy reads.
+const LOSE_ONE_IN: u64 = 8;
 
 /// What a team's system offers a chaos draw before it runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,6 +59,8 @@ pub struct Layout {
     pub records: Option<Vec<String>>,
     /// Its services' names.
     pub services: Vec<String>,
+    /// Its services whose protocol the proxy reads, each with a reply it can lose.
+    pub lossy: Vec<(String, &'static Reads)>,
 }
 
 /// The draw of one seed, armed as the system shows itself.
@@ -183,7 +192,34 @@ impl SystemChaos {
                 },
             });
         }
+        faults.extend(self.lost_replies(role, kind));
         self.arm(trigger, role, kind, faults);
+    }
+
+    /// The lost replies armed on `role`'s first report of `kind`.
+    fn lost_replies(&self, role: &str, kind: Kind) -> Vec<Nemesis> {
+        let mut dice = self.dice(role, kind, "lose");
+        let mut faults = Vec::new();
+        for (service, reads) in &self.layout.lossy {
+            if reads.after.is_some_and(|after| after != kind) || dice.below(LOSE_ONE_IN) != 0 {
+                continue;
+            }
+            let nth = self.nth(&mut dice, 1);
+            faults.push(Nemesis {
+                what: What::Wire {
+                    target: role.to_string(),
+                    service: service.clone(),
+                    fault: reads.lose,
+                },
+                when: When::After {
+                    kind,
+                    nth,
+                    delay: Duration::ZERO,
+                    by: None,
+                },
+            });
+        }
+        faults
     }
 
     /// The first gap after `kind` was measured for `role`: pauses of its instances into it.
@@ -272,6 +308,7 @@ mod tests {
             roles: vec![("api".into(), 1), ("worker".into(), 2)],
             records: (!records.is_empty()).then(|| records.iter().map(|r| r.to_string()).collect()),
             services: vec!["redis".into()],
+            lossy: Vec::new(),
         }
     }
 
@@ -421,5 +458,41 @@ mod tests {
             (2..=12).contains(&drawn),
             "about one seed in eight: {drawn}"
         );
+    }
+
+    #[test]
+    fn lost_replies_are_drawn_after_the_kinds_their_message_follows() {
+        use crate::fault::protocols::Wire;
+        let mut with_kafka = layout(&[]);
+        with_kafka.services.push("kafka".into());
+        with_kafka.lossy = Wire::Kafka
+            .offers()
+            .map(|row| ("kafka".to_string(), row))
+            .collect();
+        let (mut produce, mut commit) = (0, 0);
+        for seed in 1..=40 {
+            for kind in [Kind::PublishAttempt, Kind::EffectCommitted] {
+                let mut t = Trigger::default();
+                let mut chaos = SystemChaos::draw(seed, 40, &with_kafka);
+                chaos.first_report(&mut t, "relay", kind);
+                for spec in specs(&t).iter().filter(|s| s.starts_with("lose")) {
+                    match kind {
+                        Kind::PublishAttempt if spec.starts_with("lose produce-ack") => produce += 1,
+                        _ => {
+                            assert!(spec.starts_with("lose commit-reply relay kafka after"), "{spec}");
+                            commit += 1;
+                        }
+                    }
+                }
+                // Without the lossy services the seed arms the same other faults.
+                let mut plain = Trigger::default();
+                SystemChaos::draw(seed, 40, &layout(&[])).first_report(&mut plain, "relay", kind);
+                let others: Vec<String> =
+                    specs(&t).into_iter().filter(|s| !s.contains("kafka")).collect();
+                assert_eq!(others, specs(&plain));
+            }
+        }
+        assert!((1..=12).contains(&produce), "about one seed in eight: {produce}");
+        assert!((2..=24).contains(&commit), "one in eight, on both kinds: {commit}");
     }
 }

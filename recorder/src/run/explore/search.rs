@@ -14,7 +14,7 @@ use crate::cli::exit::Failure;
 use crate::fault::dice::Dice;
 use crate::fault::duration::show_duration;
 use crate::fault::schedules::{singles, slug, Space};
-use crate::fault::spec::{Nemesis, WireFault};
+use crate::fault::spec::Nemesis;
 use crate::run::recording::Run;
 
 /// What running the list gave: each schedule by its place in the list, the one `--fail-fast`
@@ -57,11 +57,7 @@ impl Explore<'_> {
             .map(|(r, spec)| (r.clone(), spec.instances))
             .collect();
         let services: Vec<String> = file.services.keys().cloned().collect();
-        let lossy: Vec<(String, WireFault)> = file
-            .services
-            .iter()
-            .filter_map(|(name, spec)| Some((name.clone(), spec.wire.reads()?.lose)))
-            .collect();
+        let lossy = self.config.system.lossy();
         // A wire fault can act only where the calm run's connections passed the proxy.
         let wired: BTreeSet<(String, String)> = self
             .calm

@@ -42,16 +42,14 @@ fn check_service(
             names(file.services.keys())
         ));
     };
-    let needs = match spec.what {
-        What::Wire { fault, .. } => fault.reads().map(|r| r.wire),
-        _ => None,
+    let What::Wire { fault, .. } = spec.what else {
+        return Ok(());
     };
-    if let Some(needs) = needs.filter(|&w| w != declared.wire) {
+    if fault.loses_a_reply() && declared.wire.offer(fault).is_none() {
         return Err(format!(
-            "fault `{text}`: the proxy reads this fault's reply in {} messages: give \
-             [services.{service}] wire = \"{}\" (it says \"{}\")",
-            needs.as_str(),
-            needs.as_str(),
+            "fault `{text}`: the proxy loses this reply only on a service with wire = {}: give \
+             [services.{service}] one (it says \"{}\")",
+            fault.wires_in_words(),
             declared.wire.as_str()
         ));
     }

@@ -71,8 +71,8 @@ pub struct ServiceSpec {
         serialize_with = "show"
     )]
     pub ready_timeout: Duration,
-    /// The protocol it speaks on its port (default `tcp`): `postgres` and `nats` let a wire
-    /// fault lose one reply (`lose commit-reply`, `lose puback`).
+    /// The protocol it speaks on its port (default `tcp`): `postgres`, `nats` and `kafka` let a
+    /// wire fault lose one reply (`lose commit-reply`, `lose puback`, `lose produce-ack`).
     #[serde(default)]
     pub wire: Wire,
 }

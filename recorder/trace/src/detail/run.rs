@@ -136,7 +136,8 @@ detail_struct! {
     /// `by`) or a time (`at_ms`), never both.
     pub struct FaultForm {
         /// What it does, as the text writes it: `kill`, `pause`, `restart`, `drop replies`,
-        /// `drop requests`, `cut`, `partition`, `lose commit-reply`, `lose puback`.
+        /// `drop requests`, `cut`, `partition`, `lose commit-reply`, `lose puback`,
+        /// `lose produce-ack`.
         pub verb: String,
         /// The process it acts on, or whose connection it acts on: a role or an actor.
         pub target: Option<String>,

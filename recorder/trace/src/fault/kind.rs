@@ -62,6 +62,8 @@ fault_kinds! {
     LoseCommitReply = "lose-commit-reply",
     /// A wire fault: the broker's publish ACK is lost (the broker may hold the copy).
     LosePuback = "lose-puback",
+    /// A wire fault: the response to a Kafka produce is lost (the broker may hold the records).
+    LoseProduceAck = "lose-produce-ack",
 }
 
 super::named!(FaultKind);

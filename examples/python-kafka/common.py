@@ -8,6 +8,7 @@ Configuration (environment only; a bad value exits 2 with one line, a missing pa
 - ``PRODUCE_TIMEOUT_MS``: how long the relay waits for a produce's acknowledgement (default
   5000, librdkafka's ``message.timeout.ms``); ``SESSION_TIMEOUT_MS``: the workers' consumer group
   session (default 6000, Kafka's least).
+- ``KAFKA_DEBUG``: librdkafka's ``debug`` contexts (``cgrp,fetch``...), logged on stderr.
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` (required by the three services), ``OTEL_SERVICE_NAME``,
   ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``: read by the OpenTelemetry SDK itself.
 - ``BUG``: empty, ``offset-before-effect`` or ``dedup-on-offset`` (worker.py), ``mark-on-error``
@@ -47,6 +48,7 @@ PACKAGES = ("pip install confluent-kafka 'psycopg[binary]' opentelemetry-sdk"
 
 try:
     import confluent_kafka
+    import confluent_kafka.admin
     import psycopg
     from confluent_kafka import KafkaError, KafkaException
 except ImportError as missing:
@@ -241,6 +243,9 @@ def kafka_config(**extra):
         "topic.metadata.refresh.interval.ms": 5000,
         "log_level": 3,
     }
+    if os.environ.get("KAFKA_DEBUG"):
+        config["debug"] = os.environ["KAFKA_DEBUG"]
+        config["log_level"] = 7
     config.update(extra)
     return config
 

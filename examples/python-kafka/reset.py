@@ -1,26 +1,23 @@
 """Returns the stores to their state right after ``setup.py``: empties every table, restarts the
-``store_rev`` sequence, deletes the topic's records (the topic stays: its offsets go on from where
-they were) and the workers' group with its committed offsets. ``setup.py`` runs after it.
+``store_rev`` sequence, deletes the workers' group and the topic, with its records and the
+offsets committed on it (tansu's SQLite storage has no DeleteRecords). ``setup.py`` runs after it
+and creates the topic again, its offsets from 0.
 """
 
 from common import (BROKER_DOWN, GROUP, STORE_DOWN, TOPIC, KafkaError, admin, confluent_kafka,
-                    fail, psycopg, setting, watermarks)
+                    fail, psycopg, setting)
 
 
 def empty_topic():
-    """Deletes every record of the topic (up to its high watermark) and the workers' group."""
+    """Deletes the workers' group and the topic."""
     client = admin()
-    if TOPIC not in client.list_topics(timeout=5).topics:
-        return
-    low, high, _ = watermarks()
-    if high > low:
-        end = confluent_kafka.TopicPartition(TOPIC, 0, high)
-        client.delete_records([end], operation_timeout=5)[end].result(timeout=10)
     try:
         client.delete_consumer_groups([GROUP], request_timeout=5)[GROUP].result(timeout=10)
     except confluent_kafka.KafkaException as error:
-        if error.args[0].code() not in (KafkaError.GROUP_ID_NOT_FOUND,):
+        if error.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
             raise
+    if TOPIC in client.list_topics(timeout=5).topics:
+        client.delete_topics([TOPIC], operation_timeout=5)[TOPIC].result(timeout=10)
 
 
 def main():

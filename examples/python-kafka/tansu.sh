@@ -32,7 +32,9 @@ if [ ! -x "$tansu" ]; then
     echo "tansu.sh: no tansu broker (cargo install tansu, or scripts/deps.sh; TANSU names one)" >&2
     exit 4
 fi
+# Its own telemetry stays off: OTEL_EXPORTER_OTLP_ENDPOINT is the recorder's, for the processes.
+unset OTEL_EXPORTER_OTLP_ENDPOINT
 exec "$tansu" broker \
     --listener-url "tcp://127.0.0.1:$port" \
     --advertised-listener-url "tcp://127.0.0.1:$port" \
-    --storage-engine "sqlite://$dir/tansu.db"
+    --storage-engine "sqlite:///$dir/tansu.db"

@@ -94,8 +94,16 @@ def consumer():
         "fetch.wait.max.ms": 50,
         "partition.assignment.strategy": "range",
     }))
-    member.subscribe([TOPIC])
+    member.subscribe([TOPIC], on_assign=said("assigned"), on_revoke=said("revoked"),
+                     on_lost=said("lost"))
     return member
+
+
+def said(what):
+    """A rebalance callback that prints the partitions assigned, revoked or lost."""
+    def callback(_, partitions):
+        print(f"{LIFE}: {what} partitions {[p.partition for p in partitions]}", flush=True)
+    return callback
 
 
 class Worker:

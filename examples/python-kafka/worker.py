@@ -82,28 +82,53 @@ def commit(store, order, key, uncertain):
     return store.transaction(body)
 
 
-def consumer():
-    """A member of the group, subscribed to the topic, committing its offsets itself."""
-    session_ms = number("SESSION_TIMEOUT_MS", 6000)
-    member = confluent_kafka.Consumer(kafka_config(**{
-        "group.id": GROUP,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "session.timeout.ms": session_ms,
-        "heartbeat.interval.ms": max(100, session_ms // 6),
-        "fetch.wait.max.ms": 50,
-        "partition.assignment.strategy": "range",
-    }))
-    member.subscribe([TOPIC], on_assign=said("assigned"), on_revoke=said("revoked"),
-                     on_lost=said("lost"))
-    return member
+class Member:
+    """This worker's membership of the group, subscribed to the topic, committing its offsets
+    itself; it knows the partitions it holds.
 
+    tansu 0.6 may name as the leader of a new generation a member that is gone (this worker's own
+    former member id, after its session timed out): the leader's assignment never comes, and the
+    member is given no partition while it goes on heartbeating. The group has one worker, so a
+    member left with no partition for two session timeouts joins again (unsubscribe, subscribe).
+    """
 
-def said(what):
-    """A rebalance callback that prints the partitions assigned, revoked or lost."""
-    def callback(_, partitions):
-        print(f"{LIFE}: {what} partitions {[p.partition for p in partitions]}", flush=True)
-    return callback
+    def __init__(self):
+        self.session_ms = number("SESSION_TIMEOUT_MS", 6000)
+        self.consumer = confluent_kafka.Consumer(kafka_config(**{
+            "group.id": GROUP,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": self.session_ms,
+            "heartbeat.interval.ms": max(100, self.session_ms // 6),
+            "fetch.wait.max.ms": 50,
+            "partition.assignment.strategy": "range",
+        }))
+        self.held = []
+        self.since = time.monotonic()
+        self.subscribe()
+
+    def subscribe(self):
+        """Subscribes to the topic, noting every change of the partitions held."""
+        self.consumer.subscribe([TOPIC], on_assign=self.said("assigned"),
+                                on_revoke=self.said("revoked"), on_lost=self.said("lost"))
+
+    def said(self, what):
+        """A rebalance callback: notes and prints the partitions assigned, revoked or lost."""
+        def callback(_, partitions):
+            numbers = [p.partition for p in partitions]
+            self.held = numbers if what == "assigned" else []
+            self.since = time.monotonic()
+            print(f"{LIFE}: {what} partitions {numbers}", flush=True)
+        return callback
+
+    def poll(self, timeout):
+        """The next record (or ``None``); joins again when left with no partition too long."""
+        if not self.held and time.monotonic() - self.since > 2 * self.session_ms / 1000:
+            print(f"{LIFE}: no partition for {2 * self.session_ms} ms: joining again", flush=True)
+            self.consumer.unsubscribe()
+            self.since = time.monotonic()
+            self.subscribe()
+        return self.consumer.poll(timeout)
 
 
 class Worker:
@@ -115,7 +140,7 @@ class Worker:
         self.provider, self.tracer = tracer("orders-worker")
         self.stop = stop_on_sigterm()
         self.store = Store()
-        self.member = consumer()
+        self.member = Member()
         self.uncertain = {}
 
     def run(self):
@@ -125,7 +150,7 @@ class Worker:
             if message is None or message.error() is not None:
                 continue
             self.handle(message)
-        self.member.close()
+        self.member.consumer.close()
         self.provider.shutdown()
 
     def handle(self, message):
@@ -191,7 +216,7 @@ class Worker:
                 **position(message),
             }, record_exception=False, set_status_on_exception=False) as span:
                 try:
-                    self.member.commit(message=message, asynchronous=False)
+                    self.member.consumer.commit(message=message, asynchronous=False)
                     return
                 except KafkaException as error:
                     span.set_status(Status(StatusCode.ERROR, f"no offset commit: {error}"))

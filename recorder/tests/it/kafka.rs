@@ -174,3 +174,56 @@ fn a_worker_whose_dedup_key_is_the_offset_is_caught_by_a_second_produce() {
     let failed = failed(&report);
     assert!(failed.contains(&"single-effect"), "failed {failed:?}");
 }
+
+/// The broker appends the relay's third produce and its acknowledgement is lost with the
+/// connection: librdkafka sends the record again, a second copy at a second offset, which the
+/// worker suppresses by its event id. The trace stays valid.
+#[test]
+fn the_kafka_example_is_valid_when_a_produce_acknowledgement_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, out) = run_example(
+        dir.path(),
+        &[
+            "--scenario",
+            "calm",
+            "--tasks",
+            "12",
+            "--fault",
+            "lose produce-ack relay kafka after publish_attempt 3",
+        ],
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
+    assert_eq!(
+        report.verdict,
+        RunVerdict::Valid,
+        "failed: {:?}\n{}",
+        failed(&report),
+        output_text(&output)
+    );
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let lost: Vec<(String, Option<String>, Option<u64>)> = rows(&events, Kind::Fault)
+        .iter()
+        .filter_map(|e| match common::step(e) {
+            Step::Fault(f) => Some((f.fault.to_string(), f.target, f.dropped_messages)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(&lost[..], [(k, Some(r), Some(m))]
+            if k == "lose-produce-ack" && r.starts_with("relay") && *m >= 1),
+        "{lost:?}"
+    );
+    // The suppressed copy's event was delivered from two offsets: two records in the topic.
+    let suppressed = rows(&events, Kind::DuplicateSuppressed);
+    assert!(!suppressed.is_empty(), "no copy suppressed");
+    let twice = suppressed.iter().any(|s| {
+        let offsets: std::collections::BTreeSet<u64> = rows(&events, Kind::Delivered)
+            .iter()
+            .filter(|d| d.event_id == s.event_id)
+            .filter_map(|d| d.broker_seq)
+            .collect();
+        offsets.len() >= 2
+    });
+    assert!(twice, "no event delivered from two offsets");
+}

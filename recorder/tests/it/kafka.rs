@@ -28,7 +28,8 @@ fn tansu_installed() -> bool {
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    let cargo_bin = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo/bin/tansu"));
+    let cargo_bin =
+        std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo/bin/tansu"));
     std::env::var_os("TANSU")
         .into_iter()
         .chain(Some("tansu".into()))

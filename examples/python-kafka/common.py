@@ -6,7 +6,7 @@ Configuration (environment only; a bad value exits 2 with one line, a missing pa
 - ``DATABASE_URL``: the PostgreSQL database (``postgresql://USER@HOST:PORT/DB``, over TCP).
 - ``KAFKA_BOOTSTRAP``: the Kafka broker (``HOST:PORT``).
 - ``PRODUCE_TIMEOUT_MS``: how long the relay waits for a produce's acknowledgement (default
-  5000, librdkafka's ``message.timeout.ms``); ``SESSION_TIMEOUT_MS``: the workers' consumer group
+  5000, librdkafka's ``message.timeout.ms``); ``SESSION_TIMEOUT_MS``: the worker's consumer group
   session (default 6000, Kafka's least).
 - ``KAFKA_DEBUG``: librdkafka's ``debug`` contexts (``cgrp,fetch``...), logged on stderr.
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` (required by the three services), ``OTEL_SERVICE_NAME``,
@@ -24,8 +24,9 @@ wrote, so a retry that finds its own commit can report it with its number.
 
 The broker is one topic, ``orders``, of one partition (so the offset alone orders every record,
 and the order of each aggregate is the relay's order). The relay produces with ``acks=all`` and
-waits for each record's delivery report; the workers are one consumer group, ``orders-workers``,
-committing offsets themselves (``enable.auto.commit=false``), synchronously, after the effect.
+waits for each record's delivery report; the worker is a member of the consumer group
+``orders-workers``, committing its offsets itself (``enable.auto.commit=false``), synchronously,
+after the effect.
 """
 
 import os

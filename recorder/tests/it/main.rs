@@ -14,6 +14,7 @@ mod explore;
 mod explore_resume;
 mod external;
 mod interop;
+mod kafka;
 mod kept;
 mod lab;
 mod lab_faults;

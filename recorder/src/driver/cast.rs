@@ -276,11 +276,6 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         }
     }
 
-    /// The number of workers.
-    pub fn workers(&self) -> usize {
-        self.slots.iter().filter(|s| s.role == Role::Worker).count()
-    }
-
     /// Stops every actor still running, all at once: each is asked at the same moment and given
     /// the same `grace`, so an ending takes the slowest actor's time, not the sum of them.
     pub async fn stop_all(&mut self, grace: Duration) -> anyhow::Result<()> {

@@ -1,7 +1,9 @@
-//! The lab's side of a timed fault, a `--fault` spec or a chaos plan's action alike: the
-//! primitives the fault layer asks of a subject ([`LabTargets`]), each recording what it did: a SIGKILL of an actor (its `crash` row comes when the cast sees the life end), a
-//! pause of an actor (a `fault` row), or a SIGKILL and restart of a service member (a `fault` row
-//! naming the member and how long it was down), a broker's right after consumer ACKs.
+//! The lab's side of a fault carried out by the scenario's loop, a timed `--fault` spec or a
+//! service's fault a held report set off: the primitives the fault layer asks of a subject
+//! ([`LabTargets`]), each recording what it did: a SIGKILL of an actor (its `crash` row comes
+//! when the cast sees the life end), a pause of an actor (a `fault` row), or a SIGKILL and
+//! restart of a service member (a `fault` row naming the member and how long it was down), a
+//! timed broker restart's right after consumer ACKs.
 //!
 //! The lab's services are named as specs name them: `etcd`, `nats`, `redis`, with `-N` for the
 //! N-th member of a cluster (`nats-2`); the SQLite file is no process and cannot be restarted.
@@ -16,8 +18,7 @@ use super::wire::LabWire;
 use crate::backend::services::{LocalService, ServiceKind};
 use crate::driver::actor::spec::ActorSpec;
 use crate::fault::apply::Targets;
-use crate::fault::chaos::Action;
-use crate::fault::spec::{Nemesis, What, When, WireFault};
+use crate::fault::spec::{Nemesis, WireFault};
 use crate::journal::author::Author;
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
@@ -42,30 +43,6 @@ pub fn parse_service(name: &str) -> Option<(ServiceKind, usize)> {
         .into_iter()
         .find(|k| service_name(*k) == base)?;
     Some((kind, member))
-}
-
-/// A chaos plan's action as a fault spec at `at`, for a scenario with `workers` workers whose
-/// broker is `broker`.
-pub fn nemesis_of(action: Action, at: Duration, workers: usize, broker: ServiceKind) -> Nemesis {
-    let kill = |target: String| What::Kill { target };
-    let what = match action {
-        Action::KillApi => kill("api".into()),
-        Action::KillRelay => kill("relay".into()),
-        Action::KillWorker { index } if workers > 1 => {
-            kill(format!("worker-{}", index % workers + 1))
-        }
-        Action::KillWorker { .. } => kill("worker".into()),
-        Action::RestartBroker { member } => What::Restart {
-            service: format!("{}-{}", service_name(broker), member + 1),
-        },
-        Action::RestartStore { member } => What::Restart {
-            service: format!("etcd-{}", member + 1),
-        },
-    };
-    Nemesis {
-        what,
-        when: When::At(at),
-    }
 }
 
 /// Whether `fault`, due `overdue` ago, goes now. A broker restart waits (up to
@@ -224,28 +201,5 @@ mod tests {
         assert_eq!(parse_service("redis"), Some((ServiceKind::Redis, 0)));
         assert_eq!(parse_service("sqlite"), None);
         assert_eq!(parse_service("nats-0"), None);
-    }
-
-    #[test]
-    fn a_chaos_action_reads_as_a_spec() {
-        let second = Duration::from_secs(1);
-        let show = |a, w| nemesis_of(a, second, w, ServiceKind::Nats).to_string();
-        assert_eq!(show(Action::KillApi, 2), "kill api at 1s");
-        assert_eq!(
-            show(Action::KillWorker { index: 3 }, 2),
-            "kill worker-2 at 1s"
-        );
-        assert_eq!(
-            show(Action::KillWorker { index: 3 }, 1),
-            "kill worker at 1s"
-        );
-        assert_eq!(
-            show(Action::RestartBroker { member: 0 }, 1),
-            "restart nats-1 at 1s"
-        );
-        assert_eq!(
-            show(Action::RestartStore { member: 2 }, 1),
-            "restart etcd-3 at 1s"
-        );
     }
 }

@@ -2,12 +2,13 @@
 //! runs, and the spec it reads), the scenario table ([`scenario`]), what is ready
 //! before the actors start ([`prepare`]) and what each actor life starts with ([`life_spec`]), the
 //! actor processes kept alive ([`cast`], over [`supervisor`]), their held reports answered
-//! ([`held`]), the loop ([`drive`]) with the timed faults carried out ([`inject`]), the end
+//! ([`held`]) and the chaos draw armed on them ([`chaos`]), the loop ([`drive`]) with the timed faults carried out ([`inject`]), the end
 //! ([`ending`]) with the ground truth read back ([`observer`]), the actors put behind proxies for
 //! wire faults ([`wire`]); [`env`] is what a scenario shares with the whole run.
 
 pub mod actor;
 pub mod cast;
+pub mod chaos;
 pub mod drive;
 pub mod ending;
 pub mod env;

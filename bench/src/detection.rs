@@ -153,9 +153,8 @@ fn coverage(runs: &[Outcome]) -> Table {
             let hit = seeds
                 .iter()
                 .filter(|&&seed| {
-                    runs.iter().any(|o| {
-                        o.setup == backend.name() && o.seed == seed && fired(o, name)
-                    })
+                    runs.iter()
+                        .any(|o| o.setup == backend.name() && o.seed == seed && fired(o, name))
                 })
                 .count();
             row.push(format!("{armed} of {}", seeds.len()).into());
@@ -192,5 +191,7 @@ fn arms(plan: ChaosPlan, backend: BackendKind, name: &str) -> bool {
         _ => false,
     };
     plan.windows.iter().any(|w| w.point.name() == name)
-        || drawn(&plan, backend, WORKERS, TASKS as usize).iter().any(armed)
+        || drawn(&plan, backend, WORKERS, TASKS as usize)
+            .iter()
+            .any(armed)
 }

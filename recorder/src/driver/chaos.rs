@@ -12,7 +12,7 @@ use std::time::Duration;
 use outbox_trace::detail::ChaosArmed;
 use outbox_trace::Kind;
 
-use super::inject::service_name;
+use super::service_names::service_name;
 use crate::backend::connection::BackendKind;
 use crate::backend::services::ServiceKind;
 use crate::fault::chaos::{ChaosPlan, Layout, SystemChaos};
@@ -211,7 +211,10 @@ mod tests {
         assert_eq!(cluster.roles[2], ("worker".to_string(), 4));
         let redis = BackendKind::SqliteRedis.chaos_reach(2, true, 1);
         let plan = ChaosPlan::new(1, Duration::from_secs(5), redis);
-        assert_eq!(layout(&plan, BackendKind::SqliteRedis, 2).services, ["redis"]);
+        assert_eq!(
+            layout(&plan, BackendKind::SqliteRedis, 2).services,
+            ["redis"]
+        );
         let theirs = BackendKind::EtcdJetstream.chaos_reach(2, false, 1);
         let plan = ChaosPlan::new(1, Duration::from_secs(5), theirs);
         assert!(layout(&plan, BackendKind::EtcdJetstream, 2)
@@ -254,11 +257,20 @@ mod tests {
     fn the_integration_tests_seeds_draw_what_they_test() {
         let has = |specs: &[String], wanted: &str| specs.iter().any(|s| s == wanted);
         let etcd = specs(5, BackendKind::EtcdJetstream, 1);
-        assert!(has(&etcd, "restart nats after api task_accepted 80"), "{etcd:?}");
+        assert!(
+            has(&etcd, "restart nats after api task_accepted 80"),
+            "{etcd:?}"
+        );
         let redis = specs(18, BackendKind::SqliteRedis, 1);
-        assert!(has(&redis, "restart redis after relay publish_attempt 72"), "{redis:?}");
+        assert!(
+            has(&redis, "restart redis after relay publish_attempt 72"),
+            "{redis:?}"
+        );
         let cluster = specs(1, BackendKind::EtcdJetstream, 3);
-        assert!(has(&cluster, "restart etcd-2 after relay outbox_marked 107"), "{cluster:?}");
+        assert!(
+            has(&cluster, "restart etcd-2 after relay outbox_marked 107"),
+            "{cluster:?}"
+        );
         for backend in [BackendKind::EtcdJetstream, BackendKind::SqliteRedis] {
             let api = specs(3, backend, 1);
             assert!(has(&api, "kill api after task_accepted 165"), "{api:?}");
@@ -278,4 +290,3 @@ mod tests {
         assert_eq!(hit.len(), 6, "{hit:?}");
     }
 }
-

@@ -109,7 +109,11 @@ fn tell_faults(name: &str, end: &RunEnd) {
             .as_ref()
             .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
     };
-    for fault in end.faults.iter().filter(|f| f.fired == 0 && !drawn(&f.spec)) {
+    for fault in end
+        .faults
+        .iter()
+        .filter(|f| f.fired == 0 && !drawn(&f.spec))
+    {
         eprintln!(
             "recorder: scenario {name}: fault `{}` never fired: {}",
             fault.spec,

@@ -5,8 +5,7 @@
 //! restart of a service member (a `fault` row naming the member and how long it was down), a
 //! timed broker restart's right after consumer ACKs.
 //!
-//! The lab's services are named as specs name them: `etcd`, `nats`, `redis`, with `-N` for the
-//! N-th member of a cluster (`nats-2`); the SQLite file is no process and cannot be restarted.
+//! The lab's services are named as specs name them ([`service_names`](super::service_names)).
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use outbox_trace::{detail, FaultKind, Step};
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
+use super::service_names::{parse_service, service_name};
 use super::wire::LabWire;
 use crate::backend::services::{LocalService, ServiceKind};
 use crate::driver::actor::spec::ActorSpec;
@@ -23,27 +23,6 @@ use crate::journal::author::Author;
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
 const ACK_BURST_WAIT: Duration = Duration::from_secs(1);
-
-/// The lab's name of a service kind, as fault specs write it.
-pub fn service_name(kind: ServiceKind) -> &'static str {
-    match kind {
-        ServiceKind::Etcd => "etcd",
-        ServiceKind::Nats => "nats",
-        ServiceKind::Redis => "redis",
-    }
-}
-
-/// Which service kind and member (0-based) a spec's service name means: `nats`, `nats-2`.
-pub fn parse_service(name: &str) -> Option<(ServiceKind, usize)> {
-    let (base, member) = match name.rsplit_once('-') {
-        Some((base, n)) => (base, n.parse::<usize>().ok().filter(|n| *n >= 1)? - 1),
-        None => (name, 0),
-    };
-    let kind = [ServiceKind::Etcd, ServiceKind::Nats, ServiceKind::Redis]
-        .into_iter()
-        .find(|k| service_name(*k) == base)?;
-    Some((kind, member))
-}
 
 /// Whether `fault`, due `overdue` ago, goes now. A broker restart waits (up to
 /// [`ACK_BURST_WAIT`]) until consumer ACKs came since the last tick (`acks_moved`): an ACK the
@@ -192,14 +171,5 @@ mod tests {
         }
         assert!(ready(&at("kill relay at 1s"), now, false));
         assert!(ready(&at("restart etcd at 1s"), now, false));
-    }
-
-    #[test]
-    fn service_names_read_as_kinds_and_members() {
-        assert_eq!(parse_service("nats"), Some((ServiceKind::Nats, 0)));
-        assert_eq!(parse_service("etcd-3"), Some((ServiceKind::Etcd, 2)));
-        assert_eq!(parse_service("redis"), Some((ServiceKind::Redis, 0)));
-        assert_eq!(parse_service("sqlite"), None);
-        assert_eq!(parse_service("nats-0"), None);
     }
 }

@@ -18,8 +18,8 @@ use serde::Serialize;
 
 use crate::journal::author::{ActorId, Role};
 
-use crate::fault::dice::Dice;
 use super::SystemChaos;
+use crate::fault::dice::Dice;
 use crate::fault::plan::{CrashPoint, Fault, FaultPlan};
 
 /// The windows a swarm draw may arm: every crash point a load run passes through. The external

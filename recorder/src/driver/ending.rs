@@ -91,8 +91,9 @@ fn tried(aim: Option<&Aim>, ledger: &Ledger, ran: Duration) -> Vec<FaultTried> {
 /// (`run_end.detail.chaos`): a wire fault as often as `faults` says it acted on traffic.
 fn armed(aim: Option<&Aim>, faults: &[FaultTried]) -> Option<ChaosArmed> {
     let aim = aim?;
-    let chaos = aim.chaos.as_ref()?.lock().ok()?;
+    // The trigger first, as a held report takes them.
     let trigger = aim.trigger.lock().ok()?;
+    let chaos = aim.chaos.as_ref()?.lock().ok()?;
     let mut armed = chaos.report(&trigger);
     for step in &mut armed.armed {
         if let Some(tried) = faults.iter().find(|t| t.spec == step.fault) {

@@ -32,7 +32,8 @@ use crate::journal::writer::{Entry, Recorder};
 pub struct Aim {
     /// The faults and their counts.
     pub trigger: Arc<Mutex<Trigger>>,
-    /// The chaos draw, arming more of them as the actors report their steps.
+    /// The chaos draw, arming more of them as the actors report their steps (locked after the
+    /// trigger).
     pub chaos: Option<Arc<Mutex<LabChaos>>>,
     /// The actors' proxies, when the scenario has wire faults.
     pub wire: Option<Arc<LabWire>>,

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use outbox_recorder::backend::connection::BackendKind;
-use outbox_recorder::fault::chaos::{Action, ChaosPlan, SWARM_WINDOWS};
+use outbox_recorder::driver::chaos::drawn;
+use outbox_recorder::fault::chaos::{ChaosPlan, SWARM_WINDOWS};
+use outbox_recorder::fault::spec::{Nemesis, What};
 use outbox_recorder::protocol::variant::Protocol;
 use serde_json::{json, Value};
 
@@ -135,7 +137,7 @@ fn coverage(runs: &[Outcome]) -> Table {
     }
     let mut table = Table::new(columns);
     let mut names: Vec<&str> = SWARM_WINDOWS.iter().map(|p| p.name()).collect();
-    names.extend(["chaos:sigkill", "broker-restart", "store-restart"]);
+    names.extend([STEP_KILL, "broker-restart", "store-restart"]);
     for name in names {
         let mut row = vec![Value::from(format!("`{name}`"))];
         for backend in BACKENDS {
@@ -146,14 +148,13 @@ fn coverage(runs: &[Outcome]) -> Table {
                 .collect();
             let armed = seeds
                 .iter()
-                .filter(|&&seed| arms(plan(seed, backend), name))
+                .filter(|&&seed| arms(plan(seed, backend), backend, name))
                 .count();
             let hit = seeds
                 .iter()
                 .filter(|&&seed| {
-                    runs.iter().any(|o| {
-                        o.setup == backend.name() && o.seed == seed && o.fired.contains(name)
-                    })
+                    runs.iter()
+                        .any(|o| o.setup == backend.name() && o.seed == seed && fired(o, name))
                 })
                 .count();
             row.push(format!("{armed} of {}", seeds.len()).into());
@@ -169,15 +170,28 @@ fn plan(seed: u64, backend: BackendKind) -> ChaosPlan {
     ChaosPlan::new(seed, WINDOW, backend.chaos_reach(WORKERS, true, 1))
 }
 
-/// Whether `plan` arms the window or service fault `name`.
-fn arms(plan: ChaosPlan, name: &str) -> bool {
+/// The coverage row of the kills the draw arms after the actors' steps.
+const STEP_KILL: &str = "kill after a step";
+
+/// Whether outcome `o` saw the window or fault `name` fire (a step's kill: any `ROLE:after-KIND`).
+fn fired(o: &Outcome, name: &str) -> bool {
+    match name {
+        STEP_KILL => o.fired.iter().any(|point| point.contains(":after-")),
+        _ => o.fired.contains(name),
+    }
+}
+
+/// Whether `plan` arms the window or fault `name`: a window up front; a kill or a restart once
+/// every role of the lab has reported each of its kinds.
+fn arms(plan: ChaosPlan, backend: BackendKind, name: &str) -> bool {
+    let armed = |f: &Nemesis| match &f.what {
+        What::Kill { .. } => name == STEP_KILL,
+        What::Restart { service } if service.starts_with("etcd") => name == "store-restart",
+        What::Restart { .. } => name == "broker-restart",
+        _ => false,
+    };
     plan.windows.iter().any(|w| w.point.name() == name)
-        || plan.actions.iter().any(|(_, action)| {
-            let of = match action {
-                Action::KillApi | Action::KillRelay | Action::KillWorker { .. } => "chaos:sigkill",
-                Action::RestartBroker { .. } => "broker-restart",
-                Action::RestartStore { .. } => "store-restart",
-            };
-            of == name
-        })
+        || drawn(&plan, backend, WORKERS, TASKS as usize)
+            .iter()
+            .any(armed)
 }

@@ -51,7 +51,7 @@ pub struct Outcome {
     pub verdict: String,
     /// The ids of the invariants that failed.
     pub failed: Vec<String>,
-    /// The crash points (`chaos:sigkill` included) and service faults that fired.
+    /// The crash points (a step's kill, `ROLE:after-KIND`, included) and service faults that fired.
     pub fired: BTreeSet<String>,
     /// Service restarts (`fault` rows).
     pub service_restarts: u64,

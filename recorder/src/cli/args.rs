@@ -198,11 +198,14 @@ pub struct RunArgs {
     /// Tasks the `load` scenario's API creates per second (0: as fast as the store takes them).
     #[arg(long, default_value_t = 0)]
     pub rate: u32,
-    /// Inject random faults from this seed: SIGKILLs of the actors and, where the recorder runs
-    /// them, restarts of etcd, nats-server and redis-server. The same seed gives the same plan.
+    /// Inject random faults from this seed, armed on the steps the processes report: kills and
+    /// pauses of the processes and, where the recorder runs them, restarts and pauses of the
+    /// services (in the lab, also crash windows inside its actors). The same seed gives the same
+    /// faults.
     #[arg(long)]
     pub chaos: Option<u64>,
-    /// How long, from each scenario's start, the chaos plan keeps injecting faults.
+    /// What the lab's crash windows under `--chaos` are sized for: each may fire one to six
+    /// times per 4 s of it.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub chaos_window: Duration,
     /// Start a cluster of this many etcd members and this many NATS servers (JetStream clustered,

@@ -1,6 +1,7 @@
 //! The actor processes of one scenario: one slot per actor, each holding its current life, and what
-//! happens when a life ends. A planned crash or a chaos SIGKILL starts the next incarnation at once
-//! (a SIGKILL that finds its life already ended, at a window of its own, goes to the next life);
+//! happens when a life ends. A planned crash, a kill after a step or a timed SIGKILL starts the next
+//! incarnation at once (a timed SIGKILL that finds its life already ended, at a window of its own,
+//! goes to the next life);
 //! an error (a service went away, say) starts it after the one restart back-off
 //! ([`backoff`]); the API's clean exit
 //! is its end. The API's next life is given the tasks whose acceptance its last life did not
@@ -21,10 +22,10 @@ use crate::journal::author::{ActorId, Role};
 use crate::journal::writer::Recorder;
 use crate::process::lives::backoff;
 
-/// Exits on an error (not a planned crash, not a chaos kill) after which the scenario gives up.
+/// Exits on an error (not a planned crash, not a fault's kill) after which the scenario gives up.
 const MAX_ERRORS: u32 = 20;
 
-/// How long the next life runs before it takes a chaos SIGKILL that its predecessor escaped by
+/// How long the next life runs before it takes a timed SIGKILL that its predecessor escaped by
 /// ending on its own just before.
 const KILL_CARRIED_AFTER: Duration = Duration::from_millis(100);
 
@@ -41,9 +42,9 @@ pub struct Slot {
     process: Option<ActorProcess>,
     /// When a life that ended on an error is started again.
     respawn_at: Option<Instant>,
-    /// The chaos plan SIGKILLed the current life.
+    /// A timed fault SIGKILLed the current life.
     killed: bool,
-    /// A chaos SIGKILL that found no running life (the last one had just ended on its own),
+    /// A timed SIGKILL that found no running life (the last one had just ended on its own),
     /// due to the next life at this time.
     kill_at: Option<Instant>,
     finished: bool,
@@ -274,11 +275,6 @@ impl<'a, F: Fn(&Slot) -> ActorSpec> Cast<'a, F> {
         {
             process.pause(hold);
         }
-    }
-
-    /// The number of workers.
-    pub fn workers(&self) -> usize {
-        self.slots.iter().filter(|s| s.role == Role::Worker).count()
     }
 
     /// Stops every actor still running, all at once: each is asked at the same moment and given

@@ -18,9 +18,7 @@ use super::held::{Due, ServiceFault};
 use super::inject::{self, LabTargets};
 use super::observer;
 use super::prepare::{Scene, ServiceFaults};
-use crate::backend::connection::BackendKind;
 use crate::backend::control::{Control, Progress};
-use crate::backend::services::ServiceKind;
 use crate::driver::actor::spec::ActorSpec;
 use crate::fault::apply::{apply, carry_out};
 use crate::fault::ledger::{Ledger, TimedFault};
@@ -37,8 +35,7 @@ const QUIET_CHECKS: u32 = 3;
 pub struct Drive {
     /// When the loop began (the timed faults' zero).
     pub started: Instant,
-    /// The timed faults, `--fault` specs and the chaos plan's actions alike, to come in time
-    /// order; the named ones counted when they are carried out.
+    /// The timed `--fault` specs, to come in time order, each counted when it is carried out.
     pub ledger: Ledger,
     /// The services' faults the actors' steps set off, as they come (none once the loop is
     /// over: a report still held then is answered without them).
@@ -60,26 +57,10 @@ pub struct Drive {
 }
 
 impl Drive {
-    /// The loop of `scene`, whose actors (`workers` of them workers) were just started, with the
-    /// channel of the services' faults their steps set off.
-    pub fn new(
-        scene: &Scene<'_, '_>,
-        workers: usize,
-        service_faults: Option<ServiceFaults>,
-    ) -> Self {
-        let env = scene.env;
-        let broker = match scene.connection.endpoints.kind() {
-            BackendKind::EtcdJetstream => ServiceKind::Nats,
-            BackendKind::SqliteRedis => ServiceKind::Redis,
-        };
-        let actions = env
-            .chaos
-            .iter()
-            .flat_map(|c| &c.actions)
-            .map(|(ms, action)| {
-                inject::nemesis_of(*action, Duration::from_millis(*ms), workers, broker)
-            });
-        let ledger = Ledger::new(env.faults, actions.collect());
+    /// The loop of `scene`, whose actors were just started, with the channel of the services'
+    /// faults their steps set off.
+    pub fn new(scene: &Scene<'_, '_>, service_faults: Option<ServiceFaults>) -> Self {
+        let ledger = Ledger::new(scene.env.faults, Vec::new());
         Drive {
             started: Instant::now(),
             ledger,

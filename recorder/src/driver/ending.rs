@@ -1,10 +1,10 @@
 //! The end of a lab scenario: its actors stopped (with a grace to finish what they hold), the
 //! wire's last rows, what the observer reads back from the services, and `run_end` with every
-//! named fault and how often it fired.
+//! named or drawn fault and how often it fired, and what the chaos draw armed.
 
 use std::time::Duration;
 
-use outbox_trace::detail::{FaultTried, RunEnd};
+use outbox_trace::detail::{ChaosArmed, FaultTried, RunEnd};
 use outbox_trace::Step;
 
 use super::cast::{Cast, Slot};
@@ -56,20 +56,15 @@ pub async fn end<B: Control, F: Fn(&Slot) -> ActorSpec>(
         observer::record_unreported_commits(env, control, stamp).await?;
     }
     observer::record_observed(env, control, scene.external.as_ref(), stamp).await?;
-    let end = RunEnd {
+    let mut end = RunEnd {
         recovered: Some(ended.recovered),
         reason: Some(ended.end_reason.to_string()),
         elapsed_ms: Some(elapsed_ms),
         faults: tried(scene.aim.as_ref(), &ended.ledger, started.elapsed()),
         ..RunEnd::default()
     };
-    for fault in end.faults.iter().filter(|f| f.fired == 0) {
-        eprintln!(
-            "recorder: scenario {name}: fault `{}` never fired: {}",
-            fault.spec,
-            fault.why.as_deref().unwrap_or("no reason known")
-        );
-    }
+    end.chaos = armed(scene.aim.as_ref(), &end.faults);
+    tell_faults(name, &end);
     env.recorder
         .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
         .await
@@ -77,13 +72,60 @@ pub async fn end<B: Control, F: Fn(&Slot) -> ActorSpec>(
     Ok(ended.recovered)
 }
 
-/// The `--fault` specs of a scenario with how often each fired (`run_end.detail.faults`): the
-/// step-following ones as the trigger counted them (its count of the target's steps of the kind
-/// says why one never fired), then the timed ones. A wire fault fired when it acted on traffic,
-/// not when its step or its time came.
+/// The faults of a scenario with how often each fired (`run_end.detail.faults`): the
+/// step-following `--fault` specs as the trigger counted them (its count of the target's steps
+/// of the kind says why one never fired), then the timed ones, then those the chaos draw armed.
+/// A wire fault fired when it acted on traffic, not when its step or its time came.
 fn tried(aim: Option<&Aim>, ledger: &Ledger, ran: Duration) -> Vec<FaultTried> {
     let trigger = aim.and_then(|a| a.trigger.lock().ok().map(|t| t.armed().to_vec()));
+    let drawn = aim
+        .and_then(|a| a.chaos.as_ref())
+        .and_then(|c| c.lock().ok().map(|c| c.indexes()));
     let wire = aim.and_then(|a| a.wire.as_deref());
     let seen = |a: &Armed, _: Option<&str>, _| u64::from(a.seen);
-    ledger.tried(&trigger.unwrap_or_default(), &[], seen, wire, ran)
+    let drawn = drawn.unwrap_or_default();
+    ledger.tried(&trigger.unwrap_or_default(), &drawn, seen, wire, ran)
+}
+
+/// What the chaos draw armed on the actors' steps, each with how often it fired
+/// (`run_end.detail.chaos`): a wire fault as often as `faults` says it acted on traffic.
+fn armed(aim: Option<&Aim>, faults: &[FaultTried]) -> Option<ChaosArmed> {
+    let aim = aim?;
+    // The trigger first, as a held report takes them.
+    let trigger = aim.trigger.lock().ok()?;
+    let chaos = aim.chaos.as_ref()?.lock().ok()?;
+    let mut armed = chaos.report(&trigger);
+    for step in &mut armed.armed {
+        if let Some(tried) = faults.iter().find(|t| t.spec == step.fault) {
+            step.fired = step.fired.min(tried.fired);
+        }
+    }
+    Some(armed)
+}
+
+/// Says which named faults never fired (and why), and how many of the chaos draw's fired.
+fn tell_faults(name: &str, end: &RunEnd) {
+    let drawn = |spec: &str| {
+        end.chaos
+            .as_ref()
+            .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
+    };
+    for fault in end
+        .faults
+        .iter()
+        .filter(|f| f.fired == 0 && !drawn(&f.spec))
+    {
+        eprintln!(
+            "recorder: scenario {name}: fault `{}` never fired: {}",
+            fault.spec,
+            fault.why.as_deref().unwrap_or("no reason known")
+        );
+    }
+    if let Some(chaos) = &end.chaos {
+        let fired = chaos.armed.iter().filter(|a| a.fired > 0).count();
+        eprintln!(
+            "recorder: scenario {name}: chaos armed {} fault(s) on the steps the actors reported; {fired} fired",
+            chaos.armed.len()
+        );
+    }
 }

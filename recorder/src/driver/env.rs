@@ -36,13 +36,13 @@ pub struct ScenarioEnv<'a> {
     pub tallies: Tallies,
     /// Show a live progress line (on a terminal).
     pub progress: bool,
-    /// Random faults to inject, if any.
+    /// The chaos plan (`--chaos`): its windows, and what its draw on the steps may hit.
     pub chaos: Option<&'a ChaosPlan>,
     /// `--fault`: the faults every scenario injects.
     pub faults: &'a [Nemesis],
     /// Record the actors' steps (false: only the recorder's own rows and crashes).
     pub trace: bool,
-    /// The services the recorder started (restarted by the chaos plan).
+    /// The services the recorder started (restarted and paused by faults).
     pub services: &'a tokio::sync::Mutex<Vec<LocalService>>,
 }
 

@@ -18,6 +18,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::chaos::LabChaos;
 use super::wire::LabWire;
 use crate::fault::pauses::{Pauses, Pending};
 use crate::fault::spec::{Nemesis, What, When};
@@ -31,6 +32,9 @@ use crate::journal::writer::{Entry, Recorder};
 pub struct Aim {
     /// The faults and their counts.
     pub trigger: Arc<Mutex<Trigger>>,
+    /// The chaos draw, arming more of them as the actors report their steps (locked after the
+    /// trigger).
+    pub chaos: Option<Arc<Mutex<LabChaos>>>,
     /// The actors' proxies, when the scenario has wire faults.
     pub wire: Option<Arc<LabWire>>,
     /// Where the service faults a step sets off go: the scenario's loop.
@@ -80,12 +84,12 @@ pub struct Held {
 }
 
 impl Held {
-    /// A step of `kind` was reported and is held: carries out what it sets off and answers,
-    /// unless it kills the life (then returns the crash point). The services' faults come
-    /// first, as in a team's system.
-    pub async fn answer(&self, aim: Option<&Aim>, kind: Kind) -> Option<CrashSite> {
+    /// A step of `kind` (at `ts_ns`) was reported and is held: carries out what it sets off and
+    /// answers, unless it kills the life (then returns the crash point). The services' faults
+    /// come first, as in a team's system.
+    pub async fn answer(&self, aim: Option<&Aim>, kind: Kind, ts_ns: i64) -> Option<CrashSite> {
         let (struck, services) = aim
-            .and_then(|aim| self.strike(aim, kind))
+            .and_then(|aim| self.strike(aim, kind, ts_ns))
             .unwrap_or_default();
         if let Some(aim) = aim {
             self.hand_over(aim, services).await;
@@ -104,11 +108,14 @@ impl Held {
         None
     }
 
-    /// Shows the step to the trigger: what it sets off, with the wire faults switched on and
-    /// the services' faults it set off.
-    fn strike(&self, aim: &Aim, kind: Kind) -> Option<(Struck, Vec<Nemesis>)> {
+    /// Shows the step to the chaos draw (which arms on it), then to the trigger: what it sets
+    /// off, with the wire faults switched on and the services' faults it set off.
+    fn strike(&self, aim: &Aim, kind: Kind, ts_ns: i64) -> Option<(Struck, Vec<Nemesis>)> {
         let actor = self.actor.to_string();
         let mut trigger = aim.trigger.lock().ok()?;
+        if let Some(mut chaos) = aim.chaos.as_ref().and_then(|c| c.lock().ok()) {
+            chaos.on_report(&mut trigger, self.actor, self.incarnation, kind, ts_ns);
+        }
         let struck = trigger.on_step(
             Reporter {
                 actor: &actor,

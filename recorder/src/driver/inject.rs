@@ -1,10 +1,11 @@
-//! The lab's side of a timed fault, a `--fault` spec or a chaos plan's action alike: the
-//! primitives the fault layer asks of a subject ([`LabTargets`]), each recording what it did: a SIGKILL of an actor (its `crash` row comes when the cast sees the life end), a
-//! pause of an actor (a `fault` row), or a SIGKILL and restart of a service member (a `fault` row
-//! naming the member and how long it was down), a broker's right after consumer ACKs.
+//! The lab's side of a fault carried out by the scenario's loop, a timed `--fault` spec or a
+//! service's fault a held report set off: the primitives the fault layer asks of a subject
+//! ([`LabTargets`]), each recording what it did: a SIGKILL of an actor (its `crash` row comes
+//! when the cast sees the life end), a pause of an actor (a `fault` row), or a SIGKILL and
+//! restart of a service member (a `fault` row naming the member and how long it was down), a
+//! timed broker restart's right after consumer ACKs.
 //!
-//! The lab's services are named as specs name them: `etcd`, `nats`, `redis`, with `-N` for the
-//! N-th member of a cluster (`nats-2`); the SQLite file is no process and cannot be restarted.
+//! The lab's services are named as specs name them ([`service_names`](super::service_names)).
 
 use std::time::{Duration, Instant};
 
@@ -12,61 +13,16 @@ use outbox_trace::{detail, FaultKind, Step};
 
 use super::cast::{Cast, Slot};
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
+use super::service_names::{parse_service, service_name};
 use super::wire::LabWire;
 use crate::backend::services::{LocalService, ServiceKind};
 use crate::driver::actor::spec::ActorSpec;
 use crate::fault::apply::Targets;
-use crate::fault::chaos::Action;
-use crate::fault::spec::{Nemesis, What, When, WireFault};
+use crate::fault::spec::{Nemesis, WireFault};
 use crate::journal::author::Author;
 
 /// How long a broker restart waits for a tick in which consumer ACKs came.
 const ACK_BURST_WAIT: Duration = Duration::from_secs(1);
-
-/// The lab's name of a service kind, as fault specs write it.
-pub fn service_name(kind: ServiceKind) -> &'static str {
-    match kind {
-        ServiceKind::Etcd => "etcd",
-        ServiceKind::Nats => "nats",
-        ServiceKind::Redis => "redis",
-    }
-}
-
-/// Which service kind and member (0-based) a spec's service name means: `nats`, `nats-2`.
-pub fn parse_service(name: &str) -> Option<(ServiceKind, usize)> {
-    let (base, member) = match name.rsplit_once('-') {
-        Some((base, n)) => (base, n.parse::<usize>().ok().filter(|n| *n >= 1)? - 1),
-        None => (name, 0),
-    };
-    let kind = [ServiceKind::Etcd, ServiceKind::Nats, ServiceKind::Redis]
-        .into_iter()
-        .find(|k| service_name(*k) == base)?;
-    Some((kind, member))
-}
-
-/// A chaos plan's action as a fault spec at `at`, for a scenario with `workers` workers whose
-/// broker is `broker`.
-pub fn nemesis_of(action: Action, at: Duration, workers: usize, broker: ServiceKind) -> Nemesis {
-    let kill = |target: String| What::Kill { target };
-    let what = match action {
-        Action::KillApi => kill("api".into()),
-        Action::KillRelay => kill("relay".into()),
-        Action::KillWorker { index } if workers > 1 => {
-            kill(format!("worker-{}", index % workers + 1))
-        }
-        Action::KillWorker { .. } => kill("worker".into()),
-        Action::RestartBroker { member } => What::Restart {
-            service: format!("{}-{}", service_name(broker), member + 1),
-        },
-        Action::RestartStore { member } => What::Restart {
-            service: format!("etcd-{}", member + 1),
-        },
-    };
-    Nemesis {
-        what,
-        when: When::At(at),
-    }
-}
 
 /// Whether `fault`, due `overdue` ago, goes now. A broker restart waits (up to
 /// [`ACK_BURST_WAIT`]) until consumer ACKs came since the last tick (`acks_moved`): an ACK the
@@ -215,37 +171,5 @@ mod tests {
         }
         assert!(ready(&at("kill relay at 1s"), now, false));
         assert!(ready(&at("restart etcd at 1s"), now, false));
-    }
-
-    #[test]
-    fn service_names_read_as_kinds_and_members() {
-        assert_eq!(parse_service("nats"), Some((ServiceKind::Nats, 0)));
-        assert_eq!(parse_service("etcd-3"), Some((ServiceKind::Etcd, 2)));
-        assert_eq!(parse_service("redis"), Some((ServiceKind::Redis, 0)));
-        assert_eq!(parse_service("sqlite"), None);
-        assert_eq!(parse_service("nats-0"), None);
-    }
-
-    #[test]
-    fn a_chaos_action_reads_as_a_spec() {
-        let second = Duration::from_secs(1);
-        let show = |a, w| nemesis_of(a, second, w, ServiceKind::Nats).to_string();
-        assert_eq!(show(Action::KillApi, 2), "kill api at 1s");
-        assert_eq!(
-            show(Action::KillWorker { index: 3 }, 2),
-            "kill worker-2 at 1s"
-        );
-        assert_eq!(
-            show(Action::KillWorker { index: 3 }, 1),
-            "kill worker at 1s"
-        );
-        assert_eq!(
-            show(Action::RestartBroker { member: 0 }, 1),
-            "restart nats-1 at 1s"
-        );
-        assert_eq!(
-            show(Action::RestartStore { member: 2 }, 1),
-            "restart etcd-3 at 1s"
-        );
     }
 }

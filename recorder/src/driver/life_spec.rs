@@ -5,6 +5,7 @@
 use outbox_trace::Kind;
 
 use super::cast::Slot;
+use super::chaos::LabChaos;
 use super::held::Aim;
 use super::prepare::Scene;
 use crate::backend::connection::Endpoints;
@@ -68,15 +69,23 @@ fn unanswered(tasks: &[TaskSpec], tallies: &Tallies, scenario: &str) -> Vec<Task
         .collect()
 }
 
-/// The kinds whose reports a slot's next life holds: those its step-following faults follow.
+/// The kinds whose reports a slot's next life holds: those its step-following faults follow,
+/// and under a chaos draw every kind its role reports (the draw arms on any of them).
 fn held_kinds(aim: Option<&Aim>, slot: &Slot) -> Vec<Kind> {
-    aim.and_then(|aim| {
-        aim.trigger
-            .lock()
-            .ok()
-            .map(|t| t.held_kinds(&slot.id.to_string(), slot.role.name()))
-    })
-    .unwrap_or_default()
+    let Some(aim) = aim else {
+        return Vec::new();
+    };
+    let mut kinds = aim
+        .trigger
+        .lock()
+        .map(|t| t.held_kinds(&slot.id.to_string(), slot.role.name()))
+        .unwrap_or_default();
+    if aim.chaos.is_some() {
+        kinds.extend(LabChaos::held_kinds(slot.role));
+        kinds.sort_by_key(|k| k.as_str());
+        kinds.dedup();
+    }
+    kinds
 }
 
 /// The same endpoints with the broker moved to a loopback port nobody listens on.

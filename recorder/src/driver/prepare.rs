@@ -1,6 +1,6 @@
 //! Before a lab scenario's actors start: its stamp, its step-following faults (the trigger the
-//! actors' held reports are shown to, and the channel on which the services' faults they set off
-//! reach the loop), the proxies a wire fault puts every actor behind, the external receiver's
+//! actors' held reports are shown to, the chaos draw that arms it as they report, and the channel
+//! on which the services' faults they set off reach the loop), the proxies a wire fault puts every actor behind, the external receiver's
 //! address, and the `run_start` row.
 
 use std::sync::{Arc, Mutex};
@@ -9,6 +9,7 @@ use outbox_trace::detail::RunStart;
 use outbox_trace::{Kind, Step};
 use tokio::sync::mpsc;
 
+use super::chaos::LabChaos;
 use super::env::{drive, ScenarioEnv, ScenarioError, Stamp};
 use super::held::{Aim, ServiceFault};
 use super::scenario::Scenario;
@@ -63,9 +64,9 @@ pub struct Scene<'s, 'e> {
 }
 
 impl<'s, 'e> Scene<'s, 'e> {
-    /// The scenario's trigger and proxies, before anything of it is recorded; with the
-    /// receiving end of the services' faults its steps set off, when it has step-following
-    /// faults.
+    /// The scenario's trigger, chaos draw and proxies, before anything of it is recorded; with
+    /// the receiving end of the services' faults its steps set off, when it has step-following
+    /// faults or a chaos draw (which arms them on the actors' reports: none without `--trace`).
     pub async fn prepare(
         env: &'s ScenarioEnv<'e>,
         scenario: &'s Scenario,
@@ -77,12 +78,19 @@ impl<'s, 'e> Scene<'s, 'e> {
         };
         let trigger = Trigger::new(env.faults);
         let wire = lab_wire(env, scenario, connection).await?;
-        let (aim, service_faults) = if trigger.is_empty() {
+        let chaos = env.chaos.filter(|_| env.trace).map(|plan| {
+            let backend = connection.endpoints.kind();
+            let (workers, tasks) = (scenario.workers, scenario.tasks.len());
+            let chaos = LabChaos::new(plan, backend, workers, tasks, wire.is_some());
+            Arc::new(Mutex::new(chaos))
+        });
+        let (aim, service_faults) = if trigger.is_empty() && chaos.is_none() {
             (None, None)
         } else {
             let (services, service_faults) = mpsc::unbounded_channel();
             let aim = Aim {
                 trigger: Arc::new(Mutex::new(trigger)),
+                chaos,
                 wire: wire.clone(),
                 services,
             };

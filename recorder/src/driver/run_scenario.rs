@@ -44,7 +44,7 @@ async fn run_on<B: Backend>(
     let mut cast = Cast::start(scenario, spec, env.recorder, env.chaos, scene.aim.clone())
         .await
         .map_err(drive)?;
-    let mut lab = Drive::new(scene, cast.workers(), service_faults);
+    let mut lab = Drive::new(scene, service_faults);
     lab.run(scene, &control, &mut cast).await?;
     end(scene, &control, cast, &lab).await
 }

@@ -119,7 +119,7 @@ impl ActorProcess {
                             })
                             .await?;
                         if life.held.contains(&kind) {
-                            if let Some(point) = life.answer(aim.as_ref(), kind).await {
+                            if let Some(point) = life.answer(aim.as_ref(), kind, ts_ns).await {
                                 report.killed_after = Some(point);
                             }
                         }

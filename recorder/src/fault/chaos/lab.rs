@@ -1,15 +1,16 @@
-//! Random faults from a seed (`--chaos SEED`), drawn up front as data so the same seed gives the
-//! same plan, and recorded in the trace (`run_start.detail.chaos`, then a `crash` or `fault` row
-//! per firing).
+//! Random faults from a seed (`--chaos SEED`) for the lab, recorded in the trace
+//! (`run_start.detail.chaos`, then a `crash` or `fault` row per firing).
 //!
-//! The plan is a swarm draw, in the manner of FoundationDB's BUGGIFY and swarm testing: each seed
-//! picks which named protocol windows (the crash points between two steps) are armed, how likely
-//! one pass through each is to kill the actor, how many times each may fire, and which workers
-//! they hit. So one seed hammers the gap between commit and ACK, another the relay's publish and
-//! mark, another leaves the workers alone. On top, inside the chaos window, come SIGKILLs of actor
-//! processes at random moments and restarts of the services the recorder runs (a broker right
-//! after a burst of consumer ACKs, which JetStream may not have made durable yet; an etcd member).
-//! Every window has a budget of firings, so every scenario ends quiet and recovered.
+//! Two draws, from the one seed. Up front, a swarm draw, in the manner of FoundationDB's BUGGIFY
+//! and swarm testing: each seed picks which named protocol windows (the crash points between two
+//! steps) are armed, how likely one pass through each is to kill the actor, how many times each
+//! may fire, and which workers they hit. So one seed hammers the gap between commit and ACK,
+//! another the relay's publish and mark, another leaves the workers alone. Every window has a
+//! budget of firings, so every scenario ends quiet and recovered. Then, as the actors report
+//! their steps, the draw a team's system gets ([`SystemChaos`](super::SystemChaos)): a (role,
+//! kind) pair armed when the role first reports that kind (`kill worker after acked 3`, a
+//! restart or pause of a service member right after such a step), over what [`ChaosReach`]
+//! says the run may hit.
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 use crate::journal::author::{ActorId, Role};
 
+use super::SystemChaos;
 use crate::fault::dice::Dice;
 use crate::fault::plan::{CrashPoint, Fault, FaultPlan};
 
@@ -44,32 +46,6 @@ const BUDGETS_PER_4S: [u32; 3] = [1, 3, 6];
 /// In how many seeds of four a given worker is among those hit (at least one always is).
 const WORKER_HIT_IN_FOUR: u64 = 3;
 
-/// One planned fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "action")]
-pub enum Action {
-    /// SIGKILL the API process (it is restarted and retries its creates with the same keys).
-    KillApi,
-    /// SIGKILL the relay process.
-    KillRelay,
-    /// SIGKILL worker number `index` (0-based).
-    KillWorker {
-        /// 0-based, the numbering `ChaosPlan::workers_hit` uses.
-        index: usize,
-    },
-    /// SIGKILL a broker (nats-server, or redis-server) right after a burst of consumer ACKs, and
-    /// start it again on the same data.
-    RestartBroker {
-        /// Which member of the cluster (0-based; always 0 on a single server).
-        member: usize,
-    },
-    /// SIGKILL an etcd member and start it again on the same data dir.
-    RestartStore {
-        /// Which member of the cluster (0-based; always 0 on a single member).
-        member: usize,
-    },
-}
-
 /// What a plan may hit: the workers it may kill and the servers it may restart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChaosReach {
@@ -93,7 +69,7 @@ pub struct Window {
     pub budget: u32,
 }
 
-/// The plan: the armed windows, and actions at offsets from the scenario's start.
+/// The plan: the armed windows, and what the draw on the actors' steps may hit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChaosPlan {
     /// The seed it came from; each life's dice are seeded from it, so one seed replays one plan.
@@ -102,15 +78,18 @@ pub struct ChaosPlan {
     pub window_ms: u64,
     /// The windows armed for this seed.
     pub windows: Vec<Window>,
-    /// The workers (0-based, as in `kill-worker`) the worker windows hit.
+    /// The workers (0-based: `worker-1` is 0) the worker windows hit.
     pub workers_hit: Vec<usize>,
-    /// When and what, in time order.
-    pub actions: Vec<(u64, Action)>,
+    /// How the actors' steps arm faults: the rules of a team's system's draw.
+    pub rules: &'static str,
+    /// The workers and service members the draw on the steps may hit.
+    #[serde(skip)]
+    pub reach: ChaosReach,
 }
 
 impl ChaosPlan {
-    /// The plan for `seed`: a swarm draw of windows, then about one action a second over
-    /// `window`, within `reach`. A restart picks any member of a cluster, its leader included.
+    /// The plan for `seed`: a swarm draw of windows (their budgets grow with `window`), and
+    /// the workers they hit, within `reach`.
     pub fn new(seed: u64, window: Duration, reach: ChaosReach) -> Self {
         let mut rng = Dice::new(seed);
         let window_ms = window.as_millis() as u64;
@@ -134,37 +113,13 @@ impl ChaosPlan {
         if workers_hit.is_empty() {
             workers_hit.push(rng.below(reach.workers as u64) as usize);
         }
-        let brokers = reach.broker_members as u64;
-        let stores = reach.store_members as u64;
-        let mut actions = Vec::new();
-        let mut at = 0u64;
-        loop {
-            at += 400 + rng.below(1200);
-            if at > window_ms {
-                break;
-            }
-            let roll = rng.below(100);
-            let action = match roll {
-                0..=9 => Action::KillApi,
-                10..=34 => Action::KillRelay,
-                80..=89 if brokers > 0 => Action::RestartBroker {
-                    member: rng.below(brokers) as usize,
-                },
-                90..=99 if stores > 0 => Action::RestartStore {
-                    member: rng.below(stores) as usize,
-                },
-                _ => Action::KillWorker {
-                    index: workers_hit[rng.below(workers_hit.len() as u64) as usize],
-                },
-            };
-            actions.push((at, action));
-        }
         ChaosPlan {
             seed,
             window_ms,
             windows,
             workers_hit,
-            actions,
+            rules: SystemChaos::RULES,
+            reach,
         }
     }
 
@@ -244,9 +199,43 @@ mod tests {
         let a = ChaosPlan::new(7, window, CLUSTER);
         assert_eq!(a, ChaosPlan::new(7, window, CLUSTER));
         assert_ne!(a, ChaosPlan::new(8, window, CLUSTER));
-        assert!(a.actions.len() >= 10, "{a:?}");
-        assert!(a.actions.windows(2).all(|w| w[0].0 < w[1].0));
-        assert!(a.actions.iter().all(|(at, _)| *at <= 20_000));
+    }
+
+    /// The windows a seed draws stay where they were when the plan also drew timed kills and
+    /// restarts: drawn first, from the same dice, in the same order.
+    #[test]
+    fn a_seed_draws_the_windows_it_always_drew() {
+        use CrashPoint::*;
+        let reach = ChaosReach {
+            workers: 2,
+            broker_members: 1,
+            store_members: 1,
+        };
+        let plan = ChaosPlan::new(7, Duration::from_secs(5), reach);
+        let drawn: Vec<(CrashPoint, u32, u32)> = plan
+            .windows
+            .iter()
+            .map(|w| (w.point, w.per_mille, w.budget))
+            .collect();
+        assert_eq!(
+            drawn,
+            [
+                (ApiBetweenTaskAndOutbox, 20, 1),
+                (ApiBeforeReportingCreate, 50, 1),
+                (ApiBeforeReportingIntent, 20, 6),
+                (RelayBeforePublish, 50, 3),
+                (RelayBetweenPublishAndMark, 50, 1),
+                (WorkerBetweenCommitAndAck, 50, 6),
+                (WorkerBeforeReportingCommit, 50, 3),
+            ]
+        );
+        assert_eq!(plan.workers_hit, [0, 1]);
+        let one = ChaosPlan::new(1, Duration::from_secs(5), reach);
+        assert_eq!(one.windows.len(), 6);
+        assert!(one
+            .windows
+            .iter()
+            .all(|w| w.point != WorkerBetweenCommitAndAck));
     }
 
     #[test]
@@ -283,7 +272,8 @@ mod tests {
             window_ms: 4000,
             windows,
             workers_hit,
-            actions: Vec::new(),
+            rules: SystemChaos::RULES,
+            reach: CLUSTER,
         }
     }
 
@@ -363,46 +353,5 @@ mod tests {
         assert!(plan(1000)
             .crash_at(CrashPoint::RelayBeforePublish, &mut dice)
             .is_none());
-    }
-
-    /// The seeds `tests/it/chaos.rs` runs draw what those tests look for.
-    #[test]
-    fn the_integration_tests_seeds_draw_what_they_test() {
-        // As `BackendKind::chaos_reach` gives them for services the recorder runs itself.
-        let etcd_jetstream = |members| ChaosReach {
-            workers: 2,
-            broker_members: members,
-            store_members: members,
-        };
-        let sqlite_redis = ChaosReach {
-            workers: 2,
-            broker_members: 1,
-            store_members: 0,
-        };
-        let plan = |seed, reach| ChaosPlan::new(seed, Duration::from_secs(5), reach);
-        let has = |p: &ChaosPlan, f: fn(&Action) -> bool| p.actions.iter().any(|(_, a)| f(a));
-        let api = |a: &Action| *a == Action::KillApi;
-        let broker = |a: &Action| matches!(a, Action::RestartBroker { .. });
-        let store = |a: &Action| matches!(a, Action::RestartStore { .. });
-        assert!(has(&plan(11, etcd_jetstream(1)), broker));
-        assert!(has(&plan(9, sqlite_redis), broker));
-        let cluster = plan(1, etcd_jetstream(3));
-        assert!(has(&cluster, broker) && has(&cluster, store));
-        assert!(has(&plan(3, etcd_jetstream(1)), api));
-        assert!(has(&plan(3, sqlite_redis), api));
-    }
-
-    #[test]
-    fn restarts_reach_every_member_of_a_cluster() {
-        let mut hit = HashSet::new();
-        for seed in 0..50 {
-            for (_, action) in ChaosPlan::new(seed, Duration::from_secs(20), CLUSTER).actions {
-                if let Action::RestartBroker { member } | Action::RestartStore { member } = action {
-                    assert!(member < 3);
-                    hit.insert(action);
-                }
-            }
-        }
-        assert_eq!(hit.len(), 6, "{hit:?}");
     }
 }

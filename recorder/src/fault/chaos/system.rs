@@ -77,21 +77,36 @@ pub struct SystemChaos {
     /// What was armed: (role, kind, the trigger's index of the fault).
     #[serde(skip)]
     armed: Vec<(String, Kind, usize)>,
+    /// Whether the wire is drawn (the processes reach the services through proxies).
+    #[serde(skip)]
+    wire: bool,
 }
 
 impl SystemChaos {
+    /// How the seed arms: recorded in `run_start.detail.chaos`.
+    pub const RULES: &'static str =
+        "each (role, kind) armed when first reported: a kill 7 in 8, a pause of every \
+         instance into the gap after it 1 in 2 (roles of several instances), each \
+         service restarted or paused after it 1 in 16, the replies or the requests \
+         between the process and each service dropped for 2-6 s after it 1 in 8";
+
     /// The draw of `seed` for a system of `layout` running `tasks` tasks.
     pub fn draw(seed: u64, tasks: u32, layout: &Layout) -> SystemChaos {
         SystemChaos {
             seed,
-            rules: "each (role, kind) armed when first reported: a kill 7 in 8, a pause of every \
-                    instance into the gap after it 1 in 2 (roles of several instances), each \
-                    service restarted or paused after it 1 in 16, the replies or the requests \
-                    between the process and each service dropped for 2-6 s after it 1 in 8",
+            rules: Self::RULES,
             tasks,
             layout: layout.clone(),
             armed: Vec::new(),
+            wire: true,
         }
+    }
+
+    /// The same draw without the wire, for processes that reach their services directly: the
+    /// kills, pauses and service faults of a seed are the same (the wire rolls dice of its own).
+    pub fn without_wire(mut self) -> SystemChaos {
+        self.wire = false;
+        self
     }
 
     /// The dice of one (role, kind, purpose): the same for the same seed, in any order.
@@ -167,7 +182,12 @@ impl SystemChaos {
             faults.push(Nemesis { what, when });
         }
         let mut wire = self.dice(role, kind, "wire");
-        for service in &self.layout.services {
+        let wired = if self.wire {
+            self.layout.services.as_slice()
+        } else {
+            &[]
+        };
+        for service in wired {
             if wire.below(WIRE_ONE_IN) != 0 {
                 continue;
             }

@@ -83,7 +83,8 @@ pub const READS: [Reads; 4] = [
         name: "Kafka",
         lose: WireFault::LoseCommitReply,
         waits_for: "offset commit",
-        after: None,
+        // A consumer commits its offset once the effect is committed.
+        after: Some(Kind::EffectCommitted),
     },
 ];
 

@@ -88,7 +88,8 @@ impl SystemChaos {
         "each (role, kind) armed when first reported: a kill 7 in 8, a pause of every \
          instance into the gap after it 1 in 2 (roles of several instances), each \
          service restarted or paused after it 1 in 16, the replies or the requests \
-         between the process and each service dropped for 2-6 s after it 1 in 8";
+         between the process and each service dropped for 2-6 s after it 1 in 8, each \
+         reply the proxy can lose after that kind (a commit's, a publish's ACK) lost 1 in 8";
 
     /// The draw of `seed` for a system of `layout` running `tasks` tasks.
     pub fn draw(seed: u64, tasks: u32, layout: &Layout) -> SystemChaos {

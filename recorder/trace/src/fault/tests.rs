@@ -3,7 +3,7 @@ use crate::Kind;
 
 #[test]
 fn fault_kinds_round_trip_by_name() {
-    assert_eq!(FaultKind::ALL.len(), 11);
+    assert_eq!(FaultKind::ALL.len(), 12);
     for kind in FaultKind::ALL {
         let name = kind.as_str();
         assert!(kind.is_known(), "{name}");

@@ -1,0 +1,93 @@
+//! `recorder run --system` on a service whose broker orders per partition (Kafka): the partition a
+//! process reports on its spans (`outbox.partition`, else the messaging conventions'
+//! `messaging.destination.partition.id`) is written in the trace's `partition` column beside the
+//! offset in `broker_seq`, and equal offsets in two partitions stay two copies.
+
+use std::path::Path;
+
+use crate::common::{self, output_text, rows};
+use outbox_trace::Kind;
+
+/// A worker that reports two copies of one event at offset 7 of partitions 0 and 1, each
+/// delivered, the first committed, the second suppressed, each ACKed; then waits to be stopped.
+const WORKER: &str = r#"
+import json, os, time, urllib.request
+
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+headers = dict(h.split("=", 1) for h in os.environ["OTEL_EXPORTER_OTLP_HEADERS"].split(","))
+resource = [{"key": k, "value": {"stringValue": v}} for k, v in
+            (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
+resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
+
+def send(n, attributes):
+    now = time.time_ns()
+    span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
+            "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
+                            {"intValue": str(v)}} for k, v in attributes.items()]}
+    body = json.dumps({"resourceSpans": [{"resource": {"attributes": resource},
+                                          "scopeSpans": [{"spans": [span]}]}]}).encode()
+    request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json", **headers})
+    urllib.request.urlopen(request).read()
+
+first = {"outbox.event_id": "e-1", "outbox.broker_seq": 7, "outbox.partition": 0}
+second = {"outbox.event_id": "e-1", "outbox.broker_seq": 7,
+          "messaging.destination.partition.id": "1"}
+send(0, {**first, "outbox.kind": "delivered", "outbox.attempt": 1})
+send(1, {**first, "outbox.kind": "effect_committed", "outbox.task_id": "t-1", "outbox.store_rev": 1})
+send(2, {**second, "outbox.kind": "redelivered", "outbox.attempt": 2})
+send(3, {**first, "outbox.kind": "acked"})
+send(4, {**second, "outbox.kind": "duplicate_suppressed"})
+send(5, {**second, "outbox.kind": "acked"})
+time.sleep(30)
+"#;
+
+#[test]
+fn spans_of_a_partitioned_broker_keep_their_partition_in_the_system_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("worker.py"), WORKER).unwrap();
+    let system = dir.path().join("system.toml");
+    std::fs::write(
+        &system,
+        r#"
+name = "kafka-like"
+[roles.worker]
+command = ["python3", "worker.py"]
+[tasks]
+command = ["true"]
+count = 1
+"#,
+    )
+    .unwrap();
+    let (output, out) = common::record_system(dir.path(), Path::new(&system), &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let copies = |kind| -> Vec<(Option<u64>, Option<i32>)> {
+        rows(&events, kind)
+            .iter()
+            .map(|e| (e.broker_seq, e.partition))
+            .collect()
+    };
+    assert_eq!(copies(Kind::Delivered), [(Some(7), Some(0))]);
+    assert_eq!(copies(Kind::Redelivered), [(Some(7), Some(1))]);
+    assert_eq!(copies(Kind::EffectCommitted), [(Some(7), Some(0))]);
+    assert_eq!(copies(Kind::DuplicateSuppressed), [(Some(7), Some(1))]);
+    assert_eq!(
+        copies(Kind::Acked),
+        [(Some(7), Some(0)), (Some(7), Some(1))]
+    );
+    // Each ACK answers its own partition's copy: the first after its commit, the second after
+    // its suppression.
+    let report = outbox_analyzer::check::analyse(std::slice::from_ref(&out)).unwrap();
+    let ack = report.scenarios[0]
+        .outcomes
+        .iter()
+        .find(|o| o.invariant.id() == "ack-after-commit")
+        .unwrap();
+    assert_eq!(
+        ack.verdict,
+        outbox_analyzer::check::Verdict::Pass,
+        "{ack:?}"
+    );
+    assert_eq!(report.scenarios[0].figures.stream_copies, 2);
+}

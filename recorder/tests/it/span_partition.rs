@@ -8,28 +8,10 @@ use std::path::Path;
 use crate::common::{self, output_text, rows};
 use outbox_trace::Kind;
 
-/// A worker that reports two copies of one event at offset 7 of partitions 0 and 1, each
-/// delivered, the first committed, the second suppressed, each ACKed; then waits to be stopped.
+/// A worker ([`common::span_role`]) that reports two copies of one event at offset 7 of
+/// partitions 0 and 1, each delivered, the first committed, the second suppressed, each ACKed;
+/// then waits to be stopped.
 const WORKER: &str = r#"
-import json, os, time, urllib.request
-
-endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
-headers = dict(h.split("=", 1) for h in os.environ["OTEL_EXPORTER_OTLP_HEADERS"].split(","))
-resource = [{"key": k, "value": {"stringValue": v}} for k, v in
-            (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
-resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
-
-def send(n, attributes):
-    now = time.time_ns()
-    span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
-            "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
-            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
-                            {"intValue": str(v)}} for k, v in attributes.items()]}
-    body = json.dumps({"resourceSpans": [{"resource": {"attributes": resource},
-                                          "scopeSpans": [{"spans": [span]}]}]}).encode()
-    request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json", **headers})
-    urllib.request.urlopen(request).read()
-
 first = {"outbox.event_id": "e-1", "outbox.broker_seq": 7, "outbox.partition": 0}
 second = {"outbox.event_id": "e-1", "outbox.broker_seq": 7,
           "messaging.destination.partition.id": "1"}
@@ -45,7 +27,7 @@ time.sleep(30)
 #[test]
 fn spans_of_a_partitioned_broker_keep_their_partition_in_the_system_trace() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("worker.py"), WORKER).unwrap();
+    std::fs::write(dir.path().join("worker.py"), common::span_role(WORKER)).unwrap();
     let system = dir.path().join("system.toml");
     std::fs::write(
         &system,

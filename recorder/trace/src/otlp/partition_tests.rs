@@ -1,11 +1,8 @@
 //! The column `partition` through the mapping: `outbox.partition`, else the messaging
 //! conventions' partition id, else the older Kafka attribute; written back as `outbox.partition`.
 
-use std::collections::BTreeMap;
-
 use super::spans::{Attribute, Span};
-use super::tests::request;
-use crate::schema::batch_events;
+use super::tests::{events, file_events, request};
 use crate::{Event, Kind};
 
 /// A `process` span of event `id` with the extra attributes `attrs`.
@@ -29,15 +26,7 @@ fn process(start: u64, id: &str, attrs: Vec<Attribute>) -> Span {
 
 /// The rows of a file of one request of `spans`, by the worker.
 fn mapped(spans: Vec<Span>) -> Result<Vec<Event>, String> {
-    let mut file = super::file::FileMapping::new("t");
-    file.request(&request("worker", "w-1", spans))
-        .map_err(|e| e.into_trace(crate::TraceError::Otlp).to_string())?;
-    let decoded = file.finish().map_err(|e| e.to_string())?;
-    let mut unknown = BTreeMap::new();
-    Ok(decoded
-        .batches
-        .flat_map(|b| batch_events(&b.unwrap(), &mut unknown))
-        .collect())
+    file_events(&[request("worker", "w-1", spans)])
 }
 
 #[test]
@@ -120,11 +109,6 @@ fn partition_is_written_as_outbox_partition_and_reads_back() {
         text.contains(r#"{"key":"outbox.partition","value":{"intValue":"9"}}"#),
         "{text}"
     );
-    let decoded = super::decode_json_lines(text.as_bytes(), "spans").unwrap();
-    let mut unknown = BTreeMap::new();
-    let back: Vec<Event> = decoded
-        .batches
-        .flat_map(|b| batch_events(&b.unwrap(), &mut unknown))
-        .collect();
+    let (back, _) = events(&text);
     assert_eq!(back, rows);
 }

@@ -141,31 +141,35 @@ impl Handlers {
         self.first_partition.get(&event).copied()
     }
 
+    /// Keeps `copy` as the copy of the latest delivery in `event`'s first slot.
+    fn set_first_copy(&mut self, event: Id, copy: Option<Position>) {
+        match copy {
+            Some(copy) => {
+                self.first_has_copy.insert(event);
+                self.first_copy.set(event, copy.broker_seq);
+            }
+            None => {
+                self.first_has_copy.remove(event);
+            }
+        }
+        match copy.and_then(|c| c.partition) {
+            Some(partition) => {
+                self.first_partition.insert(event, partition);
+            }
+            None if !self.first_partition.is_empty() => {
+                self.first_partition.remove(&event);
+            }
+            None => {}
+        }
+    }
+
     /// Writes back the slot `key` names (its copy too after a `delivery`).
     fn store(&mut self, (event, i): SlotKey, h: Handled, delivery: bool) {
         match i.checked_sub(1) {
             None => {
                 *self.first.get_mut(event) = h.slot;
-                if !delivery {
-                    return;
-                }
-                match h.copy {
-                    Some(copy) => {
-                        self.first_has_copy.insert(event);
-                        self.first_copy.set(event, copy.broker_seq);
-                    }
-                    None => {
-                        self.first_has_copy.remove(event);
-                    }
-                }
-                match h.copy.and_then(|c| c.partition) {
-                    Some(partition) => {
-                        self.first_partition.insert(event, partition);
-                    }
-                    None if !self.first_partition.is_empty() => {
-                        self.first_partition.remove(&event);
-                    }
-                    None => {}
+                if delivery {
+                    self.set_first_copy(event, h.copy);
                 }
             }
             Some(i) => {

@@ -74,6 +74,21 @@ pub fn span_role(body: &str) -> String {
     format!("{SPAN_SENDER}{body}")
 }
 
+/// The events of `recorder run --system` on a system `name` of one role `role`, the Python
+/// [`span_role`] `body`, and one task; fails the test unless the run succeeds.
+pub fn record_span_role(dir: &Path, name: &str, role: &str, body: &str) -> Vec<Event> {
+    std::fs::write(dir.join(format!("{role}.py")), span_role(body)).unwrap();
+    let system = dir.join("system.toml");
+    let text = format!(
+        "name = \"{name}\"\n[roles.{role}]\ncommand = [\"python3\", \"{role}.py\"]\n\
+         [tasks]\ncommand = [\"true\"]\ncount = 1\n"
+    );
+    std::fs::write(&system, text).unwrap();
+    let (output, out) = record_system(dir, &system, &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    read_trace(&out).unwrap().events
+}
+
 /// A command's standard output and error, for a failure message.
 pub fn output_text(output: &std::process::Output) -> String {
     format!(

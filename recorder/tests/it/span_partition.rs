@@ -3,9 +3,7 @@
 //! `messaging.destination.partition.id`) is written in the trace's `partition` column beside the
 //! offset in `broker_seq`, and equal offsets in two partitions stay two copies.
 
-use std::path::Path;
-
-use crate::common::{self, output_text, rows};
+use crate::common::{self, rows};
 use outbox_trace::Kind;
 
 /// A worker ([`common::span_role`]) that reports two copies of one event at offset 7 of
@@ -27,23 +25,7 @@ time.sleep(30)
 #[test]
 fn spans_of_a_partitioned_broker_keep_their_partition_in_the_system_trace() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("worker.py"), common::span_role(WORKER)).unwrap();
-    let system = dir.path().join("system.toml");
-    std::fs::write(
-        &system,
-        r#"
-name = "kafka-like"
-[roles.worker]
-command = ["python3", "worker.py"]
-[tasks]
-command = ["true"]
-count = 1
-"#,
-    )
-    .unwrap();
-    let (output, out) = common::record_system(dir.path(), Path::new(&system), &[]);
-    assert!(output.status.success(), "{}", output_text(&output));
-    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let events = common::record_span_role(dir.path(), "kafka-like", "worker", WORKER);
     let copies = |kind| -> Vec<(Option<u64>, Option<i32>)> {
         rows(&events, kind)
             .iter()
@@ -60,6 +42,7 @@ count = 1
     );
     // Each ACK answers its own partition's copy: the first after its commit, the second after
     // its suppression.
+    let out = common::trace_path(dir.path());
     let report = outbox_analyzer::check::analyse(std::slice::from_ref(&out)).unwrap();
     let ack = report.scenarios[0]
         .outcomes

@@ -33,23 +33,7 @@ time.sleep(30)
 #[test]
 fn the_receiver_takes_a_process_s_spans_by_its_token_and_refuses_forged_ones() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("forger.py"), common::span_role(FORGER)).unwrap();
-    let system = dir.path().join("system.toml");
-    std::fs::write(
-        &system,
-        r#"
-name = "forged"
-[roles.api]
-command = ["python3", "forger.py"]
-[tasks]
-command = ["true"]
-count = 1
-"#,
-    )
-    .unwrap();
-    let (output, out) = common::record_system(dir.path(), Path::new(&system), &[]);
-    assert!(output.status.success(), "{}", output_text(&output));
-    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let events = common::record_span_role(dir.path(), "forged", "api", FORGER);
     let accepted: Vec<(&str, Option<&str>)> = rows(&events, Kind::TaskAccepted)
         .iter()
         .map(|e| (e.actor.as_str(), e.task_id.as_deref()))

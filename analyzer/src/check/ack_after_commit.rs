@@ -1,6 +1,7 @@
 //! `ack-after-commit`: a worker may ACK a delivery only after it committed the effect (or found the
 //! dedup key and suppressed it). For every `acked` of event E by actor A incarnation I, take the
-//! latest delivery of E to A#I before it (the one with the same `broker_seq` when the ack has one);
+//! latest delivery of E to A#I before it (the one of the same copy when the ack names one: the same
+//! `broker_seq` in the same `partition`, so equal offsets in two Kafka partitions are two copies);
 //! between that delivery and the ack, A#I must have an `effect_committed` or `duplicate_suppressed`
 //! of E. Otherwise a crash between the ACK and the commit loses the task. Unknown when the
 //! scenario delivers but has no `acked`, or ACKs but has neither `effect_committed` nor
@@ -18,7 +19,7 @@ use super::{
     Decision, Ends, Examples, Finding, Gather, Invariant, Outcome, Pos, Reason, Skips, Violation,
 };
 use crate::model::intern::{FastMap, Id, IdSet, IdTable, IdTable64};
-use crate::model::row::Row;
+use crate::model::row::{Position, Row};
 
 /// What one actor incarnation did with one event so far: its latest delivery and its latest
 /// commit or suppression (positions), in 12 bytes; the copy its latest delivery delivered is
@@ -38,19 +39,11 @@ const EMPTY: Slot = Slot {
     settle: Pos::NONE,
 };
 
-/// A slot with the copy (`broker_seq`) its latest delivery delivered, if it named one.
+/// A slot with the copy (its [`Position`]) its latest delivery delivered, if it named one.
 #[derive(Clone, Copy)]
 struct Handled {
     slot: Slot,
-    copy: u64,
-    has_copy: bool,
-}
-
-impl Handled {
-    /// The copy the latest delivery delivered, if it said.
-    fn copy(&self) -> Option<u64> {
-        self.has_copy.then_some(self.copy)
-    }
+    copy: Option<Position>,
 }
 
 /// Which slot: an event, and which of the actor lives that handled it (0: the first).
@@ -64,10 +57,13 @@ struct Handlers {
     /// The life of the previous row: rows of one life come in runs, which skip the map.
     current: Option<((Id, u32), u32)>,
     first: IdTable<Slot>,
-    /// The copy of each first slot's latest delivery, if `first_has_copy`.
+    /// The `broker_seq` of each first slot's latest delivery, if `first_has_copy`.
     first_copy: IdTable64,
     /// Events whose first slot's latest delivery named its copy.
     first_has_copy: IdSet,
+    /// The `partition` of each first slot's latest delivery, where it named one (rare: a
+    /// broker that orders per partition).
+    first_partition: FastMap<Id, i32>,
     /// Per event, the slots of the second and later actor lives that handled it.
     others: FastMap<Id, Vec<Handled>>,
     /// Where the slot of `(event, life)` sits in `others` (plus one): an event delivered to many
@@ -108,8 +104,7 @@ impl Handlers {
         let others = self.others.entry(event).or_default();
         others.push(Handled {
             slot: Slot { life, ..EMPTY },
-            copy: 0,
-            has_copy: false,
+            copy: None,
         });
         let i = u32::try_from(others.len()).unwrap_or(u32::MAX);
         self.other_slot.insert((event, life), i);
@@ -119,18 +114,13 @@ impl Handlers {
     /// The slot `key` names.
     fn load(&self, (event, i): SlotKey) -> Handled {
         match i.checked_sub(1) {
-            None => {
-                let has_copy = self.first_has_copy.contains(event);
-                Handled {
-                    slot: *self.first.get(event),
-                    copy: if has_copy {
-                        self.first_copy.get(event)
-                    } else {
-                        0
-                    },
-                    has_copy,
-                }
-            }
+            None => Handled {
+                slot: *self.first.get(event),
+                copy: self.first_has_copy.contains(event).then(|| Position {
+                    partition: self.first_partition(event),
+                    broker_seq: self.first_copy.get(event),
+                }),
+            },
             Some(i) => self
                 .others
                 .get(&event)
@@ -138,9 +128,38 @@ impl Handlers {
                 .copied()
                 .unwrap_or(Handled {
                     slot: EMPTY,
-                    copy: 0,
-                    has_copy: false,
+                    copy: None,
                 }),
+        }
+    }
+
+    /// The partition of the first slot's latest delivery of `event`, if it named one.
+    fn first_partition(&self, event: Id) -> Option<i32> {
+        if self.first_partition.is_empty() {
+            return None;
+        }
+        self.first_partition.get(&event).copied()
+    }
+
+    /// Keeps `copy` as the copy of the latest delivery in `event`'s first slot.
+    fn set_first_copy(&mut self, event: Id, copy: Option<Position>) {
+        match copy {
+            Some(copy) => {
+                self.first_has_copy.insert(event);
+                self.first_copy.set(event, copy.broker_seq);
+            }
+            None => {
+                self.first_has_copy.remove(event);
+            }
+        }
+        match copy.and_then(|c| c.partition) {
+            Some(partition) => {
+                self.first_partition.insert(event, partition);
+            }
+            None if !self.first_partition.is_empty() => {
+                self.first_partition.remove(&event);
+            }
+            None => {}
         }
     }
 
@@ -149,11 +168,8 @@ impl Handlers {
         match i.checked_sub(1) {
             None => {
                 *self.first.get_mut(event) = h.slot;
-                if delivery && h.has_copy {
-                    self.first_has_copy.insert(event);
-                    self.first_copy.set(event, h.copy);
-                } else if delivery {
-                    self.first_has_copy.remove(event);
+                if delivery {
+                    self.set_first_copy(event, h.copy);
                 }
             }
             Some(i) => {
@@ -185,8 +201,8 @@ pub struct Rule {
     skips: Skips,
     handlers: Handlers,
     /// Deliveries that a later delivery of another copy replaced in their slot: the latest one
-    /// per `(slot, broker_seq)`, for an ack naming that copy.
-    replaced: FastMap<(SlotKey, u64), usize>,
+    /// per `(slot, copy)`, for an ack naming that copy.
+    replaced: FastMap<(SlotKey, Position), usize>,
     found: Examples<usize, Found>,
     /// Per slot, its deliveries without a position not yet ACKed (only while some are).
     open: FastMap<SlotKey, u32>,
@@ -204,6 +220,7 @@ impl Default for Rule {
                 first: IdTable::new(0, EMPTY),
                 first_copy: IdTable64::default(),
                 first_has_copy: IdSet::default(),
+                first_partition: FastMap::default(),
                 others: FastMap::default(),
                 other_slot: FastMap::default(),
             },
@@ -238,17 +255,17 @@ impl super::Rule for Rule {
         let s = self.handlers.key(e, r.actor, r.incarnation);
         let mut handled = self.handlers.load(s);
         if r.is_delivery() {
-            if let (Some(prev), Some(b)) = (handled.slot.delivery.get(), handled.copy()) {
-                if r.broker_seq() != Some(b) {
+            let copy = r.position();
+            if let (Some(prev), Some(b)) = (handled.slot.delivery.get(), handled.copy) {
+                if copy != Some(b) {
                     self.replaced.insert((s, b), prev);
                 }
             }
-            if r.broker_seq().is_none() {
+            if copy.is_none() {
                 *self.open.entry(s).or_default() += 1;
             }
             handled.slot.delivery = Pos::at(at);
-            handled.has_copy = r.broker_seq().is_some();
-            handled.copy = r.broker_seq().unwrap_or(0);
+            handled.copy = copy;
             self.handlers.store(s, handled, true);
         } else if settles {
             handled.slot.settle = Pos::at(at);
@@ -256,8 +273,8 @@ impl super::Rule for Rule {
         } else {
             // The latest delivery of the copy the ack names, else the latest delivery.
             let latest = handled.slot.delivery.get();
-            let delivery = match r.broker_seq() {
-                Some(b) if latest.is_some() && handled.copy() == Some(b) => latest,
+            let delivery = match r.position() {
+                Some(b) if latest.is_some() && handled.copy == Some(b) => latest,
                 Some(b) => self.replaced.get(&(s, b)).copied().or(latest),
                 None => latest,
             };

@@ -93,6 +93,11 @@ pub struct SqlArgs {
     /// written before the column lack it; without this flag the statement does not read it).
     #[arg(long)]
     pub counter_key: bool,
+    /// Read the optional column `partition` and take a copy's position within its partition
+    /// (tables written before the column lack it; without this flag the statement does not read
+    /// it, and positions form one sequence).
+    #[arg(long)]
+    pub partition: bool,
 }
 
 /// An invariant by its contract id.

@@ -295,6 +295,7 @@ impl From<SqlArgs> for SqlConfig {
                 dialect: a.dialect,
                 invariants: a.invariants,
                 counter_key: a.counter_key,
+                partition: a.partition,
                 source: a.source,
             },
             witnesses: a.witnesses,

@@ -73,6 +73,7 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
         ("aggregate_seq", row.aggregate_seq().map(Value::UInt)),
         ("attempt", row.attempt().map(|a| Value::UInt(a.into()))),
         ("broker_seq", row.broker_seq().map(broker_position)),
+        ("partition", row.partition().map(|p| Value::Int(p.into()))),
         ("store_rev", row.store_rev().map(Value::Int)),
         ("amount", row.amount().map(Value::Int)),
         ("counter", row.counter().map(Value::Int)),

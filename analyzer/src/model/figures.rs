@@ -13,6 +13,7 @@ pub fn add(tally: &mut FigureTally<Id>, r: &Row) {
         kind: r.kind,
         task: r.task,
         broker_seq: r.broker_seq(),
+        partition: r.partition(),
         store_rev: r.store_rev(),
         counter: r.counter(),
     });

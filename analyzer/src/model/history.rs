@@ -11,7 +11,7 @@ use crate::model::index::Indices;
 use crate::model::intern::Id;
 #[cfg(doc)]
 use crate::model::intern::IdTable;
-use crate::model::row::Row;
+use crate::model::row::{DetailIndex, Row};
 
 /// Kinds whose `detail` the analyzer keeps (the rest are never read).
 pub fn keeps_detail(kind: Kind) -> bool {
@@ -133,7 +133,7 @@ impl History {
     /// the wrong type is kept by none.
     pub fn attach_detail(&mut self, row: &mut Row, text: &str) -> Result<(), BadDetail> {
         let typed = Detail::parse(row.kind, text)?;
-        row.detail = u32::try_from(self.details.len()).ok();
+        row.detail = DetailIndex::new(self.details.len());
         self.details.push(KeptDetail {
             text: text.into(),
             typed,
@@ -152,7 +152,7 @@ impl History {
     }
 
     fn kept(&self, row: &Row) -> Option<&KeptDetail> {
-        row.detail.and_then(|i| self.details.get(i as usize))
+        row.detail.and_then(|i| self.details.get(i.get()))
     }
 
     /// The last `observed` row's index and ground truth (every total absent when its detail is

@@ -1,6 +1,8 @@
 //! One row of a history, compactly: the fields the checks and views read, ids interned, optional
 //! numbers kept without `Option` padding (a bit per column says which are set).
 
+use std::num::NonZeroU32;
+
 use outbox_trace::{Field, Kind};
 
 use crate::model::intern::Id;
@@ -22,8 +24,10 @@ impl Present {
     pub const AMOUNT: u8 = 1 << 4;
     /// `counter` is set.
     pub const COUNTER: u8 = 1 << 5;
+    /// `partition` is set.
+    pub const PARTITION: u8 = 1 << 6;
     /// Every bit.
-    const ALL: u8 = (1 << 6) - 1;
+    const ALL: u8 = (1 << 7) - 1;
 
     /// Marks `bit` present when `yes`.
     #[inline]
@@ -36,6 +40,26 @@ impl Present {
     #[inline]
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+}
+
+/// An index into a history's kept details, in four bytes (and so is an `Option` of one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetailIndex(NonZeroU32);
+
+impl DetailIndex {
+    /// The index `i`; `None` from 2^32 - 1 on.
+    pub fn new(i: usize) -> Option<Self> {
+        u32::try_from(i)
+            .ok()
+            .and_then(|i| i.checked_add(1))
+            .and_then(NonZeroU32::new)
+            .map(DetailIndex)
+    }
+
+    /// The index.
+    pub fn get(self) -> usize {
+        self.0.get() as usize - 1
     }
 }
 
@@ -53,6 +77,7 @@ pub struct Row {
     amount: i64,
     counter: i64,
     attempt: u32,
+    partition: i32,
     /// The actor's incarnation.
     pub incarnation: u32,
     /// Who did it.
@@ -66,7 +91,7 @@ pub struct Row {
     /// `counter_key`, if any: which counter `amount` and `counter` belong to (none: the one).
     pub counter_key: Option<Id>,
     /// Index into the history's `details` for the kinds whose `detail` the analyzer keeps.
-    pub detail: Option<u32>,
+    pub detail: Option<DetailIndex>,
     /// What happened.
     pub kind: Kind,
     present: Present,
@@ -87,6 +112,8 @@ pub struct Numbers {
     pub amount: Option<i64>,
     /// The `counter` column as read; `None` when the row lacks it.
     pub counter: Option<i64>,
+    /// The `partition` column as read; `None` when the row lacks it.
+    pub partition: Option<i32>,
 }
 
 /// The optional numeric columns of a row as read, each meaningful only where its column is set
@@ -105,6 +132,30 @@ pub struct Columns {
     pub amount: i64,
     /// The `counter` column's value.
     pub counter: i64,
+    /// The `partition` column's value.
+    pub partition: i32,
+}
+
+/// Where a copy sits in the broker: its `broker_seq`, in the sequence of its `partition` (`None`:
+/// the broker's one sequence). Two rows name the same copy when their positions are equal; the
+/// order of positions means something within one partition only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Position {
+    /// The partition, for a broker that orders per partition (Kafka).
+    pub partition: Option<i32>,
+    /// The `broker_seq` within it.
+    pub broker_seq: u64,
+}
+
+impl std::fmt::Display for Position {
+    /// The `broker_seq` as [`outbox_trace::BrokerPosition`] draws it, after `p<partition>:` where
+    /// there is one (`p1:5`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(p) = self.partition {
+            write!(f, "p{p}:")?;
+        }
+        write!(f, "{}", outbox_trace::BrokerPosition(self.broker_seq))
+    }
 }
 
 impl Row {
@@ -120,6 +171,7 @@ impl Row {
             amount: 0,
             counter: 0,
             attempt: 0,
+            partition: 0,
             incarnation,
             actor,
             event: None,
@@ -142,12 +194,14 @@ impl Row {
         p.set(Present::STORE_REV, n.store_rev.is_some());
         p.set(Present::AMOUNT, n.amount.is_some());
         p.set(Present::COUNTER, n.counter.is_some());
+        p.set(Present::PARTITION, n.partition.is_some());
         self.aggregate_seq = n.aggregate_seq.unwrap_or(0);
         self.attempt = n.attempt.unwrap_or(0);
         self.broker_seq = n.broker_seq.unwrap_or(0);
         self.store_rev = n.store_rev.unwrap_or(0);
         self.amount = n.amount.unwrap_or(0);
         self.counter = n.counter.unwrap_or(0);
+        self.partition = n.partition.unwrap_or(0);
         self
     }
 
@@ -163,6 +217,7 @@ impl Row {
         self.store_rev = values.store_rev;
         self.amount = values.amount;
         self.counter = values.counter;
+        self.partition = values.partition;
         self
     }
 
@@ -181,6 +236,17 @@ impl Row {
     /// The `broker_seq` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn broker_seq(&self) -> Option<u64> {
         self.get(Present::BROKER_SEQ, self.broker_seq)
+    }
+    /// The `partition` column, `None` when the row lacks it (zero is a value, not absence).
+    pub fn partition(&self) -> Option<i32> {
+        self.get(Present::PARTITION, self.partition)
+    }
+    /// The copy's place in the broker, `None` when the row lacks `broker_seq`.
+    pub fn position(&self) -> Option<Position> {
+        self.broker_seq().map(|broker_seq| Position {
+            partition: self.partition(),
+            broker_seq,
+        })
     }
     /// The `store_rev` column, `None` when the row lacks it (zero is a value, not absence).
     pub fn store_rev(&self) -> Option<i64> {
@@ -246,6 +312,7 @@ mod tests {
             store_rev: 6,
             amount: 7,
             counter: 8,
+            partition: 9,
         };
         let row = Row::new(7, Kind::Acked, actor, 0)
             .with_columns(Present::BROKER_SEQ | Present::COUNTER | 1 << 7, values);
@@ -255,7 +322,17 @@ mod tests {
         assert_eq!(row.attempt(), None);
         assert_eq!(row.store_rev(), None);
         assert_eq!(row.amount(), None);
+        assert_eq!(row.partition(), None);
         assert_eq!(row.present, Present(Present::BROKER_SEQ | Present::COUNTER));
+        let row = row.with_columns(Present::BROKER_SEQ | Present::PARTITION, values);
+        assert_eq!(row.partition(), Some(9));
+        assert_eq!(
+            row.position(),
+            Some(Position {
+                partition: Some(9),
+                broker_seq: 5
+            })
+        );
     }
 
     #[test]

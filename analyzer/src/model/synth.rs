@@ -83,6 +83,7 @@ fn acked(n: u64) -> Step {
     Step::Acked {
         about: event(n),
         broker_seq: Some(n),
+        partition: None,
         note: Note::default(),
     }
 }
@@ -92,6 +93,7 @@ fn suppressed(n: u64) -> Step {
     Step::DuplicateSuppressed {
         about: event(n),
         broker_seq: None,
+        partition: None,
         note: Note::default(),
     }
 }
@@ -136,6 +138,7 @@ impl Trace {
             about: event(n),
             attempt: Some(1),
             broker_seq: Some(n),
+            partition: None,
             note: Note::default(),
         };
         self.push("relay", 0, acked);
@@ -161,6 +164,7 @@ impl Trace {
             counter: Some(worker.counter),
             counter_key: None,
             broker_seq: None,
+            partition: None,
             note: Note::default(),
         };
         self.push("worker", worker.life, committed);

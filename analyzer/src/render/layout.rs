@@ -368,11 +368,10 @@ fn gap_label(chain: &Chain, prev: &RowRef, next: &RowRef) -> String {
     }
 }
 
-/// Whether `r` is a delivery of the same copy (event and broker position) as `next`.
+/// Whether `r` is a delivery of the same copy (event and broker position, within its partition)
+/// as `next`.
 fn same_copy(r: &RowRef, next: &RowRef) -> bool {
-    r.row.is_delivery()
-        && r.row.event == next.row.event
-        && r.row.broker_seq() == next.row.broker_seq()
+    r.row.is_delivery() && r.row.event == next.row.event && r.row.position() == next.row.position()
 }
 
 /// The lanes a step can be drawn on ([`Party`]).
@@ -436,9 +435,7 @@ fn describe(e: &RowRef, parties: &Parties) -> (Shape, String, Tone) {
 fn shown_value(row: &Row, shown: Shown) -> Option<String> {
     match shown {
         Shown::Rev => row.store_rev().map(|v| v.to_string()),
-        Shown::Position => row
-            .broker_seq()
-            .map(|b| outbox_trace::BrokerPosition(b).to_string()),
+        Shown::Position => row.position().map(|p| p.to_string()),
         Shown::Attempt | Shown::Count => row.attempt().map(|a| a.to_string()),
         Shown::Counter => row.counter().map(|c| c.to_string()),
         Shown::Amount => row.amount().map(|a| format!("{a:+}")),

@@ -56,7 +56,8 @@ pub enum Form {
 pub enum Shown {
     /// `store_rev`: ` · rev N`.
     Rev,
-    /// `broker_seq`: ` seq N` (a Redis Stream entry id as `<ms>-<n>`).
+    /// `broker_seq`: ` seq N` (a Redis Stream entry id as `<ms>-<n>`; `pP:N` within partition
+    /// `P`).
     Position,
     /// `attempt`: ` #N`.
     Attempt,

@@ -9,6 +9,7 @@ use outbox_trace::output::escape::markdown;
 use outbox_trace::{detail_key, Kind};
 
 use crate::model::intern::{FastMap, IdTable};
+use crate::model::row::Position;
 use crate::views::boundaries::{self, Boundaries};
 use crate::views::scene::Scene;
 
@@ -153,11 +154,11 @@ fn shared_counter(md: &mut String, bounds: &[Boundaries]) {
 
 /// The delay from the last delivery of a copy to its redelivery, in ms, for every redelivery.
 fn redelivery_delays(scene: &Scene) -> Vec<i64> {
-    let mut last: FastMap<(crate::model::intern::Id, Option<u64>), i64> = FastMap::default();
+    let mut last: FastMap<(crate::model::intern::Id, Option<Position>), i64> = FastMap::default();
     let mut out = Vec::new();
     for r in scene.rows().filter(|r| r.row.is_delivery()) {
         let Some(event) = r.row.event else { continue };
-        let copy = (event, r.row.broker_seq());
+        let copy = (event, r.row.position());
         if r.kind() == Kind::Redelivered {
             if let Some(d) = last.get(&copy) {
                 out.push((r.ts_ns() - d) / 1_000_000);

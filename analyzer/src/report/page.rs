@@ -202,6 +202,10 @@ pub struct Rows {
     /// The Redis Stream entry ids among the broker positions, as `<ms>-<n>`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub entry_ids: Vec<String>,
+    /// `(row, partition)` of the rows that carry a `partition` (a broker that orders per
+    /// partition); none for most traces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<(u32, i32)>,
     /// `store_rev`, differences.
     pub store_rev: Ints,
     /// `amount`, differences.
@@ -539,6 +543,9 @@ fn rows(s: Scene, scenes: &Scenes, names: &mut Names) -> Rows {
             out.shapes.push(key);
         }
         out.shape.push(i64::from(shape));
+        if let Some(p) = row.partition() {
+            out.partitions.push((r.at as u32, p));
+        }
         match row.kind {
             Kind::Crash => out.notes.push((r.at as u32, r.crash_point().to_string())),
             Kind::Fault => out.notes.push((r.at as u32, r.fault_name().to_string())),

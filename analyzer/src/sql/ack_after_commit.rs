@@ -1,6 +1,6 @@
 //! `ack-after-commit` in SQL (see `crate::check::ack_after_commit`): per event and actor life, in
 //! `seq` order, an `acked` answers the latest earlier delivery of the copy it names (by
-//! `broker_seq`), else the latest earlier delivery; a commit or suppression of the event by the
+//! `broker_seq`, within its `partition` with `--partition`), else the latest earlier delivery; a commit or suppression of the event by the
 //! same life must lie between that delivery and the ack (any earlier one when no delivery was
 //! found).
 //!
@@ -38,9 +38,10 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
     ];
     let uses: Vec<(Kind, &[Field])> = used.iter().map(|k| (*k, &[Field::EventId][..])).collect();
     let skips = q.skips(&uses);
+    let copy = q.copy();
     let rows = q.cte(
         &format!("{p}_rows"),
-        format!("SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
+        format!("SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, {copy}, \
          CASE WHEN kind IN ('{k_delivered}', '{k_redelivered}') THEN seq END AS dseq, \
          CASE WHEN kind IN ('{k_effect_committed}', '{k_duplicate_suppressed}') THEN seq END AS sseq, \
          CASE WHEN kind = '{k_acked}' THEN seq END AS aseq \
@@ -111,6 +112,7 @@ fn acks(q: &mut Query, p: &str, rows: &str) {
     let k_delivered = Kind::Delivered.as_str();
     let k_redelivered = Kind::Redelivered.as_str();
     let life = "run_id, scenario, event_id, actor, incarnation";
+    let copy = q.copy();
     let lives = q.cte(
         &format!("{p}_g"),
         format!(
@@ -130,10 +132,10 @@ fn acks(q: &mut Query, p: &str, rows: &str) {
     q.cte(
         &format!("{p}_run"),
         format!(
-            "SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, broker_seq, \
+            "SELECT run_id, scenario, seq, actor, incarnation, kind, event_id, {copy}, \
              max(dseq) OVER (PARTITION BY {life} {upto}) AS dlast, \
              max(sseq) OVER (PARTITION BY {life} {upto}) AS slast, \
-             max(dseq) OVER (PARTITION BY {life}, broker_seq {upto}) AS dcopy, \
+             max(dseq) OVER (PARTITION BY {life}, {copy} {upto}) AS dcopy, \
              sum({open}) OVER (PARTITION BY {life} {upto}) AS opened \
              FROM (SELECT r.* FROM {rows} r JOIN {lives} g ON {}) x",
             on.join(" AND ")

@@ -68,6 +68,14 @@ impl Dialect {
         }
     }
 
+    /// The column `name` quoted, for a name the engines also read as a keyword (`partition`).
+    pub fn quote(self, name: &str) -> String {
+        match self {
+            Dialect::Spark => format!("`{name}`"),
+            Dialect::Duckdb | Dialect::Datafusion => format!("\"{name}\""),
+        }
+    }
+
     /// `x` as text.
     pub fn to_text(self, x: &str) -> String {
         format!("CAST({x} AS {})", self.text())

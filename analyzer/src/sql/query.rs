@@ -17,6 +17,8 @@ pub(crate) struct Query {
     pub d: Dialect,
     /// Whether `base` has `counter_key` (`analyzer sql --counter-key`).
     pub counter_key: bool,
+    /// Whether `base` has `partition` (`analyzer sql --partition`).
+    pub partition: bool,
     pub(super) ctes: Vec<(String, String)>,
     /// What the statement reads: the table `trace` or a path.
     pub(super) source: String,
@@ -24,6 +26,18 @@ pub(crate) struct Query {
     pub(super) facts: Vec<String>,
     /// `notes` columns: the kind, which of its rows, and the expression.
     pub(super) notes: Vec<(Kind, Pick, String)>,
+}
+
+impl Query {
+    /// The columns of `base` that name a copy in the broker: `broker_seq`, within its
+    /// `partition` where `base` has it (equal offsets in two partitions are two copies).
+    pub(crate) fn copy(&self) -> String {
+        if self.partition {
+            format!("{}, broker_seq", self.d.quote("partition"))
+        } else {
+            "broker_seq".to_string()
+        }
+    }
 }
 
 /// Which rows of a kind a note reads.

@@ -44,6 +44,8 @@ pub struct Request {
     pub source: Option<String>,
     /// Whether to read `counter_key` and check each counter on its own.
     pub counter_key: bool,
+    /// Whether to read `partition` and take a copy's position within its partition.
+    pub partition: bool,
 }
 
 /// The shared tables, every invariant's tables, and `verdicts` (`run_id, scenario, pos,
@@ -65,6 +67,7 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut q = Query {
         d,
         counter_key: req.counter_key,
+        partition: req.partition,
         ctes: Vec::new(),
         source: source.clone(),
         facts: Vec::new(),
@@ -76,10 +79,11 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
         .collect();
     // Rows of kinds the contract does not define are ignored, as the native loader does.
     let key = if req.counter_key { ", counter_key" } else { "" };
+    let partition = partition_column(req);
     q.cte(
         "base",
         format!(
-            "SELECT {COLUMNS}{key} FROM {source} WHERE kind IN ({})",
+            "SELECT {COLUMNS}{key}{partition} FROM {source} WHERE kind IN ({})",
             kinds.join(", ")
         ),
     );
@@ -127,6 +131,15 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     );
     verdicts(&mut q, &invariants, &finals);
     Ok((q, invariants))
+}
+
+/// `, partition` (quoted) where the statement reads it, else nothing.
+fn partition_column(req: &Request) -> String {
+    if req.partition {
+        format!(", {}", req.dialect.quote("partition"))
+    } else {
+        String::new()
+    }
 }
 
 /// `settled` (one row per scenario: each invariant's verdict, count and reason after the
@@ -291,7 +304,8 @@ pub fn statement(req: &Request) -> Result<String, DialectError> {
 
 /// The statement listing up to `n` witness rows per failing invariant: `run_id`, `scenario`,
 /// `invariant`, then the row's `seq`, `actor`, `incarnation`, `kind`, `task_id`, `event_id`,
-/// `store_rev`, `broker_seq`, in order of the violation they show, then `seq`.
+/// `store_rev`, `broker_seq` (and `partition` where the statement reads it), in order of the
+/// violation they show, then `seq`.
 pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
     let (mut q, invariants) = build(req)?;
     let rows: Vec<String> = invariants
@@ -313,9 +327,13 @@ pub fn witnesses(req: &Request, n: usize) -> Result<String, DialectError> {
          FROM witness_rows w JOIN verdicts v ON v.run_id = w.run_id AND v.scenario = w.scenario \
          AND v.invariant = w.invariant WHERE v.verdict = 'fail'",
     );
+    let partition = match req.partition {
+        true => format!(", b.{}", req.dialect.quote("partition")),
+        false => String::new(),
+    };
     Ok(q.finish(&format!(
         "SELECT w.run_id, w.scenario, w.invariant, b.seq, b.actor, b.incarnation, b.kind, \
-         b.task_id, b.event_id, b.store_rev, b.broker_seq\n\
+         b.task_id, b.event_id, b.store_rev, b.broker_seq{partition}\n\
          FROM witness_ranked w JOIN base b ON b.run_id = w.run_id AND b.scenario = w.scenario \
          AND b.seq = w.wseq\nWHERE w.rn <= {n}\n\
          ORDER BY w.run_id, w.scenario, w.pos, w.rn\n"
@@ -357,6 +375,7 @@ mod tests {
             invariants: vec![],
             source: Some("t.parquet".into()),
             counter_key: false,
+            partition: false,
         };
         assert!(matches!(
             statement(&req),

@@ -264,3 +264,14 @@ fn rows_beyond_the_cap_are_left_out_and_counted() {
         assert!(built.drawn.iter().any(|d| d.scene == i), "scenario {i}");
     }
 }
+
+/// Copies at equal offsets in two partitions: the page pairs a redelivery with its own
+/// partition's delivery and labels positions `pP:N`, as the analyzer draws them.
+#[test]
+fn partitioned_trace_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = crate::partitions::kafka_second_copy_acked_early();
+    let trace = crate::common::write(dir.path(), "kafka.parquet", &events);
+    assert_eq!(expectations(&trace).violations, 1);
+    in_browser(&trace, "partitioned");
+}

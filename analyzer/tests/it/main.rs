@@ -25,6 +25,7 @@ mod junit;
 mod mermaid;
 mod mutants;
 mod otel_fixtures;
+mod partitions;
 mod report;
 mod scale;
 mod sql;

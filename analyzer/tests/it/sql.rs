@@ -598,8 +598,9 @@ fn spark_gives_the_native_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let all = traces(dir.path());
     // A valid recording, a broken one, the lossy-life, skipped-rows and no-run-end edits, a
-    // scenario without commit rows, a broken step of a per-key counter, and one trace of each
-    // cross-cutting rule whose text Spark reads with its own functions;
+    // scenario without commit rows, a broken step of a per-key counter, equal offsets in two
+    // partitions, and one trace of each cross-cutting rule whose text Spark reads with its own
+    // functions;
     // every trace with OUTBOX_SPARK_ALL=1.
     let few = [
         "pyarrow_ack_before_commit.parquet",
@@ -615,6 +616,7 @@ fn spark_gives_the_native_verdicts() {
         "named-json-fault-never-fired.parquet",
         "interrupted-wrong-step.parquet",
         "lost-commit-reply.parquet",
+        "kafka-second-copy-in-order.parquet",
     ];
     let chosen: Vec<PathBuf> = if std::env::var_os("OUTBOX_SPARK_ALL").is_some_and(|v| v == "1") {
         all

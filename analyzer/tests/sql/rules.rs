@@ -1,6 +1,7 @@
 //! The contract's cross-cutting rules, as traces for the SQL agreement corpus: brokers without
 //! positions (a RabbitMQ service traced with standard messaging spans only, runs without
-//! `broker_seq`, an actor life holding two copies of one event), refused and unmapped spans
+//! `broker_seq`, an actor life holding two copies of one event), a broker that orders per
+//! partition (equal offsets in two partitions are two copies), refused and unmapped spans
 //! (`"(none)"` for spans without `outbox.kind`), runs without `task_id` or `store_rev`, zero rows
 //! where work happened, a named fault that never fired, an interrupted run, and a lost commit
 //! reply.
@@ -12,6 +13,7 @@
 //! seen both ways.
 
 use crate::common::*;
+use crate::partitions;
 use crate::variants;
 use outbox_trace::{Event, Kind, Kind::*};
 
@@ -218,6 +220,18 @@ pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
             edit(|t| lost_replies(t, DROP_UNCOUNTED, "6", "6")),
         ),
     ];
+    c.extend([
+        ("kafka-partitions", partitions::kafka_lab()),
+        (
+            "kafka-second-copy-in-order",
+            partitions::kafka_second_copy_in_order(),
+        ),
+        (
+            "kafka-second-copy-acked-early",
+            partitions::kafka_second_copy_acked_early(),
+        ),
+        ("kafka-no-commit-rows", partitions::kafka_no_commit_rows()),
+    ]);
     let mut no_dedup = variants::no_dedup();
     no_positions(&mut no_dedup);
     c.push(("no-dedup-no-broker-seq", no_dedup));
@@ -274,6 +288,28 @@ pub const SHOWN: &[(&str, &str, &str, i64, &str)] = &[
         "1 ACK(s) without a position",
     ),
     ("no-dedup-no-broker-seq", "single-effect", "fail", 1, ""),
+    // Equal offsets in two partitions: the ACK answers its own partition's copy.
+    (
+        "kafka-second-copy-in-order",
+        "ack-after-commit",
+        "pass",
+        0,
+        "",
+    ),
+    (
+        "kafka-second-copy-acked-early",
+        "ack-after-commit",
+        "fail",
+        1,
+        "",
+    ),
+    (
+        "kafka-no-commit-rows",
+        "ack-after-commit",
+        "unknown",
+        0,
+        "no effect_committed or",
+    ),
     ("no-task-id", "no-lost-task", "unknown", 0, "lack task_id"),
     (
         "commits-without-rev-amount-counter",

@@ -144,6 +144,7 @@ pub async fn record_unreported_commits<B: Control>(
             counter: Some(commit.counter),
             counter_key: None,
             broker_seq: None,
+            partition: None,
             note: Note {
                 seen_in: Some("store".to_string()),
                 why: Some("the committing worker died before reporting it".to_string()),

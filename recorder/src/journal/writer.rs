@@ -93,6 +93,7 @@ impl ScenarioCounts {
             kind: row.kind,
             task: row.task.map(str::to_string),
             broker_seq: row.broker_seq,
+            partition: row.partition,
             store_rev: row.store_rev,
             counter: row.counter,
         });

@@ -100,6 +100,7 @@ pub async fn dual_write<B: Store + Broker>(
             about,
             attempt: Some(1),
             broker_seq: Some(broker_seq),
+            partition: None,
             note: Note::default(),
         },
         Published::Unacked { reason } => Step::PublishUnacked {

@@ -128,6 +128,7 @@ fn outcome_step(intent: &Intent, attempt: u32, lose_ack: bool, outcome: &Publish
             about,
             attempt: Some(attempt),
             broker_seq: Some(*broker_seq),
+            partition: None,
             note: Note {
                 broker_duplicate: duplicate.then_some(true),
                 ..Note::default()

@@ -150,6 +150,7 @@ async fn commit<S: Store, H>(
                         counter: Some(counter),
                         counter_key: None,
                         broker_seq: Some(delivery.broker_seq),
+                        partition: None,
                         note: Note::default(),
                     });
                 }
@@ -166,6 +167,7 @@ async fn commit<S: Store, H>(
                     ctx.emit(Step::CommitConflict {
                         about: delivery.intent.about().loose(),
                         broker_seq: Some(delivery.broker_seq),
+                        partition: None,
                         note: Note::default(),
                     });
                 }
@@ -186,6 +188,7 @@ fn suppressed<H>(
     Step::DuplicateSuppressed {
         about: intent.about().loose(),
         broker_seq: Some(delivery.broker_seq),
+        partition: None,
         note: Note {
             committed_rev,
             counter_after,
@@ -204,6 +207,7 @@ async fn ack<B: Broker>(
         Ok(()) => ctx.emit(Step::Acked {
             about: delivery.intent.about().loose(),
             broker_seq: Some(delivery.broker_seq),
+            partition: None,
             note: Note::default(),
         }),
         // Not confirmed: the copy will come again after AckWait, and the dedup key absorbs it.

@@ -44,6 +44,51 @@ pub fn record_system(dir: &Path, system: &Path, args: &[&str]) -> (std::process:
     (record(dir, &all), trace_path(dir))
 }
 
+/// The start of a Python role that reports spans as OTLP JSON to the recorder, under the token
+/// and resource the recorder gives its process: `send(n, attributes, token=True, now=None)` sends
+/// one span (`n` numbers its ids; `token=False` leaves the token off; `now`: its time in ns).
+const SPAN_SENDER: &str = r#"
+import json, os, time, urllib.request
+
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+headers = dict(h.split("=", 1) for h in os.environ["OTEL_EXPORTER_OTLP_HEADERS"].split(","))
+resource = [{"key": k, "value": {"stringValue": v}} for k, v in
+            (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
+resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
+
+def send(n, attributes, token=True, now=None):
+    now = now or time.time_ns()
+    span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
+            "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
+                            {"intValue": str(v)}} for k, v in attributes.items()]}
+    body = json.dumps({"resourceSpans": [{"resource": {"attributes": resource},
+                                          "scopeSpans": [{"spans": [span]}]}]}).encode()
+    request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json",
+                                                      **(headers if token else {})})
+    urllib.request.urlopen(request).read()
+"#;
+
+/// A Python role: [`SPAN_SENDER`], then `body`.
+pub fn span_role(body: &str) -> String {
+    format!("{SPAN_SENDER}{body}")
+}
+
+/// The events of `recorder run --system` on a system `name` of one role `role`, the Python
+/// [`span_role`] `body`, and one task; fails the test unless the run succeeds.
+pub fn record_span_role(dir: &Path, name: &str, role: &str, body: &str) -> Vec<Event> {
+    std::fs::write(dir.join(format!("{role}.py")), span_role(body)).unwrap();
+    let system = dir.join("system.toml");
+    let text = format!(
+        "name = \"{name}\"\n[roles.{role}]\ncommand = [\"python3\", \"{role}.py\"]\n\
+         [tasks]\ncommand = [\"true\"]\ncount = 1\n"
+    );
+    std::fs::write(&system, text).unwrap();
+    let (output, out) = record_system(dir, &system, &[]);
+    assert!(output.status.success(), "{}", output_text(&output));
+    read_trace(&out).unwrap().events
+}
+
 /// A command's standard output and error, for a failure message.
 pub fn output_text(output: &std::process::Output) -> String {
     format!(

@@ -28,6 +28,7 @@ mod otlp_receiver;
 mod otlp_receiver_bounds;
 mod rabbitmq;
 mod secrets;
+mod span_partition;
 mod sqlite_lab;
 mod startup;
 mod system;

@@ -88,11 +88,11 @@ span("publish e-2", 8, 9, {
 }, kind=SpanKind.PRODUCER, error=True)
 span("receive e-1", 10, 11, {
     "messaging.operation.type": "receive", "messaging.message.id": "e-1",
-    "outbox.attempt": 1, "outbox.broker_seq": 7,
+    "outbox.attempt": 1, "outbox.broker_seq": 7, "messaging.destination.partition.id": "2",
 }, kind=SpanKind.CONSUMER)
 span("process e-1", 12, 15, {
     "messaging.operation.type": "process", "messaging.message.id": "e-1",
-    "outbox.attempt": 1, "outbox.broker_seq": 7,
+    "outbox.attempt": 1, "outbox.broker_seq": 7, "messaging.destination.partition.id": "2",
 }, kind=SpanKind.CONSUMER)
 span("commit e-1", 13, 14, {
     "outbox.kind": "effect_committed", "outbox.event_id": "e-1", "outbox.task_id": "t-1",
@@ -101,7 +101,7 @@ span("commit e-1", 13, 14, {
 })
 span("ack e-1", 16, 17, {
     "messaging.operation.type": "settle", "messaging.operation.name": "ack",
-    "messaging.message.id": "e-1", "outbox.broker_seq": 7,
+    "messaging.message.id": "e-1", "outbox.broker_seq": 7, "outbox.partition": 2,
 })
 span("nack e-9", 18, 19, {
     "messaging.operation.type": "settle", "messaging.operation.name": "nack",
@@ -288,6 +288,26 @@ async fn three_ways_give_the_same_rows(gzip: bool) {
     let detail: serde_json::Value =
         serde_json::from_str(e.detail.as_deref().expect("a detail")).expect("JSON text");
     assert_eq!(detail, serde_json::json!({"note": "first"}));
+    // The copy's partition: the messaging partition id on the delivery, `outbox.partition` on
+    // the ACK; none on the relay's spans, which name no partition.
+    let positions: Vec<(Kind, Option<u64>, Option<i32>)> = http
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.event.kind,
+                Kind::PublishAcked | Kind::Delivered | Kind::Acked
+            )
+        })
+        .map(|r| (r.event.kind, r.event.broker_seq, r.event.partition))
+        .collect();
+    assert_eq!(
+        positions,
+        [
+            (Kind::PublishAcked, Some(7), None),
+            (Kind::Delivered, Some(7), Some(2)),
+            (Kind::Acked, Some(7), Some(2)),
+        ]
+    );
     same_rows(&http, &grpc, "gRPC");
     same_rows(&http, &json, "OTLP JSON");
 }

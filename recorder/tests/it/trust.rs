@@ -10,30 +10,10 @@ use std::path::Path;
 use crate::common::{self, output_text, rows};
 use outbox_trace::{Kind, Step};
 
-/// A role that sends four exports as OTLP JSON: a task it accepted (taken), a forged `observed`
-/// and a span claiming to be the worker (both with its token, both refused), and a task sent
-/// without the token (refused); then it waits to be stopped.
+/// A role ([`common::span_role`]) that sends four exports as OTLP JSON: a task it accepted
+/// (taken), a forged `observed` and a span claiming to be the worker (both with its token, both
+/// refused), and a task sent without the token (refused); then it waits to be stopped.
 const FORGER: &str = r#"
-import json, os, time, urllib.request
-
-endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
-headers = dict(h.split("=", 1) for h in os.environ["OTEL_EXPORTER_OTLP_HEADERS"].split(","))
-resource = [{"key": k, "value": {"stringValue": v}} for k, v in
-            (kv.split("=", 1) for kv in os.environ["OTEL_RESOURCE_ATTRIBUTES"].split(","))]
-resource.append({"key": "service.name", "value": {"stringValue": os.environ["OTEL_SERVICE_NAME"]}})
-
-def send(n, attributes, token=True, now=None):
-    now = now or time.time_ns()
-    span = {"traceId": "%032x" % (n + 1), "spanId": "%016x" % (n + 1), "name": "step",
-            "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
-            "attributes": [{"key": k, "value": {"stringValue": v} if isinstance(v, str) else
-                            {"intValue": str(v)}} for k, v in attributes.items()]}
-    body = json.dumps({"resourceSpans": [{"resource": {"attributes": resource},
-                                          "scopeSpans": [{"spans": [span]}]}]}).encode()
-    request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json",
-                                                      **(headers if token else {})})
-    urllib.request.urlopen(request).read()
-
 if os.environ.get("FORGE_ONLY"):
     # Only what no process may report, each with the process's own token.
     send(10, {"outbox.kind": "observed", "outbox.detail": '{"counter": 99, "results": 1}'})
@@ -53,23 +33,7 @@ time.sleep(30)
 #[test]
 fn the_receiver_takes_a_process_s_spans_by_its_token_and_refuses_forged_ones() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("forger.py"), FORGER).unwrap();
-    let system = dir.path().join("system.toml");
-    std::fs::write(
-        &system,
-        r#"
-name = "forged"
-[roles.api]
-command = ["python3", "forger.py"]
-[tasks]
-command = ["true"]
-count = 1
-"#,
-    )
-    .unwrap();
-    let (output, out) = common::record_system(dir.path(), Path::new(&system), &[]);
-    assert!(output.status.success(), "{}", output_text(&output));
-    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let events = common::record_span_role(dir.path(), "forged", "api", FORGER);
     let accepted: Vec<(&str, Option<&str>)> = rows(&events, Kind::TaskAccepted)
         .iter()
         .map(|e| (e.actor.as_str(), e.task_id.as_deref()))
@@ -103,7 +67,7 @@ fn forged_recorder_rows_leave_a_valid_run_valid() {
     for entry in std::fs::read_dir(&example).unwrap().flatten() {
         std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
     }
-    std::fs::write(dir.path().join("forger.py"), FORGER).unwrap();
+    std::fs::write(dir.path().join("forger.py"), common::span_role(FORGER)).unwrap();
     let system = dir.path().join("outbox-system.toml");
     let mut text = std::fs::read_to_string(&system).unwrap();
     text = text.replace(

@@ -39,6 +39,10 @@ pub struct Event {
     /// The broker's position for this copy (a JetStream stream sequence, or the number the Redis
     /// publish script gave it); two copies of one event have two positions.
     pub broker_seq: Option<u64>,
+    /// The partition `broker_seq` counts in, for a broker that orders per partition (Kafka: an
+    /// offset is a position within its partition); `None` = the broker's one sequence. An
+    /// optional column: a file without it reads as all null.
+    pub partition: Option<i32>,
     /// The store transaction this event reports; equal values were committed atomically together.
     pub store_rev: Option<i64>,
     /// The size of the effect: what the task adds to the counter when its effect commits.
@@ -72,6 +76,7 @@ impl Event {
             aggregate_seq: None,
             attempt: None,
             broker_seq: None,
+            partition: None,
             store_rev: None,
             amount: None,
             counter: None,

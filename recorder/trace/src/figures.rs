@@ -7,7 +7,7 @@
 //! | `tasks` | distinct `task_id`s of `task_accepted` rows |
 //! | `publish_attempts` | `publish_attempt` rows |
 //! | `publish_acks_lost` | `publish_unacked` rows |
-//! | `stream_copies` | distinct `broker_seq`s of `publish_acked`, `delivered` and `redelivered` rows, plus the `publish_acked` rows without one (a broker without positions) |
+//! | `stream_copies` | distinct `(partition, broker_seq)` pairs of `publish_acked`, `delivered` and `redelivered` rows (a null `partition`: the broker's one sequence), plus the `publish_acked` rows without a `broker_seq` (a broker without positions) |
 //! | `stream_messages` | the broker's own count, `observed.stream_messages` (absent without it) |
 //! | `deliveries` | `delivered` + `redelivered` rows: every copy a worker received |
 //! | `redeliveries` | `redelivered` rows |
@@ -19,7 +19,7 @@
 //! | `counter` | `observed.counter`, else the `counter` of the last commit in `store_rev` order |
 //! | `results`, `dedup_keys`, `outbox_pending` | the `observed` values of the same names |
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 use foldhash::fast::RandomState;
@@ -107,8 +107,10 @@ pub struct FigureTally<K: TaskKey> {
     figures: Figures,
     /// Distinct accepted tasks.
     tasks: K::Set,
-    /// Distinct broker positions.
+    /// Distinct broker positions of the broker's one sequence (rows without a `partition`).
     copies: DistinctU64,
+    /// Distinct broker positions per partition, for a broker that orders per partition.
+    partitions: HashMap<i32, DistinctU64, RandomState>,
     /// Publish ACKs without a position: each is a copy the broker holds.
     unnumbered: u64,
     last_commit: Option<(i64, i64)>,
@@ -121,6 +123,7 @@ impl<K: TaskKey> Default for FigureTally<K> {
             figures: Figures::default(),
             tasks: K::Set::default(),
             copies: DistinctU64::default(),
+            partitions: HashMap::default(),
             unnumbered: 0,
             last_commit: None,
             observed: None,
@@ -137,6 +140,8 @@ pub struct FigureRow<K> {
     pub task: Option<K>,
     /// Its `broker_seq`, counted toward `stream_copies` on a row that saw a copy.
     pub broker_seq: Option<u64>,
+    /// Its `partition`: positions count per partition (`None`: the broker's one sequence).
+    pub partition: Option<i32>,
     /// Its `store_rev`: of the commits, the highest one gives the final `counter`.
     pub store_rev: Option<i64>,
     /// Its `counter`, the final one when its commit has the highest `store_rev`.
@@ -150,6 +155,7 @@ impl<'a> FigureRow<&'a str> {
             kind: event.kind,
             task: event.task_id.as_deref(),
             broker_seq: event.broker_seq,
+            partition: event.partition,
             store_rev: event.store_rev,
             counter: event.counter,
         }
@@ -192,7 +198,10 @@ impl<K: TaskKey> FigureTally<K> {
             Kind::PublishAcked | Kind::Delivered | Kind::Redelivered
         ) {
             match row.broker_seq {
-                Some(b) => self.copies.insert(b),
+                Some(b) => match row.partition {
+                    None => self.copies.insert(b),
+                    Some(p) => self.partitions.entry(p).or_default().insert(b),
+                },
                 None if row.kind == Kind::PublishAcked => self.unnumbered += 1,
                 None => {}
             }
@@ -218,7 +227,8 @@ impl<K: TaskKey> FigureTally<K> {
     pub fn figures(&self) -> Figures {
         let mut f = self.figures.clone();
         f.tasks = self.tasks.count();
-        f.stream_copies = self.copies.count() + self.unnumbered;
+        let partitioned: u64 = self.partitions.values().map(DistinctU64::count).sum();
+        f.stream_copies = self.copies.count() + partitioned + self.unnumbered;
         let o = self.observed.as_ref();
         f.stream_messages = o.and_then(|o| o.stream_messages);
         // The run's one counter: none to show when the store reports counters by key.
@@ -311,6 +321,7 @@ mod tests {
             kind,
             task,
             broker_seq,
+            partition: None,
             store_rev: None,
             counter: None,
         }
@@ -366,6 +377,25 @@ mod tests {
     }
 
     #[test]
+    fn stream_copies_count_positions_per_partition() {
+        let mut t = FigureTally::default();
+        let copy = |kind, partition, broker_seq| FigureRow {
+            partition,
+            ..row(kind, None, Some(broker_seq))
+        };
+        // Offset 5 in partitions 0 and 1 are two copies; a redelivery of one is none more.
+        t.add(copy(Kind::PublishAcked, Some(0), 5));
+        t.add(copy(Kind::PublishAcked, Some(1), 5));
+        t.add(copy(Kind::Delivered, Some(0), 5));
+        t.add(copy(Kind::Redelivered, Some(1), 5));
+        t.add(copy(Kind::Delivered, Some(1), 6));
+        assert_eq!(t.figures().stream_copies, 3);
+        // A row without a partition counts in the broker's one sequence, apart from them.
+        t.add(copy(Kind::Delivered, None, 5));
+        assert_eq!(t.figures().stream_copies, 4);
+    }
+
+    #[test]
     fn the_counter_is_observed_else_the_last_commit_by_store_rev() {
         let mut t: FigureTally<&str> = FigureTally::default();
         for (rev, counter) in [(5, 3), (9, 8), (7, 5)] {
@@ -373,6 +403,7 @@ mod tests {
                 kind: Kind::EffectCommitted,
                 task: None,
                 broker_seq: None,
+                partition: None,
                 store_rev: Some(rev),
                 counter: Some(counter),
             });

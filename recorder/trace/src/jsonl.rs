@@ -249,6 +249,7 @@ fn event(o: &mut [Option<Value>]) -> Result<(Event, Option<String>), String> {
     e.aggregate_seq = optional(o, "aggregate_seq", uint(u64::MAX as i128))?;
     e.attempt = optional(o, "attempt", uint(u32::MAX as i128))?;
     e.broker_seq = optional(o, "broker_seq", uint(u64::MAX as i128))?;
+    e.partition = optional(o, "partition", int(i32::MIN as i128, i32::MAX as i128))?;
     let i64s = || int(i64::MIN as i128, i64::MAX as i128);
     e.store_rev = optional(o, "store_rev", i64s())?;
     e.amount = optional(o, "amount", i64s())?;
@@ -307,6 +308,7 @@ fn optional<T>(
             ColumnType::UInt64 => "UInt64",
             ColumnType::UInt32 => "UInt32",
             ColumnType::Int64 => "Int64",
+            ColumnType::Int32 => "Int32",
             ColumnType::Utf8 => "Utf8",
         })
         .unwrap_or("an integer");
@@ -357,5 +359,30 @@ mod tests {
         );
         assert_eq!(rows[0].counter_key.as_deref(), Some("apple"));
         assert_eq!(rows[1].counter_key, None);
+    }
+
+    #[test]
+    fn partition_is_an_int32_key_that_may_be_absent_and_round_trips() {
+        let rows = events(
+            r#"{"run_id":"r","scenario":"s","seq":1,"ts_ns":0,"backend":"b","actor":"worker","incarnation":0,"kind":"delivered","event_id":"e","broker_seq":5,"partition":2}
+{"run_id":"r","scenario":"s","seq":2,"ts_ns":1,"backend":"b","actor":"worker","incarnation":0,"kind":"acked","event_id":"e","broker_seq":5,"partition":"2"}
+{"run_id":"r","scenario":"s","seq":3,"ts_ns":2,"backend":"b","actor":"worker","incarnation":0,"kind":"acked","event_id":"e","broker_seq":6}"#,
+        );
+        let partitions: Vec<Option<i32>> = rows.iter().map(|e| e.partition).collect();
+        assert_eq!(partitions, [Some(2), Some(2), None]);
+        // A row written as JSON (its keys the column names) reads back the same.
+        let text: Vec<String> = rows
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        assert!(text[0].contains(r#""partition":2"#), "{}", text[0]);
+        assert_eq!(events(&text.join("\n")), rows);
+        // A value past Int32 is refused, naming the column.
+        let wide = r#"{"run_id":"r","scenario":"s","seq":1,"ts_ns":0,"backend":"b","actor":"worker","incarnation":0,"kind":"acked","partition":2147483648}"#;
+        let Err(e) = Decoder::new(wide.as_bytes()) else {
+            panic!("a partition past Int32 reads")
+        };
+        assert!(e.to_string().contains("`partition`"), "{e}");
+        assert!(e.to_string().contains("Int32"), "{e}");
     }
 }

@@ -44,6 +44,8 @@ pub enum ColumnType {
     UInt32,
     /// Int64 (readers accept any integer width whose values fit).
     Int64,
+    /// Int32 (readers accept any integer width whose values fit).
+    Int32,
 }
 
 impl ColumnType {
@@ -54,6 +56,7 @@ impl ColumnType {
             ColumnType::UInt64 => DataType::UInt64,
             ColumnType::UInt32 => DataType::UInt32,
             ColumnType::Int64 => DataType::Int64,
+            ColumnType::Int32 => DataType::Int32,
         }
     }
 }
@@ -125,6 +128,7 @@ columns! {
     aggregate_seq: UInt64, true;
     attempt: UInt32, true;
     broker_seq: UInt64, true;
+    partition: Int32, true, optional;
     store_rev: Int64, true;
     amount: Int64, true;
     counter: Int64, true;
@@ -137,11 +141,13 @@ mod cell {
     use std::sync::Arc;
 
     use arrow_array::builder::{
-        ArrayBuilder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder,
+        ArrayBuilder, Int32Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder,
     };
     use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
-    use arrow_array::{Array, ArrayRef, Int64Array, StringArray, UInt32Array, UInt64Array};
+    use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+    use arrow_array::{
+        Array, ArrayRef, Int32Array, Int64Array, StringArray, UInt32Array, UInt64Array,
+    };
 
     use crate::{Event, Kind};
 
@@ -272,6 +278,7 @@ mod cell {
     integer!(u64, UInt64Builder, UInt64Array, UInt64Type);
     integer!(u32, UInt32Builder, UInt32Array, UInt32Type);
     integer!(i64, Int64Builder, Int64Array, Int64Type);
+    integer!(i32, Int32Builder, Int32Array, Int32Type);
 }
 
 /// The position of the column `name` in [`COLUMNS`] (and in canonical batches), at compile time:

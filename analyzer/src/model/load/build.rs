@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{ArrowPrimitiveType, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::types::{ArrowPrimitiveType, Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_buffer::NullBuffer;
 use outbox_trace::schema::column;
@@ -80,6 +80,7 @@ fn build_rows(
     let agg_seq = Nums::<UInt64Type>::of(batch, "aggregate_seq")?;
     let attempt = Nums::<UInt32Type>::of(batch, "attempt")?;
     let broker = Nums::<UInt64Type>::of(batch, "broker_seq")?;
+    let partition = Nums::<Int32Type>::of(batch, "partition")?;
     let rev = Nums::<Int64Type>::of(batch, "store_rev")?;
     let amount = Nums::<Int64Type>::of(batch, "amount")?;
     let counter = Nums::<Int64Type>::of(batch, "counter")?;
@@ -90,6 +91,7 @@ fn build_rows(
         (agg_seq.nulls, Carried::AGGREGATE_SEQ),
         (attempt.nulls, Carried::ATTEMPT),
         (broker.nulls, Carried::BROKER_SEQ),
+        (partition.nulls, Carried::PARTITION),
         (rev.nulls, Carried::STORE_REV),
         (amount.nulls, Carried::AMOUNT),
         (counter.nulls, Carried::COUNTER),
@@ -111,6 +113,7 @@ fn build_rows(
         &broker.values[..n],
     );
     let (rev, amount, counter) = (&rev.values[..n], &amount.values[..n], &counter.values[..n]);
+    let partition = &partition.values[..n];
     rows.clear();
     rows.reserve(n);
     let mut incomplete = Vec::new();
@@ -139,6 +142,7 @@ fn build_rows(
             store_rev: rev[i],
             amount: amount[i],
             counter: counter[i],
+            partition: partition[i],
         };
         // The low bits of `c` are the numbers' `Present` bits.
         let mut row = Row::new(seq[i], k, actor_key, inc[i]).with_columns(c as u8, numbers);
@@ -167,11 +171,12 @@ impl Carried {
     const STORE_REV: u16 = Present::STORE_REV as u16;
     const AMOUNT: u16 = Present::AMOUNT as u16;
     const COUNTER: u16 = Present::COUNTER as u16;
-    const TASK: u16 = 1 << 6;
-    const EVENT: u16 = 1 << 7;
-    const AGGREGATE: u16 = 1 << 8;
-    const DETAIL: u16 = 1 << 9;
-    const ACTOR: u16 = 1 << 10;
+    const PARTITION: u16 = Present::PARTITION as u16;
+    const TASK: u16 = 1 << 7;
+    const EVENT: u16 = 1 << 8;
+    const AGGREGATE: u16 = 1 << 9;
+    const DETAIL: u16 = 1 << 10;
+    const ACTOR: u16 = 1 << 11;
 
     /// The bit of `field`'s column.
     fn of(field: Field) -> u16 {

@@ -93,7 +93,9 @@ function gapLabel(chain, p, next) {
   for (let k = chain.rows.length - 1; k >= 0; k--) {
     const r = chain.rows[k];
     if (S.seq[r] < S.seq[next] && isDelivery(r) && S.event[r] === S.event[next] &&
-      Object.is(S.broker_seq[r], S.broker_seq[next])) { d = r; break; }
+      Object.is(S.broker_seq[r], S.broker_seq[next]) && S.partition.get(r) === S.partition.get(next)) {
+      d = r; break;
+    }
   }
   if (d >= 0) return `${wait}no ACK, redelivered ${secs(S.ts[next] - S.ts[d])} after the delivery (${quiet} quiet)`;
   return `${wait}no ACK, redelivered after ${quiet} quiet`;

@@ -57,7 +57,8 @@ function rowsOf(si) {
     aggregate: new Int32Array(n).fill(-1), attempt: new Float64Array(n).fill(NaN),
     broker_seq: new Float64Array(n).fill(NaN), store_rev: new Float64Array(n).fill(NaN),
     amount: new Float64Array(n).fill(NaN), counter: new Float64Array(n).fill(NaN),
-    notes: new Map(r.notes), entryIds: r.entry_ids || [], lifeFirst: new Int32Array(r.lives.length).fill(-1),
+    notes: new Map(r.notes), partition: new Map(r.partitions || []),
+    entryIds: r.entry_ids || [], lifeFirst: new Int32Array(r.lives.length).fill(-1),
     lifeLast: new Int32Array(r.lives.length).fill(-1) };
   const cols = Object.keys(HAS);
   const values = {}, at = {}, last = {};
@@ -90,5 +91,11 @@ function nameId(name) {
 const actorOf = (S, i) => page.names[S.lives[S.life[i]][0]];
 const incOf = (S, i) => S.lives[S.life[i]][1];
 const num = (v) => (Number.isNaN(v) ? null : v);
-// A broker position: below zero, a Redis Stream entry id kept aside (see page.rs).
-const position = (S, i) => { const v = num(S.broker_seq[i]); return v !== null && v < 0 ? S.entryIds[-1 - v] : v; };
+// A broker position: below zero, a Redis Stream entry id kept aside (see page.rs); within its
+// partition `pP:` before it, where the row has one.
+const position = (S, i) => {
+  const v = num(S.broker_seq[i]);
+  const at = v !== null && v < 0 ? S.entryIds[-1 - v] : v;
+  const p = S.partition.get(i);
+  return at === null || p === undefined ? at : `p${p}:${at}`;
+};

@@ -29,6 +29,9 @@ pub const ATTEMPT: &str = "outbox.attempt";
 /// The column `broker_seq` (else the offsets of [`BROKER_SEQ_FALLBACKS`]); a number, or a Redis
 /// Stream entry id `<ms>-<n>` (see [`crate::BrokerPosition`]).
 pub const BROKER_SEQ: &str = "outbox.broker_seq";
+/// The column `partition` (else the partition of [`PARTITION_FALLBACKS`]): the partition whose
+/// sequence `broker_seq` counts in (Kafka).
+pub const PARTITION: &str = "outbox.partition";
 /// The column `store_rev`.
 pub const STORE_REV: &str = "outbox.store_rev";
 /// The column `amount`.
@@ -63,6 +66,12 @@ pub const EVENT_ID_FALLBACKS: &[&str] = &[
 /// Where `outbox.broker_seq` is absent, `broker_seq` is the first of these present.
 pub const BROKER_SEQ_FALLBACKS: &[&str] =
     &["messaging.kafka.offset", "messaging.kafka.message.offset"];
+/// Where `outbox.partition` is absent, `partition` is the first of these present: the messaging
+/// conventions' partition id, then the older Kafka attribute.
+pub const PARTITION_FALLBACKS: &[&str] = &[
+    "messaging.destination.partition.id",
+    "messaging.kafka.destination.partition",
+];
 /// `messaging.operation.name` values of a negative settlement: such a `settle` is no `acked`.
 pub const NEGATIVE_SETTLEMENTS: &[&str] = &["nack", "reject", "abandon", "dead_letter", "release"];
 /// A delivery whose span carries one of these set true is `redelivered` (RabbitMQ gives a flag,

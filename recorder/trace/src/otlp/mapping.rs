@@ -375,6 +375,11 @@ impl Mapper {
         e.aggregate_seq = attrs.integer(key::AGGREGATE_SEQ)?;
         e.attempt = attrs.integer(key::ATTEMPT)?;
         e.broker_seq = broker_seq(attrs)?;
+        e.partition = std::iter::once(key::PARTITION)
+            .chain(key::PARTITION_FALLBACKS.iter().copied())
+            .map(|k| attrs.integer(k))
+            .find_map(Result::transpose)
+            .transpose()?;
         e.store_rev = attrs.integer(key::STORE_REV)?;
         e.amount = attrs.integer(key::AMOUNT)?;
         e.counter = attrs.integer(key::COUNTER)?;

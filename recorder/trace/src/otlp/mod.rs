@@ -54,6 +54,8 @@ pub fn decode_request(body: &[u8], format: Body) -> Result<Request, TraceError> 
 }
 
 #[cfg(test)]
+mod partition_tests;
+#[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
 mod tests;

@@ -265,6 +265,7 @@ fn encode<W: Write>(w: &mut W, h: &Held) -> io::Result<()> {
     put_opt(w, e.aggregate_seq, |w, v| put_u64(w, v))?;
     put_opt(w, e.attempt, |w, v| put_u64(w, u64::from(v)))?;
     put_opt(w, e.broker_seq, |w, v| put_u64(w, v))?;
+    put_opt(w, e.partition, |w, v| put_i64(w, i64::from(v)))?;
     put_opt(w, e.store_rev, |w, v| put_i64(w, v))?;
     put_opt(w, e.amount, |w, v| put_i64(w, v))?;
     put_opt(w, e.counter, |w, v| put_i64(w, v))?;
@@ -296,6 +297,10 @@ fn get_u32(r: &mut impl Read) -> io::Result<u32> {
 fn get_i64(r: &mut impl Read) -> io::Result<i64> {
     let z = get_u64(r)?;
     Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
+}
+
+fn get_i32(r: &mut impl Read) -> io::Result<i32> {
+    i32::try_from(get_i64(r)?).map_err(|_| bad("a number out of range"))
 }
 
 fn get_str(r: &mut impl Read) -> io::Result<String> {
@@ -345,6 +350,7 @@ fn decode(r: &mut impl Read, runs: &[String]) -> io::Result<Held> {
     e.aggregate_seq = get_opt(r, get_u64)?;
     e.attempt = get_opt(r, get_u32)?;
     e.broker_seq = get_opt(r, get_u64)?;
+    e.partition = get_opt(r, get_i32)?;
     e.store_rev = get_opt(r, get_i64)?;
     e.amount = get_opt(r, get_i64)?;
     e.counter = get_opt(r, get_i64)?;

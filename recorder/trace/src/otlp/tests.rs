@@ -12,7 +12,8 @@ use super::{decode_request, Body, LiveMapper};
 use crate::schema::batch_events;
 use crate::{BrokerPosition, Event, Kind, TraceError};
 
-fn events(text: &str) -> (Vec<Event>, bool) {
+/// The events of OTLP JSON Lines `text`, and whether their `seq` came from span clocks.
+pub(super) fn events(text: &str) -> (Vec<Event>, bool) {
     let decoded = super::decode_json_lines(text.as_bytes(), "spans").unwrap();
     let mut unknown = BTreeMap::new();
     let seq_from_clocks = decoded.header.seq_from_clocks;
@@ -59,7 +60,7 @@ pub(super) fn request(service: &str, instance: &str, spans: Vec<Span>) -> Reques
 }
 
 /// The events of one whole "file" of requests, as the file decoder numbers them.
-fn file_events(requests: &[Request]) -> Result<Vec<Event>, String> {
+pub(super) fn file_events(requests: &[Request]) -> Result<Vec<Event>, String> {
     let mut file = super::file::FileMapping::new("t");
     for r in requests {
         file.request(r)

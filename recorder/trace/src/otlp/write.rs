@@ -120,10 +120,11 @@ fn attributes(e: &Event) -> Vec<KeyValue<'_>> {
             .into_iter()
             .filter_map(|(k, v)| v.as_deref().map(|v| text(k, v))),
     );
-    let ints: [(&'static str, Option<i128>); 6] = [
+    let ints: [(&'static str, Option<i128>); 7] = [
         (key::AGGREGATE_SEQ, e.aggregate_seq.map(i128::from)),
         (key::ATTEMPT, e.attempt.map(i128::from)),
         (key::BROKER_SEQ, e.broker_seq.map(i128::from)),
+        (key::PARTITION, e.partition.map(i128::from)),
         (key::STORE_REV, e.store_rev.map(i128::from)),
         (key::AMOUNT, e.amount.map(i128::from)),
         (key::COUNTER, e.counter.map(i128::from)),

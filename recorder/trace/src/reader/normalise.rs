@@ -159,5 +159,6 @@ pub(super) fn expected_name(t: ColumnType) -> &'static str {
         ColumnType::UInt64 => "an integer that fits UInt64",
         ColumnType::UInt32 => "an integer that fits UInt32",
         ColumnType::Int64 => "an integer that fits Int64",
+        ColumnType::Int32 => "an integer that fits Int32",
     }
 }

@@ -234,7 +234,9 @@ fn extra_columns(file_schema: &Schema) -> Vec<String> {
 fn check_type(column: &'static str, want: ColumnType, found: &DataType) -> Result<(), TraceError> {
     let ok = match want {
         ColumnType::Utf8 => is_string(found),
-        ColumnType::UInt64 | ColumnType::UInt32 | ColumnType::Int64 => found.is_integer(),
+        ColumnType::UInt64 | ColumnType::UInt32 | ColumnType::Int64 | ColumnType::Int32 => {
+            found.is_integer()
+        }
     };
     if ok {
         Ok(())

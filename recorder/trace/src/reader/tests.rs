@@ -112,24 +112,9 @@ fn a_file_without_the_optional_counter_key_reads_it_as_null() {
     let mut rows = events(4);
     rows[1].counter_key = Some("apple".into());
     let full = crate::to_batch(&rows).unwrap();
-    let at = crate::schema::column("counter_key");
-    let mut fields: Vec<Field> = full
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut columns = full.columns().to_vec();
-    fields.remove(at);
-    columns.remove(at);
-    let without = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.parquet");
-    let mut w =
-        parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), without.schema(), None)
-            .unwrap();
-    w.write(&without).unwrap();
-    w.close().unwrap();
+    write_batch(&path, &without(&full, "counter_key"));
     let back = read_trace(&path).unwrap();
     rows[1].counter_key = None;
     assert_eq!(back.events, rows);
@@ -142,26 +127,90 @@ fn a_file_without_the_optional_counter_key_reads_it_as_null() {
     let back = read_trace(&path).unwrap();
     assert_eq!(back.events[1].counter_key.as_deref(), Some("apple"));
     // A required column is still required.
-    let mut fields: Vec<Field> = full
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut columns = full.columns().to_vec();
-    let event_id = crate::schema::column("run_id");
-    fields.remove(event_id);
-    columns.remove(event_id);
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
-    let mut w =
-        parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None)
-            .unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    write_batch(&path, &without(&full, "run_id"));
     assert!(matches!(
         read_trace(&path),
         Err(TraceError::MissingColumn("run_id"))
     ));
+}
+
+#[test]
+fn a_file_without_the_optional_partition_reads_it_as_null_and_one_with_it_round_trips() {
+    let mut rows = events(4);
+    rows[1].broker_seq = Some(7);
+    rows[1].partition = Some(3);
+    rows[2].broker_seq = Some(7);
+    rows[2].partition = Some(-1);
+    let (_dir, path) = written(&rows);
+    assert_eq!(read_trace(&path).unwrap().events, rows);
+    // The same rows written before the column existed: every partition reads as null.
+    let full = crate::to_batch(&rows).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.parquet");
+    write_batch(&old, &without(&full, "partition"));
+    for e in &mut rows {
+        e.partition = None;
+    }
+    assert_eq!(read_trace(&old).unwrap().events, rows);
+}
+
+#[test]
+fn a_partition_of_another_integer_width_reads_where_it_fits_int32() {
+    let rows = events(2);
+    let full = crate::to_batch(&rows).unwrap();
+    let at = crate::schema::column("partition");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.parquet");
+    let with = |values: Vec<Option<i64>>| {
+        let mut columns = full.columns().to_vec();
+        columns[at] = Arc::new(arrow_array::Int64Array::from(values));
+        let mut fields = fields(&full);
+        fields[at] = Field::new("partition", arrow_schema::DataType::Int64, true);
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    };
+    write_batch(&path, &with(vec![Some(4), None]));
+    let back = read_trace(&path).unwrap().events;
+    assert_eq!((back[0].partition, back[1].partition), (Some(4), None));
+    write_batch(&path, &with(vec![Some(1 << 40), None]));
+    assert!(matches!(
+        read_trace(&path),
+        Err(TraceError::OutOfRange {
+            column: "partition",
+            ..
+        })
+    ));
+}
+
+/// The fields of `batch`'s schema.
+fn fields(batch: &RecordBatch) -> Vec<Field> {
+    batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect()
+}
+
+/// `batch` without its column `name`, as a file written before the column existed holds it.
+fn without(batch: &RecordBatch, name: &str) -> RecordBatch {
+    let at = crate::schema::COLUMNS
+        .iter()
+        .position(|c| c.name == name)
+        .expect("a column of the contract");
+    let mut fields = fields(batch);
+    let mut columns = batch.columns().to_vec();
+    fields.remove(at);
+    columns.remove(at);
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
+/// Writes `batch` as a Parquet file of its own schema.
+fn write_batch(path: &std::path::Path, batch: &RecordBatch) {
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None)
+            .unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
 }
 
 fn file_rows(batches: &[RecordBatch]) -> usize {

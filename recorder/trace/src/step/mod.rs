@@ -89,6 +89,9 @@ pub enum Step {
         /// The copy's position in the broker, where the broker numbers its copies.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail (`broker_duplicate`).
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -136,6 +139,9 @@ pub enum Step {
         /// The copy's position in the broker, where the broker numbers its copies.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -150,6 +156,9 @@ pub enum Step {
         /// The copy's position in the broker, where the broker numbers its copies.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -173,6 +182,9 @@ pub enum Step {
         /// The position of the copy that brought it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail (`seen_in: "store"` when the observer read it back).
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -184,6 +196,9 @@ pub enum Step {
         /// The position of the copy suppressed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail (`committed_rev`, `counter_after`, `amount`).
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -195,6 +210,9 @@ pub enum Step {
         /// The position of the copy being committed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -206,6 +224,9 @@ pub enum Step {
         /// The position of the copy ACKed, where the broker numbers its copies.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         broker_seq: Option<u64>,
+        /// The partition `broker_seq` counts in, where the broker orders per partition.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<i32>,
         /// The detail; a row whose note is empty carries no `detail`.
         #[serde(default, skip_serializing_if = "Note::is_empty")]
         note: Note,
@@ -274,6 +295,7 @@ impl Step {
                 about,
                 attempt: Some(attempt),
                 broker_seq: Some(broker_seq),
+                partition: None,
                 note,
             }
         } else {
@@ -281,6 +303,7 @@ impl Step {
                 about,
                 attempt: Some(attempt),
                 broker_seq: Some(broker_seq),
+                partition: None,
                 note,
             }
         }

@@ -56,6 +56,7 @@ fn every_step() -> Vec<Step> {
             about: about(),
             attempt: Some(2),
             broker_seq: Some(11),
+            partition: Some(2),
             note: Note {
                 broker_duplicate: Some(true),
                 ..Note::default()
@@ -88,11 +89,13 @@ fn every_step() -> Vec<Step> {
             counter: Some(10),
             counter_key: Some("item-1".into()),
             broker_seq: Some(11),
+            partition: Some(2),
             note: none(),
         },
         Step::DuplicateSuppressed {
             about: about(),
             broker_seq: Some(11),
+            partition: Some(2),
             note: Note {
                 committed_rev: Some(12),
                 counter_after: Some(10),
@@ -103,11 +106,13 @@ fn every_step() -> Vec<Step> {
         Step::CommitConflict {
             about: about(),
             broker_seq: None,
+            partition: None,
             note: none(),
         },
         Step::Acked {
             about: about(),
             broker_seq: Some(11),
+            partition: Some(2),
             note: none(),
         },
         Step::crash("worker:after-commit-before-ack", Some(about())),

@@ -64,7 +64,7 @@ pub async fn end<B: Control, F: Fn(&Slot) -> ActorSpec>(
         ..RunEnd::default()
     };
     end.chaos = armed(scene.aim.as_ref(), &end.faults);
-    tell_faults(name, &end);
+    crate::fault::ledger::tell_faults(name, &end, true, "actors");
     env.recorder
         .record(stamp.entry(Author::Recorder, Step::RunEnd(end)))
         .await
@@ -101,31 +101,4 @@ fn armed(aim: Option<&Aim>, faults: &[FaultTried]) -> Option<ChaosArmed> {
         }
     }
     Some(armed)
-}
-
-/// Says which named faults never fired (and why), and how many of the chaos draw's fired.
-fn tell_faults(name: &str, end: &RunEnd) {
-    let drawn = |spec: &str| {
-        end.chaos
-            .as_ref()
-            .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
-    };
-    for fault in end
-        .faults
-        .iter()
-        .filter(|f| f.fired == 0 && !drawn(&f.spec))
-    {
-        eprintln!(
-            "recorder: scenario {name}: fault `{}` never fired: {}",
-            fault.spec,
-            fault.why.as_deref().unwrap_or("no reason known")
-        );
-    }
-    if let Some(chaos) = &end.chaos {
-        let fired = chaos.armed.iter().filter(|a| a.fired > 0).count();
-        eprintln!(
-            "recorder: scenario {name}: chaos armed {} fault(s) on the steps the actors reported; {fired} fired",
-            chaos.armed.len()
-        );
-    }
 }

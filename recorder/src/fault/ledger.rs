@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use outbox_trace::detail::FaultTried;
+use outbox_trace::detail::{FaultTried, RunEnd};
 use outbox_trace::Kind;
 
 use super::coverage::{why_not, wire_idle, Tally};
@@ -176,6 +176,36 @@ fn on_the_wire<P: Proxies>(
         .then(|| wire_idle(target, service, *fault, proxies.passed(target, service)))
         .flatten();
     t.entry(|f| idle.unwrap_or_else(|| why(f)))
+}
+
+/// Says on stderr which faults scenario `name` named that never fired (and why), unless
+/// `named_too` is false, and how many of its chaos draw's fired; `reporters` names who reported
+/// the steps (`actors`, `roles`).
+pub fn tell_faults(name: &str, end: &RunEnd, named_too: bool, reporters: &str) {
+    let drawn = |spec: &str| {
+        end.chaos
+            .as_ref()
+            .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
+    };
+    let silent = end
+        .faults
+        .iter()
+        .filter(|f| f.fired == 0 && !drawn(&f.spec));
+    for fault in silent.filter(|_| named_too) {
+        eprintln!(
+            "recorder: scenario {name}: fault `{}` never fired: {}",
+            fault.spec,
+            fault.why.as_deref().unwrap_or("no reason known")
+        );
+    }
+    if let Some(chaos) = &end.chaos {
+        let fired = chaos.armed.iter().filter(|a| a.fired > 0).count();
+        eprintln!(
+            "recorder: scenario {name}: chaos armed {} fault(s) on the steps the {reporters} \
+             reported; {fired} fired",
+            chaos.armed.len()
+        );
+    }
 }
 
 #[cfg(test)]

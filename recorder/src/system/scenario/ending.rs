@@ -57,7 +57,8 @@ pub(super) async fn end(ending: Ending<'_, '_>) -> Result<ScenarioOutcome, Syste
         observe_and_stop(&mut stage, &mut intake, exits, started, recovered, ran).await?;
     release_services(&mut stage, services, ran, &timeline).await?;
     let end = run_end(&stage, started, recovered, &delivered, could_not.as_deref());
-    tell_faults(&stage, &end);
+    let named = stage.origin == Origin::Named;
+    crate::fault::ledger::tell_faults(&stage.name, &end, named, "roles");
     stage.outcome.tried = end.faults.clone();
     stage.outcome.shape = end.shape.clone();
     stage.outcome.wire = end.wire.clone();
@@ -178,37 +179,6 @@ fn run_end(
     end.shape = stage.shape.summary();
     end.wire = stage.wire_traffic();
     end
-}
-
-/// Says which named faults never fired (and why), and how many of the chaos draw's fired.
-fn tell_faults(stage: &Stage<'_, '_>, end: &detail::RunEnd) {
-    if stage.origin == Origin::Named {
-        let drawn = |spec: &str| {
-            end.chaos
-                .as_ref()
-                .is_some_and(|c| c.armed.iter().any(|a| a.fault == spec))
-        };
-        for fault in end
-            .faults
-            .iter()
-            .filter(|f| f.fired == 0 && !drawn(&f.spec))
-        {
-            eprintln!(
-                "recorder: scenario {}: fault `{}` never fired: {}",
-                stage.name,
-                fault.spec,
-                fault.why.as_deref().unwrap_or("no reason known")
-            );
-        }
-    }
-    if let Some(chaos) = &end.chaos {
-        let fired = chaos.armed.iter().filter(|a| a.fired > 0).count();
-        eprintln!(
-            "recorder: scenario {}: chaos armed {} fault(s) on the steps the roles reported; {fired} fired",
-            stage.name,
-            chaos.armed.len()
-        );
-    }
 }
 
 /// Runs `observe` (if the file has one) and writes its `observed` row, or says why there is none.

@@ -87,6 +87,20 @@ fn failed(report: &Report) -> Vec<&'static str> {
         .collect()
 }
 
+/// The events of the run that wrote `out`, asserting it succeeded and its trace is valid.
+fn valid_events(output: &std::process::Output, out: &Path) -> Vec<outbox_trace::Event> {
+    assert!(output.status.success(), "{}", output_text(output));
+    let report = analyse(&[out.to_path_buf()]).expect("the trace keeps the contract");
+    assert_eq!(
+        report.verdict,
+        RunVerdict::Valid,
+        "failed: {:?}\n{}",
+        failed(&report),
+        output_text(output)
+    );
+    outbox_trace::read_trace(out).unwrap().events
+}
+
 #[test]
 fn the_kafka_example_is_valid_when_each_role_is_killed_and_both_services_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -94,16 +108,7 @@ fn the_kafka_example_is_valid_when_each_role_is_killed_and_both_services_restart
         dir.path(),
         &["--scenario", "every-role-killed", "--tasks", "20"],
     );
-    assert!(output.status.success(), "{}", output_text(&output));
-    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
-    assert_eq!(
-        report.verdict,
-        RunVerdict::Valid,
-        "failed: {:?}\n{}",
-        failed(&report),
-        output_text(&output)
-    );
-    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let events = valid_events(&output, &out);
     assert!(events.iter().all(|e| e.backend == "system:orders-kafka"));
     // Every kill landed on a synchronous export: its crash row is announced and names the step.
     let points: Vec<(String, Option<bool>)> = rows(&events, Kind::Crash)
@@ -193,16 +198,7 @@ fn the_kafka_example_is_valid_when_a_produce_acknowledgement_is_lost() {
             "lose produce-ack relay kafka after publish_attempt 3",
         ],
     );
-    assert!(output.status.success(), "{}", output_text(&output));
-    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
-    assert_eq!(
-        report.verdict,
-        RunVerdict::Valid,
-        "failed: {:?}\n{}",
-        failed(&report),
-        output_text(&output)
-    );
-    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let events = valid_events(&output, &out);
     let lost: Vec<(String, Option<String>, Option<u64>)> = rows(&events, Kind::Fault)
         .iter()
         .filter_map(|e| match common::step(e) {

@@ -150,35 +150,44 @@ fn the_kafka_example_is_valid_when_each_role_is_killed_and_both_services_restart
     }
 }
 
-/// The relay is killed after its third produce was acknowledged and before its mark: its next
-/// life produces the event again, at a new offset, and a worker whose dedup key is the offset
-/// applies it twice.
+/// A second produce of one event, two ways: the relay killed after its third produce was
+/// acknowledged and before its mark (its next life produces the event again), or that produce's
+/// acknowledgement lost with the connection (librdkafka sends it again). Either way the event is
+/// at a new offset, and a worker whose dedup key is the offset applies it twice.
 #[test]
 fn a_worker_whose_dedup_key_is_the_offset_is_caught_by_a_second_produce() {
-    let dir = tempfile::tempdir().unwrap();
-    let (output, out) = run_example(
-        dir.path(),
-        &[
-            "--scenario",
-            "calm",
-            "--tasks",
-            "12",
-            "--env",
-            "BUG=dedup-on-offset",
-            "--fault",
-            "kill relay after publish_acked 3",
-        ],
-    );
-    assert!(output.status.success(), "{}", output_text(&output));
-    let report = analyse(&[out]).expect("the trace keeps the contract");
-    assert_eq!(
-        report.verdict,
-        RunVerdict::Invalid,
-        "{}",
-        output_text(&output)
-    );
-    let failed = failed(&report);
-    assert!(failed.contains(&"single-effect"), "failed {failed:?}");
+    for fault in [
+        "kill relay after publish_acked 3",
+        "lose produce-ack relay kafka after publish_attempt 3",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (output, out) = run_example(
+            dir.path(),
+            &[
+                "--scenario",
+                "calm",
+                "--tasks",
+                "12",
+                "--env",
+                "BUG=dedup-on-offset",
+                "--fault",
+                fault,
+            ],
+        );
+        assert!(output.status.success(), "{}", output_text(&output));
+        let report = analyse(&[out]).expect("the trace keeps the contract");
+        assert_eq!(
+            report.verdict,
+            RunVerdict::Invalid,
+            "{fault}: {}",
+            output_text(&output)
+        );
+        let failed = failed(&report);
+        assert!(
+            failed.contains(&"single-effect"),
+            "{fault}: failed {failed:?}"
+        );
+    }
 }
 
 /// The broker appends the relay's third produce and its acknowledgement is lost with the

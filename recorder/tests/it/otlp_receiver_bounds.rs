@@ -183,6 +183,13 @@ async fn a_stalled_body_is_cut_off_after_the_timeout_and_gives_back_its_bytes() 
         stream.write_all(&[0x9a, 0x06, 0x80]).unwrap();
         stalled.push(stream);
     }
+    // Every stalled request is taken in (and its declared length held) before the probe, however
+    // slowly a loaded machine schedules the receiver.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while receiver.stats().requests < 53 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     // Meanwhile a fifth large body does not fit.
     let probe = address.clone();
     let busy = tokio::task::spawn_blocking(move || large_export(&probe))

@@ -65,8 +65,10 @@ pub struct Kafka {
     down: Part,
     /// Requests waiting for a response the reader acts on, by correlation id.
     waiting: HashMap<i32, Asked>,
-    /// Frames no longer read (a size that is no frame, too many requests waiting).
-    opaque: bool,
+    /// Requests no longer read (a size that is no frame).
+    up_opaque: bool,
+    /// Responses no longer read (a size that is no frame).
+    down_opaque: bool,
 }
 
 impl Kafka {
@@ -77,15 +79,21 @@ impl Kafka {
             up: (Vec::new(), 0),
             down: Part::Head(Vec::new()),
             waiting: HashMap::new(),
-            opaque: false,
+            up_opaque: false,
+            down_opaque: false,
         }
     }
 
     /// A whole request's kept bytes: notes it when its response is acted on.
     fn requested(&mut self, kept: &[u8], losses: &Losses) {
+        // A client that never reads its responses is not followed past the bound: its later
+        // responses pass unread, and no fault waits on them.
         let Some((asked, correlation)) = read_request(kept) else {
             return;
         };
+        if self.waiting.len() >= MOST_WAITING {
+            return;
+        }
         let lose = match asked.key {
             ApiKey::Produce => Some(WireFault::LoseProduceAck),
             ApiKey::OffsetCommit => Some(WireFault::LoseCommitReply),
@@ -97,9 +105,6 @@ impl Kafka {
                 .map(|fault| (fault, Instant::now())),
             ..asked
         };
-        if self.waiting.len() >= MOST_WAITING {
-            self.opaque = true;
-        }
         self.waiting.insert(correlation, asked);
     }
 
@@ -130,7 +135,7 @@ impl Reader for Kafka {
     fn request(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow {
         out.extend_from_slice(bytes);
         let mut rest = bytes;
-        while !rest.is_empty() && !self.opaque {
+        while !rest.is_empty() && !self.up_opaque {
             let (kept, left) = &mut self.up;
             if kept.len() < 4 && *left == 0 {
                 let n = (4 - kept.len()).min(rest.len());
@@ -139,7 +144,7 @@ impl Reader for Kafka {
                 if kept.len() == 4 {
                     match frame_size(kept) {
                         Some(size) => *left = size,
-                        None => self.opaque = true,
+                        None => self.up_opaque = true,
                     }
                 }
                 continue;
@@ -160,7 +165,7 @@ impl Reader for Kafka {
     fn reply(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow {
         let mut rest = bytes;
         while !rest.is_empty() {
-            if self.opaque {
+            if self.down_opaque {
                 if let Part::Head(head) = &mut self.down {
                     out.append(head);
                 }
@@ -186,7 +191,7 @@ impl Kafka {
                 let n = (8 - head.len()).min(bytes.len());
                 head.extend_from_slice(&bytes[..n]);
                 if head.len() == 4 && frame_size(&head).is_none_or(|size| size < 4) {
-                    self.opaque = true;
+                    self.down_opaque = true;
                     self.down = Part::Head(head);
                     return (n, Flow::Go);
                 }

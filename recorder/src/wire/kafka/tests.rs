@@ -243,3 +243,22 @@ fn bytes_that_are_no_frame_are_relayed_unread() {
         "the fault still waits"
     );
 }
+
+#[test]
+fn past_the_bound_of_waiting_requests_no_fault_is_taken_and_responses_pass() {
+    let losses = Losses::default();
+    let mut kafka = Kafka::new(PROXY_PORT);
+    let mut out = Vec::new();
+    for id in 0..MOST_WAITING as i32 {
+        kafka.request(&produce(9, id, 1), &mut out, &losses);
+    }
+    losses.arm(WireFault::LoseProduceAck);
+    let beyond = MOST_WAITING as i32;
+    kafka.request(&produce(9, beyond, 1), &mut out, &losses);
+    assert!(
+        losses.take(WireFault::LoseProduceAck),
+        "the fault still waits"
+    );
+    let reply = produce_reply(9, beyond);
+    assert_eq!(feed(&mut kafka, false, &reply, &losses), (reply, false));
+}

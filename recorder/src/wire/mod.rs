@@ -9,6 +9,7 @@
 //! What it cannot see: TLS (the bytes are relayed, but nothing inside them can be told apart) and
 //! Unix sockets (a process that reaches its service by a socket file passes no proxy).
 
+pub mod heard;
 pub mod kafka;
 pub mod nats;
 pub mod postgres;
@@ -21,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use self::heard::Heard;
 use self::protocol::{Flow, Losses, Reader};
 use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
@@ -37,6 +39,60 @@ pub const MAX_CONNECTIONS: usize = 256;
 
 /// How long the proxy waits after an accept that failed (no descriptor left) before the next.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The longest a listening proxy holds a connection for its listener's word (a listener that
+/// stopped reading never stalls a process for longer).
+const HOLD_AT_MOST: Duration = Duration::from_secs(10);
+
+/// What a listening proxy tells its listener: whose connection, what was heard on it, when, and
+/// the word that lets the connection go on. A reply heard is passed on to the process only once
+/// `go` is sent or dropped; a request heard has reached the service already, and the connection
+/// reads nothing more until then. So a step read from the wire can be followed by a kill before
+/// the process learns its outcome, as a span's held export is.
+#[derive(Debug)]
+pub struct Told {
+    /// The process, as the listener named it.
+    pub actor: String,
+    /// The service, as the listener named it.
+    pub service: String,
+    /// What was heard, in order.
+    pub heard: Vec<Heard>,
+    /// When the bytes that told it crossed the proxy.
+    pub at: Instant,
+    /// Sent or dropped: the connection goes on.
+    pub go: oneshot::Sender<()>,
+}
+
+/// Where a listening proxy sends what it hears, and the names it gives.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    /// The channel to the listener.
+    pub to: mpsc::Sender<Told>,
+    /// The process whose connections the proxy carries.
+    pub actor: String,
+    /// The service it reaches.
+    pub service: String,
+}
+
+impl Listener {
+    /// Tells `heard` (if anything) and waits for the word to go on, at most [`HOLD_AT_MOST`].
+    async fn tell(&self, heard: Vec<Heard>) {
+        if heard.is_empty() {
+            return;
+        }
+        let (go, wait) = oneshot::channel();
+        let told = Told {
+            actor: self.actor.clone(),
+            service: self.service.clone(),
+            heard,
+            at: Instant::now(),
+            go,
+        };
+        if self.to.send(told).await.is_ok() {
+            let _ = tokio::time::timeout(HOLD_AT_MOST, wait).await;
+        }
+    }
+}
 
 /// A wire fault this proxy cannot carry out.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +210,8 @@ struct Shared {
     over: Mutex<Vec<Over>>,
     /// Bumped to reset every connection open at that moment.
     reset: watch::Sender<u64>,
+    /// Where what the readers hear goes, when the proxy listens.
+    listener: Option<Listener>,
 }
 
 impl Shared {
@@ -201,9 +259,20 @@ impl Shared {
         self.over.lock().expect("proxy over").push(over);
     }
 
+    /// Tells the listener what `reader` heard, and waits for its word.
+    async fn tell(&self, reader: &mut Option<Box<dyn Reader>>) {
+        if let (Some(listener), Some(r)) = (&self.listener, reader.as_mut()) {
+            listener.tell(r.heard()).await;
+        }
+    }
+
     /// A reader for a new connection, by the service's wire.
     fn reader(&self) -> Option<Box<dyn Reader>> {
         match self.wire {
+            Wire::Postgres if self.listener.is_some() => {
+                Some(Box::new(postgres::Postgres::listening()))
+            }
+            Wire::Nats if self.listener.is_some() => Some(Box::new(nats::Nats::listening())),
             Wire::Postgres => Some(Box::<postgres::Postgres>::default()),
             Wire::Nats => Some(Box::<nats::Nats>::default()),
             Wire::Kafka => Some(Box::new(kafka::Kafka::new(self.port))),
@@ -222,8 +291,18 @@ pub struct Proxy {
 impl Proxy {
     /// Listens on a free loopback port for connections to `upstream`, which speaks `wire`.
     pub async fn start(upstream: SocketAddr, wire: Wire) -> std::io::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
+        Proxy::start_listening(upstream, wire, None).await
+    }
+
+    /// As [`Proxy::start`]; with a `listener`, the readers of `wire` also tell it what they hear
+    /// (see [`Told`]).
+    pub async fn start_listening(
+        upstream: SocketAddr,
+        wire: Wire,
+        listener: Option<Listener>,
+    ) -> std::io::Result<Proxy> {
+        let socket = TcpListener::bind("127.0.0.1:0").await?;
+        let port = socket.local_addr()?.port();
         let shared = Arc::new(Shared {
             port,
             upstream,
@@ -238,8 +317,9 @@ impl Proxy {
             next: AtomicU64::new(0),
             over: Mutex::new(Vec::new()),
             reset: watch::channel(0).0,
+            listener,
         });
-        let accept = tokio::spawn(accept(listener, shared.clone()));
+        let accept = tokio::spawn(accept(socket, shared.clone()));
         Ok(Proxy {
             port,
             shared,
@@ -477,6 +557,7 @@ async fn relay(
                     if server.write_all(bytes).await.is_err() {
                         break;
                     }
+                    shared.tell(&mut reader).await;
                     flow
                 }
             },
@@ -495,6 +576,7 @@ async fn relay(
                     shared.passed[1].fetch_add(n as u64, Ordering::Relaxed);
                     let (bytes, flow) =
                         through(&mut reader, Way::Reply, &down[..n], &mut out, &shared.losses);
+                    shared.tell(&mut reader).await;
                     if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
                         break;
                     }

@@ -129,6 +129,19 @@ pub struct Nats {
     up_opaque: bool,
     /// A line from the server outgrew [`LONGEST_LINE`]: that direction is relayed unread.
     down_opaque: bool,
+    /// Decodes messages and tells publishes, their ACKs, deliveries and their ACKs
+    /// ([`Reader::heard`]).
+    listening: bool,
+}
+
+impl Nats {
+    /// A reader that also tells what it hears: publishes, their ACKs, deliveries, their ACKs.
+    pub fn listening() -> Nats {
+        Nats {
+            listening: true,
+            ..Nats::default()
+        }
+    }
 }
 
 impl Reader for Nats {

@@ -123,6 +123,8 @@ pub struct Postgres {
     dropping: bool,
     /// Encrypted: relayed unread.
     opaque: bool,
+    /// Decodes statements and tells each committed transaction ([`Reader::heard`]).
+    listening: bool,
 }
 
 struct Losing {
@@ -143,6 +145,17 @@ impl Default for Postgres {
             losing: None,
             dropping: false,
             opaque: false,
+            listening: false,
+        }
+    }
+}
+
+impl Postgres {
+    /// A reader that also tells what it hears: each committed transaction.
+    pub fn listening() -> Postgres {
+        Postgres {
+            listening: true,
+            ..Postgres::default()
         }
     }
 }

@@ -26,6 +26,11 @@ pub trait Reader: Send {
     fn request(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow;
     /// Bytes from the service toward the process.
     fn reply(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow;
+    /// What it heard since the last call, when it listens (a reader made to listen decodes what
+    /// it would otherwise only frame; see [`super::heard`]).
+    fn heard(&mut self) -> Vec<super::heard::Heard> {
+        Vec::new()
+    }
 }
 
 /// A protocol fault that acted: what it lost, and when it began.

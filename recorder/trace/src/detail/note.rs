@@ -25,6 +25,10 @@ detail_struct! {
         pub counter_after: Option<i64>,
         /// `duplicate_suppressed`: the size of the effect not applied again.
         pub amount: Option<i64>,
+        /// Where the step was read: `wire` (the recorder's proxy read it from the process's
+        /// traffic with its service, by a `[steps]` mapping) or `span` (the process reported
+        /// it); absent where the run reads no step from the wire.
+        pub source: Option<String>,
     }
 }
 

@@ -40,6 +40,10 @@ detail_struct! {
         /// The scenario this one tries again because it could not run (its `run_end.reason`
         /// says [`COULD_NOT_RUN`]): that one is left out of the combined verdict.
         pub retry_of: Option<String>,
+        /// The kinds the recorder reads from the wire (a `[steps]` mapping): rows of these kinds
+        /// with `source: "wire"` are the steps judged; the service's own reports of them
+        /// (`source: "span"`) are compared with them, not judged.
+        pub wire_steps: Vec<String> = lenient::texts,
     }
 }
 

@@ -309,6 +309,34 @@ impl Step {
         }
     }
 
+    /// The note of a protocol step (`None` for the recorder's own rows and a crash).
+    pub fn note_mut(&mut self) -> Option<&mut Note> {
+        match self {
+            Step::TaskAccepted { note, .. }
+            | Step::IntentRecorded { note, .. }
+            | Step::PublishAttempt { note, .. }
+            | Step::PublishAcked { note, .. }
+            | Step::PublishUnacked { note, .. }
+            | Step::PublishFailed { note, .. }
+            | Step::OutboxMarked { note, .. }
+            | Step::Delivered { note, .. }
+            | Step::Redelivered { note, .. }
+            | Step::EffectCommitted { note, .. }
+            | Step::DuplicateSuppressed { note, .. }
+            | Step::CommitConflict { note, .. }
+            | Step::Acked { note, .. }
+            | Step::ExternalRequest { note, .. }
+            | Step::ExternalApplied { note, .. }
+            | Step::ExternalReplayed { note, .. } => Some(note),
+            Step::RunStart(_)
+            | Step::Crash { .. }
+            | Step::Restart
+            | Step::Fault(_)
+            | Step::Observed(_)
+            | Step::RunEnd(_) => None,
+        }
+    }
+
     /// A crash at the named point, while handling `about` if given.
     pub fn crash(point: impl Into<String>, about: Option<About>) -> Step {
         Step::Crash {

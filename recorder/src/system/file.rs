@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::fault::spec::Nemesis;
+use crate::system::steps::Steps;
 
 mod check;
 mod delivery;
@@ -68,6 +69,8 @@ pub struct System {
     pub delivery: Delivery,
     /// The named scenarios with their faults parsed (one `default` without faults if none).
     pub scenarios: Vec<(String, Vec<Nemesis>)>,
+    /// The steps read from the wire (none without `[steps]`).
+    pub steps: Steps,
 }
 
 impl System {
@@ -97,6 +100,7 @@ impl System {
             root,
             delivery: checked.delivery,
             scenarios: checked.scenarios,
+            steps: checked.steps,
         })
     }
 

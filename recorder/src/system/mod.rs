@@ -5,7 +5,8 @@
 //!
 //! From the bottom: [`template`] (placeholders), [`file`] (the
 //! system file, read and checked),
-//! [`services`], [`shape`] (what the processes report, learned), [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
+//! [`services`], [`shape`] (what the processes report, learned), [`steps`] (steps read from
+//! the wire), [`tasks`] (making and sending them), [`receiver`] (OTLP over HTTP and gRPC),
 //! [`scenario`] (one scenario from services up to
 //! `run_end`) and [`config`] (a resolved system run).
 
@@ -15,5 +16,6 @@ pub mod receiver;
 pub mod scenario;
 pub mod services;
 pub mod shape;
+pub mod steps;
 pub mod tasks;
 pub mod template;

@@ -10,6 +10,7 @@ use super::faults::check_fault;
 use super::placeholders::Placeholders;
 use super::schema::{Ready, SystemFile};
 use crate::fault::spec::Nemesis;
+use crate::system::steps::Steps;
 use crate::system::template::Template;
 
 /// The most instances one role may have: each is a process of its own, with its own receiver
@@ -25,6 +26,8 @@ pub(super) struct Checked {
     pub(super) delivery: Delivery,
     /// The named scenarios with their faults parsed (one `default` without faults if none).
     pub(super) scenarios: Vec<(String, Vec<Nemesis>)>,
+    /// The steps read from the wire.
+    pub(super) steps: Steps,
 }
 
 /// Checks every table of `file`; the first problem found is the error.
@@ -44,9 +47,11 @@ pub(super) fn check(file: &SystemFile) -> Result<Checked, String> {
     }
     let delivery = delivery(file, &placeholders)?;
     let scenarios = scenarios(file)?;
+    let steps = Steps::check(&file.steps, &file.services)?;
     Ok(Checked {
         delivery,
         scenarios,
+        steps,
     })
 }
 

@@ -50,6 +50,9 @@ pub struct SystemFile {
     /// Named scenarios, each with its faults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioSpec>,
+    /// Steps read from the wire, by kind (see [`crate::system::steps`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub steps: crate::system::steps::spec::StepsSpec,
 }
 
 /// A command line: program and arguments, each a template.

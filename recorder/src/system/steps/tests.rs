@@ -1,0 +1,270 @@
+//! The mapping's check, and its reading of what a proxy heard.
+
+use std::collections::BTreeMap;
+
+use outbox_trace::{Kind, Step};
+
+use super::spec::StepsSpec;
+use super::{Reading, Steps};
+use crate::fault::protocols::Wire;
+use crate::system::file::ServiceSpec;
+use crate::wire::heard::{Delivery, Heard, Message, Statement};
+
+fn services() -> BTreeMap<String, ServiceSpec> {
+    let spec = |wire| ServiceSpec {
+        command: Vec::new(),
+        ready: Default::default(),
+        ready_timeout: std::time::Duration::from_secs(1),
+        wire,
+    };
+    BTreeMap::from([
+        ("postgres".to_string(), spec(Wire::Postgres)),
+        ("nats".to_string(), spec(Wire::Nats)),
+        ("redis".to_string(), spec(Wire::Redis)),
+    ])
+}
+
+fn check(toml_text: &str) -> Result<Steps, String> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        steps: StepsSpec,
+    }
+    let file: File = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+    Steps::check(&file.steps, &services())
+}
+
+const EXAMPLE: &str = r#"
+[steps.task_accepted]
+on = "postgres"
+commit = "insert into outbox"
+event_id = "outbox.event_id"
+task_id = "outbox.task_id"
+
+[steps.effect_committed]
+on = "postgres"
+commit = "insert into results"
+event_id = "results.event_id"
+task_id = "results.task_id"
+amount = "results.amount"
+counter = "counters.value"
+counter_key = "counters.counter_key"
+
+[[steps.duplicate_suppressed]]
+on = "postgres"
+commit = "insert into processed"
+rows = 0
+event_id = "processed.event_id"
+
+[steps.delivered]
+on = "nats"
+subject = "orders"
+event_id = "payload:/event_id"
+task_id = "payload:/task_id"
+
+[steps.publish_attempt]
+on = "nats"
+subject = "orders"
+event_id = "header:Nats-Msg-Id"
+"#;
+
+#[test]
+fn a_mapping_that_cannot_match_says_why_in_one_line() {
+    let cases = [
+        ("[steps.nonsense]\non = \"postgres\"\ncommit = \"insert into t\"\nevent_id = \"t.a\"", "no step kind"),
+        ("[steps.acked]\non = \"pg\"\nsubject = \"o\"\nevent_id = \"payload:/e\"", "no such service"),
+        ("[steps.acked]\non = \"redis\"\nsubject = \"o\"\nevent_id = \"payload:/e\"", "its wire is redis"),
+        ("[steps.acked]\non = \"postgres\"\ncommit = \"insert into t\"\nevent_id = \"t.a\"", "not acked"),
+        ("[steps.redelivered]\non = \"nats\"\nsubject = \"o\"\nevent_id = \"payload:/e\"", "covers redeliveries"),
+        ("[steps.outbox_marked]\non = \"postgres\"\ncommit = \"mark outbox\"\nevent_id = \"t.a\"", "expected insert into TABLE"),
+        ("[steps.outbox_marked]\non = \"postgres\"\nevent_id = \"t.a\"", "names its statement"),
+        ("[steps.outbox_marked]\non = \"postgres\"\ncommit = \"update outbox\"\nevent_id = \"payload:/e\"", "a postgres rule reads"),
+        ("[steps.outbox_marked]\non = \"postgres\"\ncommit = \"update outbox\"\ntask_id = \"outbox.t\"", "needs `event_id`"),
+        ("[steps.effect_committed]\non = \"postgres\"\ncommit = \"insert into r\"\nevent_id = \"r.e\"", "needs `task_id`"),
+        ("[steps.acked]\non = \"nats\"\nevent_id = \"payload:/e\"", "subject ="),
+        ("[steps.acked]\non = \"nats\"\nsubject = \"o\"\nstore_rev = \"payload:/r\"\nevent_id = \"payload:/e\"", "come from the wire"),
+        ("[steps.acked]\non = \"nats\"\nsubject = \"o\"\nevent_id = \"event\"", "expected TABLE.COLUMN"),
+    ];
+    for (text, says) in cases {
+        let error = check(text).expect_err(text);
+        assert!(error.contains(says), "{text}\n -> {error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+    let steps = check(EXAMPLE).expect("the example checks");
+    assert_eq!(steps.rules().len(), 5);
+    assert!(steps.reads(Kind::Redelivered));
+    assert!(steps.listens_to("nats") && !steps.listens_to("redis"));
+    assert_eq!(
+        steps.kinds(),
+        [
+            Kind::TaskAccepted,
+            Kind::PublishAttempt,
+            Kind::Delivered,
+            Kind::Redelivered,
+            Kind::EffectCommitted,
+            Kind::DuplicateSuppressed
+        ]
+    );
+}
+
+fn statement(sql: &str, params: &[&str], tag: &str) -> Statement {
+    Statement {
+        sql: sql.into(),
+        params: params.iter().map(|p| Some(p.to_string())).collect(),
+        tag: tag.into(),
+        ..Statement::default()
+    }
+}
+
+fn worker_commit(event: &str, inserted: u64, effect: bool) -> Heard {
+    let mut statements = vec![
+        statement("BEGIN", &[], "BEGIN"),
+        statement(
+            "INSERT INTO processed (event_id, committed_by) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING",
+            &[event, "w"],
+            &format!("INSERT 0 {inserted}"),
+        ),
+    ];
+    if effect {
+        let mut counter = statement(
+            "INSERT INTO counters (counter_key, value) VALUES ($1, $2) ON CONFLICT (counter_key) DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING value",
+            &["agg-1", "3"],
+            "INSERT 0 1",
+        );
+        counter.columns = vec!["value".into()];
+        counter.first_row = vec![Some("13".into())];
+        statements.push(counter);
+        statements.push(statement(
+            "INSERT INTO results (event_id, task_id, amount) VALUES ($1, $2, $3)",
+            &[event, "task-1", "3"],
+            "INSERT 0 1",
+        ));
+    }
+    statements.push(statement("COMMIT", &[], "COMMIT"));
+    Heard::Committed(statements)
+}
+
+#[test]
+fn a_committed_transaction_gives_its_steps_with_one_store_rev() {
+    let mut reading = Reading::new(check(EXAMPLE).unwrap());
+    let found = reading.read("postgres", "worker", 0, &worker_commit("evt-1", 1, true));
+    let [Ok(Step::EffectCommitted {
+        about,
+        store_rev,
+        amount,
+        counter,
+        counter_key,
+        note,
+        ..
+    })] = found.as_slice()
+    else {
+        panic!("{found:?}");
+    };
+    assert_eq!(
+        (about.event_id.as_str(), about.task_id.as_str()),
+        ("evt-1", "task-1")
+    );
+    assert_eq!(
+        (*store_rev, *amount, *counter),
+        (Some(1), Some(3), Some(13))
+    );
+    assert_eq!(counter_key.as_deref(), Some("agg-1"));
+    assert_eq!(note.source.as_deref(), Some("wire"));
+    // The key found: suppressed; the next commit numbered 2.
+    let found = reading.read("postgres", "worker-2", 0, &worker_commit("evt-1", 0, false));
+    assert!(
+        matches!(found.as_slice(), [Ok(Step::DuplicateSuppressed { .. })]),
+        "{found:?}"
+    );
+    // A key found and the effect applied anyway (a racy dedup): an effect, no suppression.
+    let found = reading.read("postgres", "worker-2", 0, &worker_commit("evt-1", 0, true));
+    assert!(
+        matches!(found.as_slice(), [Ok(Step::EffectCommitted { .. })]),
+        "{found:?}"
+    );
+    // Another service's traffic, or a transaction no rule names: nothing.
+    assert!(reading
+        .read("nats", "worker", 0, &worker_commit("evt-1", 1, true))
+        .is_empty());
+    let other = Heard::Committed(vec![statement(
+        "UPDATE tasks SET done = true WHERE task_id = $1",
+        &["t"],
+        "UPDATE 1",
+    )]);
+    assert!(reading.read("postgres", "worker", 0, &other).is_empty());
+}
+
+#[test]
+fn a_matching_fact_without_an_id_is_refused_with_its_reason() {
+    let mut reading = Reading::new(check(EXAMPLE).unwrap());
+    let heard = Heard::Committed(vec![statement(
+        "INSERT INTO outbox (event_id) VALUES ($1)",
+        &["evt-1"],
+        "INSERT 0 1",
+    )]);
+    let found = reading.read("postgres", "api", 0, &heard);
+    let [Err(why)] = found.as_slice() else {
+        panic!("{found:?}")
+    };
+    assert!(why.starts_with("task_accepted read from the wire"), "{why}");
+}
+
+#[test]
+fn messages_give_publishes_counted_per_life_and_deliveries_by_their_count() {
+    let mut reading = Reading::new(check(EXAMPLE).unwrap());
+    let message = Message {
+        subject: "orders".into(),
+        headers: vec![("Nats-Msg-Id".into(), "evt-1".into())],
+        payload: br#"{"event_id":"evt-1","task_id":"task-1"}"#.to_vec(),
+    };
+    for n in 1..=2 {
+        let found = reading.read("nats", "relay", 0, &Heard::Published(message.clone()));
+        assert!(
+            matches!(found.as_slice(), [Ok(Step::PublishAttempt { attempt: Some(a), .. })] if *a == n),
+            "{found:?}"
+        );
+    }
+    let found = reading.read("nats", "relay", 1, &Heard::Published(message.clone()));
+    assert!(matches!(
+        found.as_slice(),
+        [Ok(Step::PublishAttempt {
+            attempt: Some(1),
+            ..
+        })]
+    ));
+    let delivery = |delivered| Delivery {
+        message: message.clone(),
+        stream: "ORDERS".into(),
+        consumer: "workers".into(),
+        delivered,
+        stream_seq: 7,
+    };
+    let found = reading.read("nats", "worker", 0, &Heard::Delivered(delivery(1)));
+    assert!(matches!(
+        found.as_slice(),
+        [Ok(Step::Delivered {
+            attempt: Some(1),
+            broker_seq: Some(7),
+            ..
+        })]
+    ));
+    let found = reading.read("nats", "worker", 0, &Heard::Delivered(delivery(3)));
+    assert!(matches!(
+        found.as_slice(),
+        [Ok(Step::Redelivered {
+            attempt: Some(3),
+            broker_seq: Some(7),
+            ..
+        })]
+    ));
+    // No rule for acks, nor for another subject.
+    assert!(reading
+        .read("nats", "worker", 0, &Heard::Acked(delivery(3)))
+        .is_empty());
+    let elsewhere = Message {
+        subject: "audit".into(),
+        ..message
+    };
+    assert!(reading
+        .read("nats", "relay", 0, &Heard::Published(elsewhere))
+        .is_empty());
+}

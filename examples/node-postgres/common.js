@@ -7,6 +7,7 @@
  * - `DATABASE_URL`: the PostgreSQL database. `NATS_URL`: the NATS server (JetStream enabled).
  * - `OTEL_EXPORTER_OTLP_ENDPOINT` (required by the three services), `OTEL_SERVICE_NAME`,
  *   `OTEL_RESOURCE_ATTRIBUTES`: read by the OpenTelemetry SDK itself, as for any service.
+ *   `OTEL_SDK_DISABLED=true` (the specification's switch): no span is made or exported.
  * - `BUG`: empty, `mark-before-ack` or `mark-on-timeout` (relay.js), `ack-before-commit` or
  *   `racy-dedup` (worker.js).
  *
@@ -114,6 +115,16 @@ const LIFE = `${process.env.OTEL_SERVICE_NAME || PROGRAM}#${process.env.OUTBOX_I
  * Must be called before `pg` is first required, so that the instrumentation wraps it.
  */
 function tracing(name) {
+  // The standard switch: with OTEL_SDK_DISABLED=true no provider is set up and no span leaves
+  // the process (the API's tracer is a no-op). `recorder run` can then read the steps from the
+  // wire (outbox-system-wire.toml).
+  if (String(process.env.OTEL_SDK_DISABLED || '').trim().toLowerCase() === 'true') {
+    return {
+      provider: { shutdown: async () => {} },
+      tracer: api.trace.getTracer(name),
+      flush: async () => {},
+    };
+  }
   setting('OTEL_EXPORTER_OTLP_ENDPOINT');
   const protocol =
     process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || process.env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';

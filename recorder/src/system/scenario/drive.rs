@@ -11,12 +11,13 @@ use super::commands::{run_command, CommandError};
 use super::faults::SystemTargets;
 use super::service_set::ServiceSet;
 use super::shared::{run_err, SystemError, Timeline, QUIET_AT_LEAST, QUIET_EVERY, SPAN_SILENCE};
-use super::stage::Stage;
+use super::stage::{HeldExport, Stage};
 use crate::fault::apply::{apply, carry_out};
 use crate::fault::spec::{Nemesis, When};
 use crate::process::child::Status;
 use crate::system::receiver::Intake;
 use crate::system::tasks::{Delivered, Unreachable};
+use crate::wire::Told;
 
 /// A restart due: when, the role, the actor, and its next life.
 type Restart = (Instant, String, String, u32);
@@ -48,6 +49,8 @@ pub(super) struct Parts<'s, 'a, 'e> {
     pub services: &'s mut ServiceSet,
     pub intake: &'s mut mpsc::Receiver<Intake>,
     pub exits: &'s mut mpsc::UnboundedReceiver<(String, u32, Status)>,
+    /// What the listening proxies tell.
+    pub heard: &'s mut mpsc::Receiver<Told>,
 }
 
 impl<'a, 'e> Parts<'_, 'a, 'e> {
@@ -217,6 +220,10 @@ impl Drive {
                 }
                 self.took(parts, item).await?;
             }
+            Some(told) = parts.heard.recv() => {
+                let held = parts.stage.hear(told).await?;
+                self.carried(parts, held).await?;
+            }
             Some((actor, incarnation, status)) = parts.exits.recv() => {
                 if let Some(r) = parts.stage.exited(actor, incarnation, status).await? {
                     self.restarts.push(r);
@@ -250,6 +257,16 @@ impl Drive {
         item: Intake,
     ) -> Result<(), SystemError> {
         let held = parts.stage.take(item).await?;
+        self.carried(parts, held).await
+    }
+
+    /// The service faults a step set off (before its export is answered or its connection let
+    /// go), then the kills it called for, then the answer.
+    async fn carried(
+        &mut self,
+        parts: &mut Parts<'_, '_, '_>,
+        held: HeldExport,
+    ) -> Result<(), SystemError> {
         for fault in std::mem::take(&mut parts.stage.service_faults) {
             match fault.when {
                 When::After { delay, .. } if !delay.is_zero() => {

@@ -28,11 +28,11 @@ const RECORDERS_KINDS: [Kind; 6] = [
     Kind::Fault,
 ];
 
-/// What one export's spans called for.
+/// What one export's spans (or one fact a proxy told) called for.
 #[derive(Default)]
-struct Called {
+pub(super) struct Called {
     /// The kills, carried out before the export is answered.
-    kills: Vec<Kill>,
+    pub(super) kills: Vec<Kill>,
     /// The pauses this export queues: which entry of `after` called for each, and whom.
     queued: Vec<(usize, String, u32)>,
     /// Why spans were refused for what they claimed.
@@ -47,11 +47,11 @@ impl Called {
 }
 
 /// A step a process reported: whose life, which kind, and when it happened.
-struct Reported {
-    actor: String,
-    incarnation: u32,
-    kind: Kind,
-    at_unix_ns: u64,
+pub(super) struct Reported {
+    pub(super) actor: String,
+    pub(super) incarnation: u32,
+    pub(super) kind: Kind,
+    pub(super) at_unix_ns: u64,
 }
 
 /// A span's step that becomes a row: the step, its time on the run's clock, and its report.
@@ -80,10 +80,16 @@ impl<'a, 'e> Stage<'a, 'e> {
                 continue;
             };
             let Admitted {
-                step,
+                mut step,
                 ts_ns,
                 reported,
             } = admitted;
+            // Where the wire reads steps too, a span's step says it is the service's account;
+            // one of a kind the wire reads is recorded, not followed (the wire's step was).
+            let account = self.reading.is_some();
+            if let (true, Some(note)) = (account, step.note_mut()) {
+                note.source = Some("span".to_string());
+            }
             self.record(
                 Self::author(&reported.actor),
                 reported.incarnation,
@@ -91,7 +97,9 @@ impl<'a, 'e> Stage<'a, 'e> {
                 step,
             )
             .await?;
-            self.follow(reported, &mut called);
+            if !self.wire_reads(reported.kind) {
+                self.follow(reported, &mut called);
+            }
         }
         self.unqueue_killed(&called);
         let answer = Answer {
@@ -105,6 +113,7 @@ impl<'a, 'e> Stage<'a, 'e> {
         let mut held = HeldExport {
             kills: called.kills,
             reply: Some((item.reply, answer)),
+            go: None,
         };
         if held.kills.is_empty() {
             held.answer();
@@ -190,7 +199,7 @@ impl<'a, 'e> Stage<'a, 'e> {
 
     /// A recorded step of a life still up: the shape learns it, and the faults it sets off are
     /// called for.
-    fn follow(&mut self, reported: Reported, called: &mut Called) {
+    pub(super) fn follow(&mut self, reported: Reported, called: &mut Called) {
         let Some(life) = self.lives.get(&reported.actor) else {
             return;
         };
@@ -276,7 +285,7 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 
     /// A process this export kills is not paused by it: its pauses wait for a later step.
-    fn unqueue_killed(&mut self, called: &Called) {
+    pub(super) fn unqueue_killed(&mut self, called: &Called) {
         for (i, actor, life) in &called.queued {
             if called
                 .kills

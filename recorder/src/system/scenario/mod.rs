@@ -9,7 +9,8 @@
 //!
 //! [`run`] sets it up and ends it, [`prepare`] readies its services and runs setup, [`drive`] is
 //! its loop; [`stage`] keeps the processes' lives (spawning, killing, restarting);
-//! [`intake`] takes the exported spans in and sets off the step-following faults; [`faults`]
+//! [`intake`] takes the exported spans in and sets off the step-following faults, [`heard`]
+//! the steps the proxies read from the wire; [`faults`]
 //! carries out pauses and timed faults; [`ending`] reads the stores back, stops everything and
 //! writes `run_end`; [`commands`] runs setup, reset, quiet and observe; [`retry`] tries a scenario
 //! that could not start once more; [`service_set`] holds a scenario's services as one set and
@@ -20,6 +21,7 @@ mod commands;
 mod drive;
 mod ending;
 mod faults;
+mod heard;
 mod intake;
 mod kept;
 mod prepare;

@@ -28,9 +28,14 @@ use crate::process::child::Status;
 use crate::system::file::Delivery;
 use crate::system::receiver::{Intake, OtlpReceiver};
 use crate::system::shape::ShapeLearner;
+use crate::system::steps::Reading;
 use crate::system::tasks::{make_tasks, Courier};
 use crate::system::template::Values;
-use crate::wire::Proxy;
+use crate::wire::{Listener, Proxy, Told};
+
+/// How many facts the proxies may have told and the scenario not yet taken in (a proxy waits
+/// past that).
+const HEARD_AT_ONCE: usize = 1024;
 
 /// Runs one scenario; `retry_of` names the scenario it tries again, which could not run.
 pub async fn run_scenario(
@@ -93,15 +98,17 @@ pub async fn run_scenario(
     stage.first_task = Instant::now();
     timeline.mark("roles started, first task sent");
     let delivery = tokio::spawn(courier.deliver(tasks));
-    let (mut intake, mut exits) = (wiring.intake, wiring.exits);
+    let (mut intake, mut exits, mut heard) = (wiring.intake, wiring.exits, wiring.heard);
     let mut drive = Drive::new(deadline, delivery, could_not);
     let mut parts = Parts {
         stage: &mut stage,
         services: &mut services,
         intake: &mut intake,
         exits: &mut exits,
+        heard: &mut heard,
     };
     drive.run(&mut parts, &timeline).await?;
+    stage.stop_hearing(&mut heard, &mut intake).await?;
     timeline.mark_at("last span", stage.last_span);
     timeline.mark_at("last quiet asked", drive.probe_asked);
     timeline.mark("quiet");
@@ -151,6 +158,8 @@ type LifeSlot = watch::Receiver<Option<(u32, mpsc::UnboundedSender<String>)>>;
 
 /// The channels the stage's parts talk over, kept by the scenario's loop.
 struct Wiring {
+    /// What the listening proxies tell (closed at once without `[steps]`).
+    heard: mpsc::Receiver<Told>,
     intake: mpsc::Receiver<Intake>,
     exits: mpsc::UnboundedReceiver<(String, u32, Status)>,
     /// For a stdin role: where the courier finds its current life, and its answers.
@@ -167,15 +176,24 @@ impl<'s, 'e> Scene<'s, 'e> {
         ports: BTreeMap<String, u16>,
     ) -> Result<(Stage<'s, 'e>, Wiring), SystemError> {
         let (env, system) = (self.env, self.env.system);
+        let (heard_tx, heard) = mpsc::channel::<Told>(HEARD_AT_ONCE);
         let mut proxies = BTreeMap::new();
         for (_, actor) in system.all_actors() {
             for (sname, service) in &services.services {
                 let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], service.port));
                 let wire = system.file.services[sname].wire;
-                let proxy = Proxy::start(upstream, wire).await.map_err(run_err)?;
+                let listener = system.steps.listens_to(sname).then(|| Listener {
+                    to: heard_tx.clone(),
+                    actor: actor.clone(),
+                    service: sname.clone(),
+                });
+                let proxy = Proxy::start_listening(upstream, wire, listener)
+                    .await
+                    .map_err(run_err)?;
                 proxies.insert((actor.clone(), sname.clone()), proxy);
             }
         }
+        drop(heard_tx);
         let (intake_tx, intake) = mpsc::channel::<Intake>(256);
         let receiver = OtlpReceiver::start(intake_tx).map_err(run_err)?;
         let (exits_tx, exits) = mpsc::unbounded_channel();
@@ -214,8 +232,10 @@ impl<'s, 'e> Scene<'s, 'e> {
             tokens: HashMap::new(),
             proxies,
             wire_acts: Vec::new(),
+            reading: (!system.steps.is_empty()).then(|| Reading::new(system.steps.clone())),
         };
         let wiring = Wiring {
+            heard,
             intake,
             exits,
             slot: stdin_role.then_some(slot_rx),
@@ -255,6 +275,13 @@ impl<'s, 'e> Scene<'s, 'e> {
                 .and_then(|c| serde_json::to_value(c).ok()),
             search: env.search.cloned(),
             retry_of: retry_of.map(str::to_string),
+            wire_steps: env
+                .system
+                .steps
+                .kinds()
+                .iter()
+                .map(|k| k.as_str().to_string())
+                .collect(),
             ..detail::RunStart::default()
         }
     }

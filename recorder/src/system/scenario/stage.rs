@@ -58,13 +58,27 @@ pub(super) struct HeldExport {
     pub(super) kills: Vec<Kill>,
     /// Where its answer goes, and the answer (taken once it is sent).
     pub(super) reply: Option<(tokio::sync::oneshot::Sender<Answer>, Answer)>,
+    /// For a fact a proxy told: the word that lets its connection go on.
+    pub(super) go: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl HeldExport {
-    /// Sends its answer, if it was not sent yet.
+    /// A fact a proxy told, held for `kills`.
+    pub(super) fn letting_go(kills: Vec<Kill>, go: tokio::sync::oneshot::Sender<()>) -> Self {
+        HeldExport {
+            kills,
+            reply: None,
+            go: Some(go),
+        }
+    }
+
+    /// Sends its answer (or lets its connection go on), if it was not done yet.
     pub(super) fn answer(&mut self) {
         if let Some((reply, answer)) = self.reply.take() {
             let _ = reply.send(answer);
+        }
+        if let Some(go) = self.go.take() {
+            let _ = go.send(());
         }
     }
 }
@@ -112,6 +126,8 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) proxies: BTreeMap<(String, String), Proxy>,
     /// Each wire fault that acted on traffic: `(actor, service, fault)`.
     pub(super) wire_acts: Vec<(String, String, WireFault)>,
+    /// The `[steps]` mapping's reading of what the proxies hear (none without one).
+    pub(super) reading: Option<crate::system::steps::Reading>,
 }
 
 /// The life a token was given to.

@@ -99,17 +99,24 @@ impl Reading {
             return Vec::new();
         }
         self.store_rev += 1;
-        let mut events: Vec<Event> = matched
-            .iter()
-            .map(|rule| {
-                let mut event = Event::new(rule.kind);
-                for (column, reference) in &rule.columns {
-                    set(&mut event, column, reference.in_statements(&shaped));
-                }
-                event.store_rev = Some(self.store_rev);
-                event
-            })
-            .collect();
+        let mut events: Vec<Event> = Vec::new();
+        for rule in matched {
+            let On::Commit { target, .. } = &rule.on else {
+                continue;
+            };
+            let mut event = Event::new(rule.kind);
+            for (column, reference) in &rule.columns {
+                set(&mut event, column, reference.in_statements(&shaped, target));
+            }
+            event.store_rev = Some(self.store_rev);
+            // One step of a kind per event and transaction, whichever rules matched it.
+            let again = events
+                .iter()
+                .any(|e| e.kind == event.kind && e.event_id == event.event_id);
+            if !again {
+                events.push(event);
+            }
+        }
         let effects: Vec<Option<String>> = events
             .iter()
             .filter(|e| e.kind == Kind::EffectCommitted)

@@ -2,7 +2,7 @@
 //! committed transaction (`outbox.event_id`, `outbox.$1`), or a NATS message's JSON payload
 //! (`payload:/event_id`) or header (`header:Nats-Msg-Id`).
 
-use super::sql::{shape, Shape};
+use super::sql::{shape, Shape, Target};
 use crate::wire::heard::{Message, Statement};
 
 /// One reference, as checked.
@@ -82,8 +82,22 @@ impl Ref {
         }
     }
 
-    /// Its value in a committed transaction: the first statement on its table that has it.
-    pub fn in_statements(&self, statements: &[(Statement, Shape)]) -> Option<String> {
+    /// Its value in a committed transaction: the first statement on its table that has it,
+    /// those the rule matched (`matched`) first.
+    pub fn in_statements(
+        &self,
+        statements: &[(Statement, Shape)],
+        matched: &Target,
+    ) -> Option<String> {
+        let (first, rest): (Vec<_>, Vec<_>) = statements
+            .iter()
+            .cloned()
+            .partition(|(_, s)| s.target.as_ref() == Some(matched));
+        self.in_order(&first).or_else(|| self.in_order(&rest))
+    }
+
+    /// Its value in the first of `statements` on its table that has it.
+    fn in_order(&self, statements: &[(Statement, Shape)]) -> Option<String> {
         fn on<'s>(
             statements: &'s [(Statement, Shape)],
             table: &'s str,
@@ -199,19 +213,40 @@ mod tests {
             first_row: vec![Some("10".into())],
             tag: "INSERT 0 1".into(),
         };
-        let statements = shaped(&[upsert]);
+        let lookup = Statement {
+            sql: "SELECT value FROM counters WHERE counter_key = $1".into(),
+            params: vec![Some("agg-9".into())],
+            columns: vec!["value".into()],
+            first_row: vec![Some("1".into())],
+            tag: "SELECT 1".into(),
+        };
+        let statements = shaped(&[lookup, upsert]);
+        let on = |table: &str| Target {
+            verb: super::super::sql::Verb::Insert,
+            table: table.into(),
+        };
         let value = Ref::parse("counters.value").unwrap();
-        assert_eq!(value.in_statements(&statements), Some("10".into()));
-        let key = Ref::parse("counters.counter_key").unwrap();
-        assert_eq!(key.in_statements(&statements), Some("agg-1".into()));
-        let amount = Ref::parse("counters.$2").unwrap();
-        assert_eq!(amount.in_statements(&statements), Some("3".into()));
         assert_eq!(
-            Ref::parse("results.amount")
-                .unwrap()
-                .in_statements(&statements),
-            None
+            value.in_statements(&statements, &on("counters")),
+            Some("10".into())
         );
+        let key = Ref::parse("counters.counter_key").unwrap();
+        assert_eq!(
+            key.in_statements(&statements, &on("counters")),
+            Some("agg-1".into())
+        );
+        let amount = Ref::parse("counters.$2").unwrap();
+        assert_eq!(
+            amount.in_statements(&statements, &on("counters")),
+            Some("3".into())
+        );
+        // Matched elsewhere: the first statement on the table that has it.
+        assert_eq!(
+            value.in_statements(&statements, &on("results")),
+            Some("1".into())
+        );
+        let missing = Ref::parse("results.amount").unwrap();
+        assert_eq!(missing.in_statements(&statements, &on("counters")), None);
     }
 
     #[test]

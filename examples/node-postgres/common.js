@@ -8,8 +8,8 @@
  * - `OTEL_EXPORTER_OTLP_ENDPOINT` (required by the three services), `OTEL_SERVICE_NAME`,
  *   `OTEL_RESOURCE_ATTRIBUTES`: read by the OpenTelemetry SDK itself, as for any service.
  *   `OTEL_SDK_DISABLED=true` (the specification's switch): no span is made or exported.
- * - `BUG`: empty, `mark-before-ack` or `mark-on-timeout` (relay.js), `ack-before-commit` or
- *   `racy-dedup` (worker.js).
+ * - `BUG`: empty, `mark-before-ack` or `mark-on-timeout` (relay.js), `ack-before-commit`,
+ *   `racy-dedup` or `rolled-back-span` (worker.js).
  *
  * Tracing is the OpenTelemetry JS SDK with its OTLP protobuf exporter and a simple span
  * processor, plus the `pg` auto-instrumentation (so `db.*` spans appear beside the `outbox.*`
@@ -78,7 +78,7 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS counters (counter_key text PRIMARY KEY, value bigint NOT NULL);
 `;
 
-const BUGS = ['mark-before-ack', 'mark-on-timeout', 'ack-before-commit', 'racy-dedup'];
+const BUGS = ['mark-before-ack', 'mark-on-timeout', 'ack-before-commit', 'racy-dedup', 'rolled-back-span'];
 
 /** The environment variable `name`; without a default it must be set and not empty. */
 function setting(name, fallback) {

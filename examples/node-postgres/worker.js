@@ -25,6 +25,10 @@
  * retry suppresses it as a duplicate): still correct, but the trace then lacks a commit the store
  * holds, which the analyzer can only call unknown.
  *
+ * `BUG=rolled-back-span`: telemetry that lies. Each worker's first effect transaction is rolled
+ * back, yet its span says committed; the copy is NAKed and comes back, and is committed then. The
+ * store and the wire are right; only the spans claim one commit too many.
+ *
  * `BUG=ack-before-commit`: the ACK is sent before the commit; a worker killed between the two
  * loses the order. `BUG=racy-dedup`: the key is looked up before the work, in a statement of its
  * own, and the commit inserts it without a second look: two workers holding the same copy at once
@@ -45,6 +49,16 @@ const stop = common.stopOnSignal();
 const stopped = () => stop.stopped;
 /** Event id -> the store_rev of a commit this life sent without learning its outcome. */
 const uncertain = new Map();
+/** `BUG=rolled-back-span`: whether this life has rolled its one transaction back yet. */
+let lied = false;
+
+/** Thrown to roll an effect's transaction back; carries what it would have committed. */
+class RolledBack extends Error {
+  constructor(done) {
+    super('rolled back');
+    this.done = done;
+  }
+}
 
 const messaging = (eventId) => ({
   'messaging.system': 'nats',
@@ -58,7 +72,7 @@ const messaging = (eventId) => ({
  * the effect applied regardless. `attempt.rev` is set once the transaction has written the
  * effect, before its COMMIT.
  */
-function commit(order, check, attempt) {
+function commit(order, check, attempt, rollback = false) {
   const { event_id: eventId, task_id: taskId, aggregate_id: key, amount } = order;
   return store.transaction(async (c) => {
     const fresh = await c.query(
@@ -92,6 +106,7 @@ function commit(order, check, attempt) {
     if (fresh.rows.length) {
       await c.query('UPDATE processed SET store_rev = $2, counter = $3 WHERE event_id = $1', [eventId, rev, value]);
     }
+    if (rollback) throw new RolledBack({ rev, counter: value });
     return { rev, counter: value };
   });
 }
@@ -155,6 +170,26 @@ async function handle(m) {
     const { rows } = await (await store.client()).query('SELECT 1 FROM processed WHERE event_id = $1', [eventId]);
     return rows.length > 0;
   };
+  if (theBug === 'rolled-back-span' && !lied) {
+    lied = true;
+    await common.sleep(workMs);
+    const claimed = await commit(order, true, { rev: null }, true).catch((error) => {
+      if (error instanceof RolledBack) return error.done;
+      throw error;
+    });
+    if (claimed !== null) {
+      await common.eventSpan(traced, 'outbox commit', 'effect_committed', {
+        event_id: eventId,
+        task_id: order.task_id,
+        amount: order.amount,
+        counter: claimed.counter,
+        counter_key: order.aggregate_id,
+        store_rev: claimed.rev,
+      });
+    }
+    m.nak();
+    return;
+  }
   if (theBug === 'racy-dedup' && (await retrying(m, eventId, seen))) {
     done = null;
   } else {

@@ -23,6 +23,7 @@ mod leftovers;
 mod lifecycle;
 mod load;
 mod node_postgres;
+mod node_wire;
 mod otlp;
 mod otlp_receiver;
 mod otlp_receiver_bounds;

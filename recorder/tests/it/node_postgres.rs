@@ -22,7 +22,7 @@ fn example_dir() -> PathBuf {
 }
 
 /// Checks the tools the example needs and installs its npm packages once; returns its system file.
-fn example() -> PathBuf {
+pub(crate) fn example() -> PathBuf {
     for (tool, install) in [
         ("node", "Node.js 20 or later"),
         ("npm", "npm"),
@@ -109,7 +109,7 @@ impl Drop for NpmLock {
 }
 
 /// The invariants that failed, in any scenario.
-fn failed(report: &Report) -> Vec<&'static str> {
+pub(crate) fn failed(report: &Report) -> Vec<&'static str> {
     report
         .scenarios
         .iter()

@@ -79,9 +79,13 @@ fn with_spans_off_every_step_is_read_from_the_wire_and_the_run_is_valid() {
         && e.counter.is_some()
         && e.counter_key.is_some()));
     let publishes = rows(&events, Kind::PublishAcked);
-    assert!(publishes.iter().all(|e| e.broker_seq.is_some() && e.attempt.is_some()));
+    assert!(publishes
+        .iter()
+        .all(|e| e.broker_seq.is_some() && e.attempt.is_some()));
     let intents = rows(&events, Kind::IntentRecorded);
-    assert!(intents.iter().all(|e| e.aggregate_id.is_some() && e.aggregate_seq.is_some()));
+    assert!(intents
+        .iter()
+        .all(|e| e.aggregate_id.is_some() && e.aggregate_seq.is_some()));
 }
 
 /// Runs the wire file's `calm` scenario with spans off, `BUG=bug` and `args` up to `tries`
@@ -96,10 +100,18 @@ fn caught_on_the_wire(bug: &str, args: &[&str], invariant: &str, tries: u32) {
         let (output, out) = run_wire(dir.path(), &all);
         assert!(output.status.success(), "{bug}: {}", output_text(&output));
         let report = analyse(&[out]).expect("the trace keeps the contract");
-        assert_ne!(report.verdict, RunVerdict::Unknown, "{bug}: {}", output_text(&output));
+        assert_ne!(
+            report.verdict,
+            RunVerdict::Unknown,
+            "{bug}: {}",
+            output_text(&output)
+        );
         if report.verdict == RunVerdict::Invalid {
             let failed = failed(&report);
-            assert!(failed.contains(&invariant), "{bug}: expected {invariant}, failed {failed:?}");
+            assert!(
+                failed.contains(&invariant),
+                "{bug}: expected {invariant}, failed {failed:?}"
+            );
             return;
         }
         seen.push(format!("{:?}", report.verdict));
@@ -142,15 +154,32 @@ fn from_the_wire_a_mark_on_a_publish_timeout_is_caught_by_a_lost_publish_request
 #[test]
 fn a_span_that_claims_a_rolled_back_commit_is_named_where_spans_and_wire_both_speak() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--scenario", "calm", "--env", "BUG=rolled-back-span", "--tasks", "12"];
+    let args = [
+        "--scenario",
+        "calm",
+        "--env",
+        "BUG=rolled-back-span",
+        "--tasks",
+        "12",
+    ];
     let (output, out) = run_wire(dir.path(), &args);
     assert!(output.status.success(), "{}", output_text(&output));
     let events = outbox_trace::read_trace(&out).unwrap().events;
     let effects = rows(&events, Kind::EffectCommitted);
-    let by = |from: &str| effects.iter().filter(|e| source(e).as_deref() == Some(from)).count();
+    let by = |from: &str| {
+        effects
+            .iter()
+            .filter(|e| source(e).as_deref() == Some(from))
+            .count()
+    };
     // Three workers each claimed one commit that was rolled back.
     assert_eq!(by("wire"), 12, "{effects:?}");
     assert_eq!(by("span"), 12 + 3, "{effects:?}");
     let report = analyse(&[out]).expect("the trace keeps the contract");
-    assert_eq!(failed(&report), ["sources-agree"], "{}", output_text(&output));
+    assert_eq!(
+        failed(&report),
+        ["sources-agree"],
+        "{}",
+        output_text(&output)
+    );
 }

@@ -268,3 +268,27 @@ fn messages_give_publishes_counted_per_life_and_deliveries_by_their_count() {
         .read("nats", "relay", 0, &Heard::Published(elsewhere))
         .is_empty());
 }
+
+#[test]
+fn two_rules_of_one_kind_give_one_step_per_event_and_transaction() {
+    let text = format!(
+        "{EXAMPLE}\n[[steps.duplicate_suppressed]]\non = \"postgres\"\ncommit = \"select from processed\"\nevent_id = \"processed.event_id\"\n"
+    );
+    let mut reading = Reading::new(check(&text).unwrap());
+    let Heard::Committed(mut statements) = worker_commit("evt-1", 0, false) else {
+        unreachable!()
+    };
+    let mut lookup = statement(
+        "SELECT store_rev FROM processed WHERE event_id = $1",
+        &["evt-1"],
+        "SELECT 1",
+    );
+    lookup.columns = vec!["store_rev".into()];
+    lookup.first_row = vec![Some("4".into())];
+    statements.insert(2, lookup);
+    let found = reading.read("postgres", "worker", 0, &Heard::Committed(statements));
+    assert!(
+        matches!(found.as_slice(), [Ok(Step::DuplicateSuppressed { .. })]),
+        "{found:?}"
+    );
+}

@@ -26,6 +26,7 @@ mod node_postgres;
 mod otlp;
 mod otlp_receiver;
 mod otlp_receiver_bounds;
+mod postgres_listen;
 mod rabbitmq;
 mod secrets;
 mod span_partition;

@@ -18,10 +18,11 @@
 //! the parameters of a Bind, the columns of a RowDescription, the first row of a DataRow.
 //!
 //! What one connection holds is bounded: past [`MOST_HELD`] replies awaited, prepared statements
-//! or portals, or [`MOST_STATEMENTS`] statements in one transaction, the reader stops telling on
-//! that connection (and says so once).
+//! or portals, or past [`MOST_HELD_BYTES`] of text held (SQL, parameters, rows, the statements of
+//! the transaction so far), the reader stops telling on that connection (and says so once).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use super::decode::{self, Closed, Formats};
 use super::split;
@@ -30,13 +31,13 @@ use crate::wire::heard::{Heard, Statement};
 /// The most replies awaited, prepared statements or portals one connection holds.
 pub(super) const MOST_HELD: usize = 4096;
 
-/// The most statements one transaction holds.
-pub(super) const MOST_STATEMENTS: usize = 65_536;
+/// The most bytes of text one connection holds.
+pub(super) const MOST_HELD_BYTES: usize = 64 * 1024 * 1024;
 
 /// An execution awaited: the SQL and parameters it runs with (empty when not known).
 #[derive(Debug, Default)]
 struct Execution {
-    sql: String,
+    sql: Arc<str>,
     params: Vec<Option<String>>,
     /// The formats its Bind asked for the result columns.
     results: Formats,
@@ -57,21 +58,52 @@ enum Awaited {
     Ready,
 }
 
+impl Awaited {
+    /// The bytes of text it holds of its own (an execution's SQL is its statement's).
+    fn size(&self) -> usize {
+        match self {
+            Awaited::Execution(e) => size_of_values(&e.params),
+            // Its text, and the statements split from it.
+            Awaited::Query { whole, .. } => 2 * whole.len(),
+            Awaited::Ready => 0,
+        }
+    }
+}
+
 /// A portal, as its Bind made it.
 #[derive(Debug, Default)]
 struct Portal {
-    sql: String,
+    sql: Arc<str>,
     params: Vec<Option<String>>,
     results: Formats,
+}
+
+/// The bytes of text of `values`.
+fn size_of_values(values: &[Option<String>]) -> usize {
+    values.iter().flatten().map(String::len).sum::<usize>() + std::mem::size_of_val(values)
+}
+
+/// The bytes a statement holds.
+fn size_of_statement(s: &Statement) -> usize {
+    std::mem::size_of::<Statement>()
+        + s.sql.len()
+        + s.tag.len()
+        + size_of_values(&s.params)
+        + size_of_values(&s.first_row)
+        + s.columns.iter().map(String::len).sum::<usize>()
 }
 
 /// One connection's listening state.
 #[derive(Debug, Default)]
 pub(super) struct Listen {
     /// Prepared statements by name (the unnamed one under `""`): their SQL, empty when unknown.
-    statements: HashMap<String, String>,
+    statements: HashMap<String, Arc<str>>,
     portals: HashMap<String, Portal>,
     awaited: VecDeque<Awaited>,
+    /// The bytes of text held (see [`MOST_HELD_BYTES`]).
+    held: usize,
+    /// Of them, the bytes the transaction's statements hold.
+    transaction_held: usize,
     /// The columns of the next statement to complete, and their formats.
     columns: Option<(Vec<String>, Formats)>,
     /// The first row of the statement being answered.
@@ -116,10 +148,12 @@ impl Listen {
             b'S' | b'F' => self.await_reply(Awaited::Ready),
             b'C' => match decode::close(body) {
                 Some(Closed::Statement(name)) => {
-                    self.statements.remove(&name);
+                    let forgotten = self.statements.remove(&name);
+                    self.release(forgotten.map_or(0, |sql| sql.len()));
                 }
                 Some(Closed::Portal(name)) => {
-                    self.portals.remove(&name);
+                    let forgotten = self.portals.remove(&name);
+                    self.release(forgotten.map_or(0, |p| size_of_values(&p.params)));
                 }
                 None => {}
             },
@@ -156,11 +190,15 @@ impl Listen {
         let Some((name, sql)) = decode::parse(body) else {
             return;
         };
-        let sql = sql.filter(|_| whole).unwrap_or_default();
+        let sql: Arc<str> = sql.filter(|_| whole).unwrap_or_default().into();
         if self.statements.len() >= MOST_HELD && !self.statements.contains_key(&name) {
             return self.stop("prepared statements");
         }
-        self.statements.insert(name, sql);
+        if !self.hold(sql.len()) {
+            return;
+        }
+        let replaced = self.statements.insert(name, sql);
+        self.release(replaced.map_or(0, |old| old.len()));
     }
 
     fn bound(&mut self, body: &[u8]) {
@@ -175,11 +213,15 @@ impl Listen {
                 .statements
                 .get(&bind.statement)
                 .cloned()
-                .unwrap_or_default(),
+                .unwrap_or_else(|| "".into()),
             params: bind.params.unwrap_or_default(),
             results: bind.results,
         };
-        self.portals.insert(bind.portal, portal);
+        if !self.hold(size_of_values(&portal.params)) {
+            return;
+        }
+        let replaced = self.portals.insert(bind.portal, portal);
+        self.release(replaced.map_or(0, |old| size_of_values(&old.params)));
     }
 
     fn executed(&mut self, body: &[u8]) {
@@ -197,7 +239,27 @@ impl Listen {
         if self.awaited.len() >= MOST_HELD {
             return self.stop("replies awaited");
         }
-        self.awaited.push_back(awaited);
+        if self.hold(awaited.size()) {
+            self.awaited.push_back(awaited);
+        }
+    }
+
+    /// Takes the reply awaited first off the queue.
+    fn take_awaited(&mut self) -> Option<Awaited> {
+        let awaited = self.awaited.pop_front()?;
+        self.release(awaited.size());
+        Some(awaited)
+    }
+
+    /// Takes the reply awaited first off the queue if it is an execution.
+    fn take_execution(&mut self) -> Option<Execution> {
+        match self.awaited.front() {
+            Some(Awaited::Execution(_)) => match self.take_awaited() {
+                Some(Awaited::Execution(e)) => Some(e),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// The formats of the rows being answered: the RowDescription's, else the Bind's.
@@ -211,16 +273,15 @@ impl Listen {
 
     /// A CommandComplete: the statement awaited first completed with `tag`.
     fn completed(&mut self, tag: String) {
-        let (sql, params) = match self.awaited.front_mut() {
-            Some(Awaited::Execution(_)) => match self.awaited.pop_front() {
-                Some(Awaited::Execution(e)) => (e.sql, e.params),
-                _ => unreachable!("the front is an execution"),
+        let (sql, params) = match self.take_execution() {
+            Some(e) => (e.sql.to_string(), e.params),
+            None => match self.awaited.front_mut() {
+                Some(Awaited::Query { statements, whole }) => (
+                    statements.pop_front().unwrap_or_else(|| whole.clone()),
+                    Vec::new(),
+                ),
+                _ => Default::default(),
             },
-            Some(Awaited::Query { statements, whole }) => (
-                statements.pop_front().unwrap_or_else(|| whole.clone()),
-                Vec::new(),
-            ),
-            Some(Awaited::Ready) | None => Default::default(),
         };
         let (columns, _) = self.columns.take().unwrap_or_default();
         let statement = Statement {
@@ -230,26 +291,23 @@ impl Listen {
             first_row: self.first_row.take().unwrap_or_default(),
             tag,
         };
-        if self.transaction.len() >= MOST_STATEMENTS {
-            return self.stop("statements in one transaction");
+        let size = size_of_statement(&statement);
+        if self.hold(size) {
+            self.transaction_held += size;
+            self.transaction.push(statement);
         }
-        self.transaction.push(statement);
     }
 
     /// An EmptyQueryResponse: an execution of an empty statement is over, with nothing to tell.
     fn empty_query(&mut self) {
-        if let Some(Awaited::Execution(_)) = self.awaited.front() {
-            self.awaited.pop_front();
-        }
+        self.take_execution();
         self.clear_rows();
     }
 
     /// A PortalSuspended: the execution stopped at its row limit; the next Execute of the
     /// portal goes on with it, and its rows so far are kept for the statement that completes.
     fn suspended(&mut self) {
-        if let Some(Awaited::Execution(_)) = self.awaited.front() {
-            self.awaited.pop_front();
-        }
+        self.take_execution();
     }
 
     /// An ErrorResponse: the transaction failed, and the server skips what was queued up to the
@@ -257,9 +315,7 @@ impl Listen {
     fn failed(&mut self) {
         self.failed = true;
         self.clear_rows();
-        while let Some(Awaited::Execution(_)) = self.awaited.front() {
-            self.awaited.pop_front();
-        }
+        while self.take_execution().is_some() {}
         if let Some(Awaited::Query { statements, .. }) = self.awaited.front_mut() {
             statements.clear();
         }
@@ -267,7 +323,7 @@ impl Listen {
 
     /// A ReadyForQuery with its transaction `status`: `I` ends the transaction.
     fn ready(&mut self, status: Option<u8>) {
-        while let Some(awaited) = self.awaited.pop_front() {
+        while let Some(awaited) = self.take_awaited() {
             if !matches!(awaited, Awaited::Execution(_)) {
                 break;
             }
@@ -283,10 +339,27 @@ impl Listen {
     /// The transaction is over: told if it committed.
     fn transaction_over(&mut self) {
         let statements = std::mem::take(&mut self.transaction);
+        let held = std::mem::take(&mut self.transaction_held);
+        self.release(held);
         let failed = std::mem::take(&mut self.failed);
         if !failed && !statements.is_empty() && committed(&statements) {
             self.heard.push(Heard::Committed(statements));
         }
+    }
+
+    /// Counts `bytes` more held: whether that is within [`MOST_HELD_BYTES`] (past it, stops).
+    fn hold(&mut self, bytes: usize) -> bool {
+        self.held += bytes;
+        if self.held > MOST_HELD_BYTES {
+            self.stop("bytes of text");
+            return false;
+        }
+        true
+    }
+
+    /// Counts `bytes` held no more.
+    fn release(&mut self, bytes: usize) {
+        self.held = self.held.saturating_sub(bytes);
     }
 
     fn clear_rows(&mut self) {

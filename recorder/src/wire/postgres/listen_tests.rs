@@ -506,3 +506,27 @@ fn the_commit_whose_reply_is_lost_is_still_told() {
     assert_eq!(tags, ["BEGIN", "INSERT 0 1", "COMMIT"]);
     assert_eq!(losses.drain().len(), 1);
 }
+
+#[test]
+fn past_the_bound_of_bytes_held_the_connection_tells_nothing_more() {
+    let big = format!("INSERT INTO t VALUES ('{}')", "x".repeat(1_000_000));
+    let statements = listen::MOST_HELD_BYTES / big.len() + 1;
+    let one = simple(&big, &[complete("INSERT 0 1"), ready(b'T')]);
+    let steps = [
+        hello(),
+        simple("BEGIN", &[complete("BEGIN"), ready(b'T')]),
+        vec![one; statements].concat(),
+        simple("COMMIT", &[complete("COMMIT"), ready(b'I')]),
+        insert("1", b'I'),
+    ];
+    let mut pg = Postgres::listening();
+    assert!(play(&mut pg, &steps.concat(), false).is_empty());
+    let within = [
+        hello(),
+        simple(&big, &[complete("INSERT 0 1"), ready(b'I')]),
+    ];
+    assert_eq!(
+        play(&mut Postgres::listening(), &within.concat(), false).len(),
+        1
+    );
+}

@@ -11,6 +11,8 @@
 //! of it is told) and drops what was queued up to the next Sync. At the ReadyForQuery with status
 //! `I` the transaction is over: it committed when it had no error and either ended with a
 //! `COMMIT` tag or had no `BEGIN` (statements outside a transaction block commit on their own).
+//! A transaction that recovered from an error (`ROLLBACK TO SAVEPOINT`) and committed is not
+//! told: which of its statements the savepoint undid is not read.
 //!
 //! A message too big to keep whole (see [`super::frames::WHOLE_AT_MOST`]) is framed but not
 //! read: the transaction it belongs to is still told (it did commit, and its other statements
@@ -186,6 +188,7 @@ impl Listen {
         }
     }
 
+    /// A Parse: the statement it names now has its SQL (empty when too big to keep).
     fn parsed(&mut self, body: &[u8], whole: bool) {
         let Some((name, sql)) = decode::parse(body) else {
             return;
@@ -201,6 +204,7 @@ impl Listen {
         self.release(replaced.map_or(0, |old| old.len()));
     }
 
+    /// A Bind: the portal it names runs its statement's SQL with its parameters.
     fn bound(&mut self, body: &[u8]) {
         let Some(bind) = decode::bind(body) else {
             return;
@@ -224,6 +228,7 @@ impl Listen {
         self.release(replaced.map_or(0, |old| size_of_values(&old.params)));
     }
 
+    /// An Execute: its portal's execution is awaited (with no SQL when the portal is unknown).
     fn executed(&mut self, body: &[u8]) {
         let portal = decode::execute(body).and_then(|name| self.portals.get(&name));
         let execution = portal.map_or_else(Execution::default, |p| Execution {
@@ -362,6 +367,7 @@ impl Listen {
         self.held = self.held.saturating_sub(bytes);
     }
 
+    /// Forgets the columns and first row heard for a statement that did not complete.
     fn clear_rows(&mut self) {
         self.columns = None;
         self.first_row = None;

@@ -27,6 +27,7 @@ mod node_wire;
 mod otlp;
 mod otlp_receiver;
 mod otlp_receiver_bounds;
+mod postgres_listen;
 mod rabbitmq;
 mod secrets;
 mod span_partition;

@@ -78,7 +78,7 @@ impl Default for Listen {
 impl Listen {
     /// A piece of the process's bytes: `line` is the control line read last, `bytes` the
     /// piece's own.
-    pub(super) fn from_process(&mut self, piece: Piece, line: &[u8], bytes: &[u8]) {
+    pub(super) fn read_from_process(&mut self, piece: Piece, line: &[u8], bytes: &[u8]) {
         match piece {
             Piece::Line => self.line_from_process(line),
             Piece::Payload { last } => self.payload_from_process(bytes, last),
@@ -88,7 +88,7 @@ impl Listen {
 
     /// A piece of the server's bytes: `line` is the control line read last, `bytes` the
     /// piece's own.
-    pub(super) fn from_server(&mut self, piece: Piece, line: &[u8], bytes: &[u8]) {
+    pub(super) fn read_from_server(&mut self, piece: Piece, line: &[u8], bytes: &[u8]) {
         match piece {
             Piece::Line => self.line_from_server(line),
             Piece::Payload { last } => self.payload_from_server(bytes, last),

@@ -54,7 +54,7 @@ impl Reader for Nats {
         while !rest.is_empty() && !self.up_opaque {
             let (n, piece) = self.up.step(rest);
             if let Some(listen) = &mut self.listen {
-                listen.from_process(piece, &self.up.line, &rest[..n]);
+                listen.read_from_process(piece, &self.up.line, &rest[..n]);
             }
             rest = &rest[n..];
             match piece {
@@ -85,7 +85,7 @@ impl Reader for Nats {
             }
             let (n, piece) = self.down.step(rest);
             if let Some(listen) = &mut self.listen {
-                listen.from_server(piece, &self.down.line, &rest[..n]);
+                listen.read_from_server(piece, &self.down.line, &rest[..n]);
             }
             match piece {
                 Piece::Partial if self.down.line.len() > LONGEST_LINE => {

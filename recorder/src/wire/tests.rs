@@ -189,3 +189,5 @@ async fn a_connection_past_the_cap_is_refused_and_one_is_taken_again_when_anothe
     assert_eq!(ask(&mut again, b"z").await.as_deref(), Some(&b"z"[..]));
     assert_eq!(proxy.dropped().resets, 0, "no fault's reset");
 }
+
+mod listening;

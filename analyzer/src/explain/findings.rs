@@ -342,17 +342,17 @@ impl Words<'_> {
         };
         let (extra, meaning) = if span > wire {
             (
-                "the spans",
+                "the spans have",
                 "the service reported a step that never crossed the wire",
             )
         } else {
             (
-                "the wire",
+                "the wire has",
                 "a step crossed the wire that the service never reported",
             )
         };
         format!(
-            "{kind} of {} by {}#{incarnation}: the wire shows {wire}{}, the service's spans              report {span}{}; {extra} have the extra row(s): {meaning}",
+            "{kind} of {} by {}#{incarnation}: the wire shows {wire}{}, the service's spans report {span}{}; {extra} the extra row(s): {meaning}",
             self.event,
             self.names.name(actor),
             rows(wire_rows),

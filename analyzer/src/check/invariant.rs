@@ -217,6 +217,12 @@ macro_rules! invariants {
                 judges: [TaskAccepted],
                 reads_observed: false, files: no_lost_task,
             }
+            /// Where steps are read from the wire and reported in spans too, both sources give
+            /// as many rows of each step.
+            SourcesAgree {
+                id: "sources-agree", class: Safety, lost_spans: Touched, lost_rows: Never,
+                sql_prefix: "sa", tied: [], judges: [], reads_observed: false, files: sources_agree,
+            }
         }
     };
 }

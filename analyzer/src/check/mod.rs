@@ -17,7 +17,8 @@
 //! contract's rule for rows a killed process never exported), [`lost_rows`] (its rule for rows
 //! the store holds and the trace lacks, or its own wire fault lost the replies of), `cut_short`
 //! (its rule for a scenario whose `run_end` is missing or interrupted), `evidence` (its rules for
-//! zero rows where work happened and for refused or unmapped spans), [`memory`] and [`streamed`] (the
+//! zero rows where work happened and for refused or unmapped spans), [`sources`] (which rows a
+//! scenario that reads steps from the wire judges), [`memory`] and [`streamed`] (the
 //! two runs), [`run`] (from paths to a [`Report`]), [`shards`] (the shards of one search must
 //! share one list of schedules).
 
@@ -43,6 +44,8 @@ pub mod run;
 pub mod scan;
 pub mod shards;
 mod single_effect;
+pub mod sources;
+mod sources_agree;
 pub mod streamed;
 
 pub use coverage::{Coverage, SearchOf};

@@ -72,6 +72,17 @@ pub enum Reason {
     NoAggregateInfo,
     /// No `external_*` rows.
     NoExternalCalls,
+    /// `sources-agree`: the scenario reads no step from the wire (no `wire_steps`).
+    OneSource,
+    /// `sources-agree`: the scenario reads steps from the wire and the process reported none of
+    /// them in its spans.
+    NoSpanAccounts,
+    /// `sources-agree`: disagreements on actor lives that crashed or that a wire fault hit,
+    /// which the fault explains: not judged.
+    FaultHitLives {
+        /// How many disagreements.
+        disagreements: usize,
+    },
     /// No `run_end` row.
     NoRunEnd,
     /// `run_end.recovered` is false.
@@ -275,6 +286,24 @@ pub enum Finding {
     ExternalTwice {
         /// The `external_applied` rows.
         applied: Vec<usize>,
+    },
+    /// One actor life's steps of one kind and event: the wire and the process's spans give
+    /// different numbers of rows.
+    SourcesDisagree {
+        /// The step's kind.
+        kind: Kind,
+        /// The actor,
+        actor: Id,
+        /// and its life.
+        incarnation: u32,
+        /// How many rows the wire gave.
+        wire: u32,
+        /// How many rows the spans gave.
+        span: u32,
+        /// The wire's rows, in `seq` order (gathered).
+        wire_rows: Vec<usize>,
+        /// The spans' rows, in `seq` order (gathered).
+        span_rows: Vec<usize>,
     },
     /// A task accepted on a recovered run that never got an effect.
     LostTask {

@@ -8,6 +8,7 @@ use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart, NO_KIND};
 use outbox_trace::{Detail, Field, Kind};
 
 use super::outcome::{Outcome, Reason, RepliesLost};
+use super::sources::WireSteps;
 use crate::model::intern::{FastMap, Id, Interner};
 use crate::model::row::Row;
 
@@ -77,6 +78,14 @@ pub trait Rule: Send {
     fn kinds(&self) -> &'static [Kind];
     /// Takes the row at position `at` (of one of [`Rule::kinds`]).
     fn row(&mut self, at: usize, r: &Row);
+    /// Whether the rule compares the sources of steps: then it is handed every row that says
+    /// its source, through [`Rule::sourced`].
+    fn compares_sources(&self) -> bool {
+        false
+    }
+    /// Takes the row at position `at` that says its source (`detail.source`), whatever its
+    /// kind: a span's account of a step read from the wire reaches no other method of any rule.
+    fn sourced(&mut self, _at: usize, _r: &Row) {}
     /// The verdict, once every row has been seen.
     fn finish(self: Box<Self>, ends: &Ends) -> Decision;
 }
@@ -101,8 +110,11 @@ impl From<Outcome> for Decision {
 /// The second look at the rows, for the few violations kept as examples: state only for their
 /// events, tasks and actor lives.
 pub trait Gather: Send {
-    /// Takes the row at position `at` (every row again, in the same order).
+    /// Takes the row at position `at` (every row again, in the same order, but the spans'
+    /// accounts of steps read from the wire).
     fn row(&mut self, at: usize, r: &Row);
+    /// Takes the row at position `at` that says its source, accounts included.
+    fn sourced(&mut self, _at: usize, _r: &Row) {}
     /// Completes the witnesses of `outcome`'s violations.
     fn finish(self: Box<Self>, outcome: &mut Outcome);
 }
@@ -133,6 +145,13 @@ pub struct Ends {
     keyed: FastMap<Id, (Option<i64>, Option<i64>)>,
     /// The commit replies the scenario's own wire faults lost, if any did.
     pub replies_lost: Option<RepliesLost>,
+    /// The kinds the scenario reads from the wire (`run_start.detail.wire_steps`).
+    pub wire: WireSteps,
+    /// The wire faults (`fault` rows with a `service` and a `target`): their positions and
+    /// targets, by name until [`Ends::resolve`] names them by id.
+    wire_faults: Vec<(usize, String)>,
+    /// The wire faults' positions and targets (processes the trace names).
+    pub wire_hits: Vec<(usize, Id)>,
 }
 
 impl Ends {
@@ -146,6 +165,10 @@ impl Ends {
             Kind::RunStart if !self.started => {
                 self.started = true;
                 self.run_start = detail.and_then(Detail::run_start).cloned().map(Box::new);
+                self.wire = self
+                    .run_start
+                    .as_deref()
+                    .map_or_else(Default::default, WireSteps::of);
             }
             Kind::Observed => {
                 let observed = detail.and_then(Detail::observed).cloned();
@@ -158,6 +181,9 @@ impl Ends {
             Kind::Fault => {
                 if let Some(f) = detail.and_then(Detail::fault) {
                     RepliesLost::add(&mut self.replies_lost, f);
+                    if let (Some(target), Some(_)) = (&f.target, &f.service) {
+                        self.wire_faults.push((at, target.clone()));
+                    }
                 }
             }
             _ => {}
@@ -167,7 +193,8 @@ impl Ends {
 
 impl Ends {
     /// Resolves the keys of `counter_start` and the observed `counter` given per key to the ids
-    /// the rows' `counter_key`s have (a key no row names has no id, and no commit to check).
+    /// the rows' `counter_key`s have (a key no row names has no id, and no commit to check), and
+    /// the targets of wire faults to the actors the rows name.
     pub fn resolve(&mut self, names: &Interner) {
         fn by_key(v: Option<&CounterValue>) -> Vec<(&String, &i64)> {
             match v {
@@ -190,6 +217,9 @@ impl Ends {
                 self.keyed.entry(id).or_default().1 = Some(v);
             }
         }
+        self.wire_hits = (self.wire_faults.iter())
+            .filter_map(|(at, target)| Some((*at, names.get(target)?)))
+            .collect();
     }
 
     /// The value of counter `key` (none: the run's one counter) before the first commit:

@@ -1,6 +1,8 @@
 //! One pass over a scenario's rows, in `seq` order, feeding every rule, the [`Ends`], the actor
 //! [`Lives`] and the figures at once; then, for violations only, a second pass gathering their
-//! witnesses; then the lost-spans and lost-rows rules.
+//! witnesses; then the lost-spans and lost-rows rules. Both passes are where rows enter the
+//! rules: there a span's account of a step read from the wire ([`super::sources`]) goes to the
+//! rules comparing sources only.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
@@ -12,14 +14,15 @@ use super::lost_rows::{self, Traced};
 use super::lost_spans::{self, Lives};
 use super::outcome::Outcome;
 use super::rule::{Ends, Gather, Rule};
+use super::sources::WireSteps;
 use super::{
     ack_after_commit, aggregate_order, counter_exact, external_single_effect, intent_atomic,
-    mark_after_puback, no_lost_task, observed_agrees, single_effect,
+    mark_after_puback, no_lost_task, observed_agrees, single_effect, sources_agree,
 };
 use super::{cut_short, evidence};
 use crate::model::history::History;
 use crate::model::intern::{Id, Interner};
-use crate::model::row::Row;
+use crate::model::row::{Row, Source};
 
 /// [`Invariant::rule`], from the `files` column of the table.
 macro_rules! rules {
@@ -60,9 +63,9 @@ pub struct Scan {
     /// Each invariant's rule, made on the first row it reads: a scenario's state is only that of
     /// the rules its rows concern.
     rules: Vec<Option<Box<dyn Rule>>>,
-    /// Per kind (its position in [`Kind::ALL`]), the rules that read it: shared by every scan
-    /// of the same invariants, so a scenario costs only its rules' state.
-    readers: Arc<[Box<[u8]>]>,
+    /// Which rules read which rows: shared by every scan of the same invariants, so a scenario
+    /// costs only its rules' state.
+    readers: Arc<Readers>,
     ends: Ends,
     lives: Lives,
     traced: Traced,
@@ -72,7 +75,7 @@ pub struct Scan {
 impl Scan {
     /// A scan deciding `invariants`, in that order.
     pub fn of(invariants: &[Invariant]) -> Self {
-        static ALL: OnceLock<Arc<[Box<[u8]>]>> = OnceLock::new();
+        static ALL: OnceLock<Arc<Readers>> = OnceLock::new();
         let readers = if invariants == Invariant::ALL {
             ALL.get_or_init(|| readers(invariants)).clone()
         } else {
@@ -90,14 +93,21 @@ impl Scan {
     }
 
     /// Takes the row at position `at` with its decoded detail (for the kinds the analyzer keeps).
+    /// A span's account of a step the scenario reads from the wire goes to the rules comparing
+    /// sources alone: nothing else counts it.
     pub fn row(&mut self, at: usize, r: &Row, detail: Option<&Detail>) {
-        if let Some(readers) = self.readers.get(r.kind as usize) {
-            for &i in readers.iter() {
-                let i = usize::from(i);
-                let invariant = self.invariants[i];
-                self.rules[i]
-                    .get_or_insert_with(|| invariant.rule())
-                    .row(at, r);
+        let (readers, invariants, rules) = (&self.readers, &self.invariants, &mut self.rules);
+        if r.source != Source::Unsaid {
+            for &i in readers.of_sources.iter() {
+                made(rules, invariants, i).sourced(at, r);
+            }
+            if self.ends.wire.account(r) {
+                return;
+            }
+        }
+        if let Some(kind_readers) = readers.by_kind.get(r.kind as usize) {
+            for &i in kind_readers.iter() {
+                made(rules, invariants, i).row(at, r);
             }
         }
         self.ends.row(at, r, detail);
@@ -151,15 +161,43 @@ impl Scan {
     }
 }
 
-/// Per kind (its position in [`Kind::ALL`]), the numbers of the rules of `invariants` that read it.
-fn readers(invariants: &[Invariant]) -> Arc<[Box<[u8]>]> {
-    let mut readers = vec![Vec::new(); Kind::ALL.len()];
+/// Rule `i` of `invariants`, made on first use.
+#[inline]
+fn made<'a>(
+    rules: &'a mut [Option<Box<dyn Rule>>],
+    invariants: &[Invariant],
+    i: u8,
+) -> &'a mut Box<dyn Rule> {
+    let i = usize::from(i);
+    rules[i].get_or_insert_with(|| invariants[i].rule())
+}
+
+/// The numbers of the rules of a scan that read each row.
+struct Readers {
+    /// Per kind (its position in [`Kind::ALL`]), the rules that read it.
+    by_kind: Box<[Box<[u8]>]>,
+    /// The rules that compare the sources of steps.
+    of_sources: Box<[u8]>,
+}
+
+/// Which rules of `invariants` read which rows.
+fn readers(invariants: &[Invariant]) -> Arc<Readers> {
+    let mut by_kind = vec![Vec::new(); Kind::ALL.len()];
+    let mut of_sources = Vec::new();
     for (i, invariant) in invariants.iter().enumerate() {
-        for &kind in invariant.rule().kinds() {
-            readers[kind as usize].push(u8::try_from(i).expect("fewer than 256 rules"));
+        let i = u8::try_from(i).expect("fewer than 256 rules");
+        let rule = invariant.rule();
+        for &kind in rule.kinds() {
+            by_kind[kind as usize].push(i);
+        }
+        if rule.compares_sources() {
+            of_sources.push(i);
         }
     }
-    readers.into_iter().map(Vec::into_boxed_slice).collect()
+    Arc::new(Readers {
+        by_kind: by_kind.into_iter().map(Vec::into_boxed_slice).collect(),
+        of_sources: of_sources.into(),
+    })
 }
 
 /// What a scan decided.
@@ -195,7 +233,8 @@ impl Scanned {
             .enumerate()
             .filter_map(|(i, g)| g.take().map(|g| (i, g)))
             .collect();
-        (!gathers.is_empty()).then_some(Gathering { gathers })
+        let wire = self.ends.wire;
+        (!gathers.is_empty()).then_some(Gathering { gathers, wire })
     }
 
     /// Every witness row position of the violations found.
@@ -229,13 +268,22 @@ impl Scanned {
 /// The rules that still gather witnesses, seeing the rows a second time.
 pub struct Gathering {
     gathers: Vec<(usize, Box<dyn Gather>)>,
+    /// The kinds the scenario reads from the wire: the spans' accounts of them are not judged.
+    wire: WireSteps,
 }
 
 impl Gathering {
     /// Takes the row at position `at`.
     pub fn row(&mut self, at: usize, r: &Row) {
+        let sourced = r.source != Source::Unsaid;
+        let account = sourced && self.wire.account(r);
         for (_, g) in &mut self.gathers {
-            g.row(at, r);
+            if sourced {
+                g.sourced(at, r);
+            }
+            if !account {
+                g.row(at, r);
+            }
         }
     }
 

@@ -65,6 +65,19 @@ pub fn violation(v: &Violation, h: &History, names: &Interner) -> String {
             at_least,
         } => w.observed_mismatch(*observed_row, *total, (*observed, *trace), *at_least),
         Finding::ExternalTwice { applied } => w.external_twice(applied),
+        Finding::SourcesDisagree {
+            kind,
+            actor,
+            incarnation,
+            wire,
+            span,
+            wire_rows,
+            span_rows,
+        } => w.sources_disagree(
+            (*kind, *actor, *incarnation),
+            (*wire, wire_rows),
+            (*span, span_rows),
+        ),
         Finding::LostTask { accepted } => w.lost_task(*accepted),
     }
 }
@@ -312,6 +325,38 @@ impl Words<'_> {
             self.event,
             applied.len(),
             self.seqs(applied)
+        )
+    }
+
+    /// `sources-agree`: the wire and the process's spans give different numbers of one life's
+    /// steps of one kind and event; each side as (count, rows).
+    fn sources_disagree(
+        &self,
+        (kind, actor, incarnation): (Kind, Id, u32),
+        (wire, wire_rows): (u32, &[usize]),
+        (span, span_rows): (u32, &[usize]),
+    ) -> String {
+        let rows = |rows: &[usize]| match rows {
+            [] => String::new(),
+            rows => format!(" (seq {})", self.seqs(rows)),
+        };
+        let (extra, meaning) = if span > wire {
+            (
+                "the spans have",
+                "the service reported a step that never crossed the wire",
+            )
+        } else {
+            (
+                "the wire has",
+                "a step crossed the wire that the service never reported",
+            )
+        };
+        format!(
+            "{kind} of {} by {}#{incarnation}: the wire shows {wire}{}, the service's spans report {span}{}; {extra} the extra row(s): {meaning}",
+            self.event,
+            self.names.name(actor),
+            rows(wire_rows),
+            rows(span_rows),
         )
     }
 

@@ -47,8 +47,9 @@
 //!
 //! Witness rows carry `seq`, `actor`, `incarnation`, `kind`, then each optional column that is set
 //! (`task_id`, `event_id`, `aggregate_id`, `aggregate_seq`, `attempt`, `broker_seq`, `partition`, `store_rev`,
-//! `amount`, `counter`, `counter_key`, and `detail` for the kinds whose detail the analyzer keeps: `run_start`,
-//! `crash`, `fault`, `observed`, `run_end`). Numbers are numbers, but for a `broker_seq` that packs
+//! `amount`, `counter`, `counter_key`, `source` (`wire` or `span`, from a step's `detail.source`), and
+//! `detail` for the kinds whose detail the analyzer keeps: `run_start`, `crash`, `fault`, `observed`,
+//! `run_end`). Numbers are numbers, but for a `broker_seq` that packs
 //! a Redis Stream entry id, which is the text `<ms>-<n>` (its packed value is past 2^53, where JSON
 //! readers lose digits).
 

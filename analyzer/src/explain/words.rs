@@ -82,6 +82,9 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
     if let Some(k) = row.counter_key {
         fields.push(("counter_key", text(k)));
     }
+    if let Some(source) = row.source.as_str() {
+        fields.push(("source", Value::Text(source.to_string())));
+    }
     if let Some(d) = h.detail_text(row) {
         fields.push(("detail", Value::Text(d.to_string())));
     }
@@ -188,6 +191,13 @@ pub fn reason(r: &Reason) -> String {
         ),
         Reason::NoAggregateInfo => "no aggregate information".into(),
         Reason::NoExternalCalls => "no external calls recorded".into(),
+        Reason::OneSource => "one source".into(),
+        Reason::NoSpanAccounts => {
+            "the service reported none of the steps read from the wire: nothing to compare".into()
+        }
+        Reason::FaultHitLives { disagreements } => {
+            format!("{disagreements} disagreement(s) on lives a fault hit: not judged")
+        }
         Reason::NoRunEnd => format!("no {} row", Kind::RunEnd),
         Reason::NotRecovered => format!(
             "{}.{} is false",

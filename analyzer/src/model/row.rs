@@ -63,6 +63,46 @@ impl DetailIndex {
     }
 }
 
+/// Where a step row was read, by its `detail.source`: the recorder's proxy read it from the
+/// process's traffic (`wire`), or the process reported it (`span`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Source {
+    /// The row does not say (every row of a run that reads no step from the wire).
+    #[default]
+    Unsaid,
+    /// The process's own report of the step.
+    Span,
+    /// The step as it crossed the wire.
+    Wire,
+}
+
+impl Source {
+    /// The source a step row of `kind` says in its `detail` text, typed by the contract
+    /// ([`outbox_trace::detail::Note::source`]); a detail that does not parse, or names another
+    /// source, says none.
+    pub fn of_detail(kind: Kind, text: &str) -> Source {
+        // Most details say nothing of it: only theirs is parsed.
+        if !text.contains("\"source\"") {
+            return Source::Unsaid;
+        }
+        let detail = outbox_trace::Detail::parse(kind, text).ok();
+        match detail.as_ref().and_then(|d| d.note()?.source.as_deref()) {
+            Some("span") => Source::Span,
+            Some("wire") => Source::Wire,
+            _ => Source::Unsaid,
+        }
+    }
+
+    /// `span`, `wire`, or none.
+    pub fn as_str(self) -> Option<&'static str> {
+        match self {
+            Source::Unsaid => None,
+            Source::Span => Some("span"),
+            Source::Wire => Some("wire"),
+        }
+    }
+}
+
 /// One event of a known kind, compactly. Numeric fields are meaningful only when [`Present`] says
 /// so; use the accessors.
 #[derive(Debug, Clone)]
@@ -94,6 +134,8 @@ pub struct Row {
     pub detail: Option<DetailIndex>,
     /// What happened.
     pub kind: Kind,
+    /// Where a step was read (`detail.source`).
+    pub source: Source,
     present: Present,
 }
 
@@ -180,6 +222,7 @@ impl Row {
             counter_key: None,
             detail: None,
             kind,
+            source: Source::Unsaid,
             present: Present::default(),
         }
     }
@@ -333,6 +376,17 @@ mod tests {
                 broker_seq: 5
             })
         );
+    }
+
+    #[test]
+    fn a_step_says_its_source_in_its_detail() {
+        let of = |text| Source::of_detail(Kind::EffectCommitted, text);
+        assert_eq!(of(r#"{"source":"wire"}"#), Source::Wire);
+        assert_eq!(of(r#"{"reason":"x", "source": "span"}"#), Source::Span);
+        assert_eq!(of(r#"{"source":"radio"}"#), Source::Unsaid);
+        assert_eq!(of(r#"{"source":3}"#), Source::Unsaid);
+        assert_eq!(of(r#"{"reason":"source"}"#), Source::Unsaid);
+        assert_eq!(of("not json"), Source::Unsaid);
     }
 
     #[test]

@@ -54,7 +54,10 @@
 //!   (a fault spec holding `},{` or brackets, deeper objects in `refused`) is read wrongly, where
 //!   `check` decodes it;
 //! - the reasons of the rules for interrupted runs and for a scenario's own lost replies are the
-//!   SQL's words: `check` gains those rules at the same time, and its words may differ.
+//!   SQL's words: `check` gains those rules at the same time, and its words may differ;
+//! - a scenario that reads steps from the wire (`run_start.detail.wire_steps`): the statement
+//!   judges every row, the spans' accounts of those steps among them (`check` judges the wire's
+//!   rows alone, `crate::check::sources`), and leaves `sources-agree` `unknown` (see its file).
 
 mod ack_after_commit;
 mod aggregate_order;
@@ -71,6 +74,7 @@ mod no_lost_task;
 mod observed_agrees;
 mod query;
 mod single_effect;
+mod sources_agree;
 mod statement;
 
 pub use dialect::{Dialect, DialectError};

@@ -10,7 +10,7 @@ use super::query::{positions, Part, Query, LATE};
 use super::{
     ack_after_commit, aggregate_order, counter_exact, coverage, evidence, external_single_effect,
     intent_atomic, lost_rows, lost_spans, mark_after_puback, no_lost_task, observed_agrees,
-    single_effect, Dialect,
+    single_effect, sources_agree, Dialect,
 };
 use crate::check::{Invariant, LostSpans};
 

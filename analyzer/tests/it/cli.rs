@@ -41,6 +41,7 @@ fn valid_trace_exits_0_with_one_line_per_invariant() {
         "observed-agrees",
         "external-single-effect",
         "no-lost-task",
+        "sources-agree",
     ] {
         assert!(
             text.contains(&format!("  {id} pass")),
@@ -136,7 +137,7 @@ fn json_has_a_verdict_per_invariant_per_scenario() {
         assert_eq!(s["scenario"], "lost-consumer-ack");
         assert_eq!(s["backend"], "etcd-jetstream");
         let invariants = s["invariants"].as_array().unwrap();
-        assert_eq!(invariants.len(), 9);
+        assert_eq!(invariants.len(), 10);
         for i in invariants {
             assert!(["pass", "fail", "unknown"].contains(&i["verdict"].as_str().unwrap()));
             assert!(["safety", "liveness"].contains(&i["class"].as_str().unwrap()));

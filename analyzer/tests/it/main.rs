@@ -28,6 +28,7 @@ mod otel_fixtures;
 mod partitions;
 mod report;
 mod scale;
+mod sources;
 mod sql;
 mod streamed;
 mod timeline;

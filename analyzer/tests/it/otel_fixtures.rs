@@ -57,6 +57,7 @@ fn check(file: &Path) -> (i32, Vec<(String, String, String)>, Value) {
 const NOTES: &[(&str, &str)] = &[
     ("aggregate-order", "no aggregate information"),
     ("external-single-effect", "no external calls recorded"),
+    ("sources-agree", "one source"),
 ];
 
 fn messaging_spans_get_no_false_verdict(dir: &Path) {

@@ -559,9 +559,14 @@ fn every_rule_shows(got: &BTreeMap<String, Verdicts>) {
 }
 
 /// Every invariant fails on some trace, and the SQL says so too (agreement already holds): the
-/// SQL detects each violation the native checker detects.
+/// SQL detects each violation the native checker detects. `sources-agree` is the exception: it
+/// compares the sources of a scenario that reads steps from the wire, which the statement leaves
+/// `unknown` (see `analyzer/src/sql/sources_agree.rs`); it passes here, with its note.
 fn every_invariant_fails_somewhere(got: &BTreeMap<String, Verdicts>) {
-    for inv in outbox_analyzer::check::Invariant::ALL {
+    let judged = outbox_analyzer::check::Invariant::ALL
+        .iter()
+        .filter(|inv| inv.id() != "sources-agree");
+    for inv in judged {
         let fails = got
             .values()
             .flat_map(|v| v.iter())

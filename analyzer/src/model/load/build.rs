@@ -14,7 +14,7 @@ use super::names::{dictionary, Named};
 use super::LoadError;
 use crate::model::history::keeps_detail;
 use crate::model::intern::Id;
-use crate::model::row::{Columns, Present, Row};
+use crate::model::row::{Columns, Present, Row, Source};
 
 /// A decoded batch with its rows built.
 pub(crate) struct Built {
@@ -85,6 +85,7 @@ fn build_rows(
     let amount = Nums::<Int64Type>::of(batch, "amount")?;
     let counter = Nums::<Int64Type>::of(batch, "counter")?;
     let detail = batch.column(column("detail"));
+    let texts = detail.as_string_opt::<i32>();
     let n = batch.num_rows();
     let mut carried = vec![0u16; n];
     for (nulls, bit) in [
@@ -150,6 +151,11 @@ fn build_rows(
         row.task = id(c, Carried::TASK, task_ids, task[i]);
         row.event = id(c, Carried::EVENT, event_ids, event[i]);
         row.aggregate = id(c, Carried::AGGREGATE, agg_ids, agg[i]);
+        if c & Carried::DETAIL != 0 && !keeps_detail(k) {
+            if let Some(texts) = texts {
+                row.source = Source::of_detail(k, texts.value(i));
+            }
+        }
         if needs.get(key).is_some_and(|&needs| needs & !c != 0) {
             incomplete.push(i as u32);
         }

@@ -1,0 +1,211 @@
+//! `sources-agree`: where a scenario reads steps from the wire (`run_start.detail.wire_steps`)
+//! and the process reports them in its spans too, both sources tell of the same steps. Per
+//! step kind read from the wire, event, actor and life, the rows saying `source: "wire"` and
+//! those saying `source: "span"` must be as many:
+//! - more span rows: the process reported a step that never crossed the wire (a commit it
+//!   says it made, with no COMMIT on the wire);
+//! - more wire rows: a step crossed the wire that the process never reported.
+//!
+//! A disagreement on a life that crashed (its own `crash` row), or that a wire fault hit (a
+//! `fault` row with a `service`, whose `target` is the actor, after the life began), is the
+//! fault's doing: counted in a note, not judged. A scenario that reads no step from the wire
+//! passes with a note ("one source"), and so does one whose process reports none of the steps
+//! read from the wire (nothing to compare).
+
+use std::collections::BTreeSet;
+
+use outbox_trace::Kind;
+
+use super::{Decision, Ends, Examples, Finding, Gather, Invariant, Outcome, Reason, Violation};
+use crate::model::intern::{FastMap, Id};
+use crate::model::row::{Row, Source};
+
+/// The steps compared as one: a kind, an event, an actor life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Step {
+    kind: Kind,
+    event: Option<Id>,
+    actor: Id,
+    incarnation: u32,
+}
+
+impl Step {
+    fn of(r: &Row) -> Self {
+        Step {
+            kind: r.kind,
+            event: r.event,
+            actor: r.actor,
+            incarnation: r.incarnation,
+        }
+    }
+}
+
+/// How many rows each source gave of one [`Step`], and where the first came.
+#[derive(Debug, Clone, Copy)]
+struct Tally {
+    wire: u32,
+    span: u32,
+    first: usize,
+}
+
+/// Decides `sources-agree`.
+#[derive(Default)]
+pub struct Rule {
+    steps: FastMap<Step, Tally>,
+    /// Lives with their own `crash` row.
+    crashed: BTreeSet<(Id, u32)>,
+    /// Where each later life began (its `restart` row); a life without one began with the
+    /// scenario.
+    began: FastMap<(Id, u32), usize>,
+}
+
+impl super::Rule for Rule {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::Crash, Kind::Restart]
+    }
+
+    fn row(&mut self, at: usize, r: &Row) {
+        let life = (r.actor, r.incarnation);
+        match r.kind {
+            Kind::Crash => {
+                self.crashed.insert(life);
+            }
+            Kind::Restart => {
+                self.began.entry(life).or_insert(at);
+            }
+            _ => {}
+        }
+    }
+
+    fn compares_sources(&self) -> bool {
+        true
+    }
+
+    fn sourced(&mut self, at: usize, r: &Row) {
+        let t = self.steps.entry(Step::of(r)).or_insert(Tally {
+            wire: 0,
+            span: 0,
+            first: at,
+        });
+        match r.source {
+            Source::Wire => t.wire += 1,
+            Source::Span => t.span += 1,
+            Source::Unsaid => {}
+        }
+    }
+
+    fn finish(self: Box<Self>, ends: &Ends) -> Decision {
+        let inv = Invariant::SourcesAgree;
+        if !ends.wire.any() {
+            return Outcome::pass(inv, Some(Reason::OneSource)).into();
+        }
+        let listed = |s: &Step| ends.wire.lists(s.kind);
+        if !self.steps.iter().any(|(s, t)| listed(s) && t.span > 0) {
+            return Outcome::pass(inv, Some(Reason::NoSpanAccounts)).into();
+        }
+        let mut found = Examples::default();
+        let mut explained = 0;
+        for (step, t) in self
+            .steps
+            .iter()
+            .filter(|(s, t)| listed(s) && t.wire != t.span)
+        {
+            if self.fault_hit(step, ends) {
+                explained += 1;
+            } else {
+                found.push(t.first, (*step, *t));
+            }
+        }
+        let (kept, more) = found.into_parts();
+        let note = (explained > 0).then_some(Reason::FaultHitLives {
+            disagreements: explained,
+        });
+        if kept.is_empty() {
+            return Outcome::pass(inv, note).into();
+        }
+        let violations = kept
+            .iter()
+            .map(|&(step, t)| disagreement(step, t, Vec::new(), Vec::new()))
+            .collect();
+        let outcome = Outcome::judge(inv, violations, more, note);
+        let gather = Witnesses {
+            rows: vec![(Vec::new(), Vec::new()); kept.len()],
+            kept,
+        };
+        Decision {
+            outcome,
+            gather: Some(Box::new(gather)),
+        }
+    }
+}
+
+impl Rule {
+    /// Whether the life of `step` crashed, or a wire fault aimed at its actor came after it
+    /// began.
+    fn fault_hit(&self, step: &Step, ends: &Ends) -> bool {
+        let life = (step.actor, step.incarnation);
+        if self.crashed.contains(&life) {
+            return true;
+        }
+        let began = self.began.get(&life).copied().unwrap_or(0);
+        ends.wire_hits
+            .iter()
+            .any(|&(at, target)| target == step.actor && at >= began)
+    }
+}
+
+/// The violation of `step`, its rows of each source given (empty until gathered): the witness
+/// is the side's surplus rows, with the wire's rows where the spans have more.
+fn disagreement(step: Step, t: Tally, wire_rows: Vec<usize>, span_rows: Vec<usize>) -> Violation {
+    let witness = if t.span > t.wire {
+        let surplus = span_rows.iter().skip(wire_rows.len());
+        surplus.chain(&wire_rows).copied().collect()
+    } else {
+        wire_rows.iter().skip(span_rows.len()).copied().collect()
+    };
+    let finding = Finding::SourcesDisagree {
+        kind: step.kind,
+        actor: step.actor,
+        incarnation: step.incarnation,
+        wire: t.wire,
+        span: t.span,
+        wire_rows,
+        span_rows,
+    };
+    Violation::new(step.event, None, finding, witness)
+}
+
+/// The rows of each source of the kept steps.
+struct Witnesses {
+    kept: Vec<(Step, Tally)>,
+    /// Per kept step: its wire rows and its span rows.
+    rows: Vec<(Vec<usize>, Vec<usize>)>,
+}
+
+impl Gather for Witnesses {
+    fn row(&mut self, _: usize, _: &Row) {}
+
+    fn sourced(&mut self, at: usize, r: &Row) {
+        let step = Step::of(r);
+        for ((kept, _), (wire, span)) in self.kept.iter().zip(&mut self.rows) {
+            if *kept != step {
+                continue;
+            }
+            match r.source {
+                Source::Wire => wire.push(at),
+                Source::Span => span.push(at),
+                Source::Unsaid => {}
+            }
+        }
+    }
+
+    fn finish(self: Box<Self>, outcome: &mut Outcome) {
+        for (v, ((step, t), (wire, span))) in outcome
+            .violations
+            .iter_mut()
+            .zip(self.kept.into_iter().zip(self.rows))
+        {
+            *v = disagreement(step, t, wire, span);
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `sources-agree` in SQL (see `crate::check::sources_agree`): a scenario whose first
+//! `run_start` lists no kind of the contract in `detail.wire_steps` passes with its note ("one
+//! source"), as in `check`. One that reads steps from the wire is `unknown` here: telling a
+//! span's account of a step from the wire's row needs every row's `detail.source` and the
+//! scenario's list at once, which the statement's shape (one grouped scan of the contract's
+//! columns, `detail` read only on the few frame rows) does not give; `analyzer check` judges it.
+
+use outbox_trace::{detail_key, Kind};
+
+use super::query::{lit, Part, Query};
+use crate::check::Reason;
+
+/// Why the statement leaves a scenario that reads steps from the wire undecided.
+const NOT_EXPRESSED: &str = "'the scenario reads steps from the wire: analyzer sql does not \
+                             compare the sources; analyzer check does'";
+
+/// Adds the tables of `sources-agree`.
+pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let d = q.d;
+    let listed: Vec<String> = Kind::ALL
+        .iter()
+        .map(|k| {
+            let has = d.json_list_has("detail", detail_key!(RunStart.wire_steps), k.as_str());
+            let n = q.note(
+                Kind::RunStart,
+                false,
+                &format!("CASE WHEN {has} THEN 1 ELSE 0 END"),
+            );
+            format!("coalesce({n}, 0)")
+        })
+        .collect();
+    let none = q.cte(
+        &format!("{p}_none"),
+        "SELECT run_id, scenario, seq AS vat FROM base WHERE 1 = 0",
+    );
+    let witness = q.cte(
+        &format!("{p}_w"),
+        format!("SELECT run_id, scenario, vat, vat AS wseq FROM {none}"),
+    );
+    let mut part = Part::new(none, witness, None);
+    part.early = vec![
+        (
+            format!("{} = 0", listed.join(" + ")),
+            "pass",
+            lit(&Reason::OneSource),
+        ),
+        ("1 = 1".to_string(), "unknown", NOT_EXPRESSED.to_string()),
+    ];
+    part
+}

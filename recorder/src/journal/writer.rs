@@ -54,6 +54,9 @@ pub struct ScenarioCounts {
     pub accepted: HashSet<String>,
     /// The events with a recorded `intent_recorded`.
     pub intents: HashSet<String>,
+    /// The kinds read from the wire (`run_start.detail.wire_steps`): a span's account of one of
+    /// them is kept in the trace and counted in no figure, as the analyzer does.
+    pub wire_steps: Vec<String>,
 }
 
 impl ScenarioCounts {
@@ -64,9 +67,20 @@ impl ScenarioCounts {
             .unwrap_or(0)
     }
 
+    /// Whether `step` is a span's account of a kind read from the wire (not counted).
+    fn only_an_account(&self, step: &mut Step) -> bool {
+        let kind = step.kind();
+        let read_from_wire = self.wire_steps.iter().any(|k| k == kind.as_str());
+        read_from_wire
+            && step
+                .note_mut()
+                .is_some_and(|note| note.source.as_deref() == Some("span"))
+    }
+
     /// Takes what the counts need of a step's typed detail and ids.
     fn take(&mut self, step: &Step) {
         match step {
+            Step::RunStart(start) => self.wire_steps = start.wire_steps.clone(),
             Step::Observed(observed) => self.figures.observe(observed),
             Step::RunEnd(end) => self.recovered = end.recovered,
             Step::EffectCommitted {
@@ -279,7 +293,7 @@ impl Writer {
             author,
             incarnation,
             ts_ns,
-            step,
+            mut step,
         } = entry;
         let identity = Identity {
             run_id: self.run_id.clone(),
@@ -299,10 +313,15 @@ impl Writer {
             }
         };
         let tally = &mut tallies[index].1;
-        tally.take(&step);
+        let counted = !tally.only_an_account(&mut step);
+        if counted {
+            tally.take(&step);
+        }
         // The one conversion from the typed step to the row.
         let event = step.into_event(identity);
-        tally.count(&event);
+        if counted {
+            tally.count(&event);
+        }
         drop(tallies);
         self.buffer.push(event);
     }

@@ -183,3 +183,43 @@ fn a_span_that_claims_a_rolled_back_commit_is_named_where_spans_and_wire_both_sp
         output_text(&output)
     );
 }
+
+/// `recorder explore` on the wire's file with spans off: the calm run learns the shape from
+/// the wire, and its kills follow the wire's steps.
+fn explore_wire(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("recorder"))
+        .arg("explore")
+        .arg("--system")
+        .arg(wire_file())
+        .args(["--env", SPANS_OFF, "--tasks", "10", "--out"])
+        .arg(dir.join("explore.parquet"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn explore_learns_the_shape_from_the_wire_and_its_kills_follow_the_wire_s_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = explore_wire(
+        dir.path(),
+        &["--only", "kill worker after effect_committed"],
+    );
+    let text = output_text(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("kill worker after effect_committed: fired 1, valid"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--env",
+        "BUG=ack-before-commit",
+        "--only",
+        "kill worker after acked",
+    ];
+    let output = explore_wire(dir.path(), &args);
+    let text = output_text(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL ack-after-commit"), "{text}");
+}

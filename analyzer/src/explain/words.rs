@@ -146,18 +146,7 @@ pub fn reason(r: &Reason) -> String {
             actor,
             incarnation,
             others,
-        } => {
-            let more = match others {
-                0 => String::new(),
-                1 => " (and 1 more life)".into(),
-                n => format!(" (and {n} more lives)"),
-            };
-            format!(
-                "the observer read {} = {store}, the trace counts {trace}: {actor}#{incarnation}{more} \
-                 may not have exported its last spans, which would explain it",
-                total.key()
-            )
-        }
+        } => trace_short(total, (*store, *trace), (actor, *incarnation), *others),
         Reason::Refused {
             kind,
             spans,
@@ -228,6 +217,26 @@ pub fn reason(r: &Reason) -> String {
             crash = Kind::Crash
         ),
     }
+}
+
+/// The words of [`Reason::TraceShort`]: the observer's total against the trace's, and the life
+/// (with `others` more) that may not have exported its last spans.
+fn trace_short(
+    total: &Total,
+    (store, trace): (i64, i64),
+    (actor, incarnation): (&str, u32),
+    others: usize,
+) -> String {
+    let more = match others {
+        0 => String::new(),
+        1 => " (and 1 more life)".into(),
+        n => format!(" (and {n} more lives)"),
+    };
+    format!(
+        "the observer read {} = {store}, the trace counts {trace}: {actor}#{incarnation}{more} \
+         may not have exported its last spans, which would explain it",
+        total.key()
+    )
 }
 
 /// What rows missing from a trace mean, for the reasons and explanations that find them.

@@ -151,10 +151,8 @@ fn build_rows(
         row.task = id(c, Carried::TASK, task_ids, task[i]);
         row.event = id(c, Carried::EVENT, event_ids, event[i]);
         row.aggregate = id(c, Carried::AGGREGATE, agg_ids, agg[i]);
-        if c & Carried::DETAIL != 0 && !keeps_detail(k) {
-            if let Some(texts) = texts {
-                row.source = Source::of_detail(k, texts.value(i));
-            }
+        if let (true, Some(texts)) = (c & Carried::DETAIL != 0 && !keeps_detail(k), texts) {
+            row.source = Source::of_detail(k, texts.value(i));
         }
         if needs.get(key).is_some_and(|&needs| needs & !c != 0) {
             incomplete.push(i as u32);

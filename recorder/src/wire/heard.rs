@@ -29,7 +29,7 @@ pub enum Heard {
     /// A copy delivered to the process by a JetStream consumer (a `MSG` or `HMSG` whose reply
     /// subject is a `$JS.ACK.` subject).
     Delivered(Delivery),
-    /// The process acknowledged a delivery heard before (`+ACK`, or an empty body, published to
+    /// The process acknowledged a delivery heard before (`+ACK`, `+NXT` or an empty body, published to
     /// its `$JS.ACK.` subject).
     Acked(Delivery),
 }

@@ -88,9 +88,13 @@ impl Listener {
             at: Instant::now(),
             go,
         };
-        if self.to.send(told).await.is_ok() {
-            let _ = tokio::time::timeout(HOLD_AT_MOST, wait).await;
-        }
+        // The whole hold, a wait for room in the channel included, lasts at most HOLD_AT_MOST.
+        let _ = tokio::time::timeout(HOLD_AT_MOST, async {
+            if self.to.send(told).await.is_ok() {
+                let _ = wait.await;
+            }
+        })
+        .await;
     }
 }
 

@@ -75,7 +75,8 @@ fn payload_size(line: &[u8]) -> usize {
         .last()
         .and_then(|w| std::str::from_utf8(w).ok()?.parse::<usize>().ok());
     match (carries, size) {
-        (true, Some(size)) => size + 2,
+        // A size past any payload is read as one (the direction is then relayed unread).
+        (true, Some(size)) => size.saturating_add(2),
         _ => 0,
     }
 }

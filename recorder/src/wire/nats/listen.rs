@@ -156,6 +156,12 @@ impl Listen {
         }
     }
 
+    /// The message from the server being read is dropped on its way to the process (a lost
+    /// publish ACK): it is not heard, for the process never hears it.
+    pub(super) fn unheard(&mut self) {
+        self.down = None;
+    }
+
     /// What it heard since the last call.
     pub(super) fn heard(&mut self) -> Vec<Heard> {
         std::mem::take(&mut self.heard)
@@ -310,8 +316,9 @@ fn ack_kind(body: &[u8]) -> AckKind {
         .next()
         .unwrap_or_default();
     match word {
-        b"" | b"+ACK" => AckKind::Ack,
-        b"-NAK" | b"+TERM" | b"+NXT" => AckKind::Ends,
+        // `+NXT` acknowledges the message and asks for the next.
+        b"" | b"+ACK" | b"+NXT" => AckKind::Ack,
+        b"-NAK" | b"+TERM" => AckKind::Ends,
         _ => AckKind::Keeps,
     }
 }

@@ -86,6 +86,13 @@ impl Reader for Nats {
             let (n, piece) = self.down.step(rest);
             if let Some(listen) = &mut self.listen {
                 listen.read_from_server(piece, &self.down.line, &rest[..n]);
+                let losing = self.losing.as_ref().map(|(reply, _)| reply.as_slice());
+                if matches!(piece, Piece::Line)
+                    && losing.is_some()
+                    && addressed_to(&self.down.line) == losing
+                {
+                    listen.unheard();
+                }
             }
             match piece {
                 Piece::Partial if self.down.line.len() > LONGEST_LINE => {

@@ -6,9 +6,16 @@
 //!   says it made, with no COMMIT on the wire);
 //! - more wire rows: a step crossed the wire that the process never reported.
 //!
-//! A disagreement on a life that crashed (its own `crash` row), or that a wire fault hit (a
-//! `fault` row with a `service`, whose `target` is the actor, after the life began), is the
-//! fault's doing: counted in a note, not judged. A scenario that reads no step from the wire
+//! Some disagreements are a fault's doing, and cannot be judged: a step on the wire that a life
+//! never reported, where the life crashed (its own `crash` row: killed before it could report)
+//! or a wire fault hit it (a `fault` row with a `service`, whose `target` is the actor, after
+//! the life began: a lost reply leaves it not knowing); and a step a life reported that the wire
+//! lacks, where a wire fault hit it (a connection whose bytes were dropped is no longer read).
+//! A span claiming a step the wire never carried on a life no wire fault hit is judged even if
+//! the life crashed. An unreported step a fault explains is counted in a note (the wire's row
+//! is judged; the process had no chance to report it); a reported step the wire lacks on a life
+//! a wire fault hit cannot be told from a lie, and makes the verdict `unknown` where nothing
+//! else fails. A scenario that reads no step from the wire
 //! passes with a note ("one source"), and so does one whose process reports none of the steps
 //! read from the wire (nothing to compare).
 
@@ -104,24 +111,27 @@ impl super::Rule for Rule {
             return Outcome::pass(inv, Some(Reason::NoSpanAccounts)).into();
         }
         let mut found = Examples::default();
-        let mut explained = 0;
+        let (mut explained, mut unjudged) = (0, 0);
         for (step, t) in self
             .steps
             .iter()
             .filter(|(s, t)| listed(s) && t.wire != t.span)
         {
-            if self.fault_hit(step, ends) {
-                explained += 1;
-            } else {
-                found.push(t.first, (*step, *t));
+            match self.excuse(step, t, ends) {
+                Some(Excuse::Explained) => explained += 1,
+                Some(Excuse::Unjudged) => unjudged += 1,
+                None => found.push(t.first, (*step, *t)),
             }
         }
         let (kept, more) = found.into_parts();
-        let note = (explained > 0).then_some(Reason::FaultHitLives {
-            disagreements: explained,
+        let note = (explained + unjudged > 0).then_some(Reason::FaultHitLives {
+            disagreements: explained + unjudged,
         });
         if kept.is_empty() {
-            return Outcome::pass(inv, note).into();
+            return match note {
+                Some(reason) if unjudged > 0 => Outcome::unknown(inv, reason).into(),
+                note => Outcome::pass(inv, note).into(),
+            };
         }
         let violations = kept
             .iter()
@@ -140,18 +150,35 @@ impl super::Rule for Rule {
 }
 
 impl Rule {
-    /// Whether the life of `step` crashed, or a wire fault aimed at its actor came after it
-    /// began.
-    fn fault_hit(&self, step: &Step, ends: &Ends) -> bool {
+    /// What a fault makes of the disagreement of `step`: an unreported step on a life that
+    /// crashed or a wire fault hit is explained; a reported step the wire lacks, on a life a
+    /// wire fault hit, cannot be judged; anything else is none of a fault's doing.
+    fn excuse(&self, step: &Step, t: &Tally, ends: &Ends) -> Option<Excuse> {
         let life = (step.actor, step.incarnation);
-        if self.crashed.contains(&life) {
-            return true;
+        let hit = self.wire_fault_hit(step, ends);
+        if t.wire > t.span {
+            (hit || self.crashed.contains(&life)).then_some(Excuse::Explained)
+        } else {
+            hit.then_some(Excuse::Unjudged)
         }
+    }
+
+    /// Whether a wire fault aimed at the actor of `step` came after its life began.
+    fn wire_fault_hit(&self, step: &Step, ends: &Ends) -> bool {
+        let life = (step.actor, step.incarnation);
         let began = self.began.get(&life).copied().unwrap_or(0);
         ends.wire_hits
             .iter()
             .any(|&(at, target)| target == step.actor && at >= began)
     }
+}
+
+/// What a fault makes of a disagreement.
+enum Excuse {
+    /// The wire's step stands; the process had no chance to report it.
+    Explained,
+    /// The wire may have lost its place: the span's claim can be neither confirmed nor refuted.
+    Unjudged,
 }
 
 /// The violation of `step`, its rows of each source given (empty until gathered): the witness

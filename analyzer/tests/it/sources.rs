@@ -141,6 +141,26 @@ fn an_unreported_commit_on_a_life_a_wire_fault_hit_is_explained() {
     let o = outcome(&report, "sources-agree");
     assert_eq!(o.verdict, Verdict::Pass, "{o:?}");
     assert_eq!(o.reason, Some(Reason::FaultHitLives { disagreements: 1 }));
+    // A span's claim the wire lacks on such a life cannot be judged: unknown, never pass.
+    let mut t = wire_lab();
+    let at = find(&t, EffectCommitted, Some("evt-1"));
+    let mut claim = t[at].clone();
+    claim.detail = Some(SPAN.into());
+    claim.event_id = Some("evt-9".into());
+    t.insert(at + 1, claim);
+    let end = t.len() - 2;
+    t.insert(end, ev(Fault, "faults").detail(fault));
+    let o = outcome(&check(&t), "sources-agree").clone();
+    assert_eq!(o.verdict, Verdict::Unknown, "{o:?}");
+    // The same claim on a life that only crashed is judged: a crash explains no lie.
+    let mut t = wire_lab();
+    let mut claim = t[at].clone();
+    claim.detail = Some(SPAN.into());
+    claim.event_id = Some("evt-9".into());
+    t.insert(at + 1, claim);
+    let end = t.len() - 2;
+    t.insert(end, ev(Crash, "worker").detail(r#"{"point":"kill"}"#));
+    assert_eq!(outcome(&check(&t), "sources-agree").verdict, Verdict::Fail);
     // A fault without a service is no wire fault: the disagreement stands.
     let mut t = unreported();
     t.insert(

@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 
 use super::commands::{run_command, CommandError};
 use super::faults::SystemTargets;
+use super::heard::Follow;
 use super::service_set::ServiceSet;
 use super::shared::{run_err, SystemError, Timeline, QUIET_AT_LEAST, QUIET_EVERY, SPAN_SILENCE};
 use super::stage::{HeldExport, Stage};
@@ -17,7 +18,6 @@ use crate::fault::spec::{Nemesis, When};
 use crate::process::child::Status;
 use crate::system::receiver::Intake;
 use crate::system::tasks::{Delivered, Unreachable};
-use crate::wire::Told;
 
 /// A restart due: when, the role, the actor, and its next life.
 type Restart = (Instant, String, String, u32);
@@ -49,8 +49,6 @@ pub(super) struct Parts<'s, 'a, 'e> {
     pub services: &'s mut ServiceSet,
     pub intake: &'s mut mpsc::Receiver<Intake>,
     pub exits: &'s mut mpsc::UnboundedReceiver<(String, u32, Status)>,
-    /// What the listening proxies tell.
-    pub heard: &'s mut mpsc::Receiver<Told>,
 }
 
 impl<'a, 'e> Parts<'_, 'a, 'e> {
@@ -220,13 +218,16 @@ impl Drive {
                 }
                 self.took(parts, item).await?;
             }
-            Some(told) = parts.heard.recv() => {
-                let held = parts.stage.hear(told).await?;
+            Some(told) = parts.stage.heard.recv() => {
+                let held = parts.stage.hear(told, Follow::Faults).await?;
                 self.carried(parts, held).await?;
             }
             Some((actor, incarnation, status)) = parts.exits.recv() => {
                 if let Some(r) = parts.stage.exited(actor, incarnation, status).await? {
                     self.restarts.push(r);
+                }
+                for held in std::mem::take(&mut parts.stage.held) {
+                    self.carried(parts, held).await?;
                 }
             }
             done = &mut self.delivery, if self.delivered.is_none() => {

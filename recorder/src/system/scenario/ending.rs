@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::commands::{run_command, CommandError};
+use super::heard::Follow;
 use super::kept;
 use super::service_set::ServiceSet;
 use super::shared::{run_err, ScenarioOutcome, SystemError, Timeline, GRACE};
@@ -248,9 +249,11 @@ async fn stop_processes(
             let _ = watch.wait_for(Option::is_some).await;
         }
     });
+    // The loop is over: what the proxies still tell is recorded, followed by no fault.
     loop {
         tokio::select! {
             Some(item) = intake.recv() => stage.take(item).await?.answer(),
+            Some(told) = stage.heard.recv() => stage.hear(told, Follow::Nothing).await?.answer(),
             _ = &mut gone => break,
             _ = tokio::time::sleep_until(until) => break,
         }
@@ -261,5 +264,5 @@ async fn stop_processes(
     while let Ok(item) = intake.try_recv() {
         stage.take(item).await?.answer();
     }
-    Ok(())
+    stage.stop_hearing().await
 }

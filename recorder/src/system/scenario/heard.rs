@@ -4,12 +4,15 @@
 //! on it, the faults after it fire). The connection waits meanwhile: a kill after a step read
 //! from a reply happens before the process reads the reply.
 //!
-//! A fact is a life's when it was heard while the life ran: one heard before the current life
-//! started, or after it exited, belongs to a life whose crash is (or is about to be) recorded,
-//! and is counted as skipped instead.
+//! A fact is a life's when it was heard after the life started and before its end was recorded.
+//! The end of a life takes in first what its connections told until then (as a kill takes in the
+//! exports already on their way): a `COMMIT` answered as the process died is its step, before
+//! its `crash` row. A fact heard later from a life whose crash is recorded is counted as
+//! skipped. Once the scenario's loop is over, facts are recorded and followed by no fault.
+
+use std::time::Instant;
 
 use outbox_trace::Kind;
-use tokio::sync::mpsc;
 
 use super::intake::{Called, Reported};
 use super::shared::SystemError;
@@ -19,20 +22,47 @@ use crate::wire::Told;
 /// Why a fact heard from a life that no longer runs gave no row.
 const AFTER_ITS_LIFE: &str = "a step read from the wire after its process ended: not recorded";
 
+/// Whether the faults after a fact's steps fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Follow {
+    /// They do: the scenario runs.
+    Faults,
+    /// They do not: the life is ending, or the scenario is.
+    Nothing,
+}
+
 impl<'a, 'e> Stage<'a, 'e> {
     /// Records the steps of one fact told, and returns what holds its connection: the kills it
     /// called for, and the word that lets the connection go on (sent once they are done).
-    pub(super) async fn hear(&mut self, told: Told) -> Result<HeldExport, SystemError> {
-        self.last_span = std::time::Instant::now();
-        let mut called = Called::default();
+    pub(super) async fn hear(
+        &mut self,
+        told: Told,
+        follow: Follow,
+    ) -> Result<HeldExport, SystemError> {
+        self.last_span = Instant::now();
         let life = self.lives.get(&told.actor).and_then(|life| {
-            let running = life.child.exited().is_none() && life.started <= told.at;
-            running.then(|| (life.incarnation, life.role.clone()))
+            let running = life.ended.is_none() && life.started <= told.at;
+            running.then_some(life.incarnation)
         });
-        let Some((incarnation, _role)) = life else {
+        let Some(incarnation) = life else {
             self.skip(AFTER_ITS_LIFE.to_string());
             return Ok(HeldExport::letting_go(Vec::new(), told.go));
         };
+        let mut called = Called::default();
+        self.record_told(&told, incarnation, follow, &mut called)
+            .await?;
+        self.unqueue_killed(&called);
+        Ok(HeldExport::letting_go(called.kills, told.go))
+    }
+
+    /// Records the steps of `told` as the life `incarnation`'s, following them if `follow`.
+    async fn record_told(
+        &mut self,
+        told: &Told,
+        incarnation: u32,
+        follow: Follow,
+        called: &mut Called,
+    ) -> Result<(), SystemError> {
         let ts_ns = self.env.clock.now() - told.at.elapsed().as_nanos() as i64;
         let at_unix_ns = self.env.epoch_unix_ns + ts_ns.max(0) as u64;
         for heard in &told.heard {
@@ -50,17 +80,46 @@ impl<'a, 'e> Stage<'a, 'e> {
                 let kind = step.kind();
                 self.record(Self::author(&told.actor), incarnation, ts_ns, step)
                     .await?;
-                let reported = Reported {
-                    actor: told.actor.clone(),
-                    incarnation,
-                    kind,
-                    at_unix_ns,
-                };
-                self.follow(reported, &mut called);
+                if follow == Follow::Faults {
+                    let actor = told.actor.clone();
+                    let reported = Reported {
+                        actor,
+                        incarnation,
+                        kind,
+                        at_unix_ns,
+                    };
+                    self.follow(reported, called);
+                }
             }
         }
-        self.unqueue_killed(&called);
-        Ok(HeldExport::letting_go(called.kills, told.go))
+        Ok(())
+    }
+
+    /// Before the end of the life `incarnation` of `actor` is recorded: the facts told so far
+    /// are taken in, that life's as its own (no fault follows them), the others' as usual; the
+    /// others' holds are returned, to be carried out once the end is recorded.
+    pub(super) async fn hear_before_end(
+        &mut self,
+        actor: &str,
+        incarnation: u32,
+    ) -> Result<Vec<HeldExport>, SystemError> {
+        let mut later = Vec::new();
+        while let Ok(told) = self.heard.try_recv() {
+            let ending = told.actor == actor
+                && self
+                    .lives
+                    .get(actor)
+                    .is_some_and(|l| l.incarnation == incarnation && l.started <= told.at);
+            if ending {
+                let mut none = Called::default();
+                self.record_told(&told, incarnation, Follow::Nothing, &mut none)
+                    .await?;
+                HeldExport::letting_go(Vec::new(), told.go).answer();
+            } else {
+                later.push(self.hear(told, Follow::Faults).await?);
+            }
+        }
+        Ok(later)
     }
 
     /// Whether a span's step of `kind` is only the service's account (the wire reads that kind):
@@ -69,18 +128,13 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.env.system.steps.reads(kind)
     }
 
-    /// Takes in what the proxies told and the loop has not read, then stops listening: a
-    /// proxy told nothing more lets its connection go on at once.
-    pub(super) async fn stop_hearing(
-        &mut self,
-        heard: &mut mpsc::Receiver<Told>,
-        intake: &mut mpsc::Receiver<crate::system::receiver::Intake>,
-    ) -> Result<(), SystemError> {
-        while let Ok(told) = heard.try_recv() {
-            let held = self.hear(told).await?;
-            self.carry_out(held, intake).await?;
+    /// Stops listening: what the proxies told and the loop did not read is recorded (no fault
+    /// follows it) and let go; a proxy told nothing more lets its connection go on at once.
+    pub(super) async fn stop_hearing(&mut self) -> Result<(), SystemError> {
+        self.heard.close();
+        while let Some(told) = self.heard.recv().await {
+            self.hear(told, Follow::Nothing).await?.answer();
         }
-        heard.close();
         Ok(())
     }
 }

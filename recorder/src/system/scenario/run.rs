@@ -98,17 +98,15 @@ pub async fn run_scenario(
     stage.first_task = Instant::now();
     timeline.mark("roles started, first task sent");
     let delivery = tokio::spawn(courier.deliver(tasks));
-    let (mut intake, mut exits, mut heard) = (wiring.intake, wiring.exits, wiring.heard);
+    let (mut intake, mut exits) = (wiring.intake, wiring.exits);
     let mut drive = Drive::new(deadline, delivery, could_not);
     let mut parts = Parts {
         stage: &mut stage,
         services: &mut services,
         intake: &mut intake,
         exits: &mut exits,
-        heard: &mut heard,
     };
     drive.run(&mut parts, &timeline).await?;
-    stage.stop_hearing(&mut heard, &mut intake).await?;
     timeline.mark_at("last span", stage.last_span);
     timeline.mark_at("last quiet asked", drive.probe_asked);
     timeline.mark("quiet");
@@ -158,8 +156,6 @@ type LifeSlot = watch::Receiver<Option<(u32, mpsc::UnboundedSender<String>)>>;
 
 /// The channels the stage's parts talk over, kept by the scenario's loop.
 struct Wiring {
-    /// What the listening proxies tell (closed at once without `[steps]`).
-    heard: mpsc::Receiver<Told>,
     intake: mpsc::Receiver<Intake>,
     exits: mpsc::UnboundedReceiver<(String, u32, Status)>,
     /// For a stdin role: where the courier finds its current life, and its answers.
@@ -233,9 +229,10 @@ impl<'s, 'e> Scene<'s, 'e> {
             proxies,
             wire_acts: Vec::new(),
             reading: (!system.steps.is_empty()).then(|| Reading::new(system.steps.clone())),
+            heard,
+            held: Vec::new(),
         };
         let wiring = Wiring {
-            heard,
             intake,
             exits,
             slot: stdin_role.then_some(slot_rx),

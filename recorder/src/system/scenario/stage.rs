@@ -42,6 +42,8 @@ pub(super) struct Life {
     pub(super) child: Child,
     /// When it started.
     pub(super) started: Instant,
+    /// When its end (an exit of its own) was recorded.
+    pub(super) ended: Option<Instant>,
 }
 
 /// A kill to carry out.
@@ -128,6 +130,11 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) wire_acts: Vec<(String, String, WireFault)>,
     /// The `[steps]` mapping's reading of what the proxies hear (none without one).
     pub(super) reading: Option<crate::system::steps::Reading>,
+    /// What the listening proxies tell (closed at once without `[steps]`).
+    pub(super) heard: mpsc::Receiver<crate::wire::Told>,
+    /// Facts of other lives taken in while a life ended on its own, whose kills and answers
+    /// the loop carries out next.
+    pub(super) held: Vec<HeldExport>,
 }
 
 /// The life a token was given to.
@@ -331,6 +338,7 @@ impl<'a, 'e> Stage<'a, 'e> {
                 incarnation,
                 child,
                 started: Instant::now(),
+                ended: None,
             },
         );
         Ok(())
@@ -378,6 +386,7 @@ impl<'a, 'e> Stage<'a, 'e> {
         while let Ok(item) = intake.try_recv() {
             later.push(self.take(item).await?);
         }
+        later.extend(self.hear_before_end(&kill.actor, kill.incarnation).await?);
         self.record(
             Self::author(&kill.actor),
             kill.incarnation,
@@ -445,6 +454,11 @@ impl<'a, 'e> Stage<'a, 'e> {
             return Ok(None);
         }
         let role = life.role.clone();
+        let others = self.hear_before_end(&actor, incarnation).await?;
+        self.held.extend(others);
+        if let Some(life) = self.lives.get_mut(&actor) {
+            life.ended = Some(Instant::now());
+        }
         self.record(
             Self::author(&actor),
             incarnation,

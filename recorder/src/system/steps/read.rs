@@ -85,14 +85,21 @@ impl Reading {
     /// gives an effect for an event gives no suppression of it.
     fn committed(&mut self, rules: &[Rule], statements: &[Statement]) -> Vec<Found> {
         let shaped = shaped(statements);
-        let matched: Vec<&Rule> = rules
+        // Each rule with each statement it matches: a batch gives a step per statement.
+        let matched: Vec<(&Rule, usize)> = rules
             .iter()
-            .filter(|rule| match &rule.on {
-                On::Commit { target, rows } => shaped.iter().any(|(st, sh)| {
-                    sh.target.as_ref() == Some(target)
-                        && rows.map_or(st.rows() >= 1, |n| st.rows() == n)
-                }),
-                On::Subject(_) => false,
+            .flat_map(|rule| {
+                shaped
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (st, sh))| match &rule.on {
+                        On::Commit { target, rows } => {
+                            sh.target.as_ref() == Some(target)
+                                && rows.map_or(st.rows() >= 1, |n| st.rows() == n)
+                        }
+                        On::Subject(_) => false,
+                    })
+                    .map(move |(i, _)| (rule, i))
             })
             .collect();
         if matched.is_empty() {
@@ -100,13 +107,10 @@ impl Reading {
         }
         self.store_rev += 1;
         let mut events: Vec<Event> = Vec::new();
-        for rule in matched {
-            let On::Commit { target, .. } = &rule.on else {
-                continue;
-            };
+        for (rule, at) in matched {
             let mut event = Event::new(rule.kind);
             for (column, reference) in &rule.columns {
-                set(&mut event, column, reference.in_statements(&shaped, target));
+                set(&mut event, column, reference.in_statements(&shaped, at));
             }
             event.store_rev = Some(self.store_rev);
             // One step of a kind per event and transaction, whichever rules matched it.

@@ -292,3 +292,30 @@ fn two_rules_of_one_kind_give_one_step_per_event_and_transaction() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_batch_gives_a_step_per_matching_statement_with_that_statement_s_ids() {
+    let mut reading = Reading::new(check(EXAMPLE).unwrap());
+    let insert = |event: &str, tag: &str| {
+        statement(
+            "INSERT INTO processed (event_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            &[event],
+            tag,
+        )
+    };
+    // Two keys found, one inserted: two suppressions, each with its own event.
+    let heard = Heard::Committed(vec![
+        insert("evt-1", "INSERT 0 1"),
+        insert("evt-2", "INSERT 0 0"),
+        insert("evt-3", "INSERT 0 0"),
+    ]);
+    let found = reading.read("postgres", "worker", 0, &heard);
+    let events: Vec<String> = found
+        .iter()
+        .map(|f| match f {
+            Ok(Step::DuplicateSuppressed { about, .. }) => about.event_id.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(events, ["evt-2", "evt-3"]);
+}

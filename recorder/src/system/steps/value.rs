@@ -2,7 +2,7 @@
 //! committed transaction (`outbox.event_id`, `outbox.$1`), or a NATS message's JSON payload
 //! (`payload:/event_id`) or header (`header:Nats-Msg-Id`).
 
-use super::sql::{shape, Shape, Target};
+use super::sql::{shape, Shape};
 use crate::wire::heard::{Message, Statement};
 
 /// One reference, as checked.
@@ -82,38 +82,30 @@ impl Ref {
         }
     }
 
-    /// Its value in a committed transaction: the first statement on its table that has it,
-    /// those the rule matched (`matched`) first.
+    /// Its value in a committed transaction: the statement the rule matched (`matched`, an
+    /// index into `statements`) first, then the first other statement on its table that has
+    /// it.
     pub fn in_statements(
         &self,
         statements: &[(Statement, Shape)],
-        matched: &Target,
+        matched: usize,
     ) -> Option<String> {
-        let (first, rest): (Vec<_>, Vec<_>) = statements
+        let first = statements.get(matched).into_iter();
+        let rest = statements
             .iter()
-            .cloned()
-            .partition(|(_, s)| s.target.as_ref() == Some(matched));
-        self.in_order(&first).or_else(|| self.in_order(&rest))
+            .enumerate()
+            .filter(move |(i, _)| *i != matched)
+            .map(|(_, s)| s);
+        first.chain(rest).find_map(|s| self.in_one(s))
     }
 
-    /// Its value in the first of `statements` on its table that has it.
-    fn in_order(&self, statements: &[(Statement, Shape)]) -> Option<String> {
-        fn on<'s>(
-            statements: &'s [(Statement, Shape)],
-            table: &'s str,
-        ) -> impl Iterator<Item = &'s (Statement, Shape)> {
-            statements
-                .iter()
-                .filter(move |(_, s)| s.target.as_ref().is_some_and(|t| t.table == table))
-        }
+    /// Its value in one statement, if the statement is on its table and has it.
+    fn in_one(&self, (statement, shape): &(Statement, Shape)) -> Option<String> {
+        let on = |table: &str| shape.target.as_ref().is_some_and(|t| t.table == table);
         match self {
-            Ref::Column { table, column } => {
-                on(statements, table).find_map(|(st, sh)| column_of(st, sh, column))
-            }
-            Ref::Param { table, n } => {
-                on(statements, table).find_map(|(st, _)| st.params.get(n - 1).cloned()?)
-            }
-            Ref::Payload(_) | Ref::Header(_) => None,
+            Ref::Column { table, column } if on(table) => column_of(statement, shape, column),
+            Ref::Param { table, n } if on(table) => statement.params.get(n - 1).cloned()?,
+            _ => None,
         }
     }
 
@@ -221,32 +213,17 @@ mod tests {
             tag: "SELECT 1".into(),
         };
         let statements = shaped(&[lookup, upsert]);
-        let on = |table: &str| Target {
-            verb: super::super::sql::Verb::Insert,
-            table: table.into(),
-        };
         let value = Ref::parse("counters.value").unwrap();
-        assert_eq!(
-            value.in_statements(&statements, &on("counters")),
-            Some("10".into())
-        );
+        assert_eq!(value.in_statements(&statements, 1), Some("10".into()));
         let key = Ref::parse("counters.counter_key").unwrap();
-        assert_eq!(
-            key.in_statements(&statements, &on("counters")),
-            Some("agg-1".into())
-        );
+        assert_eq!(key.in_statements(&statements, 1), Some("agg-1".into()));
         let amount = Ref::parse("counters.$2").unwrap();
-        assert_eq!(
-            amount.in_statements(&statements, &on("counters")),
-            Some("3".into())
-        );
-        // Matched elsewhere: the first statement on the table that has it.
-        assert_eq!(
-            value.in_statements(&statements, &on("results")),
-            Some("1".into())
-        );
+        assert_eq!(amount.in_statements(&statements, 1), Some("3".into()));
+        // The matched statement first: the look-up's row, or past the end the first that has it.
+        assert_eq!(value.in_statements(&statements, 0), Some("1".into()));
+        assert_eq!(value.in_statements(&statements, 9), Some("1".into()));
         let missing = Ref::parse("results.amount").unwrap();
-        assert_eq!(missing.in_statements(&statements, &on("counters")), None);
+        assert_eq!(missing.in_statements(&statements, 1), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use outbox_trace::otlp::Why;
 use outbox_trace::Kind;
 
 use super::intake::{Called, Reported};
@@ -72,8 +73,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             for found in reading.read(&told.service, &told.actor, incarnation, heard) {
                 let step = match found {
                     Ok(step) => step,
-                    Err(why) => {
-                        self.skip(why);
+                    Err(missing) => {
+                        self.drop_span(Why::Refused(missing));
                         continue;
                     }
                 };

@@ -299,7 +299,7 @@ impl<'a, 'e> Stage<'a, 'e> {
     }
 
     /// Counts a span that gave no row in `run_end`'s counts; a refused one also as skipped.
-    fn drop_span(&mut self, why: Why) {
+    pub(super) fn drop_span(&mut self, why: Why) {
         self.outcome.dropped.add(&why);
         match why {
             Why::Refused(missing) => self.skip(missing.to_string()),

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use outbox_trace::detail::Note;
+use outbox_trace::step::MissingFields;
 use outbox_trace::{Event, Kind, Step};
 
 use super::value::shaped;
@@ -16,8 +17,9 @@ use crate::wire::heard::{Heard, Message, Statement};
 /// out rather than the memory grown).
 const COUNTED_AT_MOST: usize = 1 << 20;
 
-/// What one fact gave: a step, or why a matching fact gave none.
-pub type Found = Result<Step, String>;
+/// What one fact gave: a step, or the ids a matching fact lacked (counted as a refused span's
+/// are, in `run_end.detail.refused`).
+pub type Found = Result<Step, MissingFields>;
 
 /// One scenario's reading of its proxies: the rules, and the numbers the wire gives in order.
 #[derive(Debug)]
@@ -193,8 +195,7 @@ fn set(event: &mut Event, column: &str, value: Option<String>) {
 
 /// The step of a filled-in event, said to be read from the wire; or which id it lacks.
 fn step(event: Event) -> Found {
-    let mut step = Step::try_from(&event)
-        .map_err(|missing| format!("{} read from the wire: {missing}", event.kind.as_str()))?;
+    let mut step = Step::try_from(&event)?;
     if let Some(note) = step.note_mut() {
         *note = Note {
             source: Some("wire".to_string()),

@@ -32,6 +32,10 @@ pub fn unworked(invariant: Invariant, ends: &Ends) -> Option<Outcome> {
 /// the kinds each outcome's rule reads, in the same order.
 pub fn apply(ends: &Ends, reads: &[&'static [Kind]], outcomes: &mut [Outcome]) {
     for (o, &kinds) in outcomes.iter_mut().zip(reads) {
+        // Nothing was compared (one source): no row, refused or not, could change that.
+        if o.reason == Some(Reason::OneSource) {
+            continue;
+        }
         let doubt = match o.verdict {
             Verdict::Pass => kinds.iter().find_map(|&k| ends.refused(k)),
             Verdict::Fail if removable(o.invariant) => kinds.iter().find_map(|&k| ends.refused(k)),

@@ -12,7 +12,7 @@
 use outbox_trace::{detail_key, Kind};
 
 use super::dialect::WS;
-use super::query::Query;
+use super::query::{lit, Query};
 use crate::check::{Invariant, LostRows, LostSpans, Reason};
 
 /// The key `run_end.detail.refused` holds spans that named no kind under (refused spans of
@@ -291,7 +291,11 @@ pub(super) fn settle(
     } else {
         String::new()
     };
-    let by_refused = format!("({v} = 'pass'{fail}) AND {refused} IS NOT NULL");
+    // A pass that compared nothing (one source) no row could change.
+    let one_source = lit(&Reason::OneSource);
+    let by_refused = format!(
+        "({v} = 'pass'{fail}) AND {refused} IS NOT NULL AND coalesce({r}, '') <> {one_source}"
+    );
     let by_doubt = format!("{lost} AND {doubt} IS NOT NULL");
     (
         format!("CASE WHEN {by_refused} OR {by_doubt} THEN 'unknown' ELSE {v} END"),

@@ -56,8 +56,9 @@
 //! - the reasons of the rules for interrupted runs and for a scenario's own lost replies are the
 //!   SQL's words: `check` gains those rules at the same time, and its words may differ;
 //! - a scenario that reads steps from the wire (`run_start.detail.wire_steps`): the statement
-//!   judges every row, the spans' accounts of those steps among them (`check` judges the wire's
-//!   rows alone, `crate::check::sources`), and leaves `sources-agree` `unknown` (see its file).
+//!   cannot tell the spans' accounts of those steps from the wire's rows (`check` judges the
+//!   wire's alone, `crate::check::sources`), so it leaves every invariant of such a scenario
+//!   `unknown`, saying why, where `check` decides (see `sources_agree.rs`).
 
 mod ack_after_commit;
 mod aggregate_order;

@@ -14,10 +14,20 @@ use crate::check::Reason;
 const NOT_EXPRESSED: &str = "'the scenario reads steps from the wire: analyzer sql does not \
                              compare the sources; analyzer check does'";
 
-/// Adds the tables of `sources-agree`.
-pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+/// Why the statement leaves every other invariant of such a scenario undecided.
+pub(crate) const BOTH_SOURCES: &str = "'the scenario reads steps from the wire: analyzer sql \
+                                       judges every row, the accounts of the spans among them; \
+                                       analyzer check judges the rows read from the wire'";
+
+/// The condition that a scenario's `run_start` lists a kind it reads from the wire.
+pub(crate) fn reads_wire(q: &mut Query) -> String {
+    format!("{} > 0", listed(q).join(" + "))
+}
+
+/// Per kind of the contract, 1 where the scenario's `run_start` lists it in `wire_steps`.
+fn listed(q: &mut Query) -> Vec<String> {
     let d = q.d;
-    let listed: Vec<String> = Kind::ALL
+    Kind::ALL
         .iter()
         .map(|k| {
             let has = d.json_list_has("detail", detail_key!(RunStart.wire_steps), k.as_str());
@@ -28,7 +38,12 @@ pub(crate) fn part(q: &mut Query, p: &str) -> Part {
             );
             format!("coalesce({n}, 0)")
         })
-        .collect();
+        .collect()
+}
+
+/// Adds the tables of `sources-agree`.
+pub(crate) fn part(q: &mut Query, p: &str) -> Part {
+    let listed = listed(q);
     let none = q.cte(
         &format!("{p}_none"),
         "SELECT run_id, scenario, seq AS vat FROM base WHERE 1 = 0",

@@ -95,9 +95,17 @@ fn build(req: &Request) -> Result<(Query, Vec<Invariant>), DialectError> {
     let mut cols = vec![lost_rows::columns(&mut q), tried];
     let mut finals = Vec::new();
     let mut witnessed = Vec::new();
+    let both_sources = sources_agree::reads_wire(&mut q);
     for &inv in &invariants {
         let p = inv.sql_prefix();
         let mut parts = part(inv, &mut q);
+        if inv != Invariant::SourcesAgree {
+            // Where spans and wire both speak, the statement cannot tell their rows apart.
+            let why = sources_agree::BOTH_SOURCES.to_string();
+            parts
+                .early
+                .insert(0, (both_sources.clone(), "unknown", why));
+        }
         if !inv.judges().is_empty() {
             // Zero rows are no evidence where work happened (`crate::check::evidence`): first.
             let works = q.works();

@@ -9,8 +9,8 @@ use outbox_trace::detail::Note;
 use outbox_trace::step::MissingFields;
 use outbox_trace::{Event, Kind, Step};
 
+use super::rules::{On, Rule, Steps};
 use super::value::shaped;
-use super::{On, Rule, Steps};
 use crate::wire::heard::{Heard, Message, Statement};
 
 /// The most distinct events whose publishes one reading counts (past it, `attempt` is left

@@ -11,6 +11,7 @@
 
 pub mod heard;
 pub mod kafka;
+mod listen;
 pub mod nats;
 pub mod postgres;
 pub mod protocol;
@@ -22,10 +23,10 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use self::heard::Heard;
+pub use self::listen::{Listener, Told};
 use self::protocol::{Flow, Losses, Reader};
 use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
@@ -39,64 +40,6 @@ pub const MAX_CONNECTIONS: usize = 256;
 
 /// How long the proxy waits after an accept that failed (no descriptor left) before the next.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
-/// The longest a listening proxy holds a connection for its listener's word (a listener that
-/// stopped reading never stalls a process for longer).
-const HOLD_AT_MOST: Duration = Duration::from_secs(10);
-
-/// What a listening proxy tells its listener: whose connection, what was heard on it, when, and
-/// the word that lets the connection go on. A reply heard is passed on to the process only once
-/// `go` is sent or dropped; a request heard has reached the service already, and the connection
-/// reads nothing more until then. So a step read from the wire can be followed by a kill before
-/// the process learns its outcome, as a span's held export is.
-#[derive(Debug)]
-pub struct Told {
-    /// The process, as the listener named it.
-    pub actor: String,
-    /// The service, as the listener named it.
-    pub service: String,
-    /// What was heard, in order.
-    pub heard: Vec<Heard>,
-    /// When the bytes that told it crossed the proxy.
-    pub at: Instant,
-    /// Sent or dropped: the connection goes on.
-    pub go: oneshot::Sender<()>,
-}
-
-/// Where a listening proxy sends what it hears, and the names it gives.
-#[derive(Debug, Clone)]
-pub struct Listener {
-    /// The channel to the listener.
-    pub to: mpsc::Sender<Told>,
-    /// The process whose connections the proxy carries.
-    pub actor: String,
-    /// The service it reaches.
-    pub service: String,
-}
-
-impl Listener {
-    /// Tells `heard` (if anything) and waits for the word to go on, at most [`HOLD_AT_MOST`].
-    async fn tell(&self, heard: Vec<Heard>) {
-        if heard.is_empty() {
-            return;
-        }
-        let (go, wait) = oneshot::channel();
-        let told = Told {
-            actor: self.actor.clone(),
-            service: self.service.clone(),
-            heard,
-            at: Instant::now(),
-            go,
-        };
-        // The whole hold, a wait for room in the channel included, lasts at most HOLD_AT_MOST.
-        let _ = tokio::time::timeout(HOLD_AT_MOST, async {
-            if self.to.send(told).await.is_ok() {
-                let _ = wait.await;
-            }
-        })
-        .await;
-    }
-}
 
 /// A wire fault this proxy cannot carry out.
 #[derive(Debug, thiserror::Error)]

@@ -267,13 +267,18 @@ fn the_node_example_is_valid_when_a_commit_reply_a_publish_ack_or_a_consumer_ack
 /// pause may land while the paused worker holds no order); the analyzer must fail `invariant` in
 /// one of them, and never call the trace anything but valid or invalid.
 fn caught(bug: &str, args: &[&str], invariant: &str, tries: u32) {
+    caught_in(&example(), bug, args, invariant, tries);
+}
+
+/// As [`caught`], with the system file `system` (the example's, or another of its directory).
+pub(crate) fn caught_in(system: &Path, bug: &str, args: &[&str], invariant: &str, tries: u32) {
     let mut seen = Vec::new();
     for _ in 0..tries {
         let dir = tempfile::tempdir().unwrap();
         let env = format!("BUG={bug}");
         let mut all = vec!["--scenario", "calm", "--env", &env];
         all.extend_from_slice(args);
-        let (output, out) = run_example(dir.path(), &all);
+        let (output, out) = common::record_system(dir.path(), system, &all);
         assert!(output.status.success(), "{bug}: {}", output_text(&output));
         let report = analyse(&[out]).expect("the trace keeps the contract");
         assert_ne!(

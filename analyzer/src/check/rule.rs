@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use outbox_trace::detail::{CounterValue, Observed, RunEnd, RunStart, NO_KIND};
-use outbox_trace::{Detail, Field, Kind};
+use outbox_trace::{Detail, FaultKind, Field, Kind};
 
 use super::outcome::{Outcome, Reason, RepliesLost};
 use super::sources::WireSteps;
@@ -152,6 +152,9 @@ pub struct Ends {
     wire_faults: Vec<(usize, String)>,
     /// The wire faults' positions and targets (processes the trace names).
     pub wire_hits: Vec<(usize, Id)>,
+    /// The positions of the faults that stopped a service every process reaches (a restart or
+    /// a pause of a store or broker): each hit the traffic of every life then running.
+    pub service_hits: Vec<usize>,
 }
 
 impl Ends {
@@ -183,6 +186,16 @@ impl Ends {
                     RepliesLost::add(&mut self.replies_lost, f);
                     if let (Some(target), Some(_)) = (&f.target, &f.service) {
                         self.wire_faults.push((at, target.clone()));
+                    }
+                    let stops_a_service = matches!(
+                        f.fault,
+                        FaultKind::ServiceRestart
+                            | FaultKind::ServicePause
+                            | FaultKind::BrokerRestart
+                            | FaultKind::StoreRestart
+                    );
+                    if stops_a_service {
+                        self.service_hits.push(at);
                     }
                 }
             }

@@ -8,9 +8,11 @@
 //!
 //! Some disagreements are a fault's doing, and cannot be judged: a step on the wire that a life
 //! never reported, where the life crashed (its own `crash` row: killed before it could report)
-//! or a wire fault hit it (a `fault` row with a `service`, whose `target` is the actor, after
-//! the life began: a lost reply leaves it not knowing); and a step a life reported that the wire
-//! lacks, where a wire fault hit it (a connection whose bytes were dropped is no longer read).
+//! or a wire fault hit it (a `fault` row with a `service`, whose `target` is the actor, or a
+//! restart or pause of a store or broker, after the life began: a lost reply leaves it not
+//! knowing, a copy delivered as its broker went down may never reach its handler); and a step a
+//! life reported that the wire lacks, where such a fault hit it (a connection whose bytes were
+//! dropped is no longer read; a client holds a publish while its broker is down).
 //! A span claiming a step the wire never carried on a life no wire fault hit is judged even if
 //! the life crashed. An unreported step a fault explains is counted in a note (the wire's row
 //! is judged; the process had no chance to report it); a reported step the wire lacks on a life
@@ -163,13 +165,17 @@ impl Rule {
         }
     }
 
-    /// Whether a wire fault aimed at the actor of `step` came after its life began.
+    /// Whether a wire fault aimed at the actor of `step`, or a fault that stopped a service, came
+    /// after its life began.
     fn wire_fault_hit(&self, step: &Step, ends: &Ends) -> bool {
         let life = (step.actor, step.incarnation);
         let began = self.began.get(&life).copied().unwrap_or(0);
-        ends.wire_hits
-            .iter()
-            .any(|&(at, target)| target == step.actor && at >= began)
+        let service_hit = ends.service_hits.iter().any(|&at| at >= began);
+        service_hit
+            || ends
+                .wire_hits
+                .iter()
+                .any(|&(at, target)| target == step.actor && at >= began)
     }
 }
 

@@ -161,6 +161,19 @@ fn an_unreported_commit_on_a_life_a_wire_fault_hit_is_explained() {
     let end = t.len() - 2;
     t.insert(end, ev(Crash, "worker").detail(r#"{"point":"kill"}"#));
     assert_eq!(outcome(&check(&t), "sources-agree").verdict, Verdict::Fail);
+    // A restart of a service every process reaches hits every life then running: unknown.
+    let mut t = wire_lab();
+    let mut claim = t[at].clone();
+    claim.detail = Some(SPAN.into());
+    claim.event_id = Some("evt-9".into());
+    t.insert(at + 1, claim);
+    let end = t.len() - 2;
+    let restart = r#"{"fault":"service-restart","target":"nats"}"#;
+    t.insert(end, ev(Fault, "faults").detail(restart));
+    assert_eq!(
+        outcome(&check(&t), "sources-agree").verdict,
+        Verdict::Unknown
+    );
     // A fault without a service is no wire fault: the disagreement stands.
     let mut t = unreported();
     t.insert(

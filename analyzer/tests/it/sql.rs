@@ -650,6 +650,7 @@ fn the_witness_statement_lists_rows_of_failing_invariants_only() {
 import duckdb, sys, json
 statements = [s for s in sys.stdin.read().split(";\n") if s.strip()]
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 rows = con.execute(statements[1]).fetchall()
 print(json.dumps([[r[2], int(r[3]), r[6]] for r in rows]))
 "#;

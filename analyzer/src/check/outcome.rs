@@ -42,8 +42,9 @@ pub enum Reason {
     /// The scenario has no row of these kinds (and its producer did not declare that it reports
     /// them), though the invariant needs them to judge what the trace holds.
     NoRows(&'static [Kind]),
-    /// The producer refused spans of this kind for want of columns it requires (see
-    /// `run_end.detail.refused`): rows of it are missing, and could change the verdict.
+    /// The producer refused spans of this kind for want of columns it requires, or for the
+    /// reasons it gives (a step it could not read from the wire, an export it could not place;
+    /// see `run_end.detail.refused`): rows of it are missing, and could change the verdict.
     Refused {
         /// The kind; `None` for spans that named no kind (`run_end.detail.refused["(none)"]`).
         kind: Option<Kind>,
@@ -51,6 +52,8 @@ pub enum Reason {
         spans: u64,
         /// The columns they lacked.
         missing: Vec<String>,
+        /// The producer's other reasons.
+        reasons: Vec<String>,
     },
     /// The scenario has no row of these kinds and the producer counted spans that mapped to no
     /// kind (`run_end.detail.unmapped`): they may have been such rows.

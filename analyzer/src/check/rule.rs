@@ -333,6 +333,7 @@ impl Ends {
             kind,
             spans: r.spans,
             missing: r.missing.clone(),
+            reasons: r.reasons.clone(),
         })
     }
 

@@ -98,6 +98,15 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
 }
 
 /// Why a scenario cut short decides nothing against the store.
+/// Why spans were refused: the columns they lacked, else the producer's reasons.
+fn refusal(missing: &[String], reasons: &[String]) -> String {
+    if missing.is_empty() && !reasons.is_empty() {
+        format!("({})", reasons.join("; "))
+    } else {
+        format!("for want of {}", missing.join(", "))
+    }
+}
+
 fn cut_short(no_run_end: bool) -> String {
     let why = if no_run_end {
         "the scenario has no run_end row"
@@ -151,11 +160,12 @@ pub fn reason(r: &Reason) -> String {
             kind,
             spans,
             missing,
+            reasons,
         } => format!(
-            "{spans} {} span(s) were refused for want of {} (run_end.detail.refused): \
+            "{spans} {} span(s) were refused {} (run_end.detail.refused): \
              the rows they would have given could change this",
             kind.map_or("kind-less", Kind::as_str),
-            missing.join(", ")
+            refusal(missing, reasons)
         ),
         Reason::Unmapped {
             kinds,
@@ -310,7 +320,7 @@ pub fn what_to_add(outcomes: &[&crate::check::Outcome]) -> Vec<String> {
             continue;
         }
         match &o.reason {
-            Some(Reason::Refused { kind, missing, .. }) => {
+            Some(Reason::Refused { kind, missing, .. }) if !missing.is_empty() => {
                 let add: Vec<String> = missing.iter().map(|c| format!("`outbox.{c}`")).collect();
                 let whose = kind.map_or_else(
                     || "spans with `outbox.*` attributes".to_string(),

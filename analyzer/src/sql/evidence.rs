@@ -121,6 +121,7 @@ impl Query {
                 kind,
                 spans: NUMBER,
                 missing: vec![TEXT.to_string()],
+                reasons: Vec::new(),
             };
             words(
                 &r,

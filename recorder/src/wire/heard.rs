@@ -7,6 +7,9 @@
 //!
 //! Values stay as the wire carried them: text where the protocol sends text (PostgreSQL's text
 //! format, NATS headers), bytes otherwise.
+//!
+//! A reader that can no longer tell what a connection carries says so ([`Heard::Unread`]): the
+//! facts it would have told are missing, and whoever counts facts must know it.
 
 /// One fact a reader heard on a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +35,34 @@ pub enum Heard {
     /// The process acknowledged a delivery heard before (`+ACK`, `+NXT` or an empty body, published to
     /// its `$JS.ACK.` subject).
     Acked(Delivery),
+    /// From now on facts this connection carries `way` may pass untold (told once per way and
+    /// connection): a fault dropped some of its bytes and the reader lost its place, the
+    /// connection turned to TLS, it holds more than the reader follows, or a message was too big
+    /// to read.
+    Unread {
+        /// The traffic that passes unread.
+        way: Ways,
+        /// Why, in a few words.
+        why: &'static str,
+    },
+}
+
+/// A direction of a connection's traffic, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ways {
+    /// From the process toward the service: a statement, a publish, an ACK.
+    Requests,
+    /// From the service toward the process: a commit's answer, a publish's ACK, a delivery.
+    Replies,
+    /// Both.
+    Both,
+}
+
+impl Ways {
+    /// Whether traffic `self` and `other` have a direction in common.
+    pub fn meets(self, other: Ways) -> bool {
+        self == Ways::Both || other == Ways::Both || self == other
+    }
 }
 
 /// One statement of a transaction, as it completed.

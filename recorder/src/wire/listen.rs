@@ -1,6 +1,8 @@
 //! A proxy that listens: what its readers hear goes to a [`Listener`], and the connection
 //! waits for the listener's word ([`Told`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -39,6 +41,8 @@ pub struct Listener {
     pub actor: String,
     /// The service it reaches.
     pub service: String,
+    /// Counts the facts the listener never took: its channel stayed full for the whole hold.
+    pub missed: Arc<AtomicU64>,
 }
 
 impl Listener {
@@ -56,11 +60,17 @@ impl Listener {
             go,
         };
         // The whole hold, a wait for room in the channel included, lasts at most HOLD_AT_MOST.
+        let mut sent = false;
         let _ = tokio::time::timeout(HOLD_AT_MOST, async {
             if self.to.send(told).await.is_ok() {
+                sent = true;
                 let _ = wait.await;
             }
         })
         .await;
+        // A listener that stopped listening has nothing more to count.
+        if !sent && !self.to.is_closed() {
+            self.missed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

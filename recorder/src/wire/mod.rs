@@ -15,19 +15,20 @@ mod listen;
 pub mod nats;
 pub mod postgres;
 pub mod protocol;
+mod relay;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use self::listen::{Listener, Told};
-use self::protocol::{Flow, Losses, Reader};
+use self::protocol::{Losses, Reader};
+use self::relay::relay;
 use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
 
@@ -204,13 +205,6 @@ impl Shared {
             dropped: self.dropped() - done.from,
         };
         self.over.lock().expect("proxy over").push(over);
-    }
-
-    /// Tells the listener what `reader` heard, and waits for its word.
-    async fn tell(&self, reader: &mut Option<Box<dyn Reader>>) {
-        if let (Some(listener), Some(r)) = (&self.listener, reader.as_mut()) {
-            listener.tell(r.heard()).await;
-        }
     }
 
     /// A reader for a new connection, by the service's wire.
@@ -439,105 +433,6 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
 /// Closes `stream` with a reset (RST) rather than an orderly end.
 fn refuse(stream: TcpStream) {
     let _ = stream.set_zero_linger();
-}
-
-/// A direction of a connection.
-#[derive(Debug, Clone, Copy)]
-enum Way {
-    /// From the process toward the service.
-    Request,
-    /// From the service toward the process.
-    Reply,
-}
-
-/// What to pass on of `bytes`, read in `way`: the bytes themselves without a reader, else what
-/// the reader put in `out`; and what to do with the connection then.
-fn through<'a>(
-    reader: &mut Option<Box<dyn Reader>>,
-    way: Way,
-    bytes: &'a [u8],
-    out: &'a mut Vec<u8>,
-    losses: &Losses,
-) -> (&'a [u8], Flow) {
-    let Some(r) = reader else {
-        return (bytes, Flow::Go);
-    };
-    out.clear();
-    let flow = match way {
-        Way::Request => r.request(bytes, out, losses),
-        Way::Reply => r.reply(bytes, out, losses),
-    };
-    (&out[..], flow)
-}
-
-/// Relays one connection both ways until both ends are done or a reset comes. `reader` follows
-/// the protocol while every byte passes; a direction dropped for a while loses its place, and
-/// the connection is relayed unread from then on.
-async fn relay(
-    mut client: TcpStream,
-    mut server: TcpStream,
-    shared: &Shared,
-    mut reset: watch::Receiver<u64>,
-    mut reader: Option<Box<dyn Reader>>,
-) {
-    let mut up = vec![0u8; 16 * 1024];
-    let mut down = vec![0u8; 16 * 1024];
-    let mut out = Vec::with_capacity(16 * 1024);
-    let (mut client_open, mut server_open) = (true, true);
-    while client_open || server_open {
-        let flow = tokio::select! {
-            read = client.read(&mut up), if client_open => match read {
-                Ok(0) | Err(_) => {
-                    client_open = false;
-                    let _ = server.shutdown().await;
-                    Flow::Go
-                }
-                Ok(n) if shared.until(|f| f.requests) => {
-                    shared.request_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    reader = None;
-                    Flow::Go
-                }
-                Ok(n) => {
-                    shared.passed[0].fetch_add(n as u64, Ordering::Relaxed);
-                    let (bytes, flow) =
-                        through(&mut reader, Way::Request, &up[..n], &mut out, &shared.losses);
-                    if server.write_all(bytes).await.is_err() {
-                        break;
-                    }
-                    shared.tell(&mut reader).await;
-                    flow
-                }
-            },
-            read = server.read(&mut down), if server_open => match read {
-                Ok(0) | Err(_) => {
-                    server_open = false;
-                    let _ = client.shutdown().await;
-                    Flow::Go
-                }
-                Ok(n) if shared.until(|f| f.replies) => {
-                    shared.reply_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    reader = None;
-                    Flow::Go
-                }
-                Ok(n) => {
-                    shared.passed[1].fetch_add(n as u64, Ordering::Relaxed);
-                    let (bytes, flow) =
-                        through(&mut reader, Way::Reply, &down[..n], &mut out, &shared.losses);
-                    shared.tell(&mut reader).await;
-                    if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
-                        break;
-                    }
-                    flow
-                }
-            },
-            _ = reset.changed() => Flow::Reset,
-        };
-        if flow == Flow::Reset {
-            refuse(server);
-            refuse(client);
-            return;
-        }
-    }
 }
 
 #[cfg(test)]

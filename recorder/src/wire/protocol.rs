@@ -26,6 +26,11 @@ pub trait Reader: Send {
     fn request(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow;
     /// Bytes from the service toward the process.
     fn reply(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow;
+    /// Bytes from the service that a fault drops on their way to the process: whether the
+    /// reader read them and keeps its place (by default it does not, and reads no more replies).
+    fn dropped_reply(&mut self, _bytes: &[u8], _losses: &Losses) -> bool {
+        false
+    }
     /// What it heard since the last call, when it listens (a reader made to listen decodes what
     /// it would otherwise only frame; see [`super::heard`]).
     fn heard(&mut self) -> Vec<super::heard::Heard> {

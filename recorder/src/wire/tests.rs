@@ -1,5 +1,6 @@
 //! The proxy's own tests: faults on real loopback connections.
 use super::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// An echo server on a free port.
 async fn echo() -> SocketAddr {

@@ -128,6 +128,7 @@ async fn listening_proxy(port: u16) -> (Proxy, Arc<Mutex<Vec<Heard>>>) {
         to,
         actor: "api".into(),
         service: "pg".into(),
+        missed: Default::default(),
     };
     let upstream = ([127, 0, 0, 1], port).into();
     let proxy = Proxy::start_listening(upstream, Wire::Postgres, Some(listener))
@@ -143,14 +144,9 @@ async fn listening_proxy(port: u16) -> (Proxy, Arc<Mutex<Vec<Heard>>>) {
     (proxy, heard)
 }
 
-#[tokio::test]
-async fn a_real_server_s_committed_transactions_are_told_with_what_it_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
-    let (proxy, heard) = listening_proxy(server.port).await;
-    let mut client = TcpStream::connect(("127.0.0.1", proxy.port()))
-        .await
-        .unwrap();
+/// A client through the proxy at `port`, past its startup as user `outbox`.
+async fn connected(port: u16) -> TcpStream {
+    let mut client = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let mut startup = 196_608u32.to_be_bytes().to_vec();
     startup.extend(
         [
@@ -165,6 +161,15 @@ async fn a_real_server_s_committed_transactions_are_told_with_what_it_answered()
     let mut framed = (startup.len() as u32 + 4).to_be_bytes().to_vec();
     framed.extend(startup);
     ask(&mut client, &framed).await;
+    client
+}
+
+#[tokio::test]
+async fn a_real_server_s_committed_transactions_are_told_with_what_it_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let (proxy, heard) = listening_proxy(server.port).await;
+    let mut client = connected(proxy.port()).await;
     let create = "CREATE TABLE outbox (id int, body text, value text DEFAULT 'v1'); \
                   CREATE SEQUENCE x";
     ask(&mut client, &query(create)).await;
@@ -212,4 +217,39 @@ async fn a_real_server_s_committed_transactions_are_told_with_what_it_answered()
         (&["n".to_string()][..], &[Some("1".to_string())][..])
     );
     assert_eq!(transactions[0][1].sql, "CREATE SEQUENCE x");
+}
+
+#[tokio::test]
+async fn a_commit_whose_answer_a_fault_drops_is_still_told_for_the_server_committed_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let (proxy, heard) = listening_proxy(server.port).await;
+    let mut client = connected(proxy.port()).await;
+    ask(&mut client, &query("CREATE TABLE results (id int)")).await;
+    ask(&mut client, &query("BEGIN")).await;
+    ask(&mut client, &query("INSERT INTO results VALUES (1)")).await;
+    let hold = Duration::from_secs(2);
+    proxy
+        .apply(outbox_recorder::fault::spec::WireFault::DropReplies { hold })
+        .unwrap();
+    client.write_all(&query("COMMIT")).await.unwrap();
+    let committed = |heard: &[Heard]| {
+        heard
+            .iter()
+            .any(|h| matches!(h, Heard::Committed(s) if s.iter().any(|s| s.tag == "INSERT 0 1")))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !committed(&heard.lock().unwrap()) {
+        assert!(Instant::now() < deadline, "{:?}", heard.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut answer = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_millis(300), client.read(&mut answer)).await;
+    assert!(read.is_err(), "the process heard no answer: {read:?}");
+    let unread = heard
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|h| matches!(h, Heard::Unread { .. }));
+    assert!(!unread, "the reader kept its place");
 }

@@ -7,9 +7,16 @@
 //! A fact is a life's when it was heard after the life started and before its end was recorded.
 //! The end of a life takes in first what its connections told until then (as a kill takes in the
 //! exports already on their way): a `COMMIT` answered as the process died is its step, before
-//! its `crash` row. A fact heard later from a life whose crash is recorded is counted as
-//! skipped. Once the scenario's loop is over, facts are recorded and followed by no fault.
+//! its `crash` row. A fact heard later from a life whose end is recorded gives no row: where it
+//! changed the service (a commit, a publish, an ACK) the kinds it gives are counted refused, for
+//! the trace misses that change; an answer that no process read is only counted as skipped.
+//! Once the scenario's loop is over, facts are recorded and followed by no fault.
+//!
+//! Facts that could not be read (a connection's traffic unread from some point on, a fact the
+//! proxy gave up telling) are counted refused too, by the kinds they could have given: the
+//! analyzer then knows which verdicts rows could be missing from.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use outbox_trace::otlp::Why;
@@ -18,10 +25,15 @@ use outbox_trace::Kind;
 use super::intake::{Called, Reported};
 use super::shared::SystemError;
 use super::stage::{HeldExport, Stage};
+use crate::system::steps::NoStep;
+use crate::wire::heard::Heard;
 use crate::wire::Told;
 
 /// Why a fact heard from a life that no longer runs gave no row.
 const AFTER_ITS_LIFE: &str = "a step read from the wire after its process ended: not recorded";
+
+/// Why the facts the proxies gave up telling gave no row.
+const MISSED: &str = "a fact the proxy heard waited a whole hold for the recorder: not recorded";
 
 /// Whether the faults after a fact's steps fire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +58,7 @@ impl<'a, 'e> Stage<'a, 'e> {
             running.then_some(life.incarnation)
         });
         let Some(incarnation) = life else {
-            self.skip(AFTER_ITS_LIFE.to_string());
+            self.after_its_life(&told);
             return Ok(HeldExport::letting_go(Vec::new(), told.go));
         };
         let mut called = Called::default();
@@ -73,8 +85,8 @@ impl<'a, 'e> Stage<'a, 'e> {
             for found in reading.read(&told.service, &told.actor, incarnation, heard) {
                 let step = match found {
                     Ok(step) => step,
-                    Err(missing) => {
-                        self.drop_span(Why::Refused(missing));
+                    Err(no_step) => {
+                        self.refuse(no_step);
                         continue;
                     }
                 };
@@ -94,6 +106,43 @@ impl<'a, 'e> Stage<'a, 'e> {
             }
         }
         Ok(())
+    }
+
+    /// Counts a fact that gave no step where a rule could have matched.
+    fn refuse(&mut self, no_step: NoStep) {
+        let why = match no_step {
+            NoStep::Lacks(missing) => Why::Refused(missing),
+            NoStep::Unread { kind, why } => Why::Rejected { kind, reason: why },
+        };
+        self.drop_span(why);
+    }
+
+    /// A fact of a life whose end is recorded: a change it made to the service (the process's
+    /// request, or a commit) is counted refused by the kinds it gives; an answer only skipped.
+    fn after_its_life(&mut self, told: &Told) {
+        self.skip(AFTER_ITS_LIFE.to_string());
+        let Some(reading) = self.reading.as_mut() else {
+            return;
+        };
+        let mut kinds = Vec::new();
+        for heard in &told.heard {
+            let changed = matches!(
+                heard,
+                Heard::Committed(_) | Heard::Published(_) | Heard::Acked(_) | Heard::Unread { .. }
+            );
+            if changed {
+                let found = reading.read(&told.service, &told.actor, 0, heard);
+                kinds.extend(found.iter().map(|f| match f {
+                    Ok(step) => step.kind(),
+                    Err(NoStep::Lacks(m)) => m.kind,
+                    Err(NoStep::Unread { kind, .. }) => *kind,
+                }));
+            }
+        }
+        for kind in kinds {
+            let reason = AFTER_ITS_LIFE;
+            self.drop_span(Why::Rejected { kind, reason });
+        }
     }
 
     /// Before the end of the life `incarnation` of `actor` is recorded: the facts told so far
@@ -135,6 +184,12 @@ impl<'a, 'e> Stage<'a, 'e> {
         self.heard.close();
         while let Some(told) = self.heard.recv().await {
             self.hear(told, Follow::Nothing).await?.answer();
+        }
+        if self.missed.load(Ordering::Relaxed) > 0 {
+            for kind in self.env.system.steps.kinds() {
+                let reason = MISSED;
+                self.drop_span(Why::Rejected { kind, reason });
+            }
         }
         Ok(())
     }

@@ -3,6 +3,8 @@
 //! lives and the tasks, the loop ([`super::drive`]), and the end ([`super::ending`]).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Instant;
 
 use outbox_trace::detail::{self, CounterValue};
@@ -173,6 +175,7 @@ impl<'s, 'e> Scene<'s, 'e> {
     ) -> Result<(Stage<'s, 'e>, Wiring), SystemError> {
         let (env, system) = (self.env, self.env.system);
         let (heard_tx, heard) = mpsc::channel::<Told>(HEARD_AT_ONCE);
+        let missed = Arc::new(AtomicU64::new(0));
         let mut proxies = BTreeMap::new();
         for (_, actor) in system.all_actors() {
             for (sname, service) in &services.services {
@@ -182,6 +185,7 @@ impl<'s, 'e> Scene<'s, 'e> {
                     to: heard_tx.clone(),
                     actor: actor.clone(),
                     service: sname.clone(),
+                    missed: missed.clone(),
                 });
                 let proxy = Proxy::start_listening(upstream, wire, listener)
                     .await
@@ -230,6 +234,7 @@ impl<'s, 'e> Scene<'s, 'e> {
             wire_acts: Vec::new(),
             reading: (!system.steps.is_empty()).then(|| Reading::new(system.steps.clone())),
             heard,
+            missed,
             held: Vec::new(),
         };
         let wiring = Wiring {

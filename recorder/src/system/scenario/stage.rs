@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -132,6 +132,9 @@ pub(super) struct Stage<'a, 'e> {
     pub(super) reading: Option<crate::system::steps::Reading>,
     /// What the listening proxies tell (closed at once without `[steps]`).
     pub(super) heard: mpsc::Receiver<crate::wire::Told>,
+    /// How many facts the proxies gave up telling (the scenario took none in for a whole
+    /// hold).
+    pub(super) missed: Arc<AtomicU64>,
     /// Facts of other lives taken in while a life ended on its own, whose kills and answers
     /// the loop carries out next.
     pub(super) held: Vec<HeldExport>,

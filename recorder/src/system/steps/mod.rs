@@ -32,7 +32,7 @@ pub mod spec;
 mod sql;
 mod value;
 
-pub use read::{Found, Reading};
+pub use read::{Found, NoStep, Reading};
 pub use rules::{On, Rule, Steps};
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The rules applied to what a proxy heard: each fact a rule matches gives a step of the rule's
 //! kind with the columns it maps, and the columns the wire itself carries (`store_rev`,
 //! `attempt`, `broker_seq`); a fact that matches but lacks an id the kind needs gives the reason
-//! instead, to be counted as a refused step is.
+//! instead, to be counted as a refused span is. So does a connection whose traffic passes
+//! unread from some point on ([`Heard::Unread`]): each kind a rule reads from that traffic may
+//! miss steps, and is counted refused for that reason.
 
 use std::collections::HashMap;
 
@@ -11,15 +13,29 @@ use outbox_trace::{Event, Kind, Step};
 
 use super::rules::{On, Rule, Steps};
 use super::value::shaped;
-use crate::wire::heard::{Heard, Message, Statement};
+use crate::wire::heard::{Heard, Message, Statement, Ways};
 
 /// The most distinct events whose publishes one reading counts (past it, `attempt` is left
 /// out rather than the memory grown).
 const COUNTED_AT_MOST: usize = 1 << 20;
 
-/// What one fact gave: a step, or the ids a matching fact lacked (counted as a refused span's
-/// are, in `run_end.detail.refused`).
-pub type Found = Result<Step, MissingFields>;
+/// What one fact gave: a step, or why it gave none where a rule could have matched (counted as
+/// a refused span is, in `run_end.detail.refused`).
+pub type Found = Result<Step, NoStep>;
+
+/// Why a fact gave no step where a rule could have matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoStep {
+    /// It matched, but lacks the ids its kind needs.
+    Lacks(MissingFields),
+    /// Traffic the rules of `kind` read passes unread, for `why`.
+    Unread {
+        /// The kind that may miss steps.
+        kind: Kind,
+        /// Why, in a few words.
+        why: &'static str,
+    },
+}
 
 /// One scenario's reading of its proxies: the rules, and the numbers the wire gives in order.
 #[derive(Debug)]
@@ -80,6 +96,7 @@ impl Reading {
             Heard::Acked(d) => self.message(&rules, Kind::Acked, &d.message, |e, _| {
                 e.broker_seq = Some(d.stream_seq);
             }),
+            Heard::Unread { way, why } => unread(&rules, *way, why),
         }
     }
 
@@ -193,9 +210,35 @@ fn set(event: &mut Event, column: &str, value: Option<String>) {
     }
 }
 
+/// Each kind the `rules` read from traffic `way`, once, as missing steps for `why`.
+fn unread(rules: &[Rule], way: Ways, why: &'static str) -> Vec<Found> {
+    let mut kinds: Vec<Kind> = Vec::new();
+    for rule in rules.iter().filter(|r| carried(r).meets(way)) {
+        let also = (rule.kind == Kind::Delivered).then_some(Kind::Redelivered);
+        for kind in std::iter::once(rule.kind).chain(also) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+    }
+    let missing = |kind| Err(NoStep::Unread { kind, why });
+    kinds.into_iter().map(missing).collect()
+}
+
+/// The traffic a rule's facts cross: both ways for a commit (a statement goes, the server
+/// commits it, its answer comes back), the process's for a publish or an ACK, the server's for
+/// a publish's ACK or a delivery.
+fn carried(rule: &Rule) -> Ways {
+    match (&rule.on, rule.kind) {
+        (On::Commit { .. }, _) => Ways::Both,
+        (On::Subject(_), Kind::PublishAttempt | Kind::Acked) => Ways::Requests,
+        (On::Subject(_), _) => Ways::Replies,
+    }
+}
+
 /// The step of a filled-in event, said to be read from the wire; or which id it lacks.
 fn step(event: Event) -> Found {
-    let mut step = Step::try_from(&event)?;
+    let mut step = Step::try_from(&event).map_err(NoStep::Lacks)?;
     if let Some(note) = step.note_mut() {
         *note = Note {
             source: Some("wire".to_string()),

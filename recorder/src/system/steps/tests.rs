@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use outbox_trace::{Kind, Step};
 
 use super::spec::StepsSpec;
-use super::{Reading, Steps};
+use super::{NoStep, Reading, Steps};
 use crate::fault::protocols::Wire;
 use crate::system::file::ServiceSpec;
-use crate::wire::heard::{Delivery, Heard, Message, Statement};
+use crate::wire::heard::{Delivery, Heard, Message, Statement, Ways};
 
 fn services() -> BTreeMap<String, ServiceSpec> {
     let spec = |wire| ServiceSpec {
@@ -202,11 +202,46 @@ fn a_matching_fact_without_an_id_is_refused_with_its_reason() {
         "INSERT 0 1",
     )]);
     let found = reading.read("postgres", "api", 0, &heard);
-    let [Err(missing)] = found.as_slice() else {
+    let [Err(NoStep::Lacks(missing))] = found.as_slice() else {
         panic!("{found:?}")
     };
     assert_eq!(missing.kind, Kind::TaskAccepted);
     assert_eq!(missing.fields, [outbox_trace::Field::TaskId]);
+}
+
+#[test]
+fn traffic_passing_unread_refuses_each_kind_read_from_that_direction_once() {
+    let mut reading = Reading::new(check(EXAMPLE).unwrap());
+    let kinds = |reading: &mut Reading, service, way| -> Vec<Kind> {
+        let why = "lost";
+        let found = reading.read(service, "worker", 1, &Heard::Unread { way, why });
+        let mut kinds: Vec<Kind> = found
+            .into_iter()
+            .map(|f| match f {
+                Err(NoStep::Unread { kind, why: "lost" }) => kind,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    let mut commits = [
+        Kind::TaskAccepted,
+        Kind::EffectCommitted,
+        Kind::DuplicateSuppressed,
+    ];
+    commits.sort();
+    for way in [Ways::Requests, Ways::Replies, Ways::Both] {
+        assert_eq!(kinds(&mut reading, "postgres", way), commits, "{way:?}");
+    }
+    let replies = [Kind::Delivered, Kind::Redelivered];
+    assert_eq!(kinds(&mut reading, "nats", Ways::Replies), replies);
+    assert_eq!(
+        kinds(&mut reading, "nats", Ways::Requests),
+        [Kind::PublishAttempt]
+    );
+    assert_eq!(kinds(&mut reading, "nats", Ways::Both).len(), 3);
+    assert_eq!(kinds(&mut reading, "redis", Ways::Both), []);
 }
 
 #[test]

@@ -12,11 +12,13 @@
 //!   subject), forgetting it; `-NAK`, `+TERM` and `+NXT` forget it untold, `+WPI` keeps it.
 //!
 //! Each connection remembers at most [`REMEMBERED`] publishes and as many deliveries; past that
-//! the oldest is forgotten.
+//! the oldest is forgotten. What it can then no longer tell (the answer to a publish forgotten,
+//! the ACK of a delivery forgotten, anything of a message too big to keep or whose headers do
+//! not read) it says it cannot, once per way ([`Heard::Unread`]).
 
 use super::lines::{carrying, jetstream_reply, Carrying, Piece};
 use super::remembered::Remembered;
-use crate::wire::heard::{Delivery, Heard, Message};
+use crate::wire::heard::{Delivery, Heard, Message, Ways};
 
 /// The largest message (headers and payload) that is kept and told; a larger one is only
 /// framed.
@@ -25,6 +27,9 @@ pub(super) const LARGEST_HEARD: usize = 1024 * 1024;
 /// How many publishes waiting for their answer, and how many deliveries waiting for their ACK,
 /// a connection remembers.
 pub(super) const REMEMBERED: usize = 4096;
+
+/// Why a message whose header block does not read tells nothing.
+const UNREADABLE: &str = "a message's headers did not read";
 
 /// The prefix of the reply subject of a JetStream delivery.
 const ACK_PREFIX: &[u8] = b"$JS.ACK.";
@@ -61,6 +66,8 @@ pub(super) struct Listen {
     /// The message being read from the server, if it tells something.
     down: Option<Reading>,
     heard: Vec<Heard>,
+    /// Said already that facts pass untold: toward the server, toward the process.
+    said: [bool; 2],
 }
 
 impl Default for Listen {
@@ -71,6 +78,7 @@ impl Default for Listen {
             up: None,
             down: None,
             heard: Vec::new(),
+            said: [false; 2],
         }
     }
 }
@@ -111,7 +119,7 @@ impl Listen {
             } else {
                 return None;
             };
-            Reading::of(awaits, c)
+            self.read_whole(awaits, c)
         });
     }
 
@@ -128,8 +136,31 @@ impl Listen {
             } else {
                 return None;
             };
-            Reading::of(awaits, c)
+            self.read_whole(awaits, c)
         });
+    }
+
+    /// The reading of a message that tells something: none for one too big to keep, whose
+    /// facts (and its answer's) pass untold.
+    fn read_whole(&mut self, awaits: Awaits, carrying: Carrying<'_>) -> Option<Reading> {
+        let reading = Reading::of(awaits, carrying);
+        if reading.is_none() {
+            self.unread(Ways::Both, "a message was too big to keep");
+        }
+        reading
+    }
+
+    /// Says (once per way) that facts carried `way` pass untold, for `why`.
+    pub(super) fn unread(&mut self, way: Ways, why: &'static str) {
+        let requests = way.meets(Ways::Requests) && !std::mem::replace(&mut self.said[0], true);
+        let replies = way.meets(Ways::Replies) && !std::mem::replace(&mut self.said[1], true);
+        let way = match (requests, replies) {
+            (true, true) => Ways::Both,
+            (true, false) => Ways::Requests,
+            (false, true) => Ways::Replies,
+            (false, false) => return,
+        };
+        self.heard.push(Heard::Unread { way, why });
     }
 
     /// Payload bytes from the process; `last` when they end it (its CRLF included).
@@ -172,9 +203,14 @@ impl Listen {
         match &reading.awaits {
             Awaits::Publish { subject, reply } => {
                 let Some(message) = reading.message(subject) else {
-                    return;
+                    return self.unread(Ways::Both, UNREADABLE);
                 };
-                self.publishes.remember(reply, message.clone());
+                if self.publishes.remember(reply, message.clone()) {
+                    self.unread(
+                        Ways::Replies,
+                        "it remembered more publishes than it follows",
+                    );
+                }
                 self.heard.push(Heard::Published(message));
             }
             Awaits::Answer { publish } => {
@@ -188,9 +224,16 @@ impl Listen {
                 subject,
                 ack_subject,
             } => {
-                let message = reading.message(subject);
-                if let Some(delivery) = message.and_then(|m| delivery(ack_subject, m)) {
-                    self.deliveries.remember(ack_subject, delivery.clone());
+                let Some(message) = reading.message(subject) else {
+                    return self.unread(Ways::Both, UNREADABLE);
+                };
+                if let Some(delivery) = delivery(ack_subject, message) {
+                    if self.deliveries.remember(ack_subject, delivery.clone()) {
+                        self.unread(
+                            Ways::Requests,
+                            "it remembered more deliveries than it follows",
+                        );
+                    }
                     self.heard.push(Heard::Delivered(delivery));
                 }
             }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use self::lines::{addressed_to, jetstream_reply, Lines, Piece, LONGEST_LINE};
 use self::listen::Listen;
-use super::heard::Heard;
+use super::heard::{Heard, Ways};
 use super::protocol::{Flow, Losses, Lost, Reader};
 use crate::fault::spec::WireFault;
 
@@ -69,6 +69,7 @@ impl Reader for Nats {
                     // Every request byte is already passed on: only the reading stops.
                     self.up_opaque = true;
                     self.up.line = Vec::new();
+                    self.unread();
                 }
                 _ => {}
             }
@@ -99,6 +100,7 @@ impl Reader for Nats {
                     // The line held so far is passed on whole, and the rest as it comes.
                     out.append(&mut self.down.line);
                     self.down_opaque = true;
+                    self.unread();
                 }
                 Piece::Partial => {}
                 Piece::Line => {
@@ -140,6 +142,14 @@ impl Reader for Nats {
 }
 
 impl Nats {
+    /// A direction is no longer read: a listening reader says that facts pass untold, both
+    /// ways (the answers to what it no longer reads are not told either).
+    fn unread(&mut self) {
+        if let Some(listen) = &mut self.listen {
+            listen.unread(Ways::Both, "a control line was too long to read");
+        }
+    }
+
     /// The acknowledgement is dropped whole.
     fn lost(&mut self, losses: &Losses) {
         let bytes = self.dropping.take().unwrap_or_default();

@@ -26,8 +26,9 @@ impl<V> Remembered<V> {
     }
 
     /// Remembers `value` by `subject` (in place of one remembered by it before), forgetting the
-    /// oldest past the bound.
-    pub(super) fn remember(&mut self, subject: &[u8], value: V) {
+    /// oldest past the bound; whether it forgot one.
+    pub(super) fn remember(&mut self, subject: &[u8], value: V) -> bool {
+        let mut forgot = false;
         let stamp = self.next;
         self.next += 1;
         self.entries.insert(subject.to_vec(), (stamp, value));
@@ -38,6 +39,7 @@ impl<V> Remembered<V> {
             };
             if self.is_current(stamp, &oldest) {
                 self.entries.remove(&oldest);
+                forgot = true;
             }
         }
         if self.order.len() > 2 * self.bound.max(1) {
@@ -45,6 +47,7 @@ impl<V> Remembered<V> {
             self.order
                 .retain(|(stamp, subject)| entries.get(subject).is_some_and(|e| e.0 == *stamp));
         }
+        forgot
     }
 
     /// The value remembered by `subject`.

@@ -21,14 +21,15 @@
 //!
 //! What one connection holds is bounded: past [`MOST_HELD`] replies awaited, prepared statements
 //! or portals, or past [`MOST_HELD_BYTES`] of text held (SQL, parameters, rows, the statements of
-//! the transaction so far), the reader stops telling on that connection (and says so once).
+//! the transaction so far), the reader stops telling on that connection, and says so once
+//! ([`Heard::Unread`]), as it does when the connection turns to TLS.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::decode::{self, Closed, Formats};
 use super::split;
-use crate::wire::heard::{Heard, Statement};
+use crate::wire::heard::{Heard, Statement, Ways};
 
 /// The most replies awaited, prepared statements or portals one connection holds.
 pub(super) const MOST_HELD: usize = 4096;
@@ -380,9 +381,22 @@ impl Listen {
             "a PostgreSQL connection holds more than the recorder follows; its transactions \
              are no longer read"
         );
+        self.unread("it holds more than the reader follows");
+    }
+
+    /// Tells nothing more on this connection, and says so (once); lets go of what it holds.
+    pub(super) fn unread(&mut self, why: &'static str) {
+        if self.stopped {
+            return;
+        }
+        let mut heard = std::mem::take(&mut self.heard);
+        heard.push(Heard::Unread {
+            way: Ways::Both,
+            why,
+        });
         *self = Listen {
             stopped: true,
-            heard: std::mem::take(&mut self.heard),
+            heard,
             ..Listen::default()
         };
     }

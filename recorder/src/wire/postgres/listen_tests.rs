@@ -2,7 +2,7 @@
 //! time and one chunk a message list.
 use super::tests::{typed, untyped};
 use super::*;
-use crate::wire::heard::Statement;
+use crate::wire::heard::{Statement, Ways};
 
 /// A value bound to a parameter.
 enum Param<'a> {
@@ -473,7 +473,33 @@ fn past_the_bound_of_replies_awaited_the_connection_tells_nothing_more() {
         ),
     ];
     let steps = [hello(), flood, insert("1", b'I')].concat();
-    assert!(play(&mut Postgres::listening(), &steps, false).is_empty());
+    assert_eq!(
+        play(&mut Postgres::listening(), &steps, false),
+        [held_too_much()]
+    );
+}
+
+/// What a connection past a bound says, once.
+fn held_too_much() -> Heard {
+    Heard::Unread {
+        way: Ways::Both,
+        why: "it holds more than the reader follows",
+    }
+}
+
+#[test]
+fn a_listening_connection_that_turns_to_tls_says_it_is_no_longer_read() {
+    let losses = Losses::default();
+    let mut pg = Postgres::listening();
+    let mut out = Vec::new();
+    pg.request(&untyped(SSL_REQUEST), &mut out, &losses);
+    pg.reply(b"S\x16\x03\x01", &mut out, &losses);
+    pg.reply(b"more", &mut out, &losses);
+    let unread = Heard::Unread {
+        way: Ways::Both,
+        why: "the connection turned to TLS",
+    };
+    assert_eq!(pg.heard(), [unread]);
 }
 
 #[test]
@@ -520,7 +546,7 @@ fn past_the_bound_of_bytes_held_the_connection_tells_nothing_more() {
         insert("1", b'I'),
     ];
     let mut pg = Postgres::listening();
-    assert!(play(&mut pg, &steps.concat(), false).is_empty());
+    assert_eq!(play(&mut pg, &steps.concat(), false), [held_too_much()]);
     let within = [
         hello(),
         simple(&big, &[complete("INSERT 0 1"), ready(b'I')]),

@@ -189,6 +189,9 @@ impl Reader for Postgres {
                 if m.kind != b'N' {
                     // SSL or GSS encryption from here on.
                     self.opaque = true;
+                    if let Some(listen) = &mut self.listen {
+                        listen.unread("the connection turned to TLS");
+                    }
                     out.extend_from_slice(rest);
                     return Flow::Go;
                 }
@@ -217,6 +220,13 @@ impl Reader for Postgres {
             }
         }
         Flow::Go
+    }
+
+    /// A dropped reply is read as any other (a commit it answers did commit), and passed on to
+    /// no one.
+    fn dropped_reply(&mut self, bytes: &[u8], losses: &Losses) -> bool {
+        let _ = self.reply(bytes, &mut Vec::new(), losses);
+        true
     }
 
     fn heard(&mut self) -> Vec<Heard> {

@@ -69,6 +69,7 @@ fn keeping() -> (Listener, Arc<Mutex<Vec<Heard>>>) {
         to,
         actor: "relay".to_string(),
         service: "nats".to_string(),
+        missed: Default::default(),
     };
     (listener, kept)
 }

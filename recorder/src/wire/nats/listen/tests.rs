@@ -2,8 +2,8 @@
 //! it tells, and when.
 
 use crate::fault::spec::WireFault;
-use crate::wire::heard::{Delivery, Heard, Message};
-use crate::wire::nats::listen::LARGEST_HEARD;
+use crate::wire::heard::{Delivery, Heard, Message, Ways};
+use crate::wire::nats::listen::{LARGEST_HEARD, REMEMBERED};
 use crate::wire::nats::Nats;
 use crate::wire::protocol::{Losses, Reader};
 
@@ -309,7 +309,7 @@ fn a_pub_ack_that_lose_puback_drops_is_not_told_for_the_process_never_hears_it()
 }
 
 #[test]
-fn a_message_larger_than_the_largest_heard_is_framed_and_not_told() {
+fn a_message_larger_than_the_largest_heard_is_framed_not_told_and_said_unread_once() {
     let big = "x".repeat(LARGEST_HEARD + 1);
     let conversation = [
         (Process, publish("orders.created", Some("_INBOX.g.1"), &big)),
@@ -321,7 +321,11 @@ fn a_message_larger_than_the_largest_heard_is_framed_and_not_told() {
         ),
     ];
     let told = feed(Nats::listening(), &conversation, 16 * 1024, false);
-    assert_eq!(told.heard[..3], [vec![], vec![], vec![]]);
+    let unread = Heard::Unread {
+        way: Ways::Both,
+        why: "a message was too big to keep",
+    };
+    assert_eq!(told.heard[..3], [vec![unread], vec![], vec![]]);
     assert_eq!(
         told.heard[3],
         [Heard::Published(msg("orders.created", &[], "small"))],
@@ -329,4 +333,25 @@ fn a_message_larger_than_the_largest_heard_is_framed_and_not_told() {
     );
     let passed: Vec<Vec<u8>> = conversation.iter().map(|(_, b)| b.clone()).collect();
     assert_eq!(told.passed, passed);
+}
+
+#[test]
+fn past_the_publishes_it_remembers_it_says_once_that_answers_may_pass_untold() {
+    let publishes: Vec<u8> = (0..=REMEMBERED)
+        .flat_map(|n| publish("orders.created", Some(&format!("_INBOX.h.{n}")), "p"))
+        .collect();
+    let first_ack = message("_INBOX.h.0", None, PUB_ACK);
+    let conversation = [(Process, publishes), (Server, first_ack)];
+    let told = feed(Nats::listening(), &conversation, 64 * 1024, false);
+    let unread: Vec<&Heard> = told.heard[0]
+        .iter()
+        .filter(|h| matches!(h, Heard::Unread { .. }))
+        .collect();
+    let said = Heard::Unread {
+        way: Ways::Replies,
+        why: "it remembered more publishes than it follows",
+    };
+    assert_eq!(unread, [&said], "said once, for the answers");
+    assert_eq!(told.heard[0].len(), REMEMBERED + 2, "every publish told");
+    assert_eq!(told.heard[1], [], "the oldest publish's answer is not told");
 }

@@ -1,0 +1,198 @@
+//! One connection relayed both ways, its bytes read by its protocol's reader as they pass.
+//!
+//! A fault that drops bytes for a while takes them out of one direction. Dropped requests never
+//! reach the service: the reader stops reading requests (what it reads of replies, answers to
+//! requests sent before, stays true). Dropped replies never reach the process: a reader that can
+//! read them without passing them on (PostgreSQL: the server committed, whether or not the
+//! process hears it) keeps its place; any other stops reading replies. A connection whose bytes a
+//! fault dropped is reset when the fault ends, so a direction no longer read rarely carries
+//! anything more; if it does and the proxy listens, the listener hears once per direction that
+//! facts pass untold ([`Heard::Unread`]).
+
+use std::sync::atomic::Ordering;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::heard::{Heard, Ways};
+use super::protocol::{Flow, Reader};
+use super::{refuse, Shared};
+
+/// Why a direction's bytes pass unread after a fault dropped some of them.
+const LOST_PLACE: &str = "a fault dropped some of its bytes and the reader lost its place";
+
+/// A direction of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// From the process toward the service.
+    Request,
+    /// From the service toward the process.
+    Reply,
+}
+
+impl Way {
+    fn index(self) -> usize {
+        match self {
+            Way::Request => 0,
+            Way::Reply => 1,
+        }
+    }
+
+    fn ways(self) -> Ways {
+        match self {
+            Way::Request => Ways::Requests,
+            Way::Reply => Ways::Replies,
+        }
+    }
+}
+
+/// One connection's reading: its reader, the directions it no longer reads, and whether the
+/// listener was told that they pass unread.
+struct Reading<'s> {
+    shared: &'s Shared,
+    reader: Option<Box<dyn Reader>>,
+    /// Per direction: no longer read.
+    lost: [bool; 2],
+    /// Per direction: the listener was told so.
+    said: [bool; 2],
+    out: Vec<u8>,
+}
+
+/// What to pass on of bytes read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// The bytes themselves (no reader reads them).
+    AsRead,
+    /// What the reader put in [`Reading::out`].
+    Out,
+}
+
+impl<'s> Reading<'s> {
+    /// Reads `bytes`, going `way`: what to pass on, and what to do with the connection then.
+    fn through(&mut self, way: Way, bytes: &[u8]) -> (Pass, Flow) {
+        let losses = &self.shared.losses;
+        let r = match &mut self.reader {
+            Some(r) if !self.lost[way.index()] => r,
+            _ => return (Pass::AsRead, Flow::Go),
+        };
+        self.out.clear();
+        let flow = match way {
+            Way::Request => r.request(bytes, &mut self.out, losses),
+            Way::Reply => r.reply(bytes, &mut self.out, losses),
+        };
+        (Pass::Out, flow)
+    }
+
+    /// The bytes to pass on of `read`, as [`Reading::through`] said.
+    fn passing<'a>(&'a self, pass: Pass, read: &'a [u8]) -> &'a [u8] {
+        match pass {
+            Pass::AsRead => read,
+            Pass::Out => &self.out,
+        }
+    }
+
+    /// A fault dropped `bytes` going `way`.
+    fn dropped(&mut self, way: Way, bytes: &[u8]) {
+        let kept = match (&mut self.reader, way) {
+            (Some(r), Way::Reply) if !self.lost[1] => r.dropped_reply(bytes, &self.shared.losses),
+            _ => false,
+        };
+        self.lost[way.index()] |= !kept;
+    }
+
+    /// Tells the listener what the reader heard, and (once) that `passed`, the way bytes just
+    /// went, passes unread if it does; and waits for its word.
+    async fn tell(&mut self, passed: Option<Way>) {
+        let Some(listener) = &self.shared.listener else {
+            return;
+        };
+        let Some(r) = &mut self.reader else { return };
+        let mut heard = r.heard();
+        let unread = passed.filter(|w| self.lost[w.index()]);
+        if let Some(way) = unread.filter(|w| !std::mem::replace(&mut self.said[w.index()], true)) {
+            let way = way.ways();
+            heard.push(Heard::Unread {
+                way,
+                why: LOST_PLACE,
+            });
+        }
+        listener.tell(heard).await;
+    }
+}
+
+/// Relays one connection both ways until both ends are done or a reset comes; `reader`
+/// follows the protocol as the bytes pass.
+pub(super) async fn relay(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    shared: &Shared,
+    mut reset: watch::Receiver<u64>,
+    reader: Option<Box<dyn Reader>>,
+) {
+    let mut up = vec![0u8; 16 * 1024];
+    let mut down = vec![0u8; 16 * 1024];
+    let mut reading = Reading {
+        shared,
+        reader,
+        lost: [false; 2],
+        said: [false; 2],
+        out: Vec::with_capacity(16 * 1024),
+    };
+    let (mut client_open, mut server_open) = (true, true);
+    while client_open || server_open {
+        let flow = tokio::select! {
+            read = client.read(&mut up), if client_open => match read {
+                Ok(0) | Err(_) => {
+                    client_open = false;
+                    let _ = server.shutdown().await;
+                    Flow::Go
+                }
+                Ok(n) if shared.until(|f| f.requests) => {
+                    shared.request_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    reading.dropped(Way::Request, &up[..n]);
+                    Flow::Go
+                }
+                Ok(n) => {
+                    shared.passed[0].fetch_add(n as u64, Ordering::Relaxed);
+                    let (pass, flow) = reading.through(Way::Request, &up[..n]);
+                    if server.write_all(reading.passing(pass, &up[..n])).await.is_err() {
+                        break;
+                    }
+                    reading.tell(Some(Way::Request)).await;
+                    flow
+                }
+            },
+            read = server.read(&mut down), if server_open => match read {
+                Ok(0) | Err(_) => {
+                    server_open = false;
+                    let _ = client.shutdown().await;
+                    Flow::Go
+                }
+                Ok(n) if shared.until(|f| f.replies) => {
+                    shared.reply_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    reading.dropped(Way::Reply, &down[..n]);
+                    // What a dropped reply told (a commit the process never hears of).
+                    reading.tell(None).await;
+                    Flow::Go
+                }
+                Ok(n) => {
+                    shared.passed[1].fetch_add(n as u64, Ordering::Relaxed);
+                    let (pass, flow) = reading.through(Way::Reply, &down[..n]);
+                    reading.tell(Some(Way::Reply)).await;
+                    let bytes = reading.passing(pass, &down[..n]);
+                    if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
+                        break;
+                    }
+                    flow
+                }
+            },
+            _ = reset.changed() => Flow::Reset,
+        };
+        if flow == Flow::Reset {
+            refuse(server);
+            refuse(client);
+            return;
+        }
+    }
+}

@@ -74,9 +74,9 @@ impl Query {
         )
     }
 
-    /// The entry of `run_end.detail.refused` under `key`: its spans (null unless above zero)
-    /// and its missing columns as `a, b`, as columns of `scen`.
-    fn refused_entry(&mut self, key: &str) -> (String, String) {
+    /// The entry of `run_end.detail.refused` under `key`: its spans (null unless above zero),
+    /// its missing columns as `a, b` and its reasons as `a; b`, as columns of `scen`.
+    fn refused_entry(&mut self, key: &str) -> (String, String, String) {
         let d = self.d;
         let entry = d.regex_group(
             &self.refused_body(),
@@ -97,46 +97,54 @@ impl Query {
             true,
             &format!("CASE WHEN {spans} > 0 THEN {spans} END"),
         );
-        let list = self.list_text(&entry, detail_key!(Refused.missing).as_str());
-        (spans, self.note(Kind::RunEnd, true, &list))
+        let list = self.list_text(&entry, detail_key!(Refused.missing).as_str(), ", ");
+        let reasons = self.list_text(&entry, detail_key!(Refused.reasons).as_str(), "; ");
+        let missing = self.note(Kind::RunEnd, true, &list);
+        (spans, missing, self.note(Kind::RunEnd, true, &reasons))
     }
 
-    /// The strings of the list under `key` of the JSON object text `obj`, as `a, b` (empty
+    /// The strings of the list under `key` of the JSON object text `obj`, joined by `sep` (empty
     /// when the list is).
-    fn list_text(&self, obj: &str, key: &str) -> String {
+    fn list_text(&self, obj: &str, key: &str, sep: &str) -> String {
         let d = self.d;
         let body = d.regex_group(obj, &format!("{}\\[([^\\[\\]]*)\\]", key_pattern(key)));
-        let joined = d.replace_all(&body, &format!("\"{WS},{WS}\""), ", ");
+        let joined = d.replace_all(&body, &format!("\"{WS},{WS}\""), sep);
         format!("coalesce(replace({joined}, '\"', ''), '')")
     }
 
     /// The refused spans of `kind` (its own entry, else the `"(none)"` one), as an expression
     /// over `s` (null when none), and the reason naming them.
     pub fn refused(&mut self, kind: Kind) -> (String, String) {
-        let (own, own_missing) = self.refused_entry(kind.as_str());
-        let (none, none_missing) = self.refused_entry(NO_KIND);
+        let (own, own_missing, own_reasons) = self.refused_entry(kind.as_str());
+        let (none, none_missing, none_reasons) = self.refused_entry(NO_KIND);
         let t = self.d.text();
-        let reason = |kind: Option<Kind>, spans: &str, missing: &str| {
-            let r = Reason::Refused {
-                kind,
-                spans: NUMBER,
-                missing: vec![TEXT.to_string()],
-                reasons: Vec::new(),
+        // The columns they lacked, else (none lacked, reasons given) the reasons.
+        let reason = |kind: Option<Kind>, spans: &str, missing: &str, reasons: &str| {
+            let said = |missing: Vec<String>, reasons: Vec<String>, list: &str| {
+                let r = Reason::Refused {
+                    kind,
+                    spans: NUMBER,
+                    missing,
+                    reasons,
+                };
+                let spans = format!("CAST({spans} AS {t})");
+                words(
+                    &r,
+                    &[(&NUMBER.to_string(), spans), (TEXT, list.to_string())],
+                )
             };
-            words(
-                &r,
-                &[
-                    (&NUMBER.to_string(), format!("CAST({spans} AS {t})")),
-                    (TEXT, missing.to_string()),
-                ],
+            format!(
+                "(CASE WHEN {missing} = '' AND {reasons} <> '' THEN {} ELSE {} END)",
+                said(Vec::new(), vec![TEXT.to_string()], reasons),
+                said(vec![TEXT.to_string()], Vec::new(), missing)
             )
         };
         (
             format!("coalesce({own}, {none})"),
             format!(
                 "(CASE WHEN {own} IS NOT NULL THEN {} WHEN {none} IS NOT NULL THEN {} END)",
-                reason(Some(kind), &own, &own_missing),
-                reason(None, &none, &none_missing)
+                reason(Some(kind), &own, &own_missing, &own_reasons),
+                reason(None, &none, &none_missing, &none_reasons)
             ),
         )
     }
@@ -162,7 +170,7 @@ impl Query {
             true,
             &format!("CASE WHEN {spans} > 0 THEN {spans} END"),
         );
-        let names = self.list_text(&obj, detail_key!(Unmapped.names).as_str());
+        let names = self.list_text(&obj, detail_key!(Unmapped.names).as_str(), ", ");
         let names = self.note(Kind::RunEnd, true, &names);
         (
             spans,

@@ -96,6 +96,15 @@ pub fn corpus() -> Vec<(&'static str, Vec<Event>)> {
             }),
         ),
         (
+            "wire-unread",
+            edit(|t| {
+                set_run_end(
+                    t,
+                    r#"{"recovered":true,"refused":{"effect_committed":{"spans":1,"missing":[],"reasons":["a fault dropped some of its bytes and the reader lost its place"]}}}"#,
+                );
+            }),
+        ),
+        (
             "interrupted",
             edit(|t| {
                 set_observed(t, r#"{"stream_messages":3,"counter":12,"results":4}"#);
@@ -251,6 +260,13 @@ const EXPECTED: &[(&str, &str, Verdict, &str)] = &[
         Verdict::Unknown,
         "refused for want of kind",
     ),
+    (
+        "wire-unread",
+        "single-effect",
+        Verdict::Unknown,
+        "1 effect_committed span(s) were refused (a fault dropped some of its bytes and the reader lost its place)",
+    ),
+    ("wire-unread", "mark-after-puback", Verdict::Pass, ""),
     (
         "interrupted",
         "observed-agrees",

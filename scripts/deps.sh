@@ -12,8 +12,9 @@
 #          `analyzer sql` is checked on, xmllint (libxml2-utils: the JUnit XML of `analyzer check
 #          --junit` checked against the schema CI reporters read)
 #   the book: mdbook (cargo install, without its server: `mdbook build docs`)
-#   examples/node-postgres: PostgreSQL's server (Debian's postgresql), Node.js and npm, and the
-#          example's npm packages (npm ci, from its package-lock.json)
+#   examples/node-postgres: PostgreSQL's server (Debian's postgresql), openssl (a certificate for
+#          its TLS test), Node.js and npm, and the example's npm packages (npm ci, from its
+#          package-lock.json)
 #   examples/python-kafka: tansu (a Kafka-compatible broker, built from crates.io once per machine:
 #          about 25 to 36 minutes on 2 cores; skipped when tansu TANSU_VERSION is on PATH), and the
 #          Python packages confluent-kafka (its wheels carry librdkafka) and psycopg
@@ -31,6 +32,7 @@ command -v python3 >/dev/null || missing+=(python3 python3-pip)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v openssl >/dev/null || missing+=(openssl)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v xmllint >/dev/null || missing+=(libxml2-utils)

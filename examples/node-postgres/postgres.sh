@@ -8,6 +8,9 @@
 #                                a restart finds the data directory and recovers.
 #   postgres.sh ready PORT       exits 0 once the server accepts connections (pg_isready).
 #
+# With PG_SSL=1 the server also speaks TLS, with a self-signed certificate made in DIR on the
+# first start (openssl); clients choose it with PGSSLMODE (node-postgres: PGSSLMODE=no-verify).
+#
 # PostgreSQL refuses to run as root. Run as root (a container, a CI machine), it runs as the user
 # POSTGRES_USER (default: postgres, which Debian's package creates; else nobody): DIR is given to
 # that user, and the directories above it that others cannot traverse get o+x (traverse only, no
@@ -23,6 +26,8 @@ fi
 
 case "${1:-}" in
 ready)
+    # node-postgres's PGSSLMODE=no-verify is no libpq mode; the check needs no TLS.
+    unset PGSSLMODE
     exec "$bin/pg_isready" -q -h 127.0.0.1 -p "$2" -d postgres -U outbox -t 2
     ;;
 serve)
@@ -73,11 +78,26 @@ if [ -f "$dir/data/postmaster.pid" ]; then
         n=$((n + 1))
     done
 fi
+ssl=""
+if [ -n "${PG_SSL:-}" ]; then
+    if [ ! -f "$dir/server.key" ]; then
+        openssl req -new -x509 -days 30 -nodes -subj /CN=127.0.0.1 -keyout "$dir/server.key" \
+            -out "$dir/server.crt" >"$dir/openssl.log" 2>&1 || {
+            tail -n 5 "$dir/openssl.log" >&2
+            exit 4
+        }
+        chmod 600 "$dir/server.key"
+        [ "$(id -u)" = 0 ] && chown "$user" "$dir/server.key" "$dir/server.crt"
+    fi
+    ssl="-c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key"
+fi
 exec_as() {
     if [ "$(id -u)" = 0 ]; then
         exec setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups "$@"
     fi
     exec "$@"
 }
+# $ssl is empty or three options (paths without spaces: the recorder's run directory).
+# shellcheck disable=SC2086
 exec_as "$bin/postgres" -D "$dir/data" -p "$port" -h 127.0.0.1 -k "" \
-    -c max_connections=50 -c shared_buffers=32MB -c recovery_init_sync_method=syncfs
+    -c max_connections=50 -c shared_buffers=32MB -c recovery_init_sync_method=syncfs $ssl

@@ -90,6 +90,54 @@ fn with_spans_off_every_step_is_read_from_the_wire_and_the_run_is_valid() {
 
 /// Runs the wire file's `calm` scenario with spans off, `BUG=bug` and `args` up to `tries`
 /// times; the analyzer must fail `invariant` in one of them and never say unknown.
+#[test]
+fn a_database_reached_over_tls_gives_unknown_with_its_reason_never_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--scenario",
+        "calm",
+        "--env",
+        SPANS_OFF,
+        "--env",
+        "PG_SSL=1",
+        "--env",
+        "PGSSLMODE=no-verify",
+        "--tasks",
+        "5",
+    ];
+    let (output, out) = run_wire(dir.path(), &args);
+    assert!(output.status.success(), "{}", output_text(&output));
+    let report = analyse(std::slice::from_ref(&out)).expect("the trace keeps the contract");
+    assert_eq!(
+        report.verdict,
+        RunVerdict::Unknown,
+        "{}",
+        output_text(&output)
+    );
+    let outcomes: Vec<_> = report.scenarios.iter().flat_map(|s| &s.outcomes).collect();
+    assert!(outcomes.iter().all(|o| o.verdict != Verdict::Fail));
+    for id in [
+        "single-effect",
+        "intent-atomic",
+        "counter-exact",
+        "no-lost-task",
+    ] {
+        let o = outcomes.iter().find(|o| o.invariant.id() == id).unwrap();
+        let said = o.reason.as_ref().map(outbox_analyzer::explain::reason);
+        assert_eq!(o.verdict, Verdict::Unknown, "{id}: {said:?}");
+        assert!(
+            said.as_deref()
+                .is_some_and(|r| r.contains("(the connection turned to TLS)")),
+            "{id}: {said:?}"
+        );
+    }
+    // NATS is still read: its steps are there, from the wire.
+    let events = outbox_trace::read_trace(&out).unwrap().events;
+    let delivered = rows(&events, Kind::Delivered);
+    assert_eq!(delivered.len(), 5);
+    assert!(rows(&events, Kind::EffectCommitted).is_empty());
+}
+
 fn caught_on_the_wire(bug: &str, args: &[&str], invariant: &str, tries: u32) {
     let mut all = vec!["--env", SPANS_OFF];
     all.extend_from_slice(args);

@@ -20,9 +20,10 @@
 //! ```
 //!
 //! The columns the wire itself gives are not mapped: `store_rev` (the order in which the
-//! proxies saw the service's commits answered), `attempt` and `broker_seq` (JetStream's delivery
-//! count and stream sequence, the publish ACK's sequence, the process's own count of publishes of
-//! one event). The file's [`spec`] is checked by [`rules`] ([`Steps::check`]) before anything starts;
+//! proxies saw the service's commits answered, unless every commit rule maps a column for it:
+//! a version the transaction wrote and returned), `attempt` and `broker_seq` (JetStream's
+//! delivery count and stream sequence, the publish ACK's sequence, the process's own count of
+//! publishes of one event). The file's [`spec`] is checked by [`rules`] ([`Steps::check`]) before anything starts;
 //! [`read`] applies the rules to what a proxy heard; [`sql`] and [`value`] read statements and
 //! references.
 

@@ -1,6 +1,6 @@
 //! The rules applied to what a proxy heard: each fact a rule matches gives a step of the rule's
-//! kind with the columns it maps, and the columns the wire itself carries (`store_rev`,
-//! `attempt`, `broker_seq`); a fact that matches but lacks an id the kind needs gives the reason
+//! kind with the columns it maps, and the columns the wire itself carries (`store_rev` where no
+//! rule maps it, `attempt`, `broker_seq`); a fact that matches but lacks an id the kind needs gives the reason
 //! instead, to be counted as a refused span is. So does a connection whose traffic passes
 //! unread from some point on ([`Heard::Unread`]): each kind a rule reads from that traffic may
 //! miss steps, and is counted refused for that reason.
@@ -11,7 +11,7 @@ use outbox_trace::detail::Note;
 use outbox_trace::step::MissingFields;
 use outbox_trace::{Event, Kind, Step};
 
-use super::rules::{On, Rule, Steps};
+use super::rules::{On, Rule, Steps, STORE_REV};
 use super::value::shaped;
 use crate::wire::heard::{Heard, Message, Statement, Ways};
 
@@ -128,10 +128,12 @@ impl Reading {
         let mut events: Vec<Event> = Vec::new();
         for (rule, at) in matched {
             let mut event = Event::new(rule.kind);
+            // The wire's order, unless the rule maps a column (then that, or nothing).
+            let mapped = rule.columns.iter().any(|(c, _)| c == STORE_REV);
+            event.store_rev = (!mapped).then_some(self.store_rev);
             for (column, reference) in &rule.columns {
                 set(&mut event, column, reference.in_statements(&shaped, at));
             }
-            event.store_rev = Some(self.store_rev);
             // One step of a kind per event and transaction, whichever rules matched it.
             let again = events
                 .iter()
@@ -206,6 +208,8 @@ fn set(event: &mut Event, column: &str, value: Option<String>) {
         "aggregate_seq" => event.aggregate_seq = value.trim().parse().ok(),
         "amount" => event.amount = value.trim().parse().ok(),
         "counter" => event.counter = value.trim().parse().ok(),
+        // A mapped store_rev that does not read as a number is left out, not guessed.
+        STORE_REV => event.store_rev = value.trim().parse().ok(),
         _ => {}
     }
 }

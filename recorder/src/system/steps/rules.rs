@@ -23,6 +23,9 @@ const MAPPED: [&str; 7] = [
     "counter_key",
 ];
 
+/// The column a commit rule may map instead of the wire's order of answered commits.
+pub(super) const STORE_REV: &str = "store_rev";
+
 /// The kinds each wire's traffic can show, as a rule names them.
 const BY_WIRE: [(Wire, &[Kind]); 2] = [
     (
@@ -97,6 +100,7 @@ impl Steps {
                 );
             }
         }
+        check_store_rev(&rules)?;
         Ok(Steps { rules })
     }
 
@@ -186,6 +190,23 @@ fn check_rule(
     })
 }
 
+/// `store_rev` is one order for every commit: a column that every commit rule maps, or the
+/// order the proxies saw the commits answered (none maps it).
+fn check_store_rev(rules: &[Rule]) -> Result<(), String> {
+    let commits = rules.iter().filter(|r| matches!(r.on, On::Commit { .. }));
+    let (mapped, unmapped): (Vec<&Rule>, Vec<&Rule>) =
+        commits.partition(|r| r.columns.iter().any(|(c, _)| c == STORE_REV));
+    match (mapped.first(), unmapped.first()) {
+        (Some(with), Some(without)) => Err(format!(
+            "[steps.{}] maps store_rev and [steps.{}] does not: map it on every commit rule, or \
+             on none (then the wire's order of answered commits gives it)",
+            with.kind.as_str(),
+            without.kind.as_str()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// What the rule waits for: `commit` on PostgreSQL, `subject` on NATS.
 fn check_on(wire: Wire, spec: &RuleSpec) -> Result<On, String> {
     match wire {
@@ -235,9 +256,15 @@ fn check_columns(kind: Kind, wire: Wire, spec: &RuleSpec) -> Result<Vec<(String,
     };
     let mut columns = Vec::new();
     for (column, text) in &spec.columns {
-        if !MAPPED.contains(&column.as_str()) {
+        if column == STORE_REV && wire != Wire::Postgres {
+            return Err(
+                "`store_rev` is a commit's: a postgres rule may map it, a nats rule cannot".into(),
+            );
+        }
+        if !MAPPED.contains(&column.as_str()) && column != STORE_REV {
             return Err(format!(
-                "`{column}` is no column a rule maps (it maps {}; store_rev, attempt and broker_seq come from the wire)",
+                "`{column}` is no column a rule maps (it maps {}, and store_rev on a postgres \
+                 rule; attempt and broker_seq come from the wire)",
                 MAPPED.join(", ")
             ));
         }

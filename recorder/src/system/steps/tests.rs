@@ -81,7 +81,9 @@ fn a_mapping_that_cannot_match_says_why_in_one_line() {
         ("[steps.outbox_marked]\non = \"postgres\"\ncommit = \"update outbox\"\ntask_id = \"outbox.t\"", "needs `event_id`"),
         ("[steps.effect_committed]\non = \"postgres\"\ncommit = \"insert into r\"\nevent_id = \"r.e\"", "needs `task_id`"),
         ("[steps.acked]\non = \"nats\"\nevent_id = \"payload:/e\"", "subject ="),
-        ("[steps.acked]\non = \"nats\"\nsubject = \"o\"\nstore_rev = \"payload:/r\"\nevent_id = \"payload:/e\"", "come from the wire"),
+        ("[steps.acked]\non = \"nats\"\nsubject = \"o\"\nstore_rev = \"payload:/r\"\nevent_id = \"payload:/e\"", "a nats rule cannot"),
+        ("[steps.acked]\non = \"nats\"\nsubject = \"o\"\nbroker_seq = \"payload:/r\"\nevent_id = \"payload:/e\"", "come from the wire"),
+        ("[steps.outbox_marked]\non = \"postgres\"\ncommit = \"update outbox\"\nevent_id = \"outbox.e\"\nstore_rev = \"outbox.v\"\n[steps.intent_recorded]\non = \"postgres\"\ncommit = \"insert into outbox\"\nevent_id = \"outbox.e\"", "map it on every commit rule, or on none"),
         ("[steps.acked]\non = \"nats\"\nsubject = \"o\"\nevent_id = \"event\"", "expected TABLE.COLUMN"),
     ];
     for (text, says) in cases {
@@ -354,4 +356,49 @@ fn a_batch_gives_a_step_per_matching_statement_with_that_statement_s_ids() {
         })
         .collect();
     assert_eq!(events, ["evt-2", "evt-3"]);
+}
+
+#[test]
+fn a_store_rev_mapped_on_every_commit_rule_replaces_the_wire_s_order() {
+    let text = EXAMPLE
+        .replace(
+            "task_id = \"outbox.task_id\"",
+            "task_id = \"outbox.task_id\"\nstore_rev = \"outbox.version\"",
+        )
+        .replace(
+            "counter_key = \"counters.counter_key\"",
+            "counter_key = \"counters.counter_key\"\nstore_rev = \"counters.version\"",
+        )
+        .replace(
+            "event_id = \"processed.event_id\"",
+            "event_id = \"processed.event_id\"\nstore_rev = \"processed.$9\"",
+        );
+    let mut reading = Reading::new(check(&text).expect("every commit rule maps store_rev"));
+    let effect = |version: &str| {
+        Heard::Committed(vec![
+            statement(
+                "INSERT INTO results (event_id, task_id, amount) VALUES ($1, $2, $3)",
+                &["evt-1", "task-1", "2"],
+                "INSERT 0 1",
+            ),
+            Statement {
+                columns: vec!["value".into(), "counter_key".into(), "version".into()],
+                first_row: vec![Some("2".into()), Some("k".into()), Some(version.into())],
+                ..statement("UPDATE counters SET value = value + $1", &["2"], "UPDATE 1")
+            },
+        ])
+    };
+    let revs: Vec<Option<i64>> = ["41", "not a number"]
+        .iter()
+        .flat_map(|v| reading.read("postgres", "worker", 1, &effect(v)))
+        .map(|f| match f.unwrap() {
+            Step::EffectCommitted { store_rev, .. } => store_rev,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        revs,
+        [Some(41), None],
+        "the column's, or none: never the wire's"
+    );
 }

@@ -97,7 +97,6 @@ pub fn witness_row(row: &Row, h: &History, names: &Interner) -> WitnessRow {
     }
 }
 
-/// Why a scenario cut short decides nothing against the store.
 /// Why spans were refused: the columns they lacked, else the producer's reasons.
 fn refusal(missing: &[String], reasons: &[String]) -> String {
     if missing.is_empty() && !reasons.is_empty() {
@@ -107,6 +106,7 @@ fn refusal(missing: &[String], reasons: &[String]) -> String {
     }
 }
 
+/// Why a scenario cut short decides nothing against the store.
 fn cut_short(no_run_end: bool) -> String {
     let why = if no_run_end {
         "the scenario has no run_end row"

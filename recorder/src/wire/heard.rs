@@ -35,10 +35,11 @@ pub enum Heard {
     /// The process acknowledged a delivery heard before (`+ACK`, `+NXT` or an empty body, published to
     /// its `$JS.ACK.` subject).
     Acked(Delivery),
-    /// From now on facts this connection carries `way` may pass untold (told once per way and
-    /// connection): a fault dropped some of its bytes and the reader lost its place, the
-    /// connection turned to TLS, it holds more than the reader follows, or a message was too big
-    /// to read.
+    /// From now on facts this connection carries `way` may pass untold: a fault dropped some of
+    /// its bytes and the reader lost its place, a reset cut off a commit's answer, the connection
+    /// turned to TLS, it holds more than the reader follows, or a message or an answer could not
+    /// be read. The proxy and the reader each say it at most once per way and connection (a
+    /// connection may say it twice, for two reasons).
     Unread {
         /// The traffic that passes unread.
         way: Ways,

@@ -68,8 +68,7 @@ impl Listener {
             }
         })
         .await;
-        // A listener that stopped listening has nothing more to count.
-        if !sent && !self.to.is_closed() {
+        if !sent {
             self.missed.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -26,9 +26,16 @@ pub trait Reader: Send {
     fn request(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow;
     /// Bytes from the service toward the process.
     fn reply(&mut self, bytes: &[u8], out: &mut Vec<u8>, losses: &Losses) -> Flow;
-    /// Bytes from the service that a fault drops on their way to the process: whether the
-    /// reader read them and keeps its place (by default it does not, and reads no more replies).
-    fn dropped_reply(&mut self, _bytes: &[u8], _losses: &Losses) -> bool {
+    /// Bytes from the service that a fault drops on their way to the process: if the reader
+    /// read them and keeps its place, what to do with the connection then (by default it does
+    /// not read them, and reads no more replies).
+    fn dropped_reply(&mut self, _bytes: &[u8], _losses: &Losses) -> Option<Flow> {
+        None
+    }
+
+    /// Whether the service may have committed something whose answer has not been read yet (a
+    /// reset now would lose a fact). By default nothing is.
+    fn commit_awaited(&self) -> bool {
         false
     }
     /// What it heard since the last call, when it listens (a reader made to listen decodes what

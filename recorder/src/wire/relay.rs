@@ -7,7 +7,9 @@
 //! process hears it) keeps its place; any other stops reading replies. A connection whose bytes a
 //! fault dropped is reset when the fault ends, so a direction no longer read rarely carries
 //! anything more; if it does and the proxy listens, the listener hears once per direction that
-//! facts pass untold ([`Heard::Unread`]).
+//! facts pass untold ([`Heard::Unread`]). So it does when a reset cuts off the answer to a
+//! commit the service may have made ([`Reader::commit_awaited`]). A process that is gone (its
+//! side closed, or a write to it failed) leaves the service's side read to its end.
 
 use std::sync::atomic::Ordering;
 
@@ -21,6 +23,9 @@ use super::{refuse, Shared};
 
 /// Why a direction's bytes pass unread after a fault dropped some of them.
 const LOST_PLACE: &str = "a fault dropped some of its bytes and the reader lost its place";
+
+/// Why a reset connection's last answers pass unread.
+const CUT_OFF: &str = "the connection was reset while a commit's answer was awaited";
 
 /// A direction of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,13 +97,31 @@ impl<'s> Reading<'s> {
         }
     }
 
-    /// A fault dropped `bytes` going `way`.
-    fn dropped(&mut self, way: Way, bytes: &[u8]) {
-        let kept = match (&mut self.reader, way) {
+    /// A fault dropped `bytes` going `way`: what to do with the connection then.
+    fn dropped(&mut self, way: Way, bytes: &[u8]) -> Flow {
+        let read = match (&mut self.reader, way) {
             (Some(r), Way::Reply) if !self.lost[1] => r.dropped_reply(bytes, &self.shared.losses),
-            _ => false,
+            _ => None,
         };
-        self.lost[way.index()] |= !kept;
+        self.lost[way.index()] |= read.is_none();
+        read.unwrap_or(Flow::Go)
+    }
+
+    /// The connection is reset: if the service may have committed something whose answer will
+    /// now never be read, the listener hears that replies pass unread.
+    async fn cut_off(&mut self) {
+        let awaited = self.reader.as_ref().is_some_and(|r| r.commit_awaited());
+        if !awaited || std::mem::replace(&mut self.said[1], true) {
+            return;
+        }
+        if let (Some(listener), Some(r)) = (&self.shared.listener, &mut self.reader) {
+            let mut heard = r.heard();
+            heard.push(Heard::Unread {
+                way: Ways::Replies,
+                why: CUT_OFF,
+            });
+            listener.tell(heard).await;
+        }
     }
 
     /// Tells the listener what the reader heard, and (once) that `passed`, the way bytes just
@@ -150,8 +173,7 @@ pub(super) async fn relay(
                 }
                 Ok(n) if shared.until(|f| f.requests) => {
                     shared.request_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    reading.dropped(Way::Request, &up[..n]);
-                    Flow::Go
+                    reading.dropped(Way::Request, &up[..n])
                 }
                 Ok(n) => {
                     shared.passed[0].fetch_add(n as u64, Ordering::Relaxed);
@@ -171,10 +193,10 @@ pub(super) async fn relay(
                 }
                 Ok(n) if shared.until(|f| f.replies) => {
                     shared.reply_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    reading.dropped(Way::Reply, &down[..n]);
+                    let flow = reading.dropped(Way::Reply, &down[..n]);
                     // What a dropped reply told (a commit the process never hears of).
                     reading.tell(None).await;
-                    Flow::Go
+                    flow
                 }
                 Ok(n) => {
                     shared.passed[1].fetch_add(n as u64, Ordering::Relaxed);
@@ -182,7 +204,9 @@ pub(super) async fn relay(
                     reading.tell(Some(Way::Reply)).await;
                     let bytes = reading.passing(pass, &down[..n]);
                     if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
-                        break;
+                        // The process is gone: what the service still answers is read.
+                        client_open = false;
+                        let _ = server.shutdown().await;
                     }
                     flow
                 }
@@ -190,6 +214,7 @@ pub(super) async fn relay(
             _ = reset.changed() => Flow::Reset,
         };
         if flow == Flow::Reset {
+            reading.cut_off().await;
             refuse(server);
             refuse(client);
             return;

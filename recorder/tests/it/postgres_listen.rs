@@ -253,3 +253,47 @@ async fn a_commit_whose_answer_a_fault_drops_is_still_told_for_the_server_commit
         .any(|h| matches!(h, Heard::Unread { .. }));
     assert!(!unread, "the reader kept its place");
 }
+
+#[tokio::test]
+async fn a_reset_that_cuts_off_a_commit_s_answer_says_replies_pass_unread_and_an_idle_one_says_nothing(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let (proxy, heard) = listening_proxy(server.port).await;
+    let mut idle = connected(proxy.port()).await;
+    ask(&mut idle, &query("SELECT 1")).await;
+    proxy
+        .apply(outbox_recorder::fault::spec::WireFault::Cut)
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let unread = |heard: &[Heard]| {
+        heard
+            .iter()
+            .filter(|h| matches!(h, Heard::Unread { .. }))
+            .count()
+    };
+    assert_eq!(unread(&heard.lock().unwrap()), 0, "nothing was awaited");
+    // A statement outside a transaction block commits on its own: cut while it runs.
+    let mut busy = connected(proxy.port()).await;
+    busy.write_all(&query("SELECT pg_sleep(1)")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy
+        .apply(outbox_recorder::fault::spec::WireFault::Cut)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while unread(&heard.lock().unwrap()) == 0 {
+        assert!(Instant::now() < deadline, "{:?}", heard.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let said = heard.lock().unwrap().clone();
+    assert!(
+        said.iter().any(|h| matches!(
+            h,
+            Heard::Unread {
+                way: outbox_recorder::wire::heard::Ways::Replies,
+                ..
+            }
+        )),
+        "{said:?}"
+    );
+}

@@ -120,9 +120,8 @@ impl<'a, 'e> Stage<'a, 'e> {
     /// A fact of a life whose end is recorded: a change it made to the service (the process's
     /// request, or a commit) is counted refused by the kinds it gives; an answer only skipped.
     fn after_its_life(&mut self, told: &Told) {
-        self.skip(AFTER_ITS_LIFE.to_string());
         let Some(reading) = self.reading.as_mut() else {
-            return;
+            return self.skip(AFTER_ITS_LIFE.to_string());
         };
         let mut kinds = Vec::new();
         for heard in &told.heard {
@@ -138,6 +137,9 @@ impl<'a, 'e> Stage<'a, 'e> {
                     Err(NoStep::Unread { kind, .. }) => *kind,
                 }));
             }
+        }
+        if kinds.is_empty() {
+            self.skip(AFTER_ITS_LIFE.to_string());
         }
         for kind in kinds {
             let reason = AFTER_ITS_LIFE;

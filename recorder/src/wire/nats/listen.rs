@@ -12,9 +12,11 @@
 //!   subject), forgetting it; `-NAK`, `+TERM` and `+NXT` forget it untold, `+WPI` keeps it.
 //!
 //! Each connection remembers at most [`REMEMBERED`] publishes and as many deliveries; past that
-//! the oldest is forgotten. What it can then no longer tell (the answer to a publish forgotten,
-//! the ACK of a delivery forgotten, anything of a message too big to keep or whose headers do
-//! not read) it says it cannot, once per way ([`Heard::Unread`]).
+//! the oldest is forgotten (and the subject it awaits an answer on is kept, as long again). What
+//! it then cannot tell it says it cannot, once per way ([`Heard::Unread`]): an answer that comes
+//! to a forgotten publish's subject, an ACK to a `$JS.ACK.` subject it no longer knows once it
+//! has forgotten a delivery, anything of a message too big to keep or whose headers do not read.
+//! A publish or delivery forgotten that is never answered says nothing.
 
 use super::lines::{carrying, jetstream_reply, Carrying, Piece};
 use super::remembered::Remembered;
@@ -68,6 +70,10 @@ pub(super) struct Listen {
     heard: Vec<Heard>,
     /// Said already that facts pass untold: toward the server, toward the process.
     said: [bool; 2],
+    /// The reply subjects of the publishes forgotten, awaiting an answer.
+    forgotten: Remembered<()>,
+    /// A delivery was forgotten: an ACK to a subject not remembered may be its.
+    forgot_a_delivery: bool,
 }
 
 impl Default for Listen {
@@ -79,6 +85,8 @@ impl Default for Listen {
             down: None,
             heard: Vec::new(),
             said: [false; 2],
+            forgotten: Remembered::new(REMEMBERED),
+            forgot_a_delivery: false,
         }
     }
 }
@@ -117,6 +125,12 @@ impl Listen {
                     ack_subject: c.subject.to_vec(),
                 }
             } else {
+                if self.forgot_a_delivery && c.subject.starts_with(ACK_PREFIX) {
+                    self.unread(
+                        Ways::Requests,
+                        "an ACK came for a delivery it had forgotten",
+                    );
+                }
                 return None;
             };
             self.read_whole(awaits, c)
@@ -128,6 +142,12 @@ impl Listen {
         self.down = carrying(line).and_then(|c| {
             let awaits = if let Some(publish) = self.publishes.forget(c.subject) {
                 Awaits::Answer { publish }
+            } else if self.forgotten.forget(c.subject).is_some() {
+                self.unread(
+                    Ways::Replies,
+                    "an answer came to a publish it had forgotten",
+                );
+                return None;
             } else if let Some(ack) = c.reply.filter(|r| r.starts_with(ACK_PREFIX)) {
                 Awaits::Delivery {
                     subject: c.subject.to_vec(),
@@ -205,11 +225,12 @@ impl Listen {
                 let Some(message) = reading.message(subject) else {
                     return self.unread(Ways::Both, UNREADABLE);
                 };
-                if self.publishes.remember(reply, message.clone()) {
-                    self.unread(
-                        Ways::Replies,
-                        "it remembered more publishes than it follows",
-                    );
+                if let Some(forgot) = self.publishes.remember(reply, message.clone()) {
+                    if self.forgotten.remember(&forgot, ()).is_some() {
+                        // Past this bound too: any answer may be one of theirs.
+                        let why = "it remembered more publishes than it follows";
+                        self.unread(Ways::Replies, why);
+                    }
                 }
                 self.heard.push(Heard::Published(message));
             }
@@ -228,11 +249,12 @@ impl Listen {
                     return self.unread(Ways::Both, UNREADABLE);
                 };
                 if let Some(delivery) = delivery(ack_subject, message) {
-                    if self.deliveries.remember(ack_subject, delivery.clone()) {
-                        self.unread(
-                            Ways::Requests,
-                            "it remembered more deliveries than it follows",
-                        );
+                    if self
+                        .deliveries
+                        .remember(ack_subject, delivery.clone())
+                        .is_some()
+                    {
+                        self.forgot_a_delivery = true;
                     }
                     self.heard.push(Heard::Delivered(delivery));
                 }

@@ -26,9 +26,9 @@ impl<V> Remembered<V> {
     }
 
     /// Remembers `value` by `subject` (in place of one remembered by it before), forgetting the
-    /// oldest past the bound; whether it forgot one.
-    pub(super) fn remember(&mut self, subject: &[u8], value: V) -> bool {
-        let mut forgot = false;
+    /// oldest past the bound; the subject it forgot, if it did.
+    pub(super) fn remember(&mut self, subject: &[u8], value: V) -> Option<Vec<u8>> {
+        let mut forgot = None;
         let stamp = self.next;
         self.next += 1;
         self.entries.insert(subject.to_vec(), (stamp, value));
@@ -39,7 +39,7 @@ impl<V> Remembered<V> {
             };
             if self.is_current(stamp, &oldest) {
                 self.entries.remove(&oldest);
-                forgot = true;
+                forgot = Some(oldest);
             }
         }
         if self.order.len() > 2 * self.bound.max(1) {

@@ -402,6 +402,41 @@ impl Listen {
     }
 }
 
+impl Listen {
+    /// Whether the server may have committed something not told yet: a transaction that
+    /// completed a `COMMIT` (or statements outside a block) awaits its ReadyForQuery, or a
+    /// statement still to be answered is a `COMMIT` or runs outside a transaction block.
+    pub(super) fn commit_awaited(&self) -> bool {
+        if self.stopped {
+            return false;
+        }
+        let done = &self.transaction;
+        if !done.is_empty() && !self.failed && committed(done) {
+            return true;
+        }
+        let mut open = done
+            .iter()
+            .any(|s| s.tag == "BEGIN" || s.tag == "START TRANSACTION");
+        let sent = self.awaited.iter().flat_map(|a| match a {
+            Awaited::Execution(e) => vec![&*e.sql],
+            Awaited::Query { statements, .. } => statements.iter().map(String::as_str).collect(),
+            Awaited::Ready => Vec::new(),
+        });
+        for sql in sent {
+            let first = sql.split_whitespace().next().unwrap_or_default();
+            let is = |word: &str| first.eq_ignore_ascii_case(word);
+            if is("begin") || is("start") {
+                open = true;
+            } else if is("rollback") || is("abort") {
+                open = false;
+            } else if is("commit") || is("end") || !open {
+                return true;
+            }
+        }
+        false
+    }
+}
+
 /// Whether a transaction that ended without error committed: it ended with a `COMMIT` tag, or it
 /// never opened a transaction block.
 fn committed(statements: &[Statement]) -> bool {

@@ -224,9 +224,12 @@ impl Reader for Postgres {
 
     /// A dropped reply is read as any other (a commit it answers did commit), and passed on to
     /// no one.
-    fn dropped_reply(&mut self, bytes: &[u8], losses: &Losses) -> bool {
-        let _ = self.reply(bytes, &mut Vec::new(), losses);
-        true
+    fn dropped_reply(&mut self, bytes: &[u8], losses: &Losses) -> Option<Flow> {
+        Some(self.reply(bytes, &mut Vec::new(), losses))
+    }
+
+    fn commit_awaited(&self) -> bool {
+        self.listen.as_ref().is_some_and(|l| l.commit_awaited())
     }
 
     fn heard(&mut self) -> Vec<Heard> {

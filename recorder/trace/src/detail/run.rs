@@ -256,7 +256,9 @@ detail_struct! {
         /// Why spans were refused for other reasons than missing columns: a kind only the
         /// recorder writes, an export without the token of a process the recorder started (or with
         /// the token of a life that has ended), a span that claims another actor than the
-        /// process that sent it.
+        /// process that sent it; for steps read from the wire, traffic that passed unread (TLS, a
+        /// reader past its bounds or thrown off by a fault, a reset that cut off a commit's
+        /// answer), a fact heard after its process's end, a fact the proxy gave up telling.
         pub reasons: Vec<String>,
     }
 }

@@ -336,22 +336,60 @@ fn a_message_larger_than_the_largest_heard_is_framed_not_told_and_said_unread_on
 }
 
 #[test]
-fn past_the_publishes_it_remembers_it_says_once_that_answers_may_pass_untold() {
-    let publishes: Vec<u8> = (0..=REMEMBERED)
+fn an_answer_to_a_publish_it_forgot_says_once_that_answers_pass_untold() {
+    let publishes: Vec<u8> = (0..REMEMBERED + 2)
         .flat_map(|n| publish("orders.created", Some(&format!("_INBOX.h.{n}")), "p"))
         .collect();
+    let last_ack = message(&format!("_INBOX.h.{}", REMEMBERED + 1), None, PUB_ACK);
     let first_ack = message("_INBOX.h.0", None, PUB_ACK);
-    let conversation = [(Process, publishes), (Server, first_ack)];
+    let second_ack = message("_INBOX.h.1", None, PUB_ACK);
+    let conversation = [
+        (Process, publishes),
+        (Server, last_ack),
+        (Server, first_ack),
+        (Server, second_ack),
+    ];
     let told = feed(Nats::listening(), &conversation, 64 * 1024, false);
-    let unread: Vec<&Heard> = told.heard[0]
-        .iter()
-        .filter(|h| matches!(h, Heard::Unread { .. }))
-        .collect();
+    assert_eq!(
+        told.heard[0].len(),
+        REMEMBERED + 2,
+        "every publish told, nothing said"
+    );
+    assert!(matches!(told.heard[1][..], [Heard::PubAcked { .. }]));
     let said = Heard::Unread {
         way: Ways::Replies,
-        why: "it remembered more publishes than it follows",
+        why: "an answer came to a publish it had forgotten",
     };
-    assert_eq!(unread, [&said], "said once, for the answers");
-    assert_eq!(told.heard[0].len(), REMEMBERED + 2, "every publish told");
-    assert_eq!(told.heard[1], [], "the oldest publish's answer is not told");
+    assert_eq!(
+        told.heard[2],
+        [said],
+        "the oldest publish's answer is not told"
+    );
+    assert_eq!(told.heard[3], [], "said once");
+}
+
+#[test]
+fn an_ack_after_a_delivery_was_forgotten_says_requests_pass_untold_and_nothing_before() {
+    let deliveries: Vec<u8> = (0..=REMEMBERED)
+        .flat_map(|n| {
+            message(
+                "orders.created",
+                Some(&format!("$JS.ACK.S.C.1.{n}.{n}.1.0")),
+                "d",
+            )
+        })
+        .collect();
+    let conversation = [
+        (Server, deliveries),
+        (Process, publish("$JS.ACK.S.C.1.0.0.1.0", None, "+ACK")),
+    ];
+    let told = feed(Nats::listening(), &conversation, 64 * 1024, false);
+    assert!(told.heard[0]
+        .iter()
+        .all(|h| matches!(h, Heard::Delivered(_))));
+    let said = Heard::Unread {
+        way: Ways::Requests,
+        why: "an ACK came for a delivery it had forgotten",
+    };
+    assert_eq!(told.heard[1], [said]);
 }

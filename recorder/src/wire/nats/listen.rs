@@ -11,15 +11,15 @@
 //! - the process's ACK of a delivery remembered (`+ACK`, or an empty body, published to its ACK
 //!   subject), forgetting it; `-NAK`, `+TERM` and `+NXT` forget it untold, `+WPI` keeps it.
 //!
-//! Each connection remembers at most [`REMEMBERED`] publishes and as many deliveries; past that
-//! the oldest is forgotten (and the subject it awaits an answer on is kept, as long again). What
+//! Each connection remembers at most [`REMEMBERED`] publishes and as many deliveries, and 64 MiB
+//! of each; past that the oldest is forgotten (and the subject it awaits an answer on is kept, as long again). What
 //! it then cannot tell it says it cannot, once per way ([`Heard::Unread`]): an answer that comes
 //! to a forgotten publish's subject, an ACK to a `$JS.ACK.` subject it no longer knows once it
 //! has forgotten a delivery, anything of a message too big to keep or whose headers do not read.
 //! A publish or delivery forgotten that is never answered says nothing.
 
 use super::lines::{carrying, jetstream_reply, Carrying, Piece};
-use super::remembered::Remembered;
+use super::remembered::{Remembered, Weighed};
 use crate::wire::heard::{Delivery, Heard, Message, Ways};
 
 /// The largest message (headers and payload) that is kept and told; a larger one is only
@@ -29,6 +29,23 @@ pub(super) const LARGEST_HEARD: usize = 1024 * 1024;
 /// How many publishes waiting for their answer, and how many deliveries waiting for their ACK,
 /// a connection remembers.
 pub(super) const REMEMBERED: usize = 4096;
+
+/// How many bytes of publishes, of deliveries, and of forgotten subjects a connection
+/// remembers.
+const REMEMBERED_BYTES: usize = 64 * 1024 * 1024;
+
+impl Weighed for Message {
+    fn weight(&self) -> usize {
+        let headers: usize = self.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+        self.subject.len() + self.payload.len() + headers
+    }
+}
+
+impl Weighed for Delivery {
+    fn weight(&self) -> usize {
+        self.message.weight() + self.stream.len() + self.consumer.len()
+    }
+}
 
 /// Why a message whose header block does not read tells nothing.
 const UNREADABLE: &str = "a message's headers did not read";
@@ -79,13 +96,13 @@ pub(super) struct Listen {
 impl Default for Listen {
     fn default() -> Listen {
         Listen {
-            publishes: Remembered::new(REMEMBERED),
-            deliveries: Remembered::new(REMEMBERED),
+            publishes: Remembered::new(REMEMBERED, REMEMBERED_BYTES),
+            deliveries: Remembered::new(REMEMBERED, REMEMBERED_BYTES),
             up: None,
             down: None,
             heard: Vec::new(),
             said: [false; 2],
-            forgotten: Remembered::new(REMEMBERED),
+            forgotten: Remembered::new(REMEMBERED, REMEMBERED_BYTES),
             forgot_a_delivery: false,
         }
     }

@@ -1,11 +1,27 @@
-//! What a connection remembers until its answer comes, by subject, bounded: past the bound the
-//! oldest is forgotten.
+//! What a connection remembers until its answer comes, by subject, bounded in count and in bytes:
+//! past either bound the oldest is forgotten.
 
 use std::collections::{HashMap, VecDeque};
 
-/// Values by subject, at most `bound` of them; the oldest is forgotten first.
+/// How many bytes a value holds beyond its own size (its heap).
+pub(super) trait Weighed {
+    /// The bytes.
+    fn weight(&self) -> usize;
+}
+
+impl Weighed for () {
+    fn weight(&self) -> usize {
+        0
+    }
+}
+
+/// Values by subject, at most `bound` of them and `bytes` of subjects and values; the oldest is
+/// forgotten first.
 pub(super) struct Remembered<V> {
     bound: usize,
+    bytes: usize,
+    /// The bytes of the subjects and values remembered.
+    held: usize,
     /// Each value, with the stamp it was remembered under.
     entries: HashMap<Vec<u8>, (u64, V)>,
     /// Subjects in the order they were remembered, with their stamps (an entry forgotten or
@@ -14,11 +30,13 @@ pub(super) struct Remembered<V> {
     next: u64,
 }
 
-impl<V> Remembered<V> {
-    /// Remembers at most `bound` values.
-    pub(super) fn new(bound: usize) -> Remembered<V> {
+impl<V: Weighed> Remembered<V> {
+    /// Remembers at most `bound` values, and `bytes` of subjects and values.
+    pub(super) fn new(bound: usize, bytes: usize) -> Remembered<V> {
         Remembered {
             bound,
+            bytes,
+            held: 0,
             entries: HashMap::new(),
             order: VecDeque::new(),
             next: 0,
@@ -31,14 +49,17 @@ impl<V> Remembered<V> {
         let mut forgot = None;
         let stamp = self.next;
         self.next += 1;
-        self.entries.insert(subject.to_vec(), (stamp, value));
+        self.held += subject.len() + value.weight();
+        if let Some((_, before)) = self.entries.insert(subject.to_vec(), (stamp, value)) {
+            self.held -= subject.len() + before.weight();
+        }
         self.order.push_back((stamp, subject.to_vec()));
-        while self.entries.len() > self.bound {
+        while self.entries.len() > self.bound || self.held > self.bytes {
             let Some((stamp, oldest)) = self.order.pop_front() else {
                 break;
             };
             if self.is_current(stamp, &oldest) {
-                self.entries.remove(&oldest);
+                self.forget(&oldest);
                 forgot = Some(oldest);
             }
         }
@@ -57,7 +78,9 @@ impl<V> Remembered<V> {
 
     /// Forgets the value remembered by `subject`, and gives it.
     pub(super) fn forget(&mut self, subject: &[u8]) -> Option<V> {
-        self.entries.remove(subject).map(|(_, value)| value)
+        let (_, value) = self.entries.remove(subject)?;
+        self.held -= subject.len() + value.weight();
+        Some(value)
     }
 
     /// How many values it remembers.
@@ -75,9 +98,30 @@ impl<V> Remembered<V> {
 mod tests {
     use super::*;
 
+    /// A number weighs as many bytes as it says.
+    impl Weighed for i32 {
+        fn weight(&self) -> usize {
+            *self as usize
+        }
+    }
+
+    #[test]
+    fn past_the_bytes_the_oldest_is_forgotten_and_what_is_forgotten_weighs_nothing_more() {
+        // Each entry weighs its subject's byte and its value.
+        let mut r = Remembered::new(10, 29);
+        assert_eq!(r.remember(b"a", 9), None);
+        assert_eq!(r.remember(b"b", 9), None);
+        assert_eq!(r.remember(b"c", 9), Some(b"a".to_vec()), "30 bytes held");
+        assert_eq!(r.remember(b"b", 1), None, "b weighs 2 now: 12 held");
+        assert_eq!(r.forget(b"c"), Some(9));
+        assert_eq!(r.remember(b"d", 26), None, "29 held");
+        assert_eq!(r.remember(b"e", 0), Some(b"b".to_vec()), "30 held");
+        assert_eq!((r.len(), r.held), (2, 28));
+    }
+
     #[test]
     fn past_the_bound_the_oldest_is_forgotten_and_a_forgotten_one_leaves_no_trace() {
-        let mut r = Remembered::new(2);
+        let mut r = Remembered::new(2, usize::MAX);
         r.remember(b"a", 1);
         r.remember(b"b", 2);
         assert_eq!(r.forget(b"a"), Some(1));

@@ -33,7 +33,7 @@ pub struct Told {
 }
 
 /// Where a listening proxy sends what it hears, and the names it gives.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Listener {
     /// The channel to the listener.
     pub to: mpsc::Sender<Told>,
@@ -43,11 +43,26 @@ pub struct Listener {
     pub service: String,
     /// Counts the facts the listener never took: its channel stayed full for the whole hold.
     pub missed: Arc<AtomicU64>,
+    /// Which facts the listener wants told; the others pass without a word.
+    pub wants: Wants,
+}
+
+/// Which facts a listener wants told.
+pub type Wants = Arc<dyn Fn(&Heard) -> bool + Send + Sync>;
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("actor", &self.actor)
+            .field("service", &self.service)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Listener {
     /// Tells `heard` (if anything) and waits for the word to go on, at most [`HOLD_AT_MOST`].
-    pub(super) async fn tell(&self, heard: Vec<Heard>) {
+    pub(super) async fn tell(&self, mut heard: Vec<Heard>) {
+        heard.retain(|h| (self.wants)(h));
         if heard.is_empty() {
             return;
         }

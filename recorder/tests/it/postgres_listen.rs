@@ -129,6 +129,7 @@ async fn listening_proxy(port: u16) -> (Proxy, Arc<Mutex<Vec<Heard>>>) {
         actor: "api".into(),
         service: "pg".into(),
         missed: Default::default(),
+        wants: Arc::new(|_: &Heard| true),
     };
     let upstream = ([127, 0, 0, 1], port).into();
     let proxy = Proxy::start_listening(upstream, Wire::Postgres, Some(listener))

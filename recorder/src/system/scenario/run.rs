@@ -33,6 +33,7 @@ use crate::system::shape::ShapeLearner;
 use crate::system::steps::Reading;
 use crate::system::tasks::{make_tasks, Courier};
 use crate::system::template::Values;
+use crate::wire::heard::Heard;
 use crate::wire::{Listener, Proxy, Told};
 
 /// How many facts the proxies may have told and the scenario not yet taken in (a proxy waits
@@ -186,6 +187,10 @@ impl<'s, 'e> Scene<'s, 'e> {
                     actor: actor.clone(),
                     service: sname.clone(),
                     missed: missed.clone(),
+                    wants: {
+                        let (steps, service) = (system.steps.clone(), sname.clone());
+                        Arc::new(move |heard: &Heard| steps.concerns(&service, heard))
+                    },
                 });
                 let proxy = Proxy::start_listening(upstream, wire, listener)
                     .await

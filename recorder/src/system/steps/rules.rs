@@ -7,10 +7,11 @@ use std::str::FromStr;
 use outbox_trace::Kind;
 
 use super::spec::{RuleSpec, StepsSpec};
-use super::sql::{rule_target, Target};
+use super::sql::{rule_target, shape, Target};
 use super::value::{Ref, Side};
 use crate::fault::protocols::Wire;
 use crate::system::file::ServiceSpec;
+use crate::wire::heard::Heard;
 
 /// The columns a rule may map.
 const MAPPED: [&str; 7] = [
@@ -144,6 +145,29 @@ impl Steps {
     /// Whether any rule reads the traffic of `service`.
     pub fn listens_to(&self, service: &str) -> bool {
         self.rules.iter().any(|r| r.service == service)
+    }
+
+    /// Whether `heard` on `service` is any rule's concern: a transaction with a statement on a
+    /// rule's table, a message on a rule's subject, traffic passing unread. A listening proxy
+    /// tells only these, so a service's other traffic (an idle poll) costs no round trip and
+    /// counts as no activity.
+    pub fn concerns(&self, service: &str, heard: &Heard) -> bool {
+        let mut rules = self.rules.iter().filter(|r| r.service == service);
+        let subject = match heard {
+            Heard::Committed(statements) => {
+                let targets: Vec<Target> = statements
+                    .iter()
+                    .filter_map(|s| shape(&s.sql).target)
+                    .collect();
+                return rules.any(
+                    |r| matches!(&r.on, On::Commit { target, .. } if targets.contains(target)),
+                );
+            }
+            Heard::Published(m) | Heard::PubAcked { publish: m, .. } => &m.subject,
+            Heard::Delivered(d) | Heard::Acked(d) => &d.message.subject,
+            Heard::Unread { .. } => return true,
+        };
+        rules.any(|r| matches!(&r.on, On::Subject(s) if s == subject))
     }
 }
 

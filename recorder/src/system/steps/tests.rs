@@ -402,3 +402,27 @@ fn a_store_rev_mapped_on_every_commit_rule_replaces_the_wire_s_order() {
         "the column's, or none: never the wire's"
     );
 }
+
+#[test]
+fn only_what_a_rule_could_read_concerns_the_listener() {
+    let steps = check(EXAMPLE).unwrap();
+    let commit = |sql: &str| Heard::Committed(vec![statement(sql, &[], "INSERT 0 1")]);
+    let message = |subject: &str| Message {
+        subject: subject.into(),
+        ..Message::default()
+    };
+    assert!(steps.concerns("postgres", &commit("INSERT INTO outbox (id) VALUES ($1)")));
+    assert!(!steps.concerns(
+        "postgres",
+        &commit("SELECT id FROM outbox WHERE sent = false")
+    ));
+    assert!(!steps.concerns("postgres", &commit("INSERT INTO audit VALUES ($1)")));
+    assert!(!steps.concerns("nats", &commit("INSERT INTO outbox (id) VALUES ($1)")));
+    assert!(steps.concerns("nats", &Heard::Published(message("orders"))));
+    assert!(!steps.concerns("nats", &Heard::Published(message("audit"))));
+    let unread = Heard::Unread {
+        way: Ways::Both,
+        why: "x",
+    };
+    assert!(steps.concerns("postgres", &unread));
+}

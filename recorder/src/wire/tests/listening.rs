@@ -70,6 +70,7 @@ fn keeping() -> (Listener, Arc<Mutex<Vec<Heard>>>) {
         actor: "relay".to_string(),
         service: "nats".to_string(),
         missed: Default::default(),
+        wants: std::sync::Arc::new(|_: &Heard| true),
     };
     (listener, kept)
 }

@@ -124,6 +124,43 @@ impl<'s> Reading<'s> {
         }
     }
 
+    /// Bytes from the process: dropped if a fault drops requests, else read, passed on to the
+    /// service and told; what to do with the connection then (`None`: the service is gone).
+    async fn from_process(&mut self, bytes: &[u8], server: &mut TcpStream) -> Option<Flow> {
+        let shared = self.shared;
+        let n = bytes.len() as u64;
+        if shared.until(|f| f.requests) {
+            shared.request_bytes.fetch_add(n, Ordering::Relaxed);
+            return Some(self.dropped(Way::Request, bytes));
+        }
+        shared.passed[0].fetch_add(n, Ordering::Relaxed);
+        let (pass, flow) = self.through(Way::Request, bytes);
+        server.write_all(self.passing(pass, bytes)).await.ok()?;
+        self.tell(Some(Way::Request)).await;
+        Some(flow)
+    }
+
+    /// Bytes from the service: read and told (a reply is held until the listener's word), then
+    /// dropped if a fault drops replies, else passed on to the process; what to do with the
+    /// connection then, and whether the process is gone (a write to it failed).
+    async fn from_service(&mut self, bytes: &[u8], client: &mut TcpStream) -> (Flow, bool) {
+        let shared = self.shared;
+        let n = bytes.len() as u64;
+        if shared.until(|f| f.replies) {
+            shared.reply_bytes.fetch_add(n, Ordering::Relaxed);
+            let flow = self.dropped(Way::Reply, bytes);
+            // What a dropped reply told (a commit the process never hears of).
+            self.tell(None).await;
+            return (flow, false);
+        }
+        shared.passed[1].fetch_add(n, Ordering::Relaxed);
+        let (pass, flow) = self.through(Way::Reply, bytes);
+        self.tell(Some(Way::Reply)).await;
+        let out = self.passing(pass, bytes);
+        let gone = !out.is_empty() && client.write_all(out).await.is_err();
+        (flow, gone)
+    }
+
     /// Tells the listener what the reader heard, and (once) that `passed`, the way bytes just
     /// went, passes unread if it does; and waits for its word.
     async fn tell(&mut self, passed: Option<Way>) {
@@ -166,49 +203,30 @@ pub(super) async fn relay(
     while client_open || server_open {
         let flow = tokio::select! {
             read = client.read(&mut up), if client_open => match read {
-                Ok(0) | Err(_) => {
+                Ok(n) if n > 0 => match reading.from_process(&up[..n], &mut server).await {
+                    Some(flow) => flow,
+                    None => break,
+                },
+                _ => {
                     client_open = false;
                     let _ = server.shutdown().await;
                     Flow::Go
                 }
-                Ok(n) if shared.until(|f| f.requests) => {
-                    shared.request_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    reading.dropped(Way::Request, &up[..n])
-                }
-                Ok(n) => {
-                    shared.passed[0].fetch_add(n as u64, Ordering::Relaxed);
-                    let (pass, flow) = reading.through(Way::Request, &up[..n]);
-                    if server.write_all(reading.passing(pass, &up[..n])).await.is_err() {
-                        break;
-                    }
-                    reading.tell(Some(Way::Request)).await;
-                    flow
-                }
             },
             read = server.read(&mut down), if server_open => match read {
-                Ok(0) | Err(_) => {
-                    server_open = false;
-                    let _ = client.shutdown().await;
-                    Flow::Go
-                }
-                Ok(n) if shared.until(|f| f.replies) => {
-                    shared.reply_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    let flow = reading.dropped(Way::Reply, &down[..n]);
-                    // What a dropped reply told (a commit the process never hears of).
-                    reading.tell(None).await;
-                    flow
-                }
-                Ok(n) => {
-                    shared.passed[1].fetch_add(n as u64, Ordering::Relaxed);
-                    let (pass, flow) = reading.through(Way::Reply, &down[..n]);
-                    reading.tell(Some(Way::Reply)).await;
-                    let bytes = reading.passing(pass, &down[..n]);
-                    if !bytes.is_empty() && client.write_all(bytes).await.is_err() {
+                Ok(n) if n > 0 => {
+                    let (flow, gone) = reading.from_service(&down[..n], &mut client).await;
+                    if gone && client_open {
                         // The process is gone: what the service still answers is read.
                         client_open = false;
                         let _ = server.shutdown().await;
                     }
                     flow
+                }
+                _ => {
+                    server_open = false;
+                    let _ = client.shutdown().await;
+                    Flow::Go
                 }
             },
             _ = reset.changed() => Flow::Reset,

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 
 pub use self::listen::{Listener, Told};
 use self::protocol::{Losses, Reader};
-use self::relay::relay;
+use self::relay::{refuse, relay, Proxied, Way};
 use crate::fault::protocols::Wire;
 use crate::fault::spec::WireFault;
 
@@ -219,6 +219,33 @@ impl Shared {
             Wire::Kafka => Some(Box::new(kafka::Kafka::new(self.port))),
             Wire::Tcp | Wire::Redis => None,
         }
+    }
+}
+
+impl Proxied for Shared {
+    fn dropping(&self, way: Way) -> bool {
+        match way {
+            Way::Request => self.until(|f| f.requests),
+            Way::Reply => self.until(|f| f.replies),
+        }
+    }
+
+    fn count(&self, way: Way, n: u64, dropped: bool) {
+        let counter = match (way, dropped) {
+            (Way::Request, true) => &self.request_bytes,
+            (Way::Reply, true) => &self.reply_bytes,
+            (Way::Request, false) => &self.passed[0],
+            (Way::Reply, false) => &self.passed[1],
+        };
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn losses(&self) -> &Losses {
+        &self.losses
+    }
+
+    fn listener(&self) -> Option<&Listener> {
+        self.listener.as_ref()
     }
 }
 
@@ -422,17 +449,12 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
                 Ok(Ok(server)) => {
                     let _ = server.set_nodelay(true);
                     let reader = shared.reader();
-                    relay(client, server, &shared, reset, reader).await;
+                    relay(client, server, &*shared, reset, reader).await;
                 }
                 _ => refuse(client),
             }
         });
     }
-}
-
-/// Closes `stream` with a reset (RST) rather than an orderly end.
-fn refuse(stream: TcpStream) {
-    let _ = stream.set_zero_linger();
 }
 
 #[cfg(test)]

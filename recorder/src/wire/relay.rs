@@ -11,15 +11,13 @@
 //! commit the service may have made ([`Reader::commit_awaited`]). A process that is gone (its
 //! side closed, or a write to it failed) leaves the service's side read to its end.
 
-use std::sync::atomic::Ordering;
-
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::heard::{Heard, Ways};
-use super::protocol::{Flow, Reader};
-use super::{refuse, Shared};
+use super::listen::Listener;
+use super::protocol::{Flow, Losses, Reader};
 
 /// Why a direction's bytes pass unread after a fault dropped some of them.
 const LOST_PLACE: &str = "a fault dropped some of its bytes and the reader lost its place";
@@ -27,9 +25,26 @@ const LOST_PLACE: &str = "a fault dropped some of its bytes and the reader lost 
 /// Why a reset connection's last answers pass unread.
 const CUT_OFF: &str = "the connection was reset while a commit's answer was awaited";
 
+/// What a relayed connection needs of its proxy.
+pub(super) trait Proxied: Sync {
+    /// Whether a fault drops the bytes going `way` now.
+    fn dropping(&self, way: Way) -> bool;
+    /// Counts `n` bytes going `way`, dropped or passed on.
+    fn count(&self, way: Way, n: u64, dropped: bool);
+    /// The protocol faults that wait for a message.
+    fn losses(&self) -> &Losses;
+    /// Where what the reader hears goes, when the proxy listens.
+    fn listener(&self) -> Option<&Listener>;
+}
+
+/// Closes `stream` with a reset (RST) rather than an orderly end.
+pub(super) fn refuse(stream: TcpStream) {
+    let _ = stream.set_zero_linger();
+}
+
 /// A direction of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Way {
+pub(super) enum Way {
     /// From the process toward the service.
     Request,
     /// From the service toward the process.
@@ -55,7 +70,7 @@ impl Way {
 /// One connection's reading: its reader, the directions it no longer reads, and whether the
 /// listener was told that they pass unread.
 struct Reading<'s> {
-    shared: &'s Shared,
+    shared: &'s dyn Proxied,
     reader: Option<Box<dyn Reader>>,
     /// Per direction: no longer read.
     lost: [bool; 2],
@@ -76,7 +91,7 @@ enum Pass {
 impl<'s> Reading<'s> {
     /// Reads `bytes`, going `way`: what to pass on, and what to do with the connection then.
     fn through(&mut self, way: Way, bytes: &[u8]) -> (Pass, Flow) {
-        let losses = &self.shared.losses;
+        let losses = self.shared.losses();
         let r = match &mut self.reader {
             Some(r) if !self.lost[way.index()] => r,
             _ => return (Pass::AsRead, Flow::Go),
@@ -100,7 +115,7 @@ impl<'s> Reading<'s> {
     /// A fault dropped `bytes` going `way`: what to do with the connection then.
     fn dropped(&mut self, way: Way, bytes: &[u8]) -> Flow {
         let read = match (&mut self.reader, way) {
-            (Some(r), Way::Reply) if !self.lost[1] => r.dropped_reply(bytes, &self.shared.losses),
+            (Some(r), Way::Reply) if !self.lost[1] => r.dropped_reply(bytes, self.shared.losses()),
             _ => None,
         };
         self.lost[way.index()] |= read.is_none();
@@ -114,7 +129,7 @@ impl<'s> Reading<'s> {
         if !awaited || std::mem::replace(&mut self.said[1], true) {
             return;
         }
-        if let (Some(listener), Some(r)) = (&self.shared.listener, &mut self.reader) {
+        if let (Some(listener), Some(r)) = (self.shared.listener(), &mut self.reader) {
             let mut heard = r.heard();
             heard.push(Heard::Unread {
                 way: Ways::Replies,
@@ -127,13 +142,12 @@ impl<'s> Reading<'s> {
     /// Bytes from the process: dropped if a fault drops requests, else read, passed on to the
     /// service and told; what to do with the connection then (`None`: the service is gone).
     async fn from_process(&mut self, bytes: &[u8], server: &mut TcpStream) -> Option<Flow> {
-        let shared = self.shared;
-        let n = bytes.len() as u64;
-        if shared.until(|f| f.requests) {
-            shared.request_bytes.fetch_add(n, Ordering::Relaxed);
+        let dropping = self.shared.dropping(Way::Request);
+        self.shared
+            .count(Way::Request, bytes.len() as u64, dropping);
+        if dropping {
             return Some(self.dropped(Way::Request, bytes));
         }
-        shared.passed[0].fetch_add(n, Ordering::Relaxed);
         let (pass, flow) = self.through(Way::Request, bytes);
         server.write_all(self.passing(pass, bytes)).await.ok()?;
         self.tell(Some(Way::Request)).await;
@@ -144,16 +158,14 @@ impl<'s> Reading<'s> {
     /// dropped if a fault drops replies, else passed on to the process; what to do with the
     /// connection then, and whether the process is gone (a write to it failed).
     async fn from_service(&mut self, bytes: &[u8], client: &mut TcpStream) -> (Flow, bool) {
-        let shared = self.shared;
-        let n = bytes.len() as u64;
-        if shared.until(|f| f.replies) {
-            shared.reply_bytes.fetch_add(n, Ordering::Relaxed);
+        let dropping = self.shared.dropping(Way::Reply);
+        self.shared.count(Way::Reply, bytes.len() as u64, dropping);
+        if dropping {
             let flow = self.dropped(Way::Reply, bytes);
             // What a dropped reply told (a commit the process never hears of).
             self.tell(None).await;
             return (flow, false);
         }
-        shared.passed[1].fetch_add(n, Ordering::Relaxed);
         let (pass, flow) = self.through(Way::Reply, bytes);
         self.tell(Some(Way::Reply)).await;
         let out = self.passing(pass, bytes);
@@ -164,7 +176,7 @@ impl<'s> Reading<'s> {
     /// Tells the listener what the reader heard, and (once) that `passed`, the way bytes just
     /// went, passes unread if it does; and waits for its word.
     async fn tell(&mut self, passed: Option<Way>) {
-        let Some(listener) = &self.shared.listener else {
+        let Some(listener) = self.shared.listener() else {
             return;
         };
         let Some(r) = &mut self.reader else { return };
@@ -186,7 +198,7 @@ impl<'s> Reading<'s> {
 pub(super) async fn relay(
     mut client: TcpStream,
     mut server: TcpStream,
-    shared: &Shared,
+    shared: &dyn Proxied,
     mut reset: watch::Receiver<u64>,
     reader: Option<Box<dyn Reader>>,
 ) {
